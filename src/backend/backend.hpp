@@ -1,0 +1,99 @@
+#pragma once
+// The one interface every backend implements (DESIGN §5). The contend logic
+// never knows which backend it talks to.
+//
+// Every operation is bounded by `timeout_ms` and returns a Reply: the lease as
+// it stands after the call and the backend's clock at that moment. Failures
+// that can happen in normal use (busy, timeout, connection lost) are values,
+// never exceptions; exceptions (UsageError, UnavailableError) are thrown only
+// by open_backend().
+#include "core/lease.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace simba::backend {
+
+struct Reply {
+  enum class Status {
+    ok,            // `observed` is valid
+    failed,        // the request was not applied (e.g. could not be sent, busy)
+    indeterminate, // sent, but no answer in time: it may have been applied
+  };
+  Status status = Status::failed;
+  core::Observed observed; // lease and backend now, when ok
+  bool changed = false;    // ok and the call changed the lease (acquired, renewed, released)
+  std::string error;       // when not ok: one line for the log
+
+  bool ok() const { return status == Status::ok; }
+  static Reply failure(Status s, std::string e) {
+    Reply r;
+    r.status = s;
+    r.error = std::move(e);
+    return r;
+  }
+};
+
+struct MutexLease {
+  std::string mutex;
+  core::Lease lease;
+};
+
+struct Listing {
+  bool ok = false;
+  std::string error;
+  int64_t now = 0;
+  std::vector<MutexLease> mutexes; // sorted by name
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  // The acquisition rule of DESIGN §2: `contender` gets (or renews) the lease
+  // if no valid lease exists, or if it is the current owner and
+  // transition_at > now. A new acquisition takes a new fencing token; a
+  // renewal keeps acquired_at and the token. Otherwise the lease is returned
+  // unchanged. ttl_at = now + ttl, transition_at = ttl_at + transition.
+  virtual Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                        int64_t transition_ms, int64_t timeout_ms) = 0;
+
+  // Renew only: like acquire for the current owner, but never creates a
+  // lease. Unchanged lease when `contender` is not the valid owner.
+  virtual Reply guard(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                      int64_t transition_ms, int64_t timeout_ms) = 0;
+
+  // Ends the lease at once if `contender` owns it (valid); `changed` says
+  // whether it did. Wakes the waiters (notify).
+  virtual Reply release(const std::string& mutex, const std::string& contender,
+                        int64_t timeout_ms) = 0;
+
+  // Admin break-lock: ends any lease. Wakes waiters and the owner.
+  virtual Reply force_release(const std::string& mutex, int64_t timeout_ms) = 0;
+
+  virtual Reply get(const std::string& mutex, int64_t timeout_ms) = 0;
+
+  virtual Listing list(int64_t timeout_ms) = 0;
+
+  // Wake-up channel: a file descriptor that becomes readable (POLLIN) when a
+  // lease of `mutex` may have been released. -1 if the backend has none (the
+  // timed wake-up is then the only one). Call once; poll the fd; when it is
+  // readable call drain_wakeups(), which returns true if the event concerns
+  // `mutex` (false: spurious, ignore).
+  virtual int watch(const std::string& mutex) = 0;
+  virtual bool drain_wakeups() = 0;
+
+  // Identity of the backend for messages and re-entry detection: the URI with
+  // any password removed (e.g. "sqlite:///home/u/.local/state/simba/simba.db").
+  virtual std::string describe() const = 0;
+};
+
+// Opens the backend named by `uri` (empty: the default SQLite file, DESIGN
+// §5.1). Throws UsageError for an unknown scheme or malformed URI,
+// UnavailableError when it cannot be opened (unwritable directory, not a
+// SQLite database, network filesystem, cannot connect).
+std::unique_ptr<Backend> open_backend(const std::string& uri);
+
+} // namespace simba::backend

@@ -1,0 +1,209 @@
+#include "cli/driver.hpp"
+
+#include "core/error.hpp"
+#include "process/child.hpp"
+#include "process/clock.hpp"
+#include "process/signals.hpp"
+#include "process/watchdog.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+
+extern char** environ;
+
+namespace simba::cli {
+
+namespace {
+
+core::CallResult to_call_result(const backend::Reply& r) {
+  core::CallResult c;
+  switch (r.status) {
+  case backend::Reply::Status::ok: c.status = core::CallResult::Status::ok; break;
+  case backend::Reply::Status::failed: c.status = core::CallResult::Status::failed; break;
+  case backend::Reply::Status::indeterminate:
+    c.status = core::CallResult::Status::indeterminate;
+    break;
+  }
+  c.observed = r.observed;
+  c.changed = r.changed;
+  c.error = r.error;
+  return c;
+}
+
+// The child's environment: ours, minus the SIMBA_ lease variables an outer
+// simba set, plus the lease (DESIGN §6).
+std::vector<std::string> child_env(const Command& command, const core::ContenderConfig& config,
+                                   const core::Lease& lease) {
+  static const char* const k_ours[] = {"SIMBA_MUTEX=",         "SIMBA_CONTENDER_ID=",
+                                       "SIMBA_FENCING_TOKEN=", "SIMBA_ACQUIRED_AT=",
+                                       "SIMBA_TTL_MS=",        "SIMBA_TRANSITION_MS="};
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    bool skip = false;
+    for (const char* p : k_ours) skip = skip || strncmp(*e, p, strlen(p)) == 0;
+    for (const auto& x : command.extra_env) {
+      skip = skip || strncmp(*e, x.c_str(), x.find('=') + 1) == 0;
+    }
+    if (!skip) env.emplace_back(*e);
+  }
+  env.push_back("SIMBA_MUTEX=" + config.mutex);
+  env.push_back("SIMBA_CONTENDER_ID=" + config.contender_id);
+  env.push_back("SIMBA_FENCING_TOKEN=" + std::to_string(lease.fencing_token));
+  env.push_back("SIMBA_ACQUIRED_AT=" + std::to_string(lease.acquired_at));
+  env.push_back("SIMBA_TTL_MS=" + std::to_string(config.ttl_ms));
+  env.push_back("SIMBA_TRANSITION_MS=" + std::to_string(config.transition_ms));
+  for (const auto& x : command.extra_env) env.push_back(x);
+  return env;
+}
+
+class Loop {
+public:
+  Loop(core::Contender& c, const core::ContenderConfig& config, backend::Backend& b,
+       const Command& command, const Log& log)
+    : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log) {}
+
+  int run() {
+    m_notify_fd = m_backend.watch(m_config.mutex);
+    feed(m_contender.start(process::boottime_ms()));
+    while (!m_exit_code) poll_once();
+    m_watchdog.stop();
+    return *m_exit_code;
+  }
+
+private:
+  void feed(const core::Actions& actions) {
+    std::deque<core::Action> queue(actions.begin(), actions.end());
+    while (!queue.empty() && !m_exit_code) {
+      core::Action a = std::move(queue.front());
+      queue.pop_front();
+      core::Actions more = execute(a);
+      queue.insert(queue.end(), more.begin(), more.end());
+    }
+  }
+
+  core::Actions execute(const core::Action& a) {
+    using K = core::Action::Kind;
+    switch (a.kind) {
+    case K::call: return m_contender.on_reply(process::boottime_ms(), call(a));
+    case K::start_child: return start_child(a);
+    case K::set_deadline:
+      m_watchdog.set_deadline(a.deadline);
+      return {};
+    case K::signal_child:
+      if (m_started) m_child.signal_group(a.signo);
+      return {};
+    case K::signal_all:
+      if (m_started) m_child.signal_all(a.signo, m_watchdog.pid());
+      return {};
+    case K::exit: m_exit_code = a.code; return {};
+    case K::log: m_log.at(a.level, a.message); return {};
+    }
+    return {};
+  }
+
+  core::CallResult call(const core::Action& a) {
+    const std::string& mutex = m_config.mutex;
+    const std::string& id = m_config.contender_id;
+    switch (a.op) {
+    case core::Op::acquire:
+      return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, a.timeout_ms));
+    case core::Op::guard:
+      return to_call_result(m_backend.guard(mutex, id, a.ttl_ms, a.transition_ms, a.timeout_ms));
+    case core::Op::release:
+      return to_call_result(m_backend.release(mutex, id, a.timeout_ms));
+    }
+    return {};
+  }
+
+  core::Actions start_child(const core::Action& a) {
+    try {
+      m_child.spawn(m_command.path, m_command.argv, child_env(m_command, m_config, a.lease),
+                    m_signals.original_mask());
+    } catch (const Error& e) {
+      m_log.warning(e.what());
+      return m_contender.on_child_exit(process::boottime_ms(), e.code(), false);
+    }
+    m_started = true;
+    m_watchdog.start(m_child.pgid(), a.deadline);
+    return {};
+  }
+
+  void poll_once() {
+    pollfd fds[2] = {{m_signals.fd(), POLLIN, 0}, {m_notify_fd, POLLIN, 0}};
+    int nfds = m_notify_fd >= 0 ? 2 : 1;
+    int timeout = -1;
+    if (auto at = m_contender.wake_at()) {
+      int64_t left = *at - process::boottime_ms();
+      timeout = left <= 0 ? 0 : int(std::min<int64_t>(left, 60000));
+    }
+    int n = ::poll(fds, nfds, timeout);
+    if (n < 0 && errno != EINTR) throw InternalError(std::string("poll: ") + strerror(errno));
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      for (int signo : m_signals.read_pending()) {
+        if (m_exit_code) return;
+        if (signo == SIGCHLD) {
+          reap();
+        } else if (signo != SIGCONT) {
+          feed(m_contender.on_signal(process::boottime_ms(), signo));
+        }
+      }
+    }
+    if (m_exit_code) return;
+    if (nfds == 2 && n > 0 && (fds[1].revents & POLLIN) && m_backend.drain_wakeups()) {
+      feed(m_contender.on_notify(process::boottime_ms()));
+    }
+    if (m_exit_code) return;
+    if (auto at = m_contender.wake_at()) {
+      int64_t now = process::boottime_ms();
+      if (now >= *at) feed(m_contender.on_timer(now));
+    }
+    if (!m_exit_code) check_all_gone();
+  }
+
+  void reap() {
+    if (!m_started) return;
+    process::ExitStatus status;
+    if (m_child.reap(status, m_watchdog.pid())) {
+      m_child_exited = true;
+      bool leftovers = m_child.descendants_alive(m_watchdog.pid());
+      feed(m_contender.on_child_exit(process::boottime_ms(), status.shell_code(), leftovers));
+    }
+  }
+
+  // After CMD exited, what it left may die at any moment: tell the machine
+  // once nothing is left.
+  void check_all_gone() {
+    using P = core::Contender::Phase;
+    P p = m_contender.phase();
+    if (!m_child_exited || (p != P::draining && p != P::stopping)) return;
+    if (!m_child.descendants_alive(m_watchdog.pid())) {
+      feed(m_contender.on_all_gone(process::boottime_ms()));
+    }
+  }
+
+  core::Contender& m_contender;
+  const core::ContenderConfig& m_config;
+  backend::Backend& m_backend;
+  const Command& m_command;
+  const Log& m_log;
+  process::SignalChannel m_signals;
+  process::Child m_child;
+  process::Watchdog m_watchdog;
+  bool m_started = false;
+  bool m_child_exited = false;
+  std::optional<int> m_exit_code;
+  int m_notify_fd = -1;
+};
+
+} // namespace
+
+int drive(core::Contender& contender, const core::ContenderConfig& config,
+          backend::Backend& backend, const Command& command, const Log& log) {
+  return Loop(contender, config, backend, command, log).run();
+}
+
+} // namespace simba::cli

@@ -1,0 +1,24 @@
+#pragma once
+// The one poll loop (DESIGN §8): executes the contend state machine's actions
+// with real I/O — the backend, CMD, the watchdog, signals — and feeds it the
+// events: replies, timers, release notifications, CMD's exit, signals.
+#include "backend/backend.hpp"
+#include "cli/log.hpp"
+#include "core/contender.hpp"
+
+#include <string>
+#include <vector>
+
+namespace simba::cli {
+
+struct Command {
+  std::string path;               // resolved executable
+  std::vector<std::string> argv;  // as the user wrote it
+  std::vector<std::string> extra_env; // "K=V" added to simba's environment
+};
+
+// Runs `contender` to completion and returns simba's exit code.
+int drive(core::Contender& contender, const core::ContenderConfig& config,
+          backend::Backend& backend, const Command& command, const Log& log);
+
+} // namespace simba::cli

@@ -1,0 +1,18 @@
+#pragma once
+// Messages on stderr: "simba: ..." lines. Warnings always (unless -q),
+// verbose lines only with -v.
+#include <string>
+
+namespace simba::cli {
+
+struct Log {
+  bool quiet = false;
+  bool verbose = false;
+  void info(const std::string& m) const;
+  void verbose_line(const std::string& m) const;
+  void warning(const std::string& m) const;
+  // level: 0 info, 1 verbose, 2 warning (core::Action::level)
+  void at(int level, const std::string& m) const;
+};
+
+} // namespace simba::cli

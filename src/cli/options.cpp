@@ -1,0 +1,76 @@
+#include "cli/options.hpp"
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/names.hpp"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <random>
+
+namespace simba::cli {
+
+namespace {
+
+uint64_t kernel_random() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != sizeof v) {
+    v = uint64_t(getpid()) * 0x9E3779B97F4A7C15ull ^ uint64_t(time(nullptr));
+  }
+  return v;
+}
+
+} // namespace
+
+void add_backend_options(CLI::App& cmd, CommonOptions& o) {
+  cmd.add_option("--backend", o.backend,
+                 "Backend URI: sqlite:///path.db, sqlite:rel.db (default: $SIMBA_HOME/simba.db "
+                 "or ~/.local/state/simba/simba.db)")
+    ->envname("SIMBA_BACKEND");
+  cmd.add_flag("-q,--quiet", o.quiet, "Print nothing but errors");
+  cmd.add_flag("-v,--verbose", o.verbose, "Log every transition on stderr");
+}
+
+void add_contend_options(CLI::App& cmd, CommonOptions& o) {
+  cmd.add_option("--mutex", o.mutex, "Name of the mutex (1-128 of [A-Za-z0-9._:/@-])")
+    ->envname("SIMBA_MUTEX");
+  add_backend_options(cmd, o);
+  cmd.add_option("--ttl", o.ttl, "Lease time to live; the owner renews it (default 10s)");
+  cmd.add_option("--transition", o.transition,
+                 "Buffer after the TTL before others may take over (default 2s)");
+  cmd.add_option("--contender-id", o.contender_id,
+                 "Contender id (default: pid@host#random)");
+}
+
+core::ContenderConfig contender_config(const CommonOptions& o) {
+  if (o.mutex.empty()) throw UsageError("--mutex is required (or set SIMBA_MUTEX)");
+  core::validate_mutex_name(o.mutex);
+  core::ContenderConfig c;
+  c.mutex = o.mutex;
+  c.ttl_ms = core::parse_duration(o.ttl, "--ttl");
+  c.transition_ms = core::parse_duration(o.transition, "--transition");
+  if (c.ttl_ms <= 0) throw UsageError("--ttl must be longer than 0");
+  if (o.contender_id.empty()) {
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    c.contender_id = core::make_contender_id(getpid(), host, uint32_t(kernel_random()));
+  } else {
+    core::validate_contender_id(o.contender_id);
+    c.contender_id = o.contender_id;
+  }
+  return c;
+}
+
+std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o) {
+  return backend::open_backend(o.backend);
+}
+
+core::ContendPeriod::Uniform random_uniform() {
+  auto engine = std::make_shared<std::mt19937_64>(kernel_random());
+  return [engine](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi - 1)(*engine);
+  };
+}
+
+} // namespace simba::cli

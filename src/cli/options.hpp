@@ -1,0 +1,38 @@
+#pragma once
+// Options shared by the subcommands (DESIGN §6) and what they turn into.
+#include "backend/backend.hpp"
+#include "core/contender.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace simba::cli {
+
+struct CommonOptions {
+  std::string mutex;
+  std::string backend;
+  std::string ttl = "10s";
+  std::string transition = "2s";
+  std::string contender_id;
+  bool quiet = false;
+  bool verbose = false;
+};
+
+// --backend (SIMBA_BACKEND), -q, -v.
+void add_backend_options(CLI::App& cmd, CommonOptions& o);
+// --mutex (SIMBA_MUTEX), --ttl, --transition, --contender-id and the above.
+void add_contend_options(CLI::App& cmd, CommonOptions& o);
+
+// Validates the common options into a contender configuration (mutex name,
+// durations, contender id; a default id from pid, host and a random nonce).
+core::ContenderConfig contender_config(const CommonOptions& o);
+
+std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o);
+
+// A uniform integer source for the jitter, seeded from the kernel.
+core::ContendPeriod::Uniform random_uniform();
+
+} // namespace simba::cli

@@ -1,0 +1,367 @@
+#include "core/contender.hpp"
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <csignal>
+
+namespace simba::core {
+
+namespace {
+
+Action make(Action::Kind kind) {
+  Action a;
+  a.kind = kind;
+  return a;
+}
+
+Action log_action(int level, std::string message) {
+  Action a = make(Action::Kind::log);
+  a.level = level;
+  a.message = std::move(message);
+  return a;
+}
+
+Action signal_action(Action::Kind kind, int signo) {
+  Action a = make(kind);
+  a.signo = signo;
+  return a;
+}
+
+std::string describe_owner(const Observed& o) {
+  if (!o.lease.valid_at(o.now)) return "the lease is gone";
+  return "the lease is now held by " + o.lease.owner_id;
+}
+
+} // namespace
+
+int64_t safety_margin(int64_t ttl_ms, int64_t transition_ms) {
+  return 2 + (ttl_ms + transition_ms) / 100;
+}
+
+Contender::Contender(ContenderConfig config, ContendPeriod period)
+  : m_config(std::move(config)), m_period(std::move(period)) {}
+
+Actions Contender::start(int64_t now) {
+  m_phase = Phase::contending;
+  if (m_config.wait_timeout_ms) m_give_up_at = now + *m_config.wait_timeout_ms;
+  return call(now, Op::acquire);
+}
+
+int64_t Contender::call_budget(int64_t now) const {
+  int64_t budget = m_config.call_timeout_ms;
+  if (m_phase == Phase::owning || m_phase == Phase::draining) {
+    budget = std::min(budget, kill_point() - now); // never runs past the kill point
+  } else if (m_phase == Phase::contending && m_give_up_at) {
+    budget = std::min(budget, *m_give_up_at - now);
+  }
+  return std::max<int64_t>(budget, 1);
+}
+
+Actions Contender::call(int64_t now, Op op, Actions acts) {
+  return call_with(now, op, m_config.ttl_ms, m_config.transition_ms, std::move(acts));
+}
+
+Actions Contender::call_with(int64_t now, Op op, int64_t ttl, int64_t transition, Actions acts) {
+  m_in_flight = op;
+  m_sent_at = now;
+  if (op == Op::guard) m_guard_at.reset();
+  if (op == Op::acquire) m_try_at.reset();
+  Action a = make(Action::Kind::call);
+  a.op = op;
+  a.timeout_ms = call_budget(now);
+  a.ttl_ms = ttl;
+  a.transition_ms = transition;
+  acts.push_back(a);
+  return acts;
+}
+
+void Contender::adopt_lease(const Observed& o) {
+  m_lease = o.lease;
+  // Conservative: the backend's window is counted from when we *sent* the
+  // request, minus a margin for clock drift (DESIGN §4).
+  int64_t margin = safety_margin(m_config.ttl_ms, m_config.transition_ms);
+  m_deadline = m_sent_at + (o.lease.transition_at - o.now) - margin;
+  int64_t guard_at = m_sent_at + (o.lease.ttl_at - o.now); // nextOwnerDelay
+  // Leave room for retries before the kill point.
+  guard_at = std::min(guard_at, kill_point() - m_config.retry_ms);
+  m_guard_at = std::max(guard_at, m_sent_at);
+}
+
+Actions Contender::on_reply(int64_t now, const CallResult& r) {
+  if (!m_in_flight) return {};
+  Op op = *m_in_flight;
+  m_in_flight.reset();
+  if (r.status == CallResult::Status::ok) {
+    m_last_backend_now = r.observed.now;
+    m_last_reply_at = now;
+  }
+  if (m_phase == Phase::releasing && op != Op::release) {
+    return call(now, Op::release); // the release waited for this reply
+  }
+  switch (op) {
+  case Op::acquire: return on_acquire_reply(now, r);
+  case Op::guard: return on_guard_reply(now, r);
+  case Op::release:
+    if (r.status != CallResult::Status::ok) {
+      return finish(now, m_exit_after_release,
+                    {log_action(2, "could not release " + m_config.mutex + " (" + r.error +
+                                       "); it expires by itself")});
+    }
+    return finish(now, m_exit_after_release);
+  }
+  return {};
+}
+
+Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
+  if (m_cancel_code) {
+    // Cancelled (signal or --timeout) while this acquire was in flight.
+    bool maybe = r.status == CallResult::Status::indeterminate ||
+                 (r.status == CallResult::Status::ok &&
+                  r.observed.lease.owned_by(m_config.contender_id, r.observed.now));
+    if (maybe || m_maybe_owner) return release_then_exit(now, *m_cancel_code);
+    return finish(now, *m_cancel_code);
+  }
+  if (m_phase != Phase::contending) return {};
+  if (r.status == CallResult::Status::indeterminate) {
+    // It may have been applied: never start CMD on it. Acquire again — for
+    // the owner that is a renewal — and learn the truth.
+    m_maybe_owner = true;
+    return retry_acquire_later(now, 0, {log_action(2, "acquire: no answer in time (" + r.error + "); asking again")});
+  }
+  if (r.status == CallResult::Status::failed) {
+    if (m_config.no_wait) {
+      Actions acts{log_action(2, "backend unavailable: " + r.error)};
+      if (m_maybe_owner) return release_then_exit(now, exit_code::k_unavailable, acts);
+      return finish(now, exit_code::k_unavailable, acts);
+    }
+    return retry_acquire_later(now, m_config.retry_ms,
+                               {log_action(1, "acquire failed: " + r.error + "; retrying")});
+  }
+  const Observed& o = r.observed;
+  if (o.lease.owned_by(m_config.contender_id, o.now)) {
+    m_maybe_owner = true;
+    adopt_lease(o);
+    if (kill_point() <= now) {
+      // The reply came so late that the lease would have to be stopped at
+      // once: renew before starting anything.
+      return call(now, Op::acquire, {log_action(2, "acquire reply came too late to use; renewing")});
+    }
+    m_phase = Phase::owning;
+    m_child_running = true;
+    Action a = make(Action::Kind::start_child);
+    a.lease = m_lease;
+    a.deadline = m_deadline;
+    return {log_action(1, "acquired " + m_config.mutex + " (fencing token " +
+                              std::to_string(m_lease.fencing_token) + ")"),
+            a};
+  }
+  m_maybe_owner = false;
+  if (m_config.no_wait) return finish(now, m_config.conflict_exit_code);
+  int64_t delay = o.lease.valid_at(o.now) ? m_period.ensure_next_delay(o) : 0;
+  return retry_acquire_later(now, delay);
+}
+
+Actions Contender::retry_acquire_later(int64_t now, int64_t delay, Actions acts) {
+  m_try_at = now + std::max<int64_t>(delay, 0);
+  return acts;
+}
+
+Actions Contender::on_guard_reply(int64_t now, const CallResult& r) {
+  if (m_phase != Phase::owning && m_phase != Phase::draining) return {};
+  if (r.status != CallResult::Status::ok) {
+    if (m_holding) {
+      // CMD is done; the lease stays until its own transition_at anyway.
+      return finish(now, m_child_code,
+                    {log_action(2, "could not extend the lease for --min-hold: " + r.error)});
+    }
+    m_guard_at = now + m_config.retry_ms; // on_timer stops CMD at the kill point first
+    return {log_action(2, "guard failed: " + r.error + "; retrying")};
+  }
+  const Observed& o = r.observed;
+  if (!o.lease.owned_by(m_config.contender_id, o.now) ||
+      o.lease.fencing_token != m_lease.fencing_token) {
+    if (m_holding) {
+      return finish(now, m_child_code, {log_action(2, "lease lost during --min-hold: " + describe_owner(o))});
+    }
+    return begin_stop(now, "ownership of " + m_config.mutex + " lost: " + describe_owner(o));
+  }
+  adopt_lease(o);
+  if (m_holding && !m_hold_sent) return after_all_gone(now, {});
+  if (m_holding) return finish(now, m_child_code);
+  Action a = make(Action::Kind::set_deadline);
+  a.deadline = m_deadline;
+  return {a, log_action(1, "renewed " + m_config.mutex + " until +" +
+                               format_duration(o.lease.transition_at - o.now))};
+}
+
+Actions Contender::begin_stop(int64_t now, const std::string& why, Actions acts) {
+  m_phase = Phase::stopping;
+  m_guard_at.reset();
+  acts.push_back(log_action(2, why + "; stopping the command"));
+  acts.push_back(signal_action(Action::Kind::signal_all, m_config.kill_signal));
+  m_kill_at = std::min(now + m_config.kill_after_ms, m_deadline);
+  if (*m_kill_at <= now) {
+    acts.push_back(signal_action(Action::Kind::signal_all, SIGKILL));
+    m_kill_at.reset();
+  }
+  return acts;
+}
+
+Actions Contender::on_timer(int64_t now) {
+  switch (m_phase) {
+  case Phase::contending:
+    if (m_give_up_at && now >= *m_give_up_at) {
+      return cancel(now, m_config.conflict_exit_code);
+    }
+    if (m_try_at && now >= *m_try_at && !m_in_flight) return call(now, Op::acquire);
+    return {};
+  case Phase::owning:
+  case Phase::draining: {
+    if (!m_holding && now >= kill_point()) {
+      return begin_stop(now, "no renewal of " + m_config.mutex + " before its deadline");
+    }
+    if (m_holding && now >= kill_point()) return finish(now, m_child_code);
+    Actions acts;
+    if (m_kill_at && now >= *m_kill_at) {
+      m_kill_at.reset();
+      acts.push_back(signal_action(Action::Kind::signal_all, SIGKILL));
+    }
+    return guard_if_due(now, std::move(acts));
+  }
+  case Phase::stopping:
+    if (m_kill_at && now >= *m_kill_at) {
+      m_kill_at.reset();
+      return {signal_action(Action::Kind::signal_all, SIGKILL)};
+    }
+    return {};
+  default: return {};
+  }
+}
+
+Actions Contender::guard_if_due(int64_t now, Actions acts) {
+  if (m_guard_at && now >= *m_guard_at && !m_in_flight) {
+    return call(now, Op::guard, std::move(acts));
+  }
+  return acts;
+}
+
+std::optional<int64_t> Contender::wake_at() const {
+  std::optional<int64_t> at;
+  auto take = [&](std::optional<int64_t> t) {
+    if (t && (!at || *t < *at)) at = t;
+  };
+  switch (m_phase) {
+  case Phase::contending:
+    if (!m_in_flight) take(m_try_at);
+    take(m_give_up_at);
+    break;
+  case Phase::owning:
+  case Phase::draining:
+    if (!m_in_flight) take(m_guard_at);
+    take(kill_point());
+    take(m_kill_at);
+    break;
+  case Phase::stopping: take(m_kill_at); break;
+  default: break;
+  }
+  return at;
+}
+
+Actions Contender::on_notify(int64_t now) {
+  if (m_in_flight) return {};
+  if (m_phase == Phase::contending) return call(now, Op::acquire);
+  // While we own the mutex only a forced release notifies: check at once.
+  if (m_phase == Phase::owning && !m_holding) return call(now, Op::guard);
+  return {};
+}
+
+Actions Contender::on_child_exit(int64_t now, int shell_code, bool leftovers) {
+  m_child_code = shell_code;
+  m_child_running = false;
+  if (m_phase == Phase::stopping) {
+    if (!leftovers) return on_all_gone(now);
+    return {};
+  }
+  if (m_phase != Phase::owning) return {};
+  m_phase = Phase::draining;
+  Actions acts{log_action(1, "command exited with status " + std::to_string(shell_code))};
+  if (!leftovers) return after_all_gone(now, std::move(acts));
+  // What CMD left running still acts under the lock: stop it before the
+  // release (DESIGN §7).
+  acts.push_back(log_action(1, "stopping what the command left running"));
+  acts.push_back(signal_action(Action::Kind::signal_all, m_config.kill_signal));
+  m_kill_at = now + m_config.kill_after_ms;
+  return acts;
+}
+
+Actions Contender::on_all_gone(int64_t now) {
+  m_kill_at.reset();
+  if (m_phase == Phase::stopping) {
+    // We may still own it if we only lost contact: release so others need
+    // not wait for the expiry (a no-op when someone else owns it).
+    return release_then_exit(now, exit_code::k_lost);
+  }
+  if (m_phase == Phase::draining) return after_all_gone(now, {});
+  return {};
+}
+
+Actions Contender::after_all_gone(int64_t now, Actions acts) {
+  if (m_config.min_hold_ms > 0) {
+    // --min-hold: keep the lease until acquired_at + D (backend clock), then
+    // exit at once. The backend's now is estimated from the last reply.
+    int64_t backend_now = m_last_backend_now + (now - m_last_reply_at);
+    int64_t remaining = m_lease.acquired_at + m_config.min_hold_ms - backend_now;
+    if (remaining > 0) {
+      m_holding = true;
+      m_guard_at.reset();
+      if (m_in_flight) return acts; // on_guard_reply sends the hold after this reply
+      m_hold_sent = true;
+      acts.push_back(log_action(1, "holding " + m_config.mutex + " for --min-hold, " +
+                                       format_duration(remaining) + " more"));
+      return call_with(now, Op::guard, remaining, 0, std::move(acts));
+    }
+  }
+  return release_then_exit(now, m_child_code, std::move(acts));
+}
+
+Actions Contender::on_signal(int64_t now, int signo) {
+  switch (m_phase) {
+  case Phase::contending:
+    if (signo == SIGWINCH) return {};
+    return cancel(now, 128 + signo);
+  case Phase::owning:
+  case Phase::draining:
+  case Phase::stopping: return {signal_action(Action::Kind::signal_child, signo)};
+  default: return {};
+  }
+}
+
+Actions Contender::cancel(int64_t now, int code) {
+  if (m_in_flight) {
+    m_cancel_code = code;
+    return {};
+  }
+  if (m_maybe_owner) return release_then_exit(now, code);
+  return finish(now, code);
+}
+
+Actions Contender::release_then_exit(int64_t now, int code, Actions acts) {
+  m_phase = Phase::releasing;
+  m_exit_after_release = code;
+  m_guard_at.reset();
+  m_kill_at.reset();
+  if (m_in_flight) return acts; // on_reply sends the release after this reply
+  return call(now, Op::release, std::move(acts));
+}
+
+Actions Contender::finish(int64_t, int code, Actions acts) {
+  m_phase = Phase::done;
+  Action a = make(Action::Kind::exit);
+  a.code = code;
+  acts.push_back(a);
+  return acts;
+}
+
+} // namespace simba::core

@@ -1,0 +1,156 @@
+#pragma once
+// The contend state machine (the seed's MutexContendService, DESIGN §2–§4),
+// sans I/O: it takes events — a backend reply, a timer, a release
+// notification, CMD's exit, a signal — and returns actions — call the
+// backend, start or signal CMD, move the watchdog, exit. The driver
+// (cli/driver.cpp) executes the actions with real I/O; the tests drive it with
+// a fake clock and a fake backend.
+//
+// Local times (`now` arguments, deadlines) are milliseconds on a monotonic
+// clock; backend times are only ever used as differences from the backend's
+// own `now` of the same reply.
+#include "core/contend_period.hpp"
+#include "core/lease.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace simba::core {
+
+enum class Op { acquire, guard, release };
+
+struct ContenderConfig {
+  std::string mutex;
+  std::string contender_id;
+  int64_t ttl_ms = 10000;
+  int64_t transition_ms = 2000;
+  int64_t kill_after_ms = 1000; // < transition_ms
+  int kill_signal = 15;          // SIGTERM
+  bool no_wait = false;
+  std::optional<int64_t> wait_timeout_ms; // --timeout
+  int64_t min_hold_ms = 0;
+  int conflict_exit_code = 75;
+  int64_t call_timeout_ms = 2000;  // upper bound of one backend call
+  int64_t retry_ms = 250;          // guard retry period (DESIGN §4: <= 250 ms)
+  enum class Mode { run, lead } mode = Mode::run;
+};
+
+// Safety margin of DESIGN §4: 2 ms + 1% of (ttl + transition).
+int64_t safety_margin(int64_t ttl_ms, int64_t transition_ms);
+
+struct Action {
+  enum class Kind {
+    call,            // call the backend: `op`, bounded by `timeout_ms`; then on_reply
+    start_child,     // start CMD with `lease`; the watchdog armed at `deadline`
+    set_deadline,    // move the watchdog to `deadline` (local ms)
+    signal_child,    // forward `signo` to CMD's process group
+    signal_all,      // `signo` to CMD's group and every descendant (stop sequence)
+    exit,            // exit simba with `code` (nothing held, nothing running)
+    log,             // `message` at `level` (0 info, 1 verbose, 2 warning)
+  };
+  Kind kind;
+  Op op = Op::acquire;
+  int64_t timeout_ms = 0;
+  int64_t ttl_ms = 0;        // for call: the ttl/transition to ask for
+  int64_t transition_ms = 0;
+  Lease lease;
+  int64_t deadline = 0;
+  int signo = 0;
+  int code = 0;
+  int level = 0;
+  std::string message;
+};
+
+using Actions = std::vector<Action>;
+
+struct CallResult {
+  enum class Status { ok, failed, indeterminate } status = Status::failed;
+  Observed observed;
+  bool changed = false;
+  std::string error;
+};
+
+class Contender {
+public:
+  enum class Phase {
+    init,       // not started
+    contending, // trying to acquire, or waiting to try again
+    owning,     // CMD runs; guarding
+    draining,   // CMD exited; stopping what it left before the release
+    stopping,   // lease lost (or about to be): stopping CMD
+    releasing,  // release in flight
+    done,       // exit action emitted
+  };
+
+  Contender(ContenderConfig config, ContendPeriod period);
+
+  Actions start(int64_t now);
+  // The reply to the one call in flight. `now` is when it arrived.
+  Actions on_reply(int64_t now, const CallResult& result);
+  // The driver calls this when now >= wake_at().
+  Actions on_timer(int64_t now);
+  // A release notification (the mutex may be free).
+  Actions on_notify(int64_t now);
+  // CMD itself exited with `shell_code` (128+N for a signal);
+  // `leftovers` says whether anything it started is still alive.
+  Actions on_child_exit(int64_t now, int shell_code, bool leftovers);
+  // CMD and everything it left are gone.
+  Actions on_all_gone(int64_t now);
+  // A signal to simba (INT, TERM, HUP, QUIT, USR1, USR2, WINCH).
+  Actions on_signal(int64_t now, int signo);
+
+  // When the driver must call on_timer next; nullopt: only other events.
+  std::optional<int64_t> wake_at() const;
+
+  Phase phase() const { return m_phase; }
+  bool call_in_flight() const { return m_in_flight.has_value(); }
+  // Local deadline of the current lease (valid while owning/draining).
+  int64_t deadline() const { return m_deadline; }
+  const Lease& lease() const { return m_lease; }
+
+private:
+  Actions call(int64_t now, Op op, Actions acts = {});
+  Actions call_with(int64_t now, Op op, int64_t ttl, int64_t transition, Actions acts);
+  Actions on_acquire_reply(int64_t now, const CallResult& r);
+  Actions on_guard_reply(int64_t now, const CallResult& r);
+  Actions begin_stop(int64_t now, const std::string& why, Actions acts = {});
+  Actions finish(int64_t now, int code, Actions acts = {});
+  Actions after_all_gone(int64_t now, Actions acts);
+  Actions retry_acquire_later(int64_t now, int64_t delay, Actions acts = {});
+  Actions cancel(int64_t now, int code);
+  Actions release_then_exit(int64_t now, int code, Actions acts = {});
+  Actions guard_if_due(int64_t now, Actions acts);
+  // Takes the new local deadline from an owner's reply to a call sent at
+  // m_sent_at.
+  void adopt_lease(const Observed& o);
+  int64_t kill_point() const { return m_deadline - m_config.kill_after_ms; }
+  int64_t call_budget(int64_t now) const; // a call never runs past the kill point
+
+  ContenderConfig m_config;
+  ContendPeriod m_period;
+  Phase m_phase = Phase::init;
+
+  std::optional<Op> m_in_flight;
+  int64_t m_sent_at = 0;
+  std::optional<int> m_cancel_code; // cancelled while a call was in flight
+
+  Lease m_lease;              // last lease we owned
+  bool m_maybe_owner = false; // an acquire may have been applied (indeterminate or owned)
+  int64_t m_deadline = 0;     // local: the lease surely ends after this
+  std::optional<int64_t> m_guard_at; // local: next guard (none while one is in flight)
+  std::optional<int64_t> m_try_at;   // contending: next acquire
+  std::optional<int64_t> m_give_up_at; // --timeout
+  std::optional<int64_t> m_kill_at;    // stopping/draining: SIGKILL
+  int64_t m_last_backend_now = 0;      // backend clock of the last ok reply
+  int64_t m_last_reply_at = 0;         // local time of that reply
+
+  int m_child_code = 0;  // CMD's status once it exited
+  bool m_child_running = false;
+  int m_exit_after_release = 0;
+  bool m_hold_sent = false;
+  bool m_holding = false; // --min-hold: CMD is done, the lease is kept until acquired_at + D
+};
+
+} // namespace simba::core

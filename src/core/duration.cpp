@@ -1,0 +1,77 @@
+#include "core/duration.hpp"
+
+#include "core/error.hpp"
+
+#include <cctype>
+#include <limits>
+
+namespace simba::core {
+
+int64_t parse_duration(std::string_view text, std::string_view what) {
+  auto bad = [&](const char* why) {
+    return UsageError(std::string(what) + ": invalid duration '" + std::string(text) + "' (" + why +
+                      "; use e.g. 500ms, 10s, 2m, 1h, 1m30s)");
+  };
+  if (text.empty()) throw bad("empty");
+  constexpr int64_t k_limit = int64_t(1) << 50; // ~35 000 years: no overflow below
+  int64_t total = 0;
+  size_t i = 0;
+  bool bare = true;
+  while (i < text.size()) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+      throw bad(text[i] == '-' ? "negative" : "expected a number");
+    }
+    int64_t number = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      number = number * 10 + (text[i] - '0');
+      if (number > k_limit) throw bad("too large");
+      ++i;
+    }
+    size_t unit_start = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    std::string_view unit = text.substr(unit_start, i - unit_start);
+    int64_t factor;
+    if (unit.empty()) {
+      if (!bare || i != text.size()) throw bad("missing unit");
+      factor = 1000; // a bare number is seconds
+    } else if (unit == "ms") {
+      factor = 1;
+    } else if (unit == "s") {
+      factor = 1000;
+    } else if (unit == "m") {
+      factor = 60 * 1000;
+    } else if (unit == "h") {
+      factor = 3600 * 1000;
+    } else {
+      throw bad("unknown unit");
+    }
+    bare = false;
+    if (number > k_limit / factor) throw bad("too large");
+    total += number * factor;
+    if (total > k_limit) throw bad("too large");
+  }
+  return total;
+}
+
+std::string format_duration(int64_t ms) {
+  if (ms < 0) return "-" + format_duration(-ms);
+  if (ms < 1000) return std::to_string(ms) + "ms";
+  std::string out;
+  int64_t h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60, rest = ms % 1000;
+  if (h) out += std::to_string(h) + "h";
+  if (m) out += std::to_string(m) + "m";
+  if (s || rest) {
+    out += std::to_string(s);
+    if (rest) {
+      char frac[8];
+      snprintf(frac, sizeof frac, ".%03d", int(rest));
+      std::string f(frac);
+      while (f.back() == '0') f.pop_back();
+      out += f;
+    }
+    out += "s";
+  }
+  return out;
+}
+
+} // namespace simba::core

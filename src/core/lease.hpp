@@ -1,0 +1,46 @@
+#pragma once
+// A lease: one ownership record of a mutex, times in epoch milliseconds of the
+// backend's clock (DESIGN §1, §2).
+#include <cstdint>
+#include <string>
+
+namespace simba::core {
+
+struct Lease {
+  std::string owner_id; // empty: no owner (the seed's MutexOwner.NONE)
+  int64_t acquired_at = 0;
+  int64_t ttl_at = 0;
+  int64_t transition_at = 0;
+  uint64_t fencing_token = 0; // kept after release; 0 = never acquired
+
+  // A lease is valid (someone owns it) while transition_at has not passed.
+  bool valid_at(int64_t now) const { return !owner_id.empty() && now < transition_at; }
+  bool owned_by(const std::string& contender, int64_t now) const {
+    return valid_at(now) && owner_id == contender;
+  }
+};
+
+enum class Window { ttl, transition, idle };
+
+inline Window window_at(const Lease& lease, int64_t now) {
+  if (!lease.valid_at(now)) return Window::idle;
+  return now < lease.ttl_at ? Window::ttl : Window::transition;
+}
+
+inline const char* window_name(Window w) {
+  switch (w) {
+  case Window::ttl: return "held";
+  case Window::transition: return "transition";
+  case Window::idle: return "free";
+  }
+  return "?";
+}
+
+// The lease as a backend operation left it, with the backend's clock at that
+// moment. Every delay is computed from `now`, never from the local wall clock.
+struct Observed {
+  Lease lease;
+  int64_t now = 0;
+};
+
+} // namespace simba::core

@@ -1,0 +1,8 @@
+// simba: shell-level locking and leadership. The table of contents:
+//   cli/      the command line (run, status, release) and the poll loop
+//   core/     the contend rules, sans I/O
+//   backend/  where leases live (SQLite)
+//   process/  CMD, its process group, signals, the watchdog
+#include "cli/app.hpp"
+
+int main(int argc, char** argv) { return simba::cli::main(argc, argv); }

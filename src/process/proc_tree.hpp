@@ -1,0 +1,35 @@
+#pragma once
+// Walking simba's process tree through /proc: shared by Child (stopping what
+// CMD left behind) and the Watchdog (killing it at the deadline).
+#include <sys/types.h>
+
+#include <vector>
+
+namespace simba::process::proc_tree {
+
+struct ProcInfo {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  char state = '?'; // 'Z' zombie, 'X' dead
+};
+
+// Reads /proc/PID/stat. False when the process is gone (or unreadable).
+bool read_stat(pid_t pid, ProcInfo& out);
+
+// True when `pid` exists and is neither a zombie nor dead.
+bool is_alive(pid_t pid);
+
+// Every descendant of `root` (transitively), except `spare` and everything
+// below it. Zombies are included (their state says so).
+std::vector<ProcInfo> descendants(pid_t root, pid_t spare = -1);
+
+// Sends `signo` to every descendant of `root` except `spare`'s subtree, and
+// to the process group of each descendant that leads one. ESRCH is ignored.
+// Returns how many of them were alive (not zombies) when signalled.
+int signal_descendants(pid_t root, int signo, pid_t spare = -1);
+
+// True while any descendant of `root` other than `spare`'s subtree is alive.
+bool any_descendant_alive(pid_t root, pid_t spare = -1);
+
+} // namespace simba::process::proc_tree

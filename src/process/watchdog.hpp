@@ -1,0 +1,37 @@
+#pragma once
+// The watchdog of DESIGN §4: a tiny forked process that SIGKILLs CMD's
+// process group (and every descendant of the supervisor) at the lease
+// deadline unless the supervisor moved the deadline forward. It does not
+// depend on the supervisor running: a SIGSTOPped or hung simba still cannot
+// keep CMD alive past its lease. When the supervisor dies (its end of the
+// pipe closes) the watchdog kills CMD's process group at once: PDEATHSIG only
+// reaches CMD itself, not CMD's own children.
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace simba::process {
+
+class Watchdog {
+public:
+  Watchdog() = default;
+  ~Watchdog(); // stop()
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // Forks the watchdog for process group `pgid`, armed at `deadline_ms`
+  // (CLOCK_BOOTTIME milliseconds).
+  void start(pid_t pgid, int64_t deadline_ms);
+  // Moves the deadline (forward after a renewal, or earlier).
+  void set_deadline(int64_t deadline_ms);
+  // Disarms and ends the watchdog (CMD and what it left are gone), reaping it.
+  void stop();
+
+  pid_t pid() const { return m_pid; }
+
+private:
+  pid_t m_pid = -1;
+  int m_fd = -1; // write end of the pipe
+};
+
+} // namespace simba::process

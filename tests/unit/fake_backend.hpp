@@ -1,0 +1,81 @@
+#pragma once
+// An in-memory backend with the acquisition rule of DESIGN §2, on a clock the
+// test sets: the fake of the contend tests and the simulation.
+#include "core/contender.hpp"
+
+#include <map>
+#include <string>
+
+namespace simba::test {
+
+class FakeBackend {
+public:
+  int64_t now = 1'700'000'000'000; // backend clock (epoch ms)
+
+  core::CallResult acquire(const std::string& mutex, const std::string& who, int64_t ttl,
+                           int64_t transition) {
+    core::Lease& l = m_leases[mutex];
+    bool mine = l.owned_by(who, now);
+    core::CallResult r = ok(l);
+    if (!l.valid_at(now) || mine) {
+      if (!mine) {
+        l.owner_id = who;
+        l.acquired_at = now;
+        l.fencing_token = ++m_token;
+      }
+      l.ttl_at = now + ttl;
+      l.transition_at = l.ttl_at + transition;
+      r = ok(l);
+      r.changed = true;
+    }
+    return r;
+  }
+
+  core::CallResult guard(const std::string& mutex, const std::string& who, int64_t ttl,
+                         int64_t transition) {
+    core::Lease& l = m_leases[mutex];
+    if (!l.owned_by(who, now)) return ok(l);
+    return acquire(mutex, who, ttl, transition);
+  }
+
+  core::CallResult release(const std::string& mutex, const std::string& who) {
+    core::Lease& l = m_leases[mutex];
+    if (!l.owned_by(who, now)) return ok(l);
+    return force_release(mutex);
+  }
+
+  core::CallResult force_release(const std::string& mutex) {
+    core::Lease& l = m_leases[mutex];
+    bool was = l.valid_at(now);
+    l.owner_id.clear();
+    l.transition_at = l.ttl_at = now;
+    core::CallResult r = ok(l);
+    r.changed = was;
+    return r;
+  }
+
+  core::CallResult apply(const std::string& mutex, const std::string& who, const core::Action& a) {
+    switch (a.op) {
+    case core::Op::acquire: return acquire(mutex, who, a.ttl_ms, a.transition_ms);
+    case core::Op::guard: return guard(mutex, who, a.ttl_ms, a.transition_ms);
+    case core::Op::release: return release(mutex, who);
+    }
+    return {};
+  }
+
+  const core::Lease& lease(const std::string& mutex) { return m_leases[mutex]; }
+
+private:
+  core::CallResult ok(const core::Lease& l) const {
+    core::CallResult r;
+    r.status = core::CallResult::Status::ok;
+    r.observed.lease = l;
+    r.observed.now = now;
+    return r;
+  }
+
+  std::map<std::string, core::Lease> m_leases;
+  uint64_t m_token = 0;
+};
+
+} // namespace simba::test

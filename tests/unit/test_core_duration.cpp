@@ -1,0 +1,64 @@
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/names.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace simba;
+using namespace simba::core;
+
+TEST_SUITE("core::duration") {
+  TEST_CASE("units and combinations") {
+    CHECK(parse_duration("500ms", "x") == 500);
+    CHECK(parse_duration("10s", "x") == 10000);
+    CHECK(parse_duration("2m", "x") == 120000);
+    CHECK(parse_duration("1h", "x") == 3600000);
+    CHECK(parse_duration("1m30s", "x") == 90000);
+    CHECK(parse_duration("1s500ms", "x") == 1500);
+    CHECK(parse_duration("0", "x") == 0);
+  }
+  TEST_CASE("a bare number is seconds") { CHECK(parse_duration("7", "x") == 7000); }
+  TEST_CASE("bad input is a usage error naming the option") {
+    for (const char* bad : {"", "10x", "-1s", "s", "1.5s", "10 s", "1m30", "ms", "99999999999999h"}) {
+      CAPTURE(bad);
+      try {
+        parse_duration(bad, "--ttl");
+        FAIL("accepted");
+      } catch (const UsageError& e) {
+        CHECK(std::string(e.what()).find("--ttl") != std::string::npos);
+        CHECK(e.code() == 64);
+      }
+    }
+  }
+  TEST_CASE("format") {
+    CHECK(format_duration(250) == "250ms");
+    CHECK(format_duration(1500) == "1.5s");
+    CHECK(format_duration(90000) == "1m30s");
+    CHECK(format_duration(3600000) == "1h");
+  }
+}
+
+TEST_SUITE("core::names") {
+  TEST_CASE("valid mutex names") {
+    CHECK_NOTHROW(validate_mutex_name("deploy-prod"));
+    CHECK_NOTHROW(validate_mutex_name("ci/deploy/prod"));
+    CHECK_NOTHROW(validate_mutex_name("a.b_c:d@e-f"));
+    CHECK_NOTHROW(validate_mutex_name(std::string(128, 'x')));
+  }
+  TEST_CASE("invalid mutex names") {
+    for (std::string bad : {std::string(), std::string(129, 'x'), std::string("a b"),
+                            std::string("a\nb"), std::string("a*b"), std::string("é")}) {
+      CAPTURE(bad);
+      CHECK_THROWS_AS(validate_mutex_name(bad), UsageError);
+    }
+  }
+  TEST_CASE("contender ids name host and pid and fit in 128 bytes") {
+    std::string id = make_contender_id(4711, "build-3", 0x9f2c01aa);
+    CHECK(id == "4711@build-3#9f2c01aa");
+    std::string long_id = make_contender_id(4711, std::string(300, 'h'), 1);
+    CHECK(long_id.size() == 128);
+    CHECK_NOTHROW(validate_contender_id(long_id));
+    CHECK_THROWS_AS(validate_contender_id("a b"), UsageError);
+    CHECK_THROWS_AS(validate_contender_id(""), UsageError);
+  }
+}
