@@ -1,0 +1,359 @@
+// Deterministic simulation of many contenders on one mutex, with crashes,
+// pauses (SIGSTOP), backend errors, slow and lost replies and clock drift.
+// Asserts at every virtual instant: at most one CMD runs, and a running CMD's
+// lease is valid and carries its fencing token (no CMD outlives its lease).
+#include "core/contender.hpp"
+#include "fake_backend.hpp"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <random>
+
+using namespace simba;
+using namespace simba::core;
+
+namespace {
+
+struct Stats {
+  int starts = 0, crashes = 0, pauses = 0, errors = 0, lost_replies = 0, watchdog_kills = 0,
+      lost_leases = 0, completions = 0;
+};
+
+class Simulation {
+public:
+  Simulation(uint64_t seed, int contenders) : m_rng(seed), m_contenders(contenders) {}
+
+  Stats run(int64_t until) {
+    for (int i = 0; i < m_contenders; ++i) spawn_process(0);
+    schedule(500, [this] { fault(); });
+    while (!m_events.empty() && m_events.top().t <= until) {
+      Event e = m_events.top();
+      m_events.pop();
+      m_t = e.t;
+      m_backend.now = k_backend_base + m_t;
+      e.fn();
+      check();
+      if (!m_violation.empty()) break;
+    }
+    return m_stats;
+  }
+
+  const std::string& violation() const { return m_violation; }
+
+private:
+  static constexpr int64_t k_backend_base = 1'700'000'000'000;
+  static constexpr int64_t k_ttl = 1000, k_transition = 500, k_kill_after = 200;
+
+  struct Event {
+    int64_t t;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator<(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+
+  struct Proc {
+    int index = 0;
+    std::string id;
+    std::unique_ptr<Contender> c;
+    double rate = 1.0;
+    int64_t offset = 0;
+    bool alive = true;
+    bool paused = false;
+    std::deque<std::function<void()>> deferred;
+    uint64_t call_gen = 0;
+    uint64_t timer_gen = 0;
+    // CMD
+    bool child_alive = false;
+    uint64_t child_gen = 0;
+    uint64_t child_token = 0;
+    bool ignores_term = false;
+    int64_t watchdog = 0; // local deadline; 0 = disarmed
+  };
+
+  int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(m_rng); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(m_rng) < p; }
+
+  void schedule(int64_t at, std::function<void()> fn) { m_events.push({at, m_seq++, std::move(fn)}); }
+
+  int64_t local(const Proc& p) const { return p.offset + int64_t(std::floor(double(m_t) * p.rate)); }
+  // first virtual instant at which p's local clock reads >= l
+  int64_t virtual_at(const Proc& p, int64_t l) const {
+    int64_t t = int64_t(std::ceil(double(l - p.offset) / p.rate));
+    while (p.offset + int64_t(std::floor(double(t) * p.rate)) < l) ++t;
+    return std::max(t, m_t);
+  }
+
+  void spawn_process(int64_t delay) {
+    schedule(m_t + delay, [this] {
+      auto p = std::make_shared<Proc>();
+      p->index = int(m_procs.size());
+      p->id = "c" + std::to_string(p->index);
+      p->rate = 1.0 + double(uniform(-50, 50)) / 10000.0; // drift within 0.5%
+      p->offset = uniform(0, 1'000'000);
+      ContenderConfig cfg;
+      cfg.mutex = "m";
+      cfg.contender_id = p->id;
+      cfg.ttl_ms = k_ttl;
+      cfg.transition_ms = k_transition;
+      cfg.kill_after_ms = k_kill_after;
+      cfg.call_timeout_ms = 300;
+      cfg.retry_ms = 100;
+      auto rng = std::make_shared<std::mt19937_64>(m_rng());
+      p->c = std::make_unique<Contender>(
+        cfg, ContendPeriod(p->id, [rng](int64_t lo, int64_t hi) {
+          return std::uniform_int_distribution<int64_t>(lo, hi - 1)(*rng);
+        }));
+      m_procs.push_back(p);
+      deliver(*p, [this, p] { return p->c->start(local(*p)); });
+    });
+  }
+
+  // Runs an event of the supervisor: deferred while it is paused, dropped if dead.
+  void deliver(Proc& p, std::function<Actions()> fn) {
+    if (!p.alive) return;
+    if (p.paused) {
+      p.deferred.push_back([this, &p, fn] { execute(p, fn()); });
+      return;
+    }
+    execute(p, fn());
+  }
+
+  void execute(Proc& p, const Actions& actions) {
+    for (const Action& a : actions) {
+      if (!p.alive) return;
+      switch (a.kind) {
+      case Action::Kind::call: send(p, a); break;
+      case Action::Kind::start_child: start_child(p, a); break;
+      case Action::Kind::set_deadline: arm_watchdog(p, a.deadline); break;
+      case Action::Kind::signal_all:
+        if (a.signo == SIGKILL) {
+          kill_child(p, 137);
+        } else if (p.child_alive && !p.ignores_term) {
+          uint64_t gen = p.child_gen;
+          schedule(m_t + uniform(0, 150), [this, &p, gen] {
+            if (p.child_gen == gen) kill_child(p, 143);
+          });
+        }
+        break;
+      case Action::Kind::exit:
+        CHECK_MESSAGE(!p.child_alive, "simba exited with CMD running");
+        p.alive = false;
+        p.watchdog = 0;
+        if (a.code == 76) ++m_stats.lost_leases;
+        spawn_process(uniform(0, 300));
+        break;
+      default: break;
+      }
+    }
+    arm_timer(p);
+  }
+
+  void arm_timer(Proc& p) {
+    auto at = p.c->wake_at();
+    if (!at || !p.alive) return;
+    uint64_t gen = ++p.timer_gen;
+    schedule(virtual_at(p, *at), [this, &p, gen] {
+      if (p.timer_gen != gen) return;
+      deliver(p, [this, &p] {
+        auto at = p.c->wake_at();
+        if (at && local(p) >= *at) return p.c->on_timer(local(p));
+        return Actions{};
+      });
+    });
+  }
+
+  void send(Proc& p, const Action& a) {
+    uint64_t gen = ++p.call_gen;
+    int64_t d1 = chance(0.1) ? uniform(50, 800) : uniform(0, 20);
+    int64_t d2 = chance(0.1) ? uniform(50, 800) : uniform(0, 20);
+    auto result = std::make_shared<CallResult>();
+    Action call = a;
+    std::string id = p.id;
+    schedule(m_t + d1, [this, result, call, id] {
+      if (chance(0.05)) {
+        ++m_stats.errors;
+        result->status = CallResult::Status::failed;
+        result->error = "injected backend error";
+        return;
+      }
+      bool was_valid = m_backend.lease("m").valid_at(m_backend.now);
+      *result = m_backend.apply("m", id, call);
+      if (call.op == Op::release && result->changed) notify_all();
+      if (result->changed) schedule(m_backend.lease("m").transition_at - k_backend_base, [] {});
+      (void)was_valid;
+    });
+    // The driver gives up at the call's timeout: the reply is then unknown.
+    int64_t timeout = a.timeout_ms;
+    if (d1 + d2 > timeout) {
+      ++m_stats.lost_replies;
+      schedule(m_t + timeout, [this, &p, gen] {
+        if (p.call_gen != gen) return;
+        deliver(p, [this, &p] {
+          CallResult r;
+          r.status = CallResult::Status::indeterminate;
+          r.error = "timeout";
+          return p.c->on_reply(local(p), r);
+        });
+      });
+    } else {
+      schedule(m_t + d1 + d2, [this, &p, gen, result] {
+        if (p.call_gen != gen) return;
+        deliver(p, [this, &p, result] { return p.c->on_reply(local(p), *result); });
+      });
+    }
+  }
+
+  void notify_all() {
+    for (auto& q : m_procs) {
+      if (!q->alive) continue;
+      Proc* p = q.get();
+      schedule(m_t + uniform(0, 5), [this, p] {
+        deliver(*p, [this, p] { return p->c->on_notify(local(*p)); });
+      });
+    }
+  }
+
+  void start_child(Proc& p, const Action& a) {
+    CHECK_MESSAGE(!p.child_alive, "a second CMD");
+    ++m_stats.starts;
+    CHECK_MESSAGE(a.lease.fencing_token > m_last_token, "fencing token did not increase");
+    m_last_token = std::max(m_last_token, a.lease.fencing_token);
+    p.child_alive = true;
+    p.child_token = a.lease.fencing_token;
+    p.ignores_term = chance(0.2);
+    uint64_t gen = ++p.child_gen;
+    arm_watchdog(p, a.deadline);
+    check();
+    schedule(m_t + uniform(50, 3000), [this, &p, gen] {
+      if (p.child_gen != gen || !p.child_alive) return;
+      ++m_stats.completions;
+      kill_child(p, 0);
+    });
+  }
+
+  // CMD (and its group) is gone; simba learns it through SIGCHLD.
+  void kill_child(Proc& p, int code) {
+    if (!p.child_alive) return;
+    p.child_alive = false;
+    ++p.child_gen;
+    p.watchdog = 0;
+    deliver(p, [this, &p, code] { return p.c->on_child_exit(local(p), code, false); });
+  }
+
+  // The watchdog runs on its own: it acts even while the supervisor is paused.
+  void arm_watchdog(Proc& p, int64_t deadline) {
+    p.watchdog = deadline;
+    schedule(virtual_at(p, deadline), [this, &p, deadline] {
+      if (p.watchdog == deadline && p.child_alive && local(p) >= deadline) {
+        ++m_stats.watchdog_kills;
+        kill_child(p, 137);
+      }
+    });
+  }
+
+  void fault() {
+    std::vector<Proc*> alive;
+    for (auto& q : m_procs)
+      if (q->alive) alive.push_back(q.get());
+    if (!alive.empty()) {
+      // prefer the owner: faults there are the interesting ones
+      Proc* p = alive[size_t(uniform(0, int64_t(alive.size()) - 1))];
+      for (Proc* q : alive)
+        if (q->child_alive && chance(0.7)) p = q;
+      if (chance(0.5)) {
+        ++m_stats.crashes;
+        p->alive = false; // kill -9: PDEATHSIG and the watchdog take CMD down at once
+        if (p->child_alive) {
+          p->child_alive = false;
+          ++p->child_gen;
+        }
+        spawn_process(uniform(0, 500));
+      } else if (!p->paused) {
+        ++m_stats.pauses;
+        p->paused = true;
+        schedule(m_t + uniform(200, 4000), [this, p] {
+          p->paused = false;
+          while (p->alive && !p->deferred.empty()) {
+            auto fn = std::move(p->deferred.front());
+            p->deferred.pop_front();
+            fn();
+          }
+          if (p->alive) {
+            deliver(*p, [this, p] {
+              auto at = p->c->wake_at();
+              if (at && local(*p) >= *at) return p->c->on_timer(local(*p));
+              return Actions{};
+            });
+          }
+        });
+      }
+    }
+    schedule(m_t + uniform(300, 2500), [this] { fault(); });
+  }
+
+  void check() {
+    int running = 0;
+    for (auto& q : m_procs) {
+      if (!q->child_alive) continue;
+      ++running;
+      const Lease& l = m_backend.lease("m");
+      if (!l.owned_by(q->id, m_backend.now) || l.fencing_token != q->child_token) {
+        m_violation = "t=" + std::to_string(m_t) + ": CMD of " + q->id + " (token " +
+                      std::to_string(q->child_token) + ") runs but the lease is " +
+                      (l.valid_at(m_backend.now) ? "held by " + l.owner_id : "gone");
+      }
+    }
+    if (running > 1) m_violation = "t=" + std::to_string(m_t) + ": two CMDs run at once";
+  }
+
+  std::mt19937_64 m_rng;
+  int m_contenders;
+  test::FakeBackend m_backend;
+  std::priority_queue<Event> m_events;
+  uint64_t m_seq = 0;
+  int64_t m_t = 0;
+  std::vector<std::shared_ptr<Proc>> m_procs;
+  uint64_t m_last_token = 0;
+  Stats m_stats;
+  std::string m_violation;
+};
+
+} // namespace
+
+TEST_SUITE("core::simulation") {
+  TEST_CASE("5+ contenders with crashes, pauses, errors and slow replies: one CMD at a time, none past its lease") {
+    Stats total;
+    for (uint64_t seed = 1; seed <= 40; ++seed) {
+      CAPTURE(seed);
+      Simulation sim(seed, 6);
+      Stats s = sim.run(120'000); // two virtual minutes
+      REQUIRE_MESSAGE(sim.violation().empty(), sim.violation());
+      CHECK(s.starts > 20);
+      total.starts += s.starts;
+      total.crashes += s.crashes;
+      total.pauses += s.pauses;
+      total.errors += s.errors;
+      total.lost_replies += s.lost_replies;
+      total.watchdog_kills += s.watchdog_kills;
+      total.lost_leases += s.lost_leases;
+      total.completions += s.completions;
+    }
+    MESSAGE("starts " << total.starts << ", completions " << total.completions << ", crashes "
+                      << total.crashes << ", pauses " << total.pauses << ", backend errors "
+                      << total.errors << ", lost replies " << total.lost_replies
+                      << ", watchdog kills " << total.watchdog_kills << ", leases lost "
+                      << total.lost_leases);
+    // The faults really happened, or the test proves nothing.
+    CHECK(total.crashes > 50);
+    CHECK(total.pauses > 50);
+    CHECK(total.watchdog_kills > 5);
+    CHECK(total.lost_leases > 5);
+    CHECK(total.lost_replies > 100);
+  }
+}
