@@ -1,0 +1,190 @@
+# shellcheck shell=bash
+# Shared helper for the end-to-end tests: source it first.
+#
+#   #!/usr/bin/env bash
+#   source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+#   assert_exit 0 "$SIMBA" run --mutex m -- true
+#
+# ctest runs each tests/e2e/test_*.sh as `bash FILE` with SIMBA_BIN set to the
+# built binary. Exit 0 = pass, 77 = skip (`skip MSG`), anything else = fail.
+#
+# Provides:
+#   $SIMBA            the binary under test ($SIMBA_BIN; default build/simba)
+#   $T                a fresh temp dir, removed on exit
+#   SIMBA_BACKEND     exported as sqlite:$T/simba.db (override it as you like)
+#   SIMBA_HOME, XDG_STATE_HOME   point into $T, so nothing touches ~/.local
+#   fail MSG                      print "FAIL: MSG" on stderr, exit 1
+#   skip MSG                      print "SKIP: MSG" on stderr, exit 77
+#   assert_eq EXPECTED ACTUAL MSG
+#   assert_exit CODE CMD...       run CMD (stdout -> $T/out, stderr -> $T/err)
+#                                 and check its exit code; on mismatch show both
+#   wait_for TIMEOUT_S CMD...     poll CMD every 50 ms until it succeeds, else fail
+#   wait_file FILE TIMEOUT_S      wait until FILE exists
+#   pid_alive PID                 true while PID runs (a zombie counts as dead)
+#   now_ms                        wall clock, epoch milliseconds
+#   mutex_state MUTEX             held|transition|free, from `simba status --json`
+#
+# Background jobs: job control is on (set -m), so every `cmd &` gets its own
+# process group; on exit, whatever is still running gets SIGTERM to its
+# group, then SIGKILL after 2 s; then every process still carrying this
+# test's SIMBA_E2E_TAG is killed. A failing test leaves nothing running.
+# Stdin is /dev/null: simba never sees a terminal, and tests never block.
+
+set -euo pipefail
+set -m
+exec </dev/null
+
+_e2e_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
+SIMBA=${SIMBA_BIN:-$_e2e_root/build/simba}
+if [[ ! -x $SIMBA ]]; then
+  printf 'FAIL: no simba binary at %s (set SIMBA_BIN)\n' "$SIMBA" >&2
+  exit 1
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/simba-e2e.XXXXXX")
+
+# A clean environment: nothing from an enclosing simba (re-entry detection),
+# nothing from the user's state directory.
+unset SIMBA_MUTEX SIMBA_CONTENDER_ID SIMBA_FENCING_TOKEN SIMBA_ACQUIRED_AT \
+  SIMBA_TTL_MS SIMBA_TRANSITION_MS SIMBA_REDIS_PASSWORD
+export SIMBA_BACKEND="sqlite:$T/simba.db"
+export SIMBA_HOME="$T/home"
+export XDG_STATE_HOME="$T/state"
+export SIMBA_E2E_TAG="$T" # marks every process this test starts (cleanup)
+
+_e2e_cleanup() {
+  local rc=$? pids p i
+  set +e
+  pids=$(jobs -p)
+  if [[ -n $pids ]]; then
+    exec 2>/dev/null # no "Terminated" job notices after the test's verdict
+    for p in $pids; do kill -TERM -- "-$p" 2>/dev/null; done
+    for ((i = 0; i < 40; i++)); do
+      local alive=0
+      for p in $pids; do kill -0 -- "-$p" 2>/dev/null && alive=1; done
+      ((alive)) || break
+      sleep 0.05
+    done
+    for p in $pids; do kill -KILL -- "-$p" 2>/dev/null; done
+  fi
+  # Sweep: anything still carrying this test's tag (a daemonized grandchild,
+  # a process in a group of its own) goes too. Untag first, so that grep
+  # and sed do not find themselves.
+  unset SIMBA_E2E_TAG
+  pids=$(grep -lzx -- "SIMBA_E2E_TAG=$T" /proc/[0-9]*/environ 2>/dev/null |
+    sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p' | grep -vx -e "$$" -e "$BASHPID")
+  if [[ -n $pids ]]; then
+    exec 2>/dev/null
+    # shellcheck disable=SC2086 # a list of pids
+    kill -TERM $pids 2>/dev/null
+    sleep 0.2
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null
+  fi
+  rm -rf -- "$T"
+  exit "$rc"
+}
+trap _e2e_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+fail() {
+  printf 'FAIL: %s\n' "$*" >&2
+  exit 1
+}
+
+skip() {
+  printf 'SKIP: %s\n' "$*" >&2
+  exit 77
+}
+
+assert_eq() {
+  local expected=$1 actual=$2 msg=${3:-}
+  [[ $expected == "$actual" ]] ||
+    fail "${msg:+$msg: }expected [$expected], got [$actual]"
+}
+
+# assert_exit CODE CMD... — stdout and stderr of CMD stay in $T/out and $T/err
+# for further checks.
+assert_exit() {
+  local expected=$1 rc=0
+  shift
+  "$@" >"$T/out" 2>"$T/err" || rc=$?
+  if [[ $rc != "$expected" ]]; then
+    {
+      printf -- '--- command: %s\n' "$(printf '%q ' "$@")"
+      printf -- '--- stdout:\n'
+      cat -- "$T/out"
+      printf -- '--- stderr:\n'
+      cat -- "$T/err"
+    } >&2
+    fail "expected exit $expected, got $rc"
+  fi
+}
+
+now_ms() {
+  if [[ -n ${EPOCHREALTIME:-} ]]; then
+    local us=${EPOCHREALTIME//[!0-9]/}
+    printf '%s\n' "$((10#$us / 1000))"
+  else
+    date +%s%3N
+  fi
+}
+
+# _e2e_to_ms 1.5 -> 1500 (seconds, decimals allowed)
+_e2e_to_ms() {
+  local s=$1 int frac
+  int=${s%%.*}
+  frac=
+  [[ $s == *.* ]] && frac=${s#*.}
+  frac=${frac}000
+  frac=${frac:0:3}
+  printf '%s\n' "$((10#${int:-0} * 1000 + 10#$frac))"
+}
+
+wait_for() {
+  local timeout=$1 deadline
+  shift
+  deadline=$(($(now_ms) + $(_e2e_to_ms "$timeout")))
+  until "$@" >"$T/wait_for.out" 2>&1; do
+    if (($(now_ms) >= deadline)); then
+      {
+        printf -- '--- last output of: %s\n' "$(printf '%q ' "$@")"
+        cat -- "$T/wait_for.out"
+      } >&2
+      fail "timed out after ${timeout}s waiting for: $*"
+    fi
+    sleep 0.05
+  done
+}
+
+wait_file() {
+  wait_for "$2" test -e "$1"
+}
+
+pid_alive() {
+  local pid=$1 stat
+  kill -0 "$pid" 2>/dev/null || return 1
+  read -r stat <"/proc/$pid/stat" 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
+}
+
+# mutex_state MUTEX: held, transition or free ("free" when status does not
+# list it). Uses the environment's SIMBA_BACKEND.
+mutex_state() {
+  local json
+  json=$("$SIMBA" status --mutex "$1" --json) || fail "simba status --mutex $1 --json failed"
+  if command -v jq >/dev/null 2>&1; then
+    jq -r --arg m "$1" \
+      '[.mutexes[]? | select(.mutex == $m) | .state] | first // "free"' <<<"$json"
+  else
+    python3 -c '
+import json, sys
+m = sys.argv[1]
+d = json.load(sys.stdin)
+print(next((x["state"] for x in d.get("mutexes", []) if x.get("mutex") == m), "free"))
+' "$1" <<<"$json"
+  fi
+}

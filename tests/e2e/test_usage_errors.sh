@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Bad options, durations, backends and mutex names exit 64; a command that is
+# not found exits 127, one that is not executable 126. Each time: exactly one
+# line on stderr, "simba: error: ...", nothing on stdout, and the mutex is
+# left free.
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+
+# A bug that makes simba wait must fail this test quickly, not hang it.
+simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
+
+# check CODE ARGS...: simba ARGS... exits CODE with one error line, and
+# mutex m is not held afterwards.
+check() {
+  local code=$1 what
+  shift
+  printf -v what '%q ' "$@"
+  what="simba ${what% }"
+  assert_exit "$code" simba_bounded "$@"
+  local lines=()
+  mapfile -t lines <"$T/err"
+  if ((${#lines[@]} != 1)) || [[ ${lines[0]} != "simba: error: "* ]]; then
+    printf -- '--- stderr of %s:\n' "$what" >&2
+    cat -- "$T/err" >&2
+    fail "$what: expected exactly one line 'simba: error: ...' on stderr"
+  fi
+  [[ ! -s $T/out ]] || fail "$what: expected nothing on stdout, got: $(cat -- "$T/out")"
+  assert_eq free "$(mutex_state m)" "$what: state of mutex m afterwards"
+}
+
+# Durations and timing options.
+check 64 run --mutex m --ttl 10x -- true
+check 64 run --mutex m --ttl -1s -- true
+check 64 run --mutex m --ttl '' -- true
+check 64 run --mutex m --transition 0 -- true
+check 64 run --mutex m --kill-after 2s --transition 2s -- true
+
+# Backends.
+check 64 run --mutex m --backend foo:bar -- true
+check 64 run --mutex m --backend 'sqlite:' -- true
+
+# Mutex names: 1-128 bytes of [A-Za-z0-9._:/@-].
+check 64 run --mutex '' -- true
+check 64 run --mutex "$(printf 'x%.0s' {1..129})" -- true
+check 64 run --mutex 'a b' -- true
+check 64 run --mutex $'a\nb' -- true
+
+# No command.
+check 64 run --mutex m --
+
+# The command cannot be started: acquired, then released at once.
+check 127 run --mutex m -- /nonexistent-cmd
+check 126 run --mutex m -- /etc/passwd
+
+# The boundary itself is fine: 128 bytes, every allowed character class.
+assert_exit 0 simba_bounded run --mutex "$(printf 'x%.0s' {1..128})" -- true
+assert_exit 0 simba_bounded run --mutex 'ci/deploy-prod_1.2:x@host' -- true
+assert_eq free "$(mutex_state m)" "mutex m after the valid runs"
