@@ -1,0 +1,550 @@
+// Backend conformance suite (DESIGN §5): the same cases against every
+// backend, chosen by the URI in SIMBA_TEST_BACKEND. Only the Backend
+// interface and open_backend() are used here.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include "support.hpp"
+
+#include "core/lease.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <poll.h>
+#include <random>
+#include <sys/wait.h>
+#include <thread>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+using simba::backend::Backend;
+using simba::backend::Reply;
+using simba::core::Lease;
+using simba::core::Window;
+using simba::test::k_timeout;
+using simba::test::open_test_backend;
+using simba::test::unique_mutex;
+
+namespace {
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+Reply require_ok(Reply r) {
+  REQUIRE_MESSAGE(r.ok(), "backend error: " << r.error);
+  return r;
+}
+
+bool same_lease(const Lease& a, const Lease& b) {
+  return a.owner_id == b.owner_id && a.acquired_at == b.acquired_at && a.ttl_at == b.ttl_at &&
+         a.transition_at == b.transition_at && a.fencing_token == b.fencing_token;
+}
+
+// Runs `body` in a forked child (which opens its own backend) and returns
+// its exit status: 0 when body returned true.
+int run_in_child(const std::function<bool()>& body) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    bool ok = false;
+    try {
+      ok = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Waits up to `ms` for a wake-up on `fd` that drain_wakeups() says is ours.
+bool wait_for_wakeup(Backend& b, int fd, int ms) {
+  int64_t deadline = monotonic_ns() + int64_t(ms) * 1000000;
+  for (;;) {
+    int64_t left = (deadline - monotonic_ns()) / 1000000;
+    if (left <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0 && b.drain_wakeups()) return true;
+  }
+}
+
+} // namespace
+
+TEST_CASE("acquire: a free mutex is acquired with backend times and a token") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("free");
+  Reply r = require_ok(b->acquire(m, "A", 10000, 2000, k_timeout));
+  CHECK(r.changed);
+  CHECK(r.observed.now > 1600000000000); // epoch milliseconds
+  const Lease& l = r.observed.lease;
+  CHECK(l.owner_id == "A");
+  CHECK(l.fencing_token > 0);
+  CHECK(l.acquired_at == r.observed.now);
+  CHECK(l.ttl_at - l.acquired_at == 10000);
+  CHECK(l.transition_at - l.ttl_at == 2000);
+  CHECK(simba::core::window_at(l, r.observed.now) == Window::ttl);
+
+  Reply g = require_ok(b->get(m, k_timeout));
+  CHECK_FALSE(g.changed);
+  CHECK(same_lease(g.observed.lease, l));
+  CHECK(g.observed.now >= r.observed.now);
+}
+
+TEST_CASE("acquire: another contender gets the valid lease unchanged (TTL and transition)") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("contend");
+  Reply a = require_ok(b->acquire(m, "A", 150, 3000, k_timeout));
+  REQUIRE(a.changed);
+
+  Reply c1 = require_ok(b->acquire(m, "B", 150, 3000, k_timeout));
+  CHECK_FALSE(c1.changed);
+  CHECK(same_lease(c1.observed.lease, a.observed.lease));
+  CHECK(simba::core::window_at(c1.observed.lease, c1.observed.now) == Window::ttl);
+
+  sleep_ms(250); // past ttl_at, within the transition window
+  Reply c2 = require_ok(b->acquire(m, "B", 150, 3000, k_timeout));
+  CHECK_FALSE(c2.changed);
+  CHECK(same_lease(c2.observed.lease, a.observed.lease));
+  CHECK(simba::core::window_at(c2.observed.lease, c2.observed.now) == Window::transition);
+
+  // A separate connection sees the same.
+  auto other = open_test_backend();
+  Reply c3 = require_ok(other->acquire(m, "B", 150, 3000, k_timeout));
+  CHECK_FALSE(c3.changed);
+  CHECK(c3.observed.lease.owner_id == "A");
+
+  // The owner may still renew in the transition window.
+  Reply ren = require_ok(b->acquire(m, "A", 150, 3000, k_timeout));
+  CHECK(ren.changed);
+  CHECK(ren.observed.lease.fencing_token == a.observed.lease.fencing_token);
+  CHECK(ren.observed.lease.acquired_at == a.observed.lease.acquired_at);
+}
+
+TEST_CASE("acquire: after transition_at another contender takes over with a larger token") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("takeover");
+  Reply a = require_ok(b->acquire(m, "A", 100, 100, k_timeout));
+  REQUIRE(a.changed);
+  sleep_ms(300);
+  Reply g = require_ok(b->get(m, k_timeout));
+  CHECK(simba::core::window_at(g.observed.lease, g.observed.now) == Window::idle);
+
+  Reply t = require_ok(b->acquire(m, "B", 1000, 1000, k_timeout));
+  CHECK(t.changed);
+  CHECK(t.observed.lease.owner_id == "B");
+  CHECK(t.observed.lease.fencing_token > a.observed.lease.fencing_token);
+  CHECK(t.observed.lease.acquired_at == t.observed.now);
+  CHECK(t.observed.lease.acquired_at > a.observed.lease.acquired_at);
+
+  // The old owner can neither renew nor re-take it now.
+  Reply old = require_ok(b->guard(m, "A", 1000, 1000, k_timeout));
+  CHECK_FALSE(old.changed);
+  CHECK(old.observed.lease.owner_id == "B");
+  Reply again = require_ok(b->acquire(m, "A", 1000, 1000, k_timeout));
+  CHECK_FALSE(again.changed);
+  CHECK(same_lease(again.observed.lease, t.observed.lease));
+}
+
+TEST_CASE("acquire: an expired owner re-acquiring gets a new lease and token") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("reacquire");
+  Reply a = require_ok(b->acquire(m, "A", 100, 100, k_timeout));
+  sleep_ms(300);
+  Reply r = require_ok(b->acquire(m, "A", 1000, 1000, k_timeout));
+  CHECK(r.changed);
+  CHECK(r.observed.lease.fencing_token > a.observed.lease.fencing_token);
+  CHECK(r.observed.lease.acquired_at == r.observed.now);
+}
+
+TEST_CASE("renewal keeps acquired_at and the token and moves ttl_at and transition_at") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("renew");
+  Reply a = require_ok(b->acquire(m, "A", 5000, 1000, k_timeout));
+  sleep_ms(30);
+  Reply r = require_ok(b->acquire(m, "A", 6000, 1500, k_timeout));
+  CHECK(r.changed);
+  const Lease& l = r.observed.lease;
+  CHECK(l.owner_id == "A");
+  CHECK(l.acquired_at == a.observed.lease.acquired_at);
+  CHECK(l.fencing_token == a.observed.lease.fencing_token);
+  CHECK(l.ttl_at == r.observed.now + 6000);
+  CHECK(l.transition_at == l.ttl_at + 1500);
+  CHECK(l.ttl_at > a.observed.lease.ttl_at);
+
+  sleep_ms(30);
+  Reply g = require_ok(b->guard(m, "A", 4000, 500, k_timeout));
+  CHECK(g.changed);
+  CHECK(g.observed.lease.acquired_at == a.observed.lease.acquired_at);
+  CHECK(g.observed.lease.fencing_token == a.observed.lease.fencing_token);
+  CHECK(g.observed.lease.ttl_at == g.observed.now + 4000);
+  CHECK(g.observed.lease.transition_at == g.observed.lease.ttl_at + 500);
+}
+
+TEST_CASE("guard never creates a lease and fails for a non-owner") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("guard");
+  Reply none = require_ok(b->guard(m, "A", 1000, 1000, k_timeout));
+  CHECK_FALSE(none.changed);
+  CHECK(none.observed.lease.owner_id.empty());
+  CHECK(none.observed.lease.fencing_token == 0);
+  Reply g = require_ok(b->get(m, k_timeout));
+  CHECK(g.observed.lease.owner_id.empty());
+
+  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  Reply other = require_ok(b->guard(m, "B", 1000, 1000, k_timeout));
+  CHECK_FALSE(other.changed);
+  CHECK(same_lease(other.observed.lease, a.observed.lease));
+
+  // After expiry the old owner's guard does not bring the lease back.
+  auto m2 = unique_mutex("guard-expired");
+  Reply a2 = require_ok(b->acquire(m2, "A", 100, 100, k_timeout));
+  sleep_ms(300);
+  Reply late = require_ok(b->guard(m2, "A", 1000, 1000, k_timeout));
+  CHECK_FALSE(late.changed);
+  CHECK_FALSE(late.observed.lease.valid_at(late.observed.now));
+  CHECK(late.observed.lease.fencing_token == a2.observed.lease.fencing_token);
+}
+
+TEST_CASE("release: only the owner releases; the token is kept") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("release");
+  Reply free_rel = require_ok(b->release(m, "A", k_timeout));
+  CHECK_FALSE(free_rel.changed);
+
+  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  Reply by_other = require_ok(b->release(m, "B", k_timeout));
+  CHECK_FALSE(by_other.changed);
+  CHECK(same_lease(by_other.observed.lease, a.observed.lease));
+  Reply g = require_ok(b->get(m, k_timeout));
+  CHECK(same_lease(g.observed.lease, a.observed.lease));
+
+  Reply rel = require_ok(b->release(m, "A", k_timeout));
+  CHECK(rel.changed);
+  CHECK(rel.observed.lease.owner_id.empty());
+  CHECK_FALSE(rel.observed.lease.valid_at(rel.observed.now));
+  CHECK(rel.observed.lease.fencing_token == a.observed.lease.fencing_token);
+
+  Reply after = require_ok(b->get(m, k_timeout));
+  CHECK(after.observed.lease.owner_id.empty());
+  CHECK(simba::core::window_at(after.observed.lease, after.observed.now) == Window::idle);
+  CHECK(after.observed.lease.fencing_token == a.observed.lease.fencing_token);
+
+  Reply twice = require_ok(b->release(m, "A", k_timeout));
+  CHECK_FALSE(twice.changed);
+
+  // Free at once: another contender acquires without waiting for the windows.
+  Reply next = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
+  CHECK(next.changed);
+  CHECK(next.observed.lease.owner_id == "B");
+  CHECK(next.observed.lease.fencing_token > a.observed.lease.fencing_token);
+}
+
+TEST_CASE("release of an expired lease by its former owner changes nothing") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("release-expired");
+  require_ok(b->acquire(m, "A", 100, 100, k_timeout));
+  sleep_ms(300);
+  Reply rel = require_ok(b->release(m, "A", k_timeout));
+  CHECK_FALSE(rel.changed);
+}
+
+TEST_CASE("force_release ends any lease") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("force");
+  Reply none = require_ok(b->force_release(m, k_timeout));
+  CHECK_FALSE(none.changed);
+
+  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  Reply f = require_ok(b->force_release(m, k_timeout));
+  CHECK(f.changed);
+  CHECK(f.observed.lease.owner_id.empty());
+  CHECK(f.observed.lease.fencing_token == a.observed.lease.fencing_token);
+
+  // The former owner sees the loss on its next guard.
+  Reply g = require_ok(b->guard(m, "A", 10000, 1000, k_timeout));
+  CHECK_FALSE(g.changed);
+  CHECK(g.observed.lease.owner_id.empty());
+
+  Reply again = require_ok(b->force_release(m, k_timeout));
+  CHECK_FALSE(again.changed);
+
+  Reply next = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
+  CHECK(next.changed);
+  CHECK(next.observed.lease.fencing_token > a.observed.lease.fencing_token);
+}
+
+TEST_CASE("fencing tokens strictly increase across acquisitions, releases and expiries") {
+  auto b = open_test_backend();
+  auto other = open_test_backend();
+  auto m = unique_mutex("fence");
+  uint64_t last = 0;
+  for (int i = 0; i < 40; ++i) {
+    Backend& be = (i % 2) ? *b : *other;
+    std::string who = "C" + std::to_string(i % 3);
+    Reply a = require_ok(be.acquire(m, who, 10000, 1000, k_timeout));
+    REQUIRE(a.changed);
+    CHECK(a.observed.lease.fencing_token > last);
+    last = a.observed.lease.fencing_token;
+    // Renewals do not move the token.
+    Reply r = require_ok(be.guard(m, who, 10000, 1000, k_timeout));
+    CHECK(r.observed.lease.fencing_token == last);
+    Reply rel = (i % 4 == 3) ? require_ok(be.force_release(m, k_timeout))
+                             : require_ok(be.release(m, who, k_timeout));
+    REQUIRE(rel.changed);
+  }
+  Reply a = require_ok(b->acquire(m, "X", 100, 0, k_timeout));
+  CHECK(a.observed.lease.fencing_token > last);
+  sleep_ms(150);
+  Reply t = require_ok(b->acquire(m, "Y", 100, 0, k_timeout));
+  CHECK(t.changed);
+  CHECK(t.observed.lease.fencing_token > a.observed.lease.fencing_token);
+}
+
+TEST_CASE("fencing tokens are independent of other mutexes but never reused") {
+  auto b = open_test_backend();
+  auto m1 = unique_mutex("fence-a");
+  auto m2 = unique_mutex("fence-b");
+  Reply a1 = require_ok(b->acquire(m1, "A", 10000, 1000, k_timeout));
+  Reply a2 = require_ok(b->acquire(m2, "A", 10000, 1000, k_timeout));
+  CHECK(a1.observed.lease.fencing_token > 0);
+  CHECK(a2.observed.lease.fencing_token > 0);
+  require_ok(b->release(m1, "A", k_timeout));
+  Reply again = require_ok(b->acquire(m1, "A", 10000, 1000, k_timeout));
+  CHECK(again.observed.lease.fencing_token > a1.observed.lease.fencing_token);
+}
+
+TEST_CASE("get of an unknown mutex: no owner, token 0, the backend's clock") {
+  auto b = open_test_backend();
+  Reply g = require_ok(b->get(unique_mutex("unknown"), k_timeout));
+  CHECK_FALSE(g.changed);
+  CHECK(g.observed.lease.owner_id.empty());
+  CHECK(g.observed.lease.fencing_token == 0);
+  CHECK(g.observed.now > 1600000000000);
+}
+
+TEST_CASE("list: all mutexes sorted by name with their leases") {
+  auto b = open_test_backend();
+  std::string base = unique_mutex("list");
+  std::vector<std::string> names = {base + "/c", base + "/a", base + "/b"};
+  std::vector<Reply> acq;
+  for (auto& n : names) acq.push_back(require_ok(b->acquire(n, "L", 10000, 1000, k_timeout)));
+  require_ok(b->release(names[2], "L", k_timeout)); // base/b: released, token kept
+
+  auto listing = b->list(k_timeout);
+  REQUIRE_MESSAGE(listing.ok, "list failed: " << listing.error);
+  CHECK(listing.now > 1600000000000);
+  CHECK(std::is_sorted(listing.mutexes.begin(), listing.mutexes.end(),
+                       [](auto& x, auto& y) { return x.mutex < y.mutex; }));
+  std::vector<std::string> ours;
+  for (auto& ml : listing.mutexes) {
+    if (ml.mutex.rfind(base + "/", 0) != 0) continue;
+    ours.push_back(ml.mutex);
+    if (ml.mutex == names[0]) CHECK(same_lease(ml.lease, acq[0].observed.lease));
+    if (ml.mutex == names[1]) CHECK(same_lease(ml.lease, acq[1].observed.lease));
+    if (ml.mutex == names[2]) {
+      CHECK(ml.lease.owner_id.empty());
+      CHECK(ml.lease.fencing_token == acq[2].observed.lease.fencing_token);
+    }
+  }
+  CHECK(ours == std::vector<std::string>{base + "/a", base + "/b", base + "/c"});
+}
+
+TEST_CASE("times come from the backend: each reply carries its clock") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("clock");
+  Reply a = require_ok(b->acquire(m, "A", 777, 333, k_timeout));
+  CHECK(a.observed.lease.ttl_at - a.observed.lease.acquired_at == 777);
+  CHECK(a.observed.lease.transition_at - a.observed.lease.ttl_at == 333);
+  sleep_ms(50);
+  Reply g = require_ok(b->get(m, k_timeout));
+  CHECK(g.observed.now - a.observed.now >= 45);
+  CHECK(g.observed.now - a.observed.now < 5000);
+}
+
+TEST_CASE("wake-up: a release by another process wakes the watcher") {
+  auto owner = open_test_backend();
+  auto m = unique_mutex("wake");
+  require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+
+  auto watcher = open_test_backend();
+  int fd = watcher->watch(m);
+  if (fd < 0) {
+    MESSAGE("backend has no wake-up channel; skipped");
+    return;
+  }
+  // Nothing happened yet: no wake-up that claims to be ours.
+  CHECK_FALSE(wait_for_wakeup(*watcher, fd, 50));
+
+  int64_t t0 = monotonic_ns();
+  int status = run_in_child([&] {
+    auto b = open_test_backend();
+    Reply r = b->release(m, "A", k_timeout);
+    return r.ok() && r.changed;
+  });
+  REQUIRE(status == 0);
+  CHECK(wait_for_wakeup(*watcher, fd, 1000));
+  MESSAGE("wake-up latency after the child exited: " << (monotonic_ns() - t0) / 1000 << " us");
+
+  // force_release wakes too.
+  require_ok(owner->acquire(m, "B", 10000, 1000, k_timeout));
+  status = run_in_child([&] {
+    auto b = open_test_backend();
+    Reply r = b->force_release(m, k_timeout);
+    return r.ok() && r.changed;
+  });
+  REQUIRE(status == 0);
+  CHECK(wait_for_wakeup(*watcher, fd, 1000));
+}
+
+TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
+  auto owner = open_test_backend();
+  auto mine = unique_mutex("wake-mine");
+  auto theirs = unique_mutex("wake-theirs");
+  require_ok(owner->acquire(mine, "A", 10000, 1000, k_timeout));
+  require_ok(owner->acquire(theirs, "A", 10000, 1000, k_timeout));
+
+  auto watcher = open_test_backend();
+  int fd = watcher->watch(mine);
+  if (fd < 0) {
+    MESSAGE("backend has no wake-up channel; skipped");
+    return;
+  }
+  int status = run_in_child([&] {
+    auto b = open_test_backend();
+    Reply r = b->release(theirs, "A", k_timeout);
+    return r.ok() && r.changed;
+  });
+  REQUIRE(status == 0);
+  CHECK_FALSE(wait_for_wakeup(*watcher, fd, 300));
+
+  // A release that changes nothing (not the owner) sends nothing either.
+  require_ok(owner->release(mine, "B", k_timeout));
+  CHECK_FALSE(wait_for_wakeup(*watcher, fd, 100));
+
+  require_ok(owner->release(mine, "A", k_timeout));
+  CHECK(wait_for_wakeup(*watcher, fd, 1000));
+}
+
+namespace {
+
+struct HoldRecord {
+  uint64_t token;
+  int64_t start_ns; // after the acquire returned
+  int64_t end_ns;   // before the release was sent
+  int32_t child;
+  int32_t ok; // the release succeeded
+};
+static_assert(sizeof(HoldRecord) < PIPE_BUF, "pipe writes of one record are atomic");
+
+} // namespace
+
+TEST_CASE("several processes: holds never overlap and tokens follow the order of acquisition") {
+  constexpr int k_children = 6;
+  constexpr int k_cycles = 25;
+  auto m = unique_mutex("processes");
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+
+  std::fflush(nullptr);
+  std::vector<pid_t> pids;
+  for (int c = 0; c < k_children; ++c) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      close(fds[0]);
+      int code = 0;
+      try {
+        auto b = open_test_backend();
+        std::string me = "proc-" + std::to_string(c) + "-" + std::to_string(getpid());
+        std::mt19937 rng(static_cast<unsigned>(getpid()));
+        std::uniform_int_distribution<int> pause_us(100, 1500);
+        int failures = 0;
+        for (int done = 0; done < k_cycles;) {
+          Reply r = b->acquire(m, me, 10000, 1000, k_timeout);
+          if (!r.ok() && ++failures > 200) {
+            std::fprintf(stderr, "child %d: %s\n", c, r.error.c_str());
+            code = 2;
+            break;
+          }
+          if (r.ok() && r.changed && r.observed.lease.owner_id == me) {
+            HoldRecord rec{};
+            rec.token = r.observed.lease.fencing_token;
+            rec.child = c;
+            rec.start_ns = monotonic_ns();
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            rec.end_ns = monotonic_ns();
+            Reply rel = b->release(m, me, k_timeout);
+            rec.ok = rel.ok() && rel.changed;
+            if (write(fds[1], &rec, sizeof rec) != static_cast<ssize_t>(sizeof rec)) code = 3;
+            ++done;
+          } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
+          }
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", c, e.what());
+        code = 4;
+      }
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  close(fds[1]);
+
+  std::vector<HoldRecord> recs;
+  HoldRecord rec;
+  for (;;) {
+    ssize_t n = read(fds[0], &rec, sizeof rec);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    REQUIRE(n == static_cast<ssize_t>(sizeof rec));
+    recs.push_back(rec);
+  }
+  close(fds[0]);
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+
+  REQUIRE(recs.size() == size_t(k_children * k_cycles));
+  std::sort(recs.begin(), recs.end(),
+            [](const HoldRecord& a, const HoldRecord& b) { return a.start_ns < b.start_ns; });
+  int overlaps = 0, token_inversions = 0, failed_releases = 0;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    if (!recs[i].ok) ++failed_releases;
+    if (i == 0) continue;
+    if (recs[i].start_ns <= recs[i - 1].end_ns) ++overlaps;
+    if (recs[i].token <= recs[i - 1].token) ++token_inversions;
+  }
+  CHECK(overlaps == 0);
+  CHECK(token_inversions == 0);
+  CHECK(failed_releases == 0);
+}
+
+int main(int argc, char** argv) {
+  if (simba::test::backend_uri().empty()) {
+    std::fprintf(stderr, "simba_conformance: set SIMBA_TEST_BACKEND to a backend URI "
+                         "(e.g. sqlite:/tmp/simba-test.db); skipping\n");
+    return 77;
+  }
+  doctest::Context ctx;
+  ctx.applyCommandLine(argc, argv);
+  return ctx.run();
+}

@@ -1,0 +1,316 @@
+// Checks that only concern the SQLite backend (files, modes, filesystem
+// refusal) and the URI parsing of open_backend(). The SQLite cases make
+// their own databases in a temporary directory; they are skipped when the
+// suite runs against another backend.
+#include "support.hpp"
+
+#include "core/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sqlite3.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using simba::backend::open_backend;
+using simba::test::k_timeout;
+
+namespace {
+
+// A fresh directory (symlinks resolved) removed at the end of the test.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/simba-conf-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    char real[PATH_MAX];
+    REQUIRE(realpath(tmpl, real) != nullptr);
+    path = real;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+// Sets an environment variable for one scope, then restores it.
+struct ScopedEnv {
+  std::string name;
+  bool had;
+  std::string old;
+  ScopedEnv(const std::string& n, const char* value) : name(n) {
+    const char* o = std::getenv(n.c_str());
+    had = o != nullptr;
+    if (o) old = o;
+    if (value)
+      setenv(n.c_str(), value, 1);
+    else
+      unsetenv(n.c_str());
+  }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name.c_str(), old.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+};
+
+unsigned mode_of(const std::string& path) {
+  struct stat st;
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+// The message of the simba::Error that `f` throws, or "" if none.
+template <typename E, typename F> std::string error_of(F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("unexpected exception: " << e.what());
+  }
+  FAIL("no exception");
+  return "";
+}
+
+#define SKIP_UNLESS_SQLITE()                                                                       \
+  if (!simba::test::backend_is_sqlite()) {                                                         \
+    MESSAGE("not a sqlite backend; skipped");                                                      \
+    return;                                                                                        \
+  }
+
+} // namespace
+
+TEST_CASE("uri: malformed or unknown URIs are usage errors") {
+  for (const char* uri : {"sqlite:", "sqlite://", "sqlite://host/x.db", "sqlite:/tmp/dir/", "foo:bar",
+                          "nonsense", "://x", "1abc:x"}) {
+    CAPTURE(uri);
+    std::string msg = error_of<simba::UsageError>([&] { open_backend(uri); });
+    CHECK_FALSE(msg.empty());
+  }
+  std::string msg = error_of<simba::UsageError>([] { open_backend("foo:bar"); });
+  CHECK(msg.find("foo") != std::string::npos);
+}
+
+TEST_CASE("uri: a password never appears in an error") {
+  for (const char* uri : {"foo://user:hunter2@host/x", "redis://:hunter2@127.0.0.1:1/0",
+                          "redis://user:hunter2@127.0.0.1:1", "hunter2@host"}) {
+    CAPTURE(uri);
+    try {
+      open_backend(uri);
+      FAIL("opened " << uri);
+    } catch (const std::exception& e) {
+      CHECK(std::string(e.what()).find("hunter2") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("sqlite: a fresh path gets directories 0700 and a file 0600") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string db = t.path + "/a/b/simba.db";
+  auto b = open_backend("sqlite://" + db);
+  CHECK(b->describe() == "sqlite://" + db);
+  CHECK(mode_of(t.path + "/a") == 0700);
+  CHECK(mode_of(t.path + "/a/b") == 0700);
+  CHECK(mode_of(db) == 0600);
+
+  // Usable at once, and the notification directory is private too.
+  auto r = b->acquire("m", "A", 1000, 1000, k_timeout);
+  REQUIRE(r.ok());
+  REQUIRE(b->release("m", "A", k_timeout).changed);
+  CHECK(mode_of(db + ".notify") == 0700);
+
+  // An existing directory and file keep their modes.
+  REQUIRE(chmod(db.c_str(), 0640) == 0);
+  REQUIRE(chmod((t.path + "/a/b").c_str(), 0750) == 0);
+  b.reset();
+  auto again = open_backend("sqlite:" + db);
+  CHECK(mode_of(db) == 0640);
+  CHECK(mode_of(t.path + "/a/b") == 0750);
+  auto g = again->get("m", k_timeout);
+  REQUIRE(g.ok());
+  CHECK(g.observed.lease.fencing_token == r.observed.lease.fencing_token);
+}
+
+TEST_CASE("sqlite: the schema and WAL mode of a new database") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  open_backend("sqlite://" + db)->acquire("m", "A", 1000, 1000, k_timeout);
+
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(h, "PRAGMA journal_mode", -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(s) == SQLITE_ROW);
+  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) == "wal");
+  sqlite3_finalize(s);
+  REQUIRE(sqlite3_prepare_v2(h, "SELECT name, type, \"notnull\", pk FROM pragma_table_info('simba_mutex')",
+                             -1, &s, nullptr) == SQLITE_OK);
+  std::string cols;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    cols += reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    cols += ":";
+    cols += reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+    cols += sqlite3_column_int(s, 2) ? ":nn" : "";
+    cols += sqlite3_column_int(s, 3) ? ":pk" : "";
+    cols += " ";
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(h);
+  CHECK(cols == "mutex:TEXT:pk owner_id:TEXT:nn acquired_at:INTEGER ttl_at:INTEGER "
+                "transition_at:INTEGER fencing_token:INTEGER:nn ");
+}
+
+TEST_CASE("sqlite: relative and default paths") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  char cwd[PATH_MAX];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  REQUIRE(chdir(t.path.c_str()) == 0);
+  std::string desc;
+  try {
+    desc = open_backend("sqlite:rel/x.db")->describe();
+  } catch (...) {
+    REQUIRE(chdir(cwd) == 0);
+    throw;
+  }
+  REQUIRE(chdir(cwd) == 0);
+  CHECK(desc == "sqlite://" + t.path + "/rel/x.db");
+
+  {
+    ScopedEnv home("SIMBA_HOME", (t.path + "/sh").c_str());
+    CHECK(open_backend("")->describe() == "sqlite://" + t.path + "/sh/simba.db");
+  }
+  {
+    ScopedEnv home("SIMBA_HOME", nullptr);
+    ScopedEnv xdg("XDG_STATE_HOME", (t.path + "/xdg").c_str());
+    CHECK(open_backend("")->describe() == "sqlite://" + t.path + "/xdg/simba/simba.db");
+  }
+  {
+    ScopedEnv home("SIMBA_HOME", nullptr);
+    ScopedEnv xdg("XDG_STATE_HOME", nullptr);
+    ScopedEnv h("HOME", (t.path + "/h").c_str());
+    CHECK(open_backend("")->describe() == "sqlite://" + t.path + "/h/.local/state/simba/simba.db");
+    CHECK(mode_of(t.path + "/h/.local/state/simba") == 0700);
+  }
+}
+
+TEST_CASE("sqlite: a file that is not a SQLite database is refused") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  for (std::string content : {std::string(5000, 'x'), std::string("hello\n")}) {
+    std::string path = t.path + "/junk-" + std::to_string(content.size());
+    std::ofstream(path) << content;
+    std::string msg = error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + path); });
+    CAPTURE(msg);
+    CHECK(msg.find(path) != std::string::npos);
+    CHECK(msg.find("not a SQLite database") != std::string::npos);
+  }
+  std::string msg = error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + t.path); });
+  CHECK(msg.find(t.path) != std::string::npos);
+}
+
+TEST_CASE("sqlite: a database on a network filesystem is refused (SIMBA_TEST_FSTYPE hook)") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  {
+    ScopedEnv fs("SIMBA_TEST_FSTYPE", "nfs");
+    std::string msg = error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + db); });
+    CHECK(msg.find("network filesystem") != std::string::npos);
+    CHECK(msg.find("NFS") != std::string::npos);
+  }
+  open_backend("sqlite://" + db); // exists now
+  {
+    ScopedEnv fs("SIMBA_TEST_FSTYPE", "cifs");
+    std::string msg = error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + db); });
+    CHECK(msg.find("SMB/CIFS") != std::string::npos);
+  }
+}
+
+TEST_CASE("sqlite: a directory that cannot be created is refused") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string file = t.path + "/plain";
+  std::ofstream(file) << "x";
+  // A parent that is a regular file fails for root too.
+  std::string msg =
+      error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + file + "/x/simba.db"); });
+  CHECK(msg.find("cannot create " + file) != std::string::npos);
+  CHECK(msg.find("Not a directory") != std::string::npos);
+
+  if (geteuid() != 0) {
+    std::string ro = t.path + "/ro";
+    REQUIRE(mkdir(ro.c_str(), 0500) == 0);
+    std::string m2 =
+        error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + ro + "/sub/simba.db"); });
+    CHECK(m2.find("Permission denied") != std::string::npos);
+    std::string m3 = error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + ro + "/simba.db"); });
+    CHECK(m3.find("Permission denied") != std::string::npos);
+    chmod(ro.c_str(), 0700);
+  } else {
+    MESSAGE("running as root: the permission case is covered by the file-as-parent case only");
+  }
+}
+
+TEST_CASE("sqlite: several processes creating the same new database at once") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string uri = "sqlite://" + t.path + "/new/simba.db";
+  std::fflush(nullptr);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 6; ++i) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int code = 1;
+      try {
+        auto b = open_backend(uri);
+        auto r = b->acquire("m" + std::to_string(i), "A", 1000, 1000, k_timeout);
+        code = r.ok() && r.changed ? 0 : 2;
+        if (code) std::fprintf(stderr, "child %d: %s\n", i, r.error.c_str());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", i, e.what());
+      }
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  auto listing = open_backend(uri)->list(k_timeout);
+  REQUIRE(listing.ok);
+  CHECK(listing.mutexes.size() == 6);
+}
+
+TEST_CASE("sqlite: a busy database fails the call within its timeout") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  auto b = open_backend("sqlite://" + db);
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(h, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  auto r = b->acquire("m", "A", 1000, 1000, 100);
+  CHECK(r.status == simba::backend::Reply::Status::failed);
+  CHECK(r.error == "database is busy");
+  // Reads are not blocked by a writer (WAL).
+  CHECK(b->get("m", 100).ok());
+  sqlite3_exec(h, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(h);
+  CHECK(b->acquire("m", "A", 1000, 1000, 100).ok());
+}
