@@ -142,6 +142,10 @@ private:
     }
     int n = ::poll(fds, nfds, timeout);
     if (n < 0 && errno != EINTR) throw InternalError(std::string("poll: ") + strerror(errno));
+    // Overdue timers first: after simba was stopped or hung, the deadline
+    // that passed meanwhile decides, not the events that queued up.
+    fire_timer();
+    if (m_exit_code) return;
     if (n > 0 && (fds[0].revents & POLLIN)) {
       for (int signo : m_signals.read_pending()) {
         if (m_exit_code) return;
@@ -157,11 +161,15 @@ private:
       feed(m_contender.on_notify(process::boottime_ms()));
     }
     if (m_exit_code) return;
+    fire_timer();
+    if (!m_exit_code) check_all_gone();
+  }
+
+  void fire_timer() {
     if (auto at = m_contender.wake_at()) {
       int64_t now = process::boottime_ms();
       if (now >= *at) feed(m_contender.on_timer(now));
     }
-    if (!m_exit_code) check_all_gone();
   }
 
   void reap() {

@@ -285,6 +285,13 @@ Actions Contender::on_child_exit(int64_t now, int shell_code, bool leftovers) {
     return {};
   }
   if (m_phase != Phase::owning) return {};
+  if (now >= kill_point()) {
+    // Noticed after the kill point (simba was stopped or hung; the watchdog
+    // may have killed CMD): we cannot vouch that CMD ran within its lease.
+    Actions acts = begin_stop(now, "command exited after the lease's kill point");
+    if (!leftovers) return on_all_gone(now);
+    return acts;
+  }
   m_phase = Phase::draining;
   Actions acts{log_action(1, "command exited with status " + std::to_string(shell_code))};
   if (!leftovers) return after_all_gone(now, std::move(acts));

@@ -21,8 +21,11 @@
 #   wait_for TIMEOUT_S CMD...     poll CMD every 50 ms until it succeeds, else fail
 #   wait_file FILE TIMEOUT_S      wait until FILE exists
 #   pid_alive PID                 true while PID runs (a zombie counts as dead)
+#   pid_dead PID                  the opposite (for wait_for)
 #   now_ms                        wall clock, epoch milliseconds
 #   mutex_state MUTEX             held|transition|free, from `simba status --json`
+#   mutex_field MUTEX FIELD       one field of MUTEX in `simba status --json`
+#                                 ("null" when absent)
 #
 # Background jobs: job control is on (set -m), so every `cmd &` gets its own
 # process group; on exit, whatever is still running gets SIGTERM to its
@@ -46,7 +49,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/simba-e2e.XXXXXX")
 # A clean environment: nothing from an enclosing simba (re-entry detection),
 # nothing from the user's state directory.
 unset SIMBA_MUTEX SIMBA_CONTENDER_ID SIMBA_FENCING_TOKEN SIMBA_ACQUIRED_AT \
-  SIMBA_TTL_MS SIMBA_TRANSITION_MS SIMBA_REDIS_PASSWORD
+  SIMBA_TTL_MS SIMBA_TRANSITION_MS SIMBA_REDIS_PASSWORD SIMBA_HELD
 export SIMBA_BACKEND="sqlite:$T/simba.db"
 export SIMBA_HOME="$T/home"
 export XDG_STATE_HOME="$T/state"
@@ -171,6 +174,10 @@ pid_alive() {
   [[ ${stat:0:1} != Z ]]
 }
 
+pid_dead() {
+  ! pid_alive "$1"
+}
+
 # mutex_state MUTEX: held, transition or free ("free" when status does not
 # list it). Uses the environment's SIMBA_BACKEND.
 mutex_state() {
@@ -186,5 +193,25 @@ m = sys.argv[1]
 d = json.load(sys.stdin)
 print(next((x["state"] for x in d.get("mutexes", []) if x.get("mutex") == m), "free"))
 ' "$1" <<<"$json"
+  fi
+}
+
+# mutex_field MUTEX FIELD: the raw value of FIELD (owner, fencing_token,
+# ttl_remaining_ms, ...) for MUTEX in `simba status --json`; "null" when the
+# mutex or the field is absent.
+mutex_field() {
+  local json
+  json=$("$SIMBA" status --mutex "$1" --json) || fail "simba status --mutex $1 --json failed"
+  if command -v jq >/dev/null 2>&1; then
+    jq -r --arg m "$1" --arg f "$2" \
+      '[.mutexes[]? | select(.mutex == $m) | .[$f]] | first // "null"' <<<"$json"
+  else
+    python3 -c '
+import json, sys
+m, f = sys.argv[1], sys.argv[2]
+d = json.load(sys.stdin)
+v = next((x.get(f) for x in d.get("mutexes", []) if x.get("mutex") == m), None)
+print("null" if v is None else v)
+' "$1" "$2" <<<"$json"
   fi
 }

@@ -323,3 +323,19 @@ TEST_SUITE("core::Contender") {
     CHECK(!h.backend.lease("m").valid_at(h.backend.now));
   }
 }
+
+TEST_SUITE("core::Contender") {
+  TEST_CASE("CMD's exit noticed after the kill point counts as a lost lease (exit 76)") {
+    Harness h;
+    Contender c = make(config("me"));
+    Actions a = c.start(h.local);
+    a = h.reply(c, *find(a, K::call));
+    int64_t deadline = find(a, K::start_child)->deadline;
+    h.advance(deadline - h.local + 5); // simba was stopped; the watchdog killed CMD
+    a = c.on_child_exit(h.local, 137, false);
+    REQUIRE(find(a, K::call));
+    CHECK(find(a, K::call)->op == Op::release);
+    a = h.reply(c, *find(a, K::call));
+    CHECK(find(a, K::exit)->code == 76);
+  }
+}
