@@ -1,0 +1,240 @@
+#include "process/child.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "core/error.hpp"
+#include "process/proc_tree.hpp"
+
+namespace simba::process {
+namespace {
+
+// execvp's fallback when PATH is unset.
+constexpr const char* k_default_path = "/bin:/usr/bin";
+// Stack of the CLONE_VM child: it only makes a handful of syscalls.
+constexpr size_t k_child_stack_size = 64 * 1024;
+
+// Makes `pgrp` the terminal's foreground group. SIGTTOU is blocked around
+// the call: from a background group tcsetpgrp() would otherwise stop us.
+void set_foreground(int tty, pid_t pgrp) {
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  sigprocmask(SIG_BLOCK, &ttou, &old);
+  tcsetpgrp(tty, pgrp);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+// Everything the child needs, prepared before the clone: the child shares
+// our memory and must not allocate.
+struct SpawnArgs {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  const sigset_t* mask;
+  pid_t parent;
+  int tty;
+  volatile int exec_errno; // written by the child when execve fails
+};
+
+int child_main(void* raw) {
+  auto* a = static_cast<SpawnArgs*>(raw);
+  setpgid(0, 0);
+  if (a->tty >= 0) tcsetpgrp(a->tty, getpid()); // all signals blocked here
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != a->parent) _exit(127); // simba died before PDEATHSIG was set
+
+  // Handlers would run on our shared memory once unblocked; ignored
+  // SIGPIPE is simba's own doing. Other ignored signals (nohup) stay so.
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    struct sigaction sa;
+    if (sigaction(s, nullptr, &sa) != 0) continue;
+    bool handled = (sa.sa_flags & SA_SIGINFO) || (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
+    if (handled || (s == SIGPIPE && sa.sa_handler == SIG_IGN)) {
+      struct sigaction dfl;
+      std::memset(&dfl, 0, sizeof dfl);
+      dfl.sa_handler = SIG_DFL;
+      sigaction(s, &dfl, nullptr);
+    }
+  }
+  sigprocmask(SIG_SETMASK, a->mask, nullptr);
+  execve(a->path, a->argv, a->envp);
+  a->exec_errno = errno ? errno : ENOEXEC;
+  _exit(127);
+}
+
+int exec_errno_code(int err) {
+  return (err == ENOENT || err == ENOTDIR) ? exit_code::k_not_found : exit_code::k_not_executable;
+}
+
+} // namespace
+
+std::string resolve_command(const std::string& name) {
+  if (name.empty()) throw Error(exit_code::k_not_found, "command not found: " + name);
+
+  // 0: nothing found yet; otherwise the first "exists but cannot run".
+  int problem = 0;
+  auto check = [&](const std::string& candidate) -> bool {
+    struct stat st;
+    if (stat(candidate.c_str(), &st) != 0) return false;
+    if (S_ISDIR(st.st_mode)) {
+      if (!problem) problem = EISDIR;
+      return false;
+    }
+    if (!S_ISREG(st.st_mode) || faccessat(AT_FDCWD, candidate.c_str(), X_OK, AT_EACCESS) != 0) {
+      if (!problem) problem = EACCES;
+      return false;
+    }
+    return true;
+  };
+
+  if (name.find('/') != std::string::npos) {
+    if (check(name)) return name;
+  } else {
+    const char* env_path = std::getenv("PATH");
+    std::string path = env_path ? env_path : k_default_path;
+    size_t start = 0;
+    for (;;) {
+      size_t end = path.find(':', start);
+      std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      // An empty entry means the current directory, as in execvp.
+      std::string candidate = dir.empty() ? "./" + name : dir + "/" + name;
+      if (check(candidate)) return candidate;
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  if (problem == EISDIR) throw Error(exit_code::k_not_executable, name + ": is a directory");
+  if (problem) throw Error(exit_code::k_not_executable, name + ": Permission denied");
+  throw Error(exit_code::k_not_found, "command not found: " + name);
+}
+
+Child::Child() {
+  // Descendants that leave CMD's group (setsid, double fork) re-parent to
+  // us instead of init, so they can still be found and stopped.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // tcgetpgrp() fails unless fd 0 is our controlling terminal.
+  if (isatty(0) && tcgetpgrp(0) == getpgrp()) m_tty = 0;
+}
+
+Child::~Child() {
+  if (m_tty >= 0 && m_pid > 0 && !m_exited) set_foreground(m_tty, getpgrp());
+}
+
+void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
+                  const std::vector<std::string>& env, const sigset_t& signal_mask) {
+  std::vector<char*> argv_ptrs;
+  argv_ptrs.reserve(argv.size() + 1);
+  for (const std::string& s : argv) argv_ptrs.push_back(const_cast<char*>(s.c_str()));
+  argv_ptrs.push_back(nullptr);
+  std::vector<char*> env_ptrs;
+  env_ptrs.reserve(env.size() + 1);
+  for (const std::string& s : env) env_ptrs.push_back(const_cast<char*>(s.c_str()));
+  env_ptrs.push_back(nullptr);
+
+  // Only hand over a terminal we still hold: after Ctrl-Z and `bg` while
+  // waiting for the mutex, the shell owns it again.
+  if (m_tty >= 0 && tcgetpgrp(m_tty) != getpgrp()) m_tty = -1;
+  SpawnArgs args{path.c_str(), argv_ptrs.data(), env_ptrs.data(), &signal_mask, getpid(), m_tty, 0};
+  std::unique_ptr<char[]> stack(new char[k_child_stack_size]);
+  // Stacks grow down on every Linux target we build for; keep it 16-aligned.
+  auto top = reinterpret_cast<uintptr_t>(stack.get() + k_child_stack_size) & ~uintptr_t(15);
+
+  // No signal may run a handler in the child while it shares our memory;
+  // the child restores `signal_mask` just before execve.
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  // CLONE_VM|CLONE_VFORK: no page-table copy, and we resume only once the
+  // child has exec'd or failed, so `args` stays valid and exec_errno is set.
+  pid_t pid = clone(child_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  int clone_errno = errno;
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0)
+    throw InternalError(std::string("cannot start ") + path + ": clone: " + std::strerror(clone_errno));
+
+  if (args.exec_errno != 0) {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (m_tty >= 0) set_foreground(m_tty, getpgrp());
+    int err = args.exec_errno;
+    throw Error(exec_errno_code(err), "cannot execute " + path + ": " + std::strerror(err));
+  }
+  // The child did this already; repeating it closes no race but is harmless
+  // (EACCES once it has exec'd).
+  setpgid(pid, pid);
+  m_pid = pid;
+  m_exited = false;
+}
+
+void Child::signal_group(int signo) const {
+  if (m_pid > 1) kill(-m_pid, signo);
+}
+
+void Child::signal_all(int signo, pid_t spare) const {
+  signal_group(signo);
+  proc_tree::signal_descendants(getpid(), signo, spare);
+}
+
+bool Child::reap(ExitStatus& status, pid_t spare) {
+  (void)spare; // every reaped pid is collected; the spare's owner tolerates ECHILD
+  bool cmd_exited = false;
+  for (;;) {
+    int st = 0;
+    pid_t pid = waitpid(-1, &st, WNOHANG | WUNTRACED);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break; // ECHILD
+    }
+    if (pid == 0) break;
+    if (pid != m_pid || m_exited) continue; // orphans, the watchdog: collected
+
+    if (WIFSTOPPED(st)) {
+      int stop = WSTOPSIG(st);
+      // Job control from a terminal (Ctrl-Z, background read/write): stop
+      // simba too so the shell sees the job stopped, then resume CMD with us.
+      if ((stop == SIGTSTP || stop == SIGTTIN || stop == SIGTTOU) && isatty(0)) {
+        if (m_tty >= 0) set_foreground(m_tty, getpgrp());
+        raise(SIGSTOP);
+        // Continued: `fg` made us the foreground group, `bg` did not.
+        m_tty = (tcgetpgrp(0) == getpgrp()) ? 0 : -1;
+        if (m_tty >= 0) set_foreground(m_tty, m_pid);
+        kill(-m_pid, SIGCONT);
+      }
+      continue;
+    }
+    if (WIFEXITED(st)) {
+      status.signaled = false;
+      status.code = WEXITSTATUS(st);
+    } else if (WIFSIGNALED(st)) {
+      status.signaled = true;
+      status.code = WTERMSIG(st);
+    } else {
+      continue;
+    }
+    m_exited = true;
+    cmd_exited = true;
+    if (m_tty >= 0) set_foreground(m_tty, getpgrp());
+  }
+  return cmd_exited;
+}
+
+bool Child::descendants_alive(pid_t spare) const {
+  return proc_tree::any_descendant_alive(getpid(), spare);
+}
+
+} // namespace simba::process

@@ -1,0 +1,229 @@
+#include "process/child.hpp"
+#include "process/clock.hpp"
+#include "process/proc_tree.hpp"
+#include "process/watchdog.hpp"
+
+#include <doctest/doctest.h>
+
+#include <dirent.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace simba::process;
+
+namespace {
+
+sigset_t current_mask() {
+  sigset_t m;
+  sigprocmask(SIG_BLOCK, nullptr, &m);
+  return m;
+}
+
+std::vector<std::string> base_env() { return {"PATH=/usr/local/bin:/usr/bin:/bin"}; }
+
+template <class Pred> bool wait_until(Pred pred, int ms) {
+  int64_t until = boottime_ms() + ms;
+  while (boottime_ms() < until) {
+    if (pred()) return true;
+    usleep(2000);
+  }
+  return pred();
+}
+
+void sleep_until(int64_t t) {
+  for (int64_t now = boottime_ms(); now < t; now = boottime_ms()) usleep(useconds_t((t - now) * 1000));
+}
+
+// Live members of process group `pgid`, from a scan of /proc.
+int group_members(pid_t pgid) {
+  int n = 0;
+  DIR* dir = opendir("/proc");
+  if (!dir) return -1;
+  while (dirent* ent = readdir(dir)) {
+    pid_t pid = pid_t(std::atoi(ent->d_name));
+    proc_tree::ProcInfo info;
+    if (pid > 0 && proc_tree::read_stat(pid, info) && info.pgrp == pgid && info.state != 'Z' &&
+        info.state != 'X')
+      ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+// CMD: a shell with a background sleep in its group and a setsid'd sleep in
+// a group of its own, both waited for.
+void spawn_family(Child& c) {
+  c.spawn("/bin/sh", {"sh", "-c", "setsid sleep 30 & sleep 30 & exec sleep 30"}, base_env(), current_mask());
+  pid_t pgid = c.pgid();
+  REQUIRE(wait_until(
+      [&] {
+        int escaped = 0;
+        for (const auto& p : proc_tree::descendants(getpid()))
+          if (p.pgrp != pgid && p.pgrp == p.pid && p.state != 'Z') ++escaped;
+        return escaped >= 1 && group_members(pgid) >= 2;
+      },
+      3000));
+}
+
+void kill_and_reap(Child& c, pid_t spare = -1) {
+  c.signal_all(SIGKILL, spare);
+  ExitStatus st;
+  CHECK(wait_until(
+      [&] {
+        c.reap(st);
+        return !c.descendants_alive(spare);
+      },
+      3000));
+}
+
+} // namespace
+
+TEST_SUITE("process::Watchdog") {
+  TEST_CASE("kills CMD's group and escaped descendants at the deadline") {
+    Child c;
+    spawn_family(c);
+    Watchdog w;
+    int64_t t0 = boottime_ms();
+    w.start(c.pgid(), t0 + 200);
+    REQUIRE(w.pid() > 0);
+    CHECK(getpgid(w.pid()) == w.pid()); // a group of its own
+
+    ExitStatus st;
+    sleep_until(t0 + 100);
+    CHECK_FALSE(c.reap(st));
+    CHECK(wait_until([&] { return c.reap(st); }, 3000));
+    int64_t elapsed = boottime_ms() - t0;
+    CHECK(elapsed >= 199);
+    CHECK(elapsed < 1500);
+    CHECK(st.signaled);
+    CHECK(st.code == SIGKILL);
+    // The watchdog killed the escaped sleep as well (not just the group).
+    CHECK(wait_until(
+        [&] {
+          c.reap(st);
+          return !c.descendants_alive();
+        },
+        2000));
+    w.stop(); // already gone (maybe reaped by c.reap): fine
+    CHECK(w.pid() == -1);
+  }
+
+  TEST_CASE("a deadline moved forward is honoured") {
+    Child c;
+    c.spawn("/bin/sh", {"sh", "-c", "sleep 30 & exec sleep 30"}, base_env(), current_mask());
+    Watchdog w;
+    int64_t t0 = boottime_ms();
+    w.start(c.pgid(), t0 + 150);
+    w.set_deadline(t0 + 500);
+    ExitStatus st;
+    sleep_until(t0 + 400);
+    CHECK_FALSE(c.reap(st));
+    CHECK(c.running());
+    CHECK(wait_until([&] { return c.reap(st); }, 3000));
+    CHECK(boottime_ms() - t0 >= 499);
+    CHECK(st.code == SIGKILL);
+    CHECK(wait_until([&] { return group_members(c.pgid()) == 0; }, 2000));
+    w.stop();
+    kill_and_reap(c);
+  }
+
+  TEST_CASE("a deadline moved earlier fires early") {
+    Child c;
+    c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    Watchdog w;
+    int64_t t0 = boottime_ms();
+    w.start(c.pgid(), t0 + 20000);
+    w.set_deadline(t0 + 50);
+    ExitStatus st;
+    CHECK(wait_until([&] { return c.reap(st); }, 3000));
+    CHECK(boottime_ms() - t0 < 1000);
+    CHECK(st.code == SIGKILL);
+    w.stop();
+  }
+
+  TEST_CASE("stop() disarms") {
+    Child c;
+    c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    Watchdog w;
+    int64_t t0 = boottime_ms();
+    w.start(c.pgid(), t0 + 100);
+    pid_t wd = w.pid();
+    w.stop();
+    CHECK(w.pid() == -1);
+    CHECK_FALSE(proc_tree::is_alive(wd));
+    sleep_until(t0 + 300);
+    ExitStatus st;
+    CHECK_FALSE(c.reap(st));
+    CHECK(c.running());
+    kill_and_reap(c);
+  }
+
+  TEST_CASE("signal_all can spare the watchdog") {
+    Child c;
+    c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    Watchdog w;
+    w.start(c.pgid(), boottime_ms() + 20000);
+    kill_and_reap(c, w.pid());
+    CHECK(proc_tree::is_alive(w.pid()));
+    w.stop();
+    CHECK_FALSE(c.descendants_alive());
+  }
+
+  TEST_CASE("the supervisor's death kills CMD's group at once") {
+    // Orphans of the sub-supervisor come to us, to be reaped here.
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    int report[2];
+    REQUIRE(pipe(report) == 0);
+    pid_t sub = fork();
+    REQUIRE(sub >= 0);
+    if (sub == 0) {
+      // The sub-supervisor: CMD plus a watchdog far in the future, then an
+      // exit without any clean-up (as after kill -9).
+      close(report[0]);
+      int code = 1;
+      try {
+        Child c;
+        c.spawn("/bin/sh", {"sh", "-c", "sleep 30 & exec sleep 30"}, base_env(), current_mask());
+        Watchdog w;
+        w.start(c.pgid(), boottime_ms() + 30000);
+        pid_t pgid = c.pgid();
+        int64_t until = boottime_ms() + 3000;
+        while (group_members(pgid) < 2 && boottime_ms() < until) usleep(2000);
+        if (write(report[1], &pgid, sizeof pgid) == ssize_t(sizeof pgid)) code = 0;
+        _exit(code); // inside the scope: no destructors, the channel closes unannounced
+      } catch (...) {
+      }
+      _exit(code);
+    }
+    close(report[1]);
+    pid_t pgid = -1;
+    REQUIRE(read(report[0], &pgid, sizeof pgid) == ssize_t(sizeof pgid));
+    close(report[0]);
+    int st = 0;
+    REQUIRE(waitpid(sub, &st, 0) == sub);
+    CHECK(WIFEXITED(st));
+    int64_t t0 = boottime_ms();
+    CHECK(wait_until(
+        [&] {
+          while (waitpid(-1, nullptr, WNOHANG) > 0) {
+          }
+          return group_members(pgid) == 0;
+        },
+        2000));
+    CHECK(boottime_ms() - t0 < 1000);
+    // Collect the watchdog (re-parented to us) once it has exited.
+    wait_until(
+        [&] {
+          while (waitpid(-1, nullptr, WNOHANG) > 0) {
+          }
+          return !proc_tree::any_descendant_alive(getpid());
+        },
+        2000);
+  }
+}
