@@ -67,7 +67,6 @@ public:
     : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log) {}
 
   int run() {
-    m_notify_fd = m_backend.watch(m_config.mutex);
     feed(m_contender.start(process::boottime_ms()));
     while (!m_exit_code) poll_once();
     m_watchdog.stop();
@@ -128,15 +127,44 @@ private:
       return m_contender.on_child_exit(process::boottime_ms(), e.code(), false);
     }
     m_started = true;
+    m_started_at = process::boottime_ms();
     m_watchdog.start(m_child.pgid(), a.deadline);
     return {};
   }
 
+  // The release notification is set up only once it can matter: when the
+  // first try found the mutex held, or when CMD has run for a while (a forced
+  // release then reaches the owner at once instead of at its next guard).
+  // Closing an inotify descriptor waits for an RCU grace period (milliseconds),
+  // which a short uncontended run must not pay.
+  static constexpr int64_t k_owner_watch_delay_ms = 200;
+
+  std::optional<int64_t> watch_at() const {
+    if (m_watching) return std::nullopt;
+    using P = core::Contender::Phase;
+    if (m_contender.phase() == P::contending && !m_contender.call_in_flight()) return 0;
+    if (m_contender.phase() == P::owning) return m_started_at + k_owner_watch_delay_ms;
+    return std::nullopt;
+  }
+
+  void maybe_watch() {
+    auto at = watch_at();
+    if (!at || process::boottime_ms() < *at) return;
+    m_watching = true;
+    m_notify_fd = m_backend.watch(m_config.mutex);
+    // A release may have happened before the watch: look once now.
+    if (m_notify_fd >= 0) feed(m_contender.on_notify(process::boottime_ms()));
+  }
+
   void poll_once() {
+    maybe_watch();
+    if (m_exit_code) return;
     pollfd fds[2] = {{m_signals.fd(), POLLIN, 0}, {m_notify_fd, POLLIN, 0}};
     int nfds = m_notify_fd >= 0 ? 2 : 1;
     int timeout = -1;
-    if (auto at = m_contender.wake_at()) {
+    auto at = m_contender.wake_at();
+    if (auto w = watch_at(); w && (!at || *w < *at)) at = w;
+    if (at) {
       int64_t left = *at - process::boottime_ms();
       timeout = left <= 0 ? 0 : int(std::min<int64_t>(left, 60000));
     }
@@ -205,6 +233,8 @@ private:
   bool m_child_exited = false;
   std::optional<int> m_exit_code;
   int m_notify_fd = -1;
+  bool m_watching = false;
+  int64_t m_started_at = 0;
 };
 
 } // namespace

@@ -56,20 +56,10 @@ int child_main(void* raw) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != a->parent) _exit(127); // simba died before PDEATHSIG was set
 
-  // Handlers would run on our shared memory once unblocked; ignored
-  // SIGPIPE is simba's own doing. Other ignored signals (nohup) stay so.
-  for (int s = 1; s < NSIG; ++s) {
-    if (s == SIGKILL || s == SIGSTOP) continue;
-    struct sigaction sa;
-    if (sigaction(s, nullptr, &sa) != 0) continue;
-    bool handled = (sa.sa_flags & SA_SIGINFO) || (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN);
-    if (handled || (s == SIGPIPE && sa.sa_handler == SIG_IGN)) {
-      struct sigaction dfl;
-      std::memset(&dfl, 0, sizeof dfl);
-      dfl.sa_handler = SIG_DFL;
-      sigaction(s, &dfl, nullptr);
-    }
-  }
+  // simba installs no handlers (signals come through a signalfd); the only
+  // disposition of its own is the ignored SIGPIPE. Other ignored signals
+  // (nohup) stay so, as with any exec.
+  signal(SIGPIPE, SIG_DFL);
   sigprocmask(SIG_SETMASK, a->mask, nullptr);
   execve(a->path, a->argv, a->envp);
   a->exec_errno = errno ? errno : ENOEXEC;
