@@ -167,7 +167,8 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
   }
   sqlite3_finalize(s);
   sqlite3_close(h);
-  CHECK(cols == "mutex:TEXT:pk owner_id:TEXT:nn acquired_at:INTEGER ttl_at:INTEGER "
+  // WITHOUT ROWID: the primary key is NOT NULL implicitly (one page per write)
+  CHECK(cols == "mutex:TEXT:nn:pk owner_id:TEXT:nn acquired_at:INTEGER ttl_at:INTEGER "
                 "transition_at:INTEGER fencing_token:INTEGER:nn ");
 }
 
