@@ -24,14 +24,15 @@ public:
   void start(pid_t pgid, int64_t deadline_ms);
   // Moves the deadline (forward after a renewal, or earlier).
   void set_deadline(int64_t deadline_ms);
-  // Disarms and ends the watchdog (CMD and what it left are gone), reaping it.
+  // Disarms the watchdog (CMD and what it left are gone); it exits on its own
+  // at once and is not waited for (its zombie is reaped by Child::reap).
   void stop();
 
   pid_t pid() const { return m_pid; }
 
 private:
   pid_t m_pid = -1;
-  int m_fd = -1; // write end of the pipe
+  int m_fd = -1; // our end of the socketpair
 };
 
 } // namespace simba::process

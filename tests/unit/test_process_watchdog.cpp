@@ -156,7 +156,8 @@ TEST_SUITE("process::Watchdog") {
     pid_t wd = w.pid();
     w.stop();
     CHECK(w.pid() == -1);
-    CHECK_FALSE(proc_tree::is_alive(wd));
+    // stop() does not wait: the disarmed watchdog exits on its own at once
+    CHECK(wait_until([&] { return !proc_tree::is_alive(wd); }, 2000));
     sleep_until(t0 + 300);
     ExitStatus st;
     CHECK_FALSE(c.reap(st));
@@ -172,7 +173,7 @@ TEST_SUITE("process::Watchdog") {
     kill_and_reap(c, w.pid());
     CHECK(proc_tree::is_alive(w.pid()));
     w.stop();
-    CHECK_FALSE(c.descendants_alive());
+    CHECK(wait_until([&] { return !c.descendants_alive(); }, 2000));
   }
 
   TEST_CASE("the supervisor's death kills CMD's group at once") {
