@@ -78,10 +78,12 @@ public:
   virtual Listing list(int64_t timeout_ms) = 0;
 
   // Wake-up channel: a file descriptor that becomes readable (POLLIN) when a
-  // lease of `mutex` may have been released. -1 if the backend has none (the
-  // timed wake-up is then the only one). Call once; poll the fd; when it is
-  // readable call drain_wakeups(), which returns true if the event concerns
-  // `mutex` (false: spurious, ignore).
+  // lease of `mutex` may have been released. -1 if there is none (the timed
+  // wake-up is then the only one). The driver calls watch() before every
+  // poll: it returns the current fd, and may set the channel up again when
+  // it broke (a lost subscription; at most about once a second), returning
+  // -1 meanwhile. When the fd is readable the driver calls drain_wakeups(),
+  // which returns true if the event concerns `mutex` (false: spurious).
   virtual int watch(const std::string& mutex) = 0;
   virtual bool drain_wakeups() = 0;
 

@@ -334,11 +334,13 @@ public:
   }
 
   int watch(const std::string& mutex) override {
+    std::string name = fnv1a_hex(mutex);
+    if (m_watch_fd >= 0 && name == m_watch_name) return m_watch_fd; // idempotent
     if (m_watch_fd >= 0) {
       close(m_watch_fd);
       m_watch_fd = -1;
     }
-    m_watch_name = fnv1a_hex(mutex);
+    m_watch_name = name;
     int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (fd < 0) return -1;
     m_watch_fd = fd;

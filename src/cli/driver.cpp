@@ -159,6 +159,7 @@ private:
   void poll_once() {
     maybe_watch();
     if (m_exit_code) return;
+    if (m_watching) m_notify_fd = m_backend.watch(m_config.mutex); // may have been set up again
     pollfd fds[2] = {{m_signals.fd(), POLLIN, 0}, {m_notify_fd, POLLIN, 0}};
     int nfds = m_notify_fd >= 0 ? 2 : 1;
     int timeout = -1;
