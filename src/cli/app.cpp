@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   RunOptions run;
   CLI::App* run_cmd = add_run_command(app, run);
+  LeadOptions lead;
+  CLI::App* lead_cmd = add_lead_command(app, lead);
+  ScheduleOptions schedule;
+  CLI::App* schedule_cmd = add_schedule_command(app, schedule);
   StatusOptions status;
   CLI::App* status_cmd = add_status_command(app, status);
   ReleaseOptions release;
@@ -61,10 +65,12 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       throw UsageError(e.what());
     }
-    if (has_separator && !run_cmd->parsed()) {
+    if (has_separator && !run_cmd->parsed() && !lead_cmd->parsed() && !schedule_cmd->parsed()) {
       throw UsageError("'--' is only for commands that run CMD");
     }
     if (run_cmd->parsed()) return run_command(run, cmd);
+    if (lead_cmd->parsed()) return lead_command(lead, cmd);
+    if (schedule_cmd->parsed()) return schedule_command(schedule, cmd);
     if (status_cmd->parsed()) return status_command(status);
     if (release_cmd->parsed()) return release_command(release);
     throw InternalError("no subcommand");

@@ -119,6 +119,8 @@ private:
   }
 
   core::Actions start_child(const core::Action& a) {
+    m_watchdog.stop(); // lead, schedule: the previous run's, if any
+    m_child_exited = false;
     try {
       m_child.spawn(m_command.path, m_command.argv, child_env(m_command, m_config, a.lease),
                     m_signals.original_mask());
@@ -207,6 +209,7 @@ private:
     if (m_child.reap(status, m_watchdog.pid())) {
       m_child_exited = true;
       bool leftovers = m_child.descendants_alive(m_watchdog.pid());
+      if (!leftovers) m_watchdog.stop(); // nothing left for it to kill
       feed(m_contender.on_child_exit(process::boottime_ms(), status.shell_code(), leftovers));
     }
   }
@@ -218,6 +221,7 @@ private:
     P p = m_contender.phase();
     if (!m_child_exited || (p != P::draining && p != P::stopping)) return;
     if (!m_child.descendants_alive(m_watchdog.pid())) {
+      m_watchdog.stop();
       feed(m_contender.on_all_gone(process::boottime_ms()));
     }
   }

@@ -32,13 +32,13 @@ void emit(const char* kind, const std::string& m, bool stamp) {
 } // namespace
 
 void Log::info(const std::string& m) const {
-  if (!quiet) emit("", m, verbose);
+  if (!quiet) emit("", m, verbose || stamp);
 }
 void Log::verbose_line(const std::string& m) const {
   if (verbose && !quiet) emit("", m, true);
 }
 void Log::warning(const std::string& m) const {
-  if (!quiet) emit("warning: ", m, verbose);
+  if (!quiet) emit("warning: ", m, verbose || stamp);
 }
 void Log::at(int level, const std::string& m) const {
   if (level == 0) info(m);

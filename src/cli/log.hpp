@@ -8,6 +8,7 @@ namespace simba::cli {
 struct Log {
   bool quiet = false;
   bool verbose = false;
+  bool stamp = false; // timestamps on every line (lead, schedule: long-running)
   void info(const std::string& m) const;
   void verbose_line(const std::string& m) const;
   void warning(const std::string& m) const;

@@ -11,10 +11,56 @@
 
 namespace simba::cli {
 
+namespace {
+
+void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
+  add_contend_options(cmd, o.common);
+  cmd.add_option("--kill-signal", o.kill_signal, "Signal that stops CMD (default TERM)");
+  cmd.add_option("--kill-after", o.kill_after,
+                 "SIGKILL this long after the kill signal (default: half the transition)");
+}
+
+core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* command) {
+  core::ContenderConfig config = contender_config(o.common);
+  if (config.transition_ms <= 0) {
+    throw UsageError(std::string("--transition must be longer than 0 for ") + command +
+                     ": CMD is stopped within it");
+  }
+  config.kill_after_ms = o.kill_after.empty() ? config.transition_ms / 2
+                                              : core::parse_duration(o.kill_after, "--kill-after");
+  if (config.kill_after_ms >= config.transition_ms) {
+    throw UsageError("--kill-after (" + core::format_duration(config.kill_after_ms) +
+                     ") must be shorter than --transition (" +
+                     core::format_duration(config.transition_ms) + ")");
+  }
+  config.kill_signal = process::parse_signal(o.kill_signal);
+  return config;
+}
+
+// Validates CMD, opens the backend, refuses re-entry, and drives the core.
+int supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
+              const std::vector<std::string>& cmd) {
+  Command command;
+  command.path = process::resolve_command(cmd[0]); // 126/127 before any lock is taken
+  command.argv = cmd;
+  Log log{o.common.quiet, o.common.verbose, config.mode != core::ContenderConfig::Mode::run};
+  auto backend = open_backend(o.common);
+  command.extra_env.push_back(std::string(k_held_env) + "=" +
+                              check_reentry(config.mutex, backend->describe()));
+  core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
+  return drive(contender, config, *backend, command, log);
+}
+
+void require_command(const std::vector<std::string>& cmd) {
+  if (cmd.empty()) throw UsageError("nothing to run: give the command after '--'");
+}
+
+} // namespace
+
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", "Acquire the mutex, run CMD while owning it, release");
   cmd->footer("Usage: simba run --mutex NAME [options] -- CMD [ARGS...]");
-  add_contend_options(*cmd, o.common);
+  add_supervise_options(*cmd, o.supervise);
   cmd->add_option("--timeout", o.timeout, "Give up waiting after this long (exit 75)");
   cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held");
   cmd->add_option("--conflict-exit-code", o.conflict_exit_code,
@@ -22,9 +68,34 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
     ->check(CLI::Range(0, 255));
   cmd->add_option("--min-hold", o.min_hold,
                   "Keep the lease until acquired_at + D after CMD exits (cron dedup)");
-  cmd->add_option("--kill-signal", o.kill_signal, "Signal that stops CMD (default TERM)");
-  cmd->add_option("--kill-after", o.kill_after,
-                  "SIGKILL this long after the kill signal (default: half the transition)");
+  return cmd;
+}
+
+CLI::App* add_lead_command(CLI::App& app, LeadOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+    "lead", "Contend forever; run CMD while leader, stop it on loss, start it anew when re-elected");
+  cmd->footer("Usage: simba lead --mutex NAME [options] -- CMD [ARGS...]");
+  add_supervise_options(*cmd, o.supervise);
+  cmd->add_option("--restart", o.restart,
+                  "What CMD's exit does while leader: never (release and exit with its status), "
+                  "on-failure, always (default never)");
+  cmd->add_option("--restart-delay", o.restart_delay, "Wait before restarting CMD (default 1s)");
+  return cmd;
+}
+
+CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o) {
+  CLI::App* cmd =
+    app.add_subcommand("schedule", "While leader, run CMD every D; never two runs at once");
+  cmd->footer("Usage: simba schedule --mutex NAME --every D [options] -- CMD [ARGS...]");
+  add_supervise_options(*cmd, o.supervise);
+  cmd->add_option("--every", o.every, "Period of the runs (required)");
+  cmd->add_option("--strategy", o.strategy,
+                  "fixed-rate (ticks every D; a tick during a run is skipped) or fixed-delay "
+                  "(D between the end of a run and the next start); default fixed-rate");
+  cmd->add_option("--initial-delay", o.initial_delay,
+                  "Wait this long after becoming leader before the first run (default 0)");
+  cmd->add_option("--max-runs", o.max_runs, "Release and exit after N runs (default: forever)")
+    ->check(CLI::NonNegativeNumber);
   return cmd;
 }
 
@@ -43,34 +114,50 @@ std::string check_reentry(const std::string& mutex, const std::string& backend_i
 }
 
 int run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
-  if (cmd.empty()) throw UsageError("nothing to run: give the command after '--'");
-  core::ContenderConfig config = contender_config(o.common);
-  if (config.transition_ms <= 0) {
-    throw UsageError("--transition must be longer than 0 for run: CMD is stopped within it");
-  }
-  config.kill_after_ms = o.kill_after.empty() ? config.transition_ms / 2
-                                              : core::parse_duration(o.kill_after, "--kill-after");
-  if (config.kill_after_ms >= config.transition_ms) {
-    throw UsageError("--kill-after (" + core::format_duration(config.kill_after_ms) +
-                     ") must be shorter than --transition (" +
-                     core::format_duration(config.transition_ms) + ")");
-  }
-  config.kill_signal = process::parse_signal(o.kill_signal);
+  require_command(cmd);
+  core::ContenderConfig config = supervise_config(o.supervise, "run");
   config.no_wait = o.no_wait;
   if (!o.timeout.empty()) config.wait_timeout_ms = core::parse_duration(o.timeout, "--timeout");
   if (!o.min_hold.empty()) config.min_hold_ms = core::parse_duration(o.min_hold, "--min-hold");
   config.conflict_exit_code = o.conflict_exit_code;
+  return supervise(config, o.supervise, cmd);
+}
 
-  Command command;
-  command.path = process::resolve_command(cmd[0]); // 126/127 before any lock is taken
-  command.argv = cmd;
+int lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) {
+  require_command(cmd);
+  core::ContenderConfig config = supervise_config(o.supervise, "lead");
+  config.mode = core::ContenderConfig::Mode::lead;
+  using R = core::ContenderConfig::Restart;
+  if (o.restart == "never") {
+    config.restart = R::never;
+  } else if (o.restart == "on-failure") {
+    config.restart = R::on_failure;
+  } else if (o.restart == "always") {
+    config.restart = R::always;
+  } else {
+    throw UsageError("--restart must be never, on-failure or always, not '" + o.restart + "'");
+  }
+  config.restart_delay_ms = core::parse_duration(o.restart_delay, "--restart-delay");
+  return supervise(config, o.supervise, cmd);
+}
 
-  Log log{o.common.quiet, o.common.verbose};
-  auto backend = open_backend(o.common);
-  command.extra_env.push_back(std::string(k_held_env) + "=" +
-                              check_reentry(config.mutex, backend->describe()));
-  core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
-  return drive(contender, config, *backend, command, log);
+int schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd) {
+  require_command(cmd);
+  core::ContenderConfig config = supervise_config(o.supervise, "schedule");
+  config.mode = core::ContenderConfig::Mode::schedule;
+  if (o.every.empty()) throw UsageError("--every is required");
+  config.every_ms = core::parse_duration(o.every, "--every");
+  if (config.every_ms <= 0) throw UsageError("--every must be longer than 0");
+  if (o.strategy == "fixed-rate") {
+    config.fixed_rate = true;
+  } else if (o.strategy == "fixed-delay") {
+    config.fixed_rate = false;
+  } else {
+    throw UsageError("--strategy must be fixed-rate or fixed-delay, not '" + o.strategy + "'");
+  }
+  config.initial_delay_ms = core::parse_duration(o.initial_delay, "--initial-delay");
+  if (o.max_runs > 0) config.max_runs = o.max_runs;
+  return supervise(config, o.supervise, cmd);
 }
 
 } // namespace simba::cli

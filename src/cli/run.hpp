@@ -1,21 +1,46 @@
 #pragma once
+// The commands that run CMD under the mutex: run, lead, schedule. They share
+// the contend options, the kill sequence, and one way to drive the core.
+#include "cli/log.hpp"
 #include "cli/options.hpp"
 
 namespace simba::cli {
 
-struct RunOptions {
+struct SuperviseOptions {
   CommonOptions common;
-  std::string timeout;
-  bool no_wait = false;
-  int conflict_exit_code = 75;
-  std::string min_hold;
   std::string kill_signal = "TERM";
   std::string kill_after;
 };
 
+struct RunOptions {
+  SuperviseOptions supervise;
+  std::string timeout;
+  bool no_wait = false;
+  int conflict_exit_code = 75;
+  std::string min_hold;
+};
+
+struct LeadOptions {
+  SuperviseOptions supervise;
+  std::string restart = "never";
+  std::string restart_delay = "1s";
+};
+
+struct ScheduleOptions {
+  SuperviseOptions supervise;
+  std::string every;
+  std::string strategy = "fixed-rate";
+  std::string initial_delay = "0";
+  int max_runs = 0;
+};
+
 CLI::App* add_run_command(CLI::App& app, RunOptions& o);
+CLI::App* add_lead_command(CLI::App& app, LeadOptions& o);
+CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o);
 // `cmd`: everything after "--".
 int run_command(const RunOptions& o, const std::vector<std::string>& cmd);
+int lead_command(const LeadOptions& o, const std::vector<std::string>& cmd);
+int schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd);
 
 // The environment variable through which a simba tells the simbas it starts
 // which mutexes it holds: lines of "<mutex> <backend>". Re-entry is refused.

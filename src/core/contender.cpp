@@ -149,18 +149,42 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
       return call(now, Op::acquire, {log_action(2, "acquire reply came too late to use; renewing")});
     }
     m_phase = Phase::owning;
-    m_child_running = true;
-    Action a = make(Action::Kind::start_child);
-    a.lease = m_lease;
-    a.deadline = m_deadline;
-    return {log_action(1, "acquired " + m_config.mutex + " (fencing token " +
-                              std::to_string(m_lease.fencing_token) + ")"),
-            a};
+    return on_owned(now, {log_action(long_running() ? 0 : 1,
+                                     "acquired " + m_config.mutex + " (fencing token " +
+                                       std::to_string(m_lease.fencing_token) + ")")});
   }
   m_maybe_owner = false;
   if (m_config.no_wait) return finish(now, m_config.conflict_exit_code);
   int64_t delay = o.lease.valid_at(o.now) ? m_period.ensure_next_delay(o) : 0;
   return retry_acquire_later(now, delay);
+}
+
+Actions Contender::on_owned(int64_t now, Actions acts) {
+  if (m_config.mode == ContenderConfig::Mode::schedule) {
+    m_rate_origin = now + m_config.initial_delay_ms;
+    m_next_start_at = m_rate_origin;
+    if (m_config.initial_delay_ms > 0) return acts;
+    m_next_start_at = next_tick(now);
+  }
+  return start_cmd(now, std::move(acts));
+}
+
+Actions Contender::start_cmd(int64_t now, Actions acts) {
+  (void)now;
+  m_child_running = true;
+  ++m_runs;
+  Action a = make(Action::Kind::start_child);
+  a.lease = m_lease;
+  a.deadline = m_deadline;
+  acts.push_back(a);
+  return acts;
+}
+
+// Fixed rate: ticks at origin + k * every; the first one after `now`.
+int64_t Contender::next_tick(int64_t now) const {
+  int64_t every = std::max<int64_t>(m_config.every_ms, 1);
+  if (now < m_rate_origin) return m_rate_origin;
+  return m_rate_origin + ((now - m_rate_origin) / every + 1) * every;
 }
 
 Actions Contender::retry_acquire_later(int64_t now, int64_t delay, Actions acts) {
@@ -197,8 +221,15 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r) {
 }
 
 Actions Contender::begin_stop(int64_t now, const std::string& why, Actions acts) {
+  bool cmd_alive = m_child_running || m_phase == Phase::draining;
   m_phase = Phase::stopping;
   m_guard_at.reset();
+  m_next_start_at.reset();
+  if (!cmd_alive) {
+    // lead/schedule between runs: nothing to stop
+    acts.push_back(log_action(2, why));
+    return after_loss(now, std::move(acts));
+  }
   acts.push_back(log_action(2, why + "; stopping the command"));
   acts.push_back(signal_action(Action::Kind::signal_all, m_config.kill_signal));
   m_kill_at = std::min(now + m_config.kill_after_ms, m_deadline);
@@ -227,6 +258,17 @@ Actions Contender::on_timer(int64_t now) {
     if (m_kill_at && now >= *m_kill_at) {
       m_kill_at.reset();
       acts.push_back(signal_action(Action::Kind::signal_all, SIGKILL));
+    }
+    if (m_next_start_at && now >= *m_next_start_at) {
+      bool busy = m_child_running || m_phase == Phase::draining;
+      bool rate = m_config.mode == ContenderConfig::Mode::schedule && m_config.fixed_rate;
+      m_next_start_at.reset();
+      if (rate) m_next_start_at = next_tick(now);
+      if (busy) {
+        acts.push_back(log_action(0, "tick skipped: the previous run is still running"));
+      } else {
+        acts = start_cmd(now, std::move(acts));
+      }
     }
     return guard_if_due(now, std::move(acts));
   }
@@ -262,6 +304,7 @@ std::optional<int64_t> Contender::wake_at() const {
     if (!m_in_flight) take(m_guard_at);
     take(kill_point());
     take(m_kill_at);
+    take(m_next_start_at);
     break;
   case Phase::stopping: take(m_kill_at); break;
   default: break;
@@ -288,12 +331,12 @@ Actions Contender::on_child_exit(int64_t now, int shell_code, bool leftovers) {
   if (now >= kill_point()) {
     // Noticed after the kill point (simba was stopped or hung; the watchdog
     // may have killed CMD): we cannot vouch that CMD ran within its lease.
-    Actions acts = begin_stop(now, "command exited after the lease's kill point");
-    if (!leftovers) return on_all_gone(now);
-    return acts;
+    if (leftovers) m_phase = Phase::draining; // begin_stop stops them
+    return begin_stop(now, "command exited after the lease's kill point");
   }
   m_phase = Phase::draining;
-  Actions acts{log_action(1, "command exited with status " + std::to_string(shell_code))};
+  Actions acts{log_action(long_running() ? 0 : 1,
+                          "command exited with status " + std::to_string(shell_code))};
   if (!leftovers) return after_all_gone(now, std::move(acts));
   // What CMD left running still acts under the lock: stop it before the
   // release (DESIGN §7).
@@ -305,16 +348,60 @@ Actions Contender::on_child_exit(int64_t now, int shell_code, bool leftovers) {
 
 Actions Contender::on_all_gone(int64_t now) {
   m_kill_at.reset();
-  if (m_phase == Phase::stopping) {
-    // We may still own it if we only lost contact: release so others need
-    // not wait for the expiry (a no-op when someone else owns it).
-    return release_then_exit(now, exit_code::k_lost);
-  }
+  if (m_phase == Phase::stopping) return after_loss(now, {});
   if (m_phase == Phase::draining) return after_all_gone(now, {});
   return {};
 }
 
+Actions Contender::after_loss(int64_t now, Actions acts) {
+  // We may still own it if we only lost contact: release so others need
+  // not wait for the expiry (a no-op when someone else owns it).
+  if (!long_running()) return release_then_exit(now, exit_code::k_lost, std::move(acts));
+  if (m_shutdown) return release_then_exit(now, m_child_code, std::move(acts));
+  return recontend(now, std::move(acts));
+}
+
+Actions Contender::recontend(int64_t now, Actions acts) {
+  m_phase = Phase::contending;
+  m_child_running = false;
+  m_next_start_at.reset();
+  m_guard_at.reset();
+  m_kill_at.reset();
+  acts.push_back(log_action(0, "contending for " + m_config.mutex + " again"));
+  if (m_in_flight) {
+    m_try_at = now; // after the reply in flight
+    return acts;
+  }
+  return call(now, Op::acquire, std::move(acts));
+}
+
 Actions Contender::after_all_gone(int64_t now, Actions acts) {
+  using Mode = ContenderConfig::Mode;
+  if (m_config.mode != Mode::run) {
+    int code = m_child_code;
+    bool done = m_shutdown;
+    if (m_config.mode == Mode::lead) {
+      using R = ContenderConfig::Restart;
+      done = done || m_config.restart == R::never ||
+             (m_config.restart == R::on_failure && code == 0);
+    } else {
+      done = done || (m_config.max_runs && m_runs >= *m_config.max_runs);
+    }
+    if (done) {
+      acts.push_back(log_action(0, "releasing " + m_config.mutex));
+      return release_then_exit(now, code, std::move(acts));
+    }
+    m_phase = Phase::owning;
+    m_kill_at.reset();
+    if (m_config.mode == Mode::lead) {
+      m_next_start_at = now + m_config.restart_delay_ms;
+      acts.push_back(log_action(0, "restarting the command in " +
+                                     format_duration(m_config.restart_delay_ms)));
+    } else if (!m_config.fixed_rate) {
+      m_next_start_at = now + m_config.every_ms;
+    }
+    return acts;
+  }
   if (m_config.min_hold_ms > 0) {
     // --min-hold: keep the lease until acquired_at + D (backend clock), then
     // exit at once. The backend's now is estimated from the last reply.
@@ -340,7 +427,18 @@ Actions Contender::on_signal(int64_t now, int signo) {
     return cancel(now, 128 + signo);
   case Phase::owning:
   case Phase::draining:
-  case Phase::stopping: return {signal_action(Action::Kind::signal_child, signo)};
+  case Phase::stopping: {
+    bool stop = signo == SIGTERM || signo == SIGINT || signo == SIGHUP || signo == SIGQUIT;
+    if (long_running() && stop) {
+      m_shutdown = true;
+      m_next_start_at.reset();
+      // Between runs there is nothing to forward to: release and exit.
+      if (m_phase == Phase::owning && !m_child_running) {
+        return release_then_exit(now, 128 + signo, {log_action(0, "releasing " + m_config.mutex)});
+      }
+    }
+    return {signal_action(Action::Kind::signal_child, signo)};
+  }
   default: return {};
   }
 }

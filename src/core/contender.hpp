@@ -34,7 +34,16 @@ struct ContenderConfig {
   int conflict_exit_code = 75;
   int64_t call_timeout_ms = 2000;  // upper bound of one backend call
   int64_t retry_ms = 250;          // guard retry period (DESIGN §4: <= 250 ms)
-  enum class Mode { run, lead } mode = Mode::run;
+  // run: one CMD, then release and exit. lead: contend forever, CMD runs
+  // while owner (restart policy below). schedule: while owner, CMD every
+  // `every_ms` (the seed's AbstractScheduler).
+  enum class Mode { run, lead, schedule } mode = Mode::run;
+  enum class Restart { never, on_failure, always } restart = Restart::never;
+  int64_t restart_delay_ms = 1000;
+  int64_t every_ms = 0;
+  int64_t initial_delay_ms = 0;
+  bool fixed_rate = true;       // else fixed-delay
+  std::optional<int> max_runs;  // schedule: release and exit after N runs
 };
 
 // Safety margin of DESIGN §4: 2 ms + 1% of (ttl + transition).
@@ -90,6 +99,8 @@ public:
   // The reply to the one call in flight. `now` is when it arrived.
   Actions on_reply(int64_t now, const CallResult& result);
   // The driver calls this when now >= wake_at().
+  // (In lead and schedule modes, owning without CMD is normal: between
+  // restarts and runs.)
   Actions on_timer(int64_t now);
   // A release notification (the mutex may be free).
   Actions on_notify(int64_t now);
@@ -122,6 +133,12 @@ private:
   Actions cancel(int64_t now, int code);
   Actions release_then_exit(int64_t now, int code, Actions acts = {});
   Actions guard_if_due(int64_t now, Actions acts);
+  Actions start_cmd(int64_t now, Actions acts = {});
+  Actions on_owned(int64_t now, Actions acts);  // a new ownership began
+  Actions after_loss(int64_t now, Actions acts); // CMD is gone after a loss
+  Actions recontend(int64_t now, Actions acts);
+  bool long_running() const { return m_config.mode != ContenderConfig::Mode::run; }
+  int64_t next_tick(int64_t now) const;
   // Takes the new local deadline from an owner's reply to a call sent at
   // m_sent_at.
   void adopt_lease(const Observed& o);
@@ -150,6 +167,10 @@ private:
   bool m_child_running = false;
   int m_exit_after_release = 0;
   bool m_hold_sent = false;
+  std::optional<int64_t> m_next_start_at; // lead: restart; schedule: next run
+  int64_t m_rate_origin = 0;              // schedule fixed-rate: first tick
+  int m_runs = 0;
+  bool m_shutdown = false; // a TERM/INT/HUP/QUIT asked simba to stop
   bool m_holding = false; // --min-hold: CMD is done, the lease is kept until acquired_at + D
 };
 
