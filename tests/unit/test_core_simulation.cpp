@@ -27,7 +27,9 @@ struct Stats {
 
 class Simulation {
 public:
-  Simulation(uint64_t seed, int contenders) : m_rng(seed), m_contenders(contenders) {}
+  // `leaders`: also simulate `simba lead` and `simba schedule` processes.
+  Simulation(uint64_t seed, int contenders, bool leaders = false)
+    : m_rng(seed), m_contenders(contenders), m_leaders(leaders) {}
 
   Stats run(int64_t until) {
     for (int i = 0; i < m_contenders; ++i) spawn_process(0);
@@ -104,6 +106,18 @@ private:
       cfg.kill_after_ms = k_kill_after;
       cfg.call_timeout_ms = 300;
       cfg.retry_ms = 100;
+      if (m_leaders) {
+        int kind = int(uniform(0, 2));
+        cfg.mode = kind == 0 ? ContenderConfig::Mode::run
+                   : kind == 1 ? ContenderConfig::Mode::lead
+                               : ContenderConfig::Mode::schedule;
+        cfg.restart = ContenderConfig::Restart(uniform(0, 2));
+        cfg.restart_delay_ms = uniform(0, 300);
+        cfg.every_ms = uniform(100, 1500);
+        cfg.fixed_rate = chance(0.5);
+        cfg.initial_delay_ms = uniform(0, 500);
+        if (chance(0.3)) cfg.max_runs = int(uniform(1, 5));
+      }
       auto rng = std::make_shared<std::mt19937_64>(m_rng());
       p->c = std::make_unique<Contender>(
         cfg, ContendPeriod(p->id, [rng](int64_t lo, int64_t hi) {
@@ -222,8 +236,13 @@ private:
   void start_child(Proc& p, const Action& a) {
     CHECK_MESSAGE(!p.child_alive, "a second CMD");
     ++m_stats.starts;
-    CHECK_MESSAGE(a.lease.fencing_token > m_last_token, "fencing token did not increase");
+    // A new lease has a larger token; lead and schedule restart CMD within
+    // the same lease, with the same token.
+    bool same_lease = a.lease.fencing_token == m_last_token && p.id == m_last_starter;
+    CHECK_MESSAGE((a.lease.fencing_token > m_last_token || same_lease),
+                  "fencing token did not increase");
     m_last_token = std::max(m_last_token, a.lease.fencing_token);
+    m_last_starter = p.id;
     p.child_alive = true;
     p.child_token = a.lease.fencing_token;
     p.ignores_term = chance(0.2);
@@ -233,7 +252,7 @@ private:
     schedule(m_t + uniform(50, 3000), [this, &p, gen] {
       if (p.child_gen != gen || !p.child_alive) return;
       ++m_stats.completions;
-      kill_child(p, 0);
+      kill_child(p, chance(0.7) ? 0 : 1);
     });
   }
 
@@ -314,12 +333,14 @@ private:
 
   std::mt19937_64 m_rng;
   int m_contenders;
+  bool m_leaders;
   test::FakeBackend m_backend;
   std::priority_queue<Event> m_events;
   uint64_t m_seq = 0;
   int64_t m_t = 0;
   std::vector<std::shared_ptr<Proc>> m_procs;
   uint64_t m_last_token = 0;
+  std::string m_last_starter;
   Stats m_stats;
   std::string m_violation;
 };
@@ -327,6 +348,22 @@ private:
 } // namespace
 
 TEST_SUITE("core::simulation") {
+  TEST_CASE("run, lead and schedule contenders mixed, with the same faults: one CMD at a time, none past its lease") {
+    Stats total;
+    for (uint64_t seed = 100; seed < 130; ++seed) {
+      CAPTURE(seed);
+      Simulation sim(seed, 6, true);
+      Stats s = sim.run(120'000);
+      REQUIRE_MESSAGE(sim.violation().empty(), sim.violation());
+      CHECK(s.starts > 20);
+      total.starts += s.starts;
+      total.lost_leases += s.lost_leases;
+      total.watchdog_kills += s.watchdog_kills;
+    }
+    MESSAGE("starts " << total.starts << ", watchdog kills " << total.watchdog_kills);
+    CHECK(total.watchdog_kills > 5);
+  }
+
   TEST_CASE("5+ contenders with crashes, pauses, errors and slow replies: one CMD at a time, none past its lease") {
     Stats total;
     for (uint64_t seed = 1; seed <= 40; ++seed) {

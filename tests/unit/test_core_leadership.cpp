@@ -1,0 +1,239 @@
+// The lead and schedule modes of the contend state machine, with a fake
+// clock and the fake backend.
+#include "core/contender.hpp"
+#include "fake_backend.hpp"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+
+using namespace simba;
+using namespace simba::core;
+using K = Action::Kind;
+using Mode = ContenderConfig::Mode;
+
+namespace {
+
+ContenderConfig config(Mode mode) {
+  ContenderConfig c;
+  c.mutex = "m";
+  c.contender_id = "me";
+  c.ttl_ms = 10000;
+  c.transition_ms = 2000;
+  c.kill_after_ms = 1000;
+  c.mode = mode;
+  return c;
+}
+
+const Action* find(const Actions& acts, K kind) {
+  for (const auto& a : acts)
+    if (a.kind == kind) return &a;
+  return nullptr;
+}
+
+struct World {
+  test::FakeBackend backend;
+  int64_t local = 1000;
+  Contender c;
+  int starts = 0;
+  bool child = false;
+  std::optional<int> exit_code;
+
+  explicit World(ContenderConfig cfg)
+    : c(cfg, ContendPeriod("me", [](int64_t, int64_t) { return 0; })) {}
+
+  void advance_to(int64_t t) {
+    backend.now += t - local;
+    local = t;
+  }
+  // Executes actions as a driver would: calls answered at once, CMD started.
+  void run(Actions acts) {
+    while (!acts.empty()) {
+      Actions next;
+      for (const Action& a : acts) {
+        if (a.kind == K::call) {
+          Actions more = c.on_reply(local, backend.apply("m", "me", a));
+          next.insert(next.end(), more.begin(), more.end());
+        } else if (a.kind == K::start_child) {
+          CHECK_MESSAGE(!child, "two runs at once");
+          child = true;
+          ++starts;
+        } else if (a.kind == K::signal_all && child) {
+          child = false;
+          Actions more = c.on_child_exit(local, 128 + a.signo, false);
+          next.insert(next.end(), more.begin(), more.end());
+        } else if (a.kind == K::exit) {
+          exit_code = a.code;
+        }
+      }
+      acts = std::move(next);
+    }
+  }
+  void start() { run(c.start(local)); }
+  // Lets virtual time pass, firing timers as they come.
+  void until(int64_t t) {
+    while (auto at = c.wake_at()) {
+      if (*at > t || exit_code) break;
+      advance_to(std::max(*at, local));
+      run(c.on_timer(local));
+    }
+    if (local < t) advance_to(t);
+  }
+  void child_exits(int code) {
+    REQUIRE(child);
+    child = false;
+    run(c.on_child_exit(local, code, false));
+  }
+};
+
+} // namespace
+
+TEST_SUITE("core::schedule") {
+  TEST_CASE("fixed-rate: a run every D from the election; a tick during a run is skipped") {
+    ContenderConfig cfg = config(Mode::schedule);
+    cfg.every_ms = 1000;
+    World w(cfg);
+    w.start();
+    CHECK(w.starts == 1); // no initial delay: at once
+    w.until(1500);
+    w.child_exits(0);
+    CHECK(w.starts == 1);
+    w.until(2000);
+    CHECK(w.starts == 2); // tick at +1000 was skipped (busy); next at +2000
+    w.until(2100);
+    w.child_exits(0);
+    w.until(5050);
+    // +3000 ran and is still running, +4000 and +5000 skipped
+    CHECK(w.starts == 3);
+    w.child_exits(0);
+    w.until(6000);
+    CHECK(w.starts == 4);
+  }
+
+  TEST_CASE("fixed-delay: D between the end of a run and the next start") {
+    ContenderConfig cfg = config(Mode::schedule);
+    cfg.every_ms = 500;
+    cfg.fixed_rate = false;
+    World w(cfg);
+    w.start();
+    w.until(1700);
+    w.child_exits(0);
+    w.until(2199);
+    CHECK(w.starts == 1);
+    w.until(2200);
+    CHECK(w.starts == 2);
+  }
+
+  TEST_CASE("initial delay, a failing run does not stop the schedule, max runs then release") {
+    ContenderConfig cfg = config(Mode::schedule);
+    cfg.every_ms = 1000;
+    cfg.initial_delay_ms = 3000;
+    cfg.max_runs = 2;
+    World w(cfg);
+    w.start();
+    w.until(3999);
+    CHECK(w.starts == 0);
+    w.until(4000);
+    CHECK(w.starts == 1);
+    w.child_exits(2);
+    CHECK(!w.exit_code);
+    w.until(5000);
+    CHECK(w.starts == 2);
+    w.child_exits(5);
+    REQUIRE(w.exit_code);
+    CHECK(*w.exit_code == 5);
+    CHECK(!w.backend.lease("m").valid_at(w.backend.now));
+  }
+
+  TEST_CASE("the schedule keeps guarding between runs and stops ticking on loss") {
+    ContenderConfig cfg = config(Mode::schedule);
+    cfg.every_ms = 60000;
+    World w(cfg);
+    w.start();
+    w.child_exits(0);
+    w.until(30000); // several guards between runs
+    CHECK(w.backend.lease("m").owned_by("me", w.backend.now));
+    w.backend.force_release("m");
+    w.backend.acquire("m", "other", 100000, 2000);
+    w.until(45000); // the next guard sees the loss: contend again, no run
+    CHECK(w.c.phase() == Contender::Phase::contending);
+    w.until(61000);
+    CHECK(w.starts == 1);
+  }
+}
+
+TEST_SUITE("core::lead") {
+  TEST_CASE("restart never: CMD's exit releases and exits with its status") {
+    World w(config(Mode::lead));
+    w.start();
+    w.child_exits(3);
+    REQUIRE(w.exit_code);
+    CHECK(*w.exit_code == 3);
+    CHECK(!w.backend.lease("m").valid_at(w.backend.now));
+  }
+
+  TEST_CASE("restart on-failure: restarts after the delay on failure, exits on success") {
+    ContenderConfig cfg = config(Mode::lead);
+    cfg.restart = ContenderConfig::Restart::on_failure;
+    cfg.restart_delay_ms = 500;
+    World w(cfg);
+    w.start();
+    w.child_exits(1);
+    w.until(1499);
+    CHECK(w.starts == 1);
+    w.until(1500);
+    CHECK(w.starts == 2);
+    w.child_exits(0);
+    REQUIRE(w.exit_code);
+    CHECK(*w.exit_code == 0);
+  }
+
+  TEST_CASE("loss stops CMD and contends again; CMD starts anew when re-elected") {
+    ContenderConfig cfg = config(Mode::lead);
+    World w(cfg);
+    w.start();
+    uint64_t first = w.backend.lease("m").fencing_token;
+    w.backend.force_release("m");
+    w.backend.acquire("m", "other", 1000, 500);
+    w.run(w.c.on_notify(w.local)); // the forced release: guard at once, see the loss
+    CHECK(!w.child);                // stopped
+    CHECK(!w.exit_code);            // never exits on loss
+    CHECK(w.c.phase() == Contender::Phase::contending);
+    w.until(w.local + 3000); // other's lease ran out: re-elected
+    CHECK(w.starts == 2);
+    CHECK(w.backend.lease("m").owned_by("me", w.backend.now));
+    CHECK(w.backend.lease("m").fencing_token > first);
+  }
+
+  TEST_CASE("TERM stops CMD, releases and exits with CMD's status; between runs 128+N") {
+    World w(config(Mode::lead));
+    w.start();
+    Actions a = w.c.on_signal(w.local, SIGTERM);
+    REQUIRE(find(a, K::signal_child));
+    w.run(a);
+    w.child_exits(143);
+    REQUIRE(w.exit_code);
+    CHECK(*w.exit_code == 143);
+    CHECK(!w.backend.lease("m").valid_at(w.backend.now));
+
+    ContenderConfig cfg = config(Mode::lead);
+    cfg.restart = ContenderConfig::Restart::always;
+    cfg.restart_delay_ms = 5000;
+    World idle(cfg);
+    idle.start();
+    idle.child_exits(0);
+    idle.run(idle.c.on_signal(idle.local, SIGINT));
+    REQUIRE(idle.exit_code);
+    CHECK(*idle.exit_code == 128 + SIGINT);
+    CHECK(idle.starts == 1);
+  }
+
+  TEST_CASE("USR1 is forwarded and does not stop the leader") {
+    World w(config(Mode::lead));
+    w.start();
+    Actions a = w.c.on_signal(w.local, SIGUSR1);
+    REQUIRE(find(a, K::signal_child));
+    w.child_exits(0); // restart never: CMD's own exit still ends it
+    CHECK(*w.exit_code == 0);
+  }
+}
