@@ -58,7 +58,7 @@ void require_command(const std::vector<std::string>& cmd) {
 } // namespace
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
-  CLI::App* cmd = app.add_subcommand("run", "Acquire the mutex, run CMD while owning it, release");
+  CLI::App* cmd = app.add_subcommand("run", k_run_description);
   cmd->footer("Usage: simba run --mutex NAME [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
   cmd->add_option("--timeout", o.timeout, "Give up waiting after this long (exit 75)");
@@ -72,8 +72,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
 }
 
 CLI::App* add_lead_command(CLI::App& app, LeadOptions& o) {
-  CLI::App* cmd = app.add_subcommand(
-    "lead", "Contend forever; run CMD while leader, stop it on loss, start it anew when re-elected");
+  CLI::App* cmd = app.add_subcommand("lead", k_lead_description);
   cmd->footer("Usage: simba lead --mutex NAME [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
   cmd->add_option("--restart", o.restart,
@@ -84,8 +83,7 @@ CLI::App* add_lead_command(CLI::App& app, LeadOptions& o) {
 }
 
 CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o) {
-  CLI::App* cmd =
-    app.add_subcommand("schedule", "While leader, run CMD every D; never two runs at once");
+  CLI::App* cmd = app.add_subcommand("schedule", k_schedule_description);
   cmd->footer("Usage: simba schedule --mutex NAME --every D [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
   cmd->add_option("--every", o.every, "Period of the runs (required)");

@@ -34,6 +34,12 @@ struct ScheduleOptions {
   int max_runs = 0;
 };
 
+constexpr const char* k_run_description = "Acquire the mutex, run CMD while owning it, release";
+constexpr const char* k_lead_description =
+  "Contend forever; run CMD while leader, stop it on loss, start it anew when re-elected";
+constexpr const char* k_schedule_description =
+  "While leader, run CMD every D; never two runs at once";
+
 CLI::App* add_run_command(CLI::App& app, RunOptions& o);
 CLI::App* add_lead_command(CLI::App& app, LeadOptions& o);
 CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o);

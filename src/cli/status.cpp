@@ -65,7 +65,7 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
 } // namespace
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
-  CLI::App* cmd = app.add_subcommand("status", "Show who holds what, until when");
+  CLI::App* cmd = app.add_subcommand("status", k_status_description);
   cmd->add_option("--mutex", o.common.mutex, "Only this mutex")->envname("SIMBA_MUTEX");
   add_backend_options(*cmd, o.common);
   cmd->add_flag("--json", o.json, "JSON for programs");
@@ -104,7 +104,7 @@ int status_command(const StatusOptions& o) {
 }
 
 CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
-  CLI::App* cmd = app.add_subcommand("release", "Break a lock (admin): end the lease at once");
+  CLI::App* cmd = app.add_subcommand("release", k_release_description);
   cmd->add_option("--mutex", o.common.mutex, "The mutex")->envname("SIMBA_MUTEX");
   add_backend_options(*cmd, o.common);
   cmd->add_flag("--force", o.force, "Required: the owner's command is then stopped");

@@ -8,6 +8,9 @@ struct StatusOptions {
   bool json = false;
 };
 
+constexpr const char* k_status_description = "Show who holds what, until when";
+constexpr const char* k_release_description = "Break a lock (admin): end the lease at once";
+
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o);
 int status_command(const StatusOptions& o);
 
