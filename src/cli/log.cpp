@@ -43,6 +43,9 @@ void Log::warning(const std::string& m) const {
 void Log::at(int level, const std::string& m) const {
   if (level == 0) info(m);
   else if (level == 1) verbose_line(m);
+  else if (level == 3) {
+    if (verbose || isatty(2)) info(m);
+  }
   else warning(m);
 }
 

@@ -12,7 +12,8 @@ struct Log {
   void info(const std::string& m) const;
   void verbose_line(const std::string& m) const;
   void warning(const std::string& m) const;
-  // level: 0 info, 1 verbose, 2 warning (core::Action::level)
+  // level: 0 info, 1 verbose, 2 warning, 3 notice: printed only when stderr
+  // is a terminal, or with -v (core::Action::level)
   void at(int level, const std::string& m) const;
 };
 

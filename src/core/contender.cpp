@@ -156,7 +156,16 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
   m_maybe_owner = false;
   if (m_config.no_wait) return finish(now, m_config.conflict_exit_code);
   int64_t delay = o.lease.valid_at(o.now) ? m_period.ensure_next_delay(o) : 0;
-  return retry_acquire_later(now, delay);
+  Actions acts;
+  if (!m_announced_wait && o.lease.valid_at(o.now)) {
+    // Once, for the person at the terminal: what we wait for.
+    m_announced_wait = true;
+    std::string msg = "waiting for " + m_config.mutex + ", held by " + o.lease.owner_id +
+                      " since " + format_duration(o.now - o.lease.acquired_at) + " ago";
+    if (m_give_up_at) msg += " (giving up in " + format_duration(*m_give_up_at - now) + ")";
+    acts.push_back(log_action(3, msg));
+  }
+  return retry_acquire_later(now, delay, std::move(acts));
 }
 
 Actions Contender::on_owned(int64_t now, Actions acts) {

@@ -57,7 +57,8 @@ struct Action {
     signal_child,    // forward `signo` to CMD's process group
     signal_all,      // `signo` to CMD's group and every descendant (stop sequence)
     exit,            // exit simba with `code` (nothing held, nothing running)
-    log,             // `message` at `level` (0 info, 1 verbose, 2 warning)
+    log,             // `message` at `level` (0 info, 1 verbose, 2 warning,
+                     // 3 notice for a person at a terminal)
   };
   Kind kind;
   Op op = Op::acquire;
@@ -170,7 +171,8 @@ private:
   std::optional<int64_t> m_next_start_at; // lead: restart; schedule: next run
   int64_t m_rate_origin = 0;              // schedule fixed-rate: first tick
   int m_runs = 0;
-  bool m_shutdown = false; // a TERM/INT/HUP/QUIT asked simba to stop
+  bool m_shutdown = false;
+  bool m_announced_wait = false; // a TERM/INT/HUP/QUIT asked simba to stop
   bool m_holding = false; // --min-hold: CMD is done, the lease is kept until acquired_at + D
 };
 
