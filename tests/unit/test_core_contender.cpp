@@ -89,7 +89,12 @@ TEST_SUITE("core::Contender") {
     Contender c = make(config("me"), 500);
     Actions a = c.start(h.local);
     a = h.reply(c, *find(a, K::call));
-    CHECK(a.empty());
+    CHECK(!find(a, K::call));
+    CHECK(!find(a, K::start_child));
+    // once, a notice of what it waits for
+    REQUIRE(find(a, K::log));
+    CHECK(find(a, K::log)->level == 3);
+    CHECK(find(a, K::log)->message.find("held by other") != std::string::npos);
     CHECK(*c.wake_at() == h.local + 11000 + 500);
 
     ContenderConfig nw = config("me");
