@@ -232,7 +232,7 @@ public:
     return write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       Decision d;
       d.lease = cur;
-      if (!cur.valid_at(now)) {
+      if (cur.free_at(now)) {
         d.write = true;
         d.lease.owner_id = contender;
         d.lease.acquired_at = now;
@@ -279,7 +279,10 @@ public:
       Decision d;
       d.lease = cur;
       if (!cur.valid_at(now)) return d;
-      end_lease(d, now);
+      // Revocation: the owner goes, transition_at stays (core/lease.hpp).
+      d.write = true;
+      d.lease.owner_id.clear();
+      d.lease.ttl_at = std::min(cur.ttl_at, now);
       return d;
     });
     if (r.changed) notify(mutex);

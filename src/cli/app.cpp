@@ -34,6 +34,14 @@ const char* subcommand_description(const std::string& name) {
 
 bool is_subcommand(const std::string& name) { return *subcommand_description(name) != '\0'; }
 
+// The backends compiled in: the build defines SIMBA_HAVE_REDIS when it links
+// hiredis.
+#ifdef SIMBA_HAVE_REDIS
+constexpr const char* k_backends = "sqlite, redis";
+#else
+constexpr const char* k_backends = "sqlite";
+#endif
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -51,7 +59,8 @@ int main(int argc, char** argv) {
   }
 
   CLI::App app("simba: shell-level locking and leadership", "simba");
-  app.set_version_flag("--version", std::string("simba ") + SIMBA_VERSION + " (backends: sqlite)");
+  app.set_version_flag("--version",
+                       std::string("simba ") + SIMBA_VERSION + " (backends: " + k_backends + ")");
   app.require_subcommand(1);
 
   // Only the subcommand named on the command line gets its options: building

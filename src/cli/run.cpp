@@ -18,6 +18,9 @@ void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
   cmd.add_option("--kill-signal", o.kill_signal, "Signal that stops CMD (default TERM)");
   cmd.add_option("--kill-after", o.kill_after,
                  "SIGKILL this long after the kill signal (default: half the transition)");
+  // Checked in supervise(), not by a CLI11 validator: validators cost start-up time.
+  cmd.add_option("--log-format", o.log_format,
+                 "text (default) or json: one JSON object per line on stderr");
 }
 
 core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* command) {
@@ -40,10 +43,11 @@ core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* co
 // Validates CMD, opens the backend, refuses re-entry, and drives the core.
 int supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
               const std::vector<std::string>& cmd) {
+  Log log{o.common.quiet, o.common.verbose, config.mode != core::ContenderConfig::Mode::run,
+          parse_log_format_json(o.log_format)};
   Command command;
   command.path = process::resolve_command(cmd[0]); // 126/127 before any lock is taken
   command.argv = cmd;
-  Log log{o.common.quiet, o.common.verbose, config.mode != core::ContenderConfig::Mode::run};
   auto backend = open_backend(o.common);
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));

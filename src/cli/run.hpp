@@ -10,6 +10,7 @@ struct SuperviseOptions {
   CommonOptions common;
   std::string kill_signal = "TERM";
   std::string kill_after;
+  std::string log_format = "text";
 };
 
 struct RunOptions {

@@ -21,7 +21,8 @@ nlohmann::json to_json(const backend::MutexLease& m, int64_t now) {
   nlohmann::json j;
   j["mutex"] = m.mutex;
   j["state"] = core::window_name(w);
-  j["owner"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.owner_id);
+  j["owner"] = l.owner_id.empty() || w == core::Window::idle ? nlohmann::json(nullptr)
+                                                              : nlohmann::json(l.owner_id);
   j["fencing_token"] = l.fencing_token;
   j["acquired_at"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.acquired_at);
   j["ttl_at"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.ttl_at);
@@ -44,7 +45,7 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
     const core::Lease& l = m.lease;
     core::Window w = core::window_at(l, now);
     bool held = w != core::Window::idle;
-    rows.push_back({m.mutex, core::window_name(w), held ? l.owner_id : "-",
+    rows.push_back({m.mutex, core::window_name(w), held && !l.owner_id.empty() ? l.owner_id : "-",
                     l.fencing_token ? std::to_string(l.fencing_token) : "-",
                     held ? core::format_duration(now - l.acquired_at) + " ago" : "-",
                     w == core::Window::ttl ? core::format_duration(l.ttl_at - now) : "-",
@@ -89,7 +90,8 @@ int status_command(const StatusOptions& o) {
     now = r.observed.now;
   }
   bool any_held = false;
-  for (const auto& m : mutexes) any_held = any_held || m.lease.valid_at(now);
+  // held: not free to acquire (owned, or revoked and not yet over)
+  for (const auto& m : mutexes) any_held = any_held || !m.lease.free_at(now);
   if (o.common.quiet) return any_held ? 0 : 1;
   if (o.json) {
     nlohmann::json j;
@@ -126,7 +128,10 @@ int release_command(const ReleaseOptions& o) {
       std::string who = before.ok() && before.observed.lease.valid_at(before.observed.now)
                           ? " (was held by " + before.observed.lease.owner_id + ")"
                           : "";
-      std::cerr << "simba: released " << o.common.mutex << who << '\n';
+      const core::Observed& after = r.observed;
+      std::cerr << "simba: revoked the lease of " << o.common.mutex << who
+                << "; its command is being stopped, and the mutex is free in "
+                << core::format_duration(after.lease.transition_at - after.now) << '\n';
     } else {
       std::cerr << "simba: " << o.common.mutex << " was not held\n";
     }

@@ -30,6 +30,7 @@ Action signal_action(Action::Kind kind, int signo) {
 }
 
 std::string describe_owner(const Observed& o) {
+  if (o.lease.revoked_at(o.now)) return "the lease was revoked (release --force)";
   if (!o.lease.valid_at(o.now)) return "the lease is gone";
   return "the lease is now held by " + o.lease.owner_id;
 }
@@ -155,13 +156,17 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
   }
   m_maybe_owner = false;
   if (m_config.no_wait) return finish(now, m_config.conflict_exit_code);
-  int64_t delay = o.lease.valid_at(o.now) ? m_period.ensure_next_delay(o) : 0;
+  int64_t delay = o.lease.free_at(o.now) ? 0 : m_period.ensure_next_delay(o);
   Actions acts;
-  if (!m_announced_wait && o.lease.valid_at(o.now)) {
+  if (!m_announced_wait && !o.lease.free_at(o.now)) {
     // Once, for the person at the terminal: what we wait for.
     m_announced_wait = true;
-    std::string msg = "waiting for " + m_config.mutex + ", held by " + o.lease.owner_id +
-                      " since " + format_duration(o.now - o.lease.acquired_at) + " ago";
+    std::string msg =
+      o.lease.revoked_at(o.now)
+        ? "waiting for " + m_config.mutex + ": its lease was revoked; free in " +
+            format_duration(o.lease.transition_at - o.now)
+        : "waiting for " + m_config.mutex + ", held by " + o.lease.owner_id + " since " +
+            format_duration(o.now - o.lease.acquired_at) + " ago";
     if (m_give_up_at) msg += " (giving up in " + format_duration(*m_give_up_at - now) + ")";
     acts.push_back(log_action(3, msg));
   }

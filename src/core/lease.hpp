@@ -15,15 +15,22 @@ struct Lease {
 
   // A lease is valid (someone owns it) while transition_at has not passed.
   bool valid_at(int64_t now) const { return !owner_id.empty() && now < transition_at; }
+  // Anyone may acquire once transition_at has passed. A release sets
+  // transition_at to its time; a forced release (revocation) removes the
+  // owner but keeps transition_at, so nobody else acquires before the old
+  // owner's CMD is surely stopped.
+  bool free_at(int64_t now) const { return now >= transition_at; }
+  bool revoked_at(int64_t now) const { return owner_id.empty() && now < transition_at; }
   bool owned_by(const std::string& contender, int64_t now) const {
     return valid_at(now) && owner_id == contender;
   }
 };
 
-enum class Window { ttl, transition, idle };
+enum class Window { ttl, transition, revoked, idle };
 
 inline Window window_at(const Lease& lease, int64_t now) {
-  if (!lease.valid_at(now)) return Window::idle;
+  if (lease.free_at(now)) return Window::idle;
+  if (lease.revoked_at(now)) return Window::revoked;
   return now < lease.ttl_at ? Window::ttl : Window::transition;
 }
 
@@ -31,6 +38,7 @@ inline const char* window_name(Window w) {
   switch (w) {
   case Window::ttl: return "held";
   case Window::transition: return "transition";
+  case Window::revoked: return "revoked";
   case Window::idle: return "free";
   }
   return "?";

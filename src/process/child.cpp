@@ -177,7 +177,7 @@ void Child::signal_group(int signo) const {
 
 void Child::signal_all(int signo, pid_t spare) const {
   signal_group(signo);
-  proc_tree::signal_descendants(getpid(), signo, spare);
+  proc_tree::signal_descendants(getpid(), signo, spare, m_pid);
 }
 
 bool Child::reap(ExitStatus& status, pid_t spare) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -217,15 +218,22 @@ std::vector<ProcInfo> descendants(pid_t root, pid_t spare) {
   return prev;
 }
 
-int signal_descendants(pid_t root, int signo, pid_t spare) {
-  int alive = 0;
-  for (const ProcInfo& p : descendants(root, spare)) {
+int signal_descendants(pid_t root, int signo, pid_t spare, pid_t signalled_group) {
+  // Each process gets the signal once: a second SIGTERM or SIGINT means
+  // "quit now" to many programs and would cut their clean shutdown short.
+  std::set<pid_t> groups;
+  if (signalled_group > 1) groups.insert(signalled_group);
+  std::vector<ProcInfo> all = descendants(root, spare);
+  for (const ProcInfo& p : all) {
     // A descendant leading a process group: its group is ours as well
     // (even when the leader is an unreaped zombie, members may live on).
-    if (p.pgrp == p.pid && p.pid > 1) kill(-p.pid, signo);
+    if (p.pgrp == p.pid && p.pid > 1 && groups.insert(p.pid).second) kill(-p.pid, signo);
+  }
+  int alive = 0;
+  for (const ProcInfo& p : all) {
     if (p.state == 'Z' || p.state == 'X') continue;
     ++alive;
-    kill(p.pid, signo);
+    if (!groups.count(p.pgrp)) kill(p.pid, signo);
   }
   return alive;
 }

@@ -27,7 +27,9 @@ std::vector<ProcInfo> descendants(pid_t root, pid_t spare = -1);
 // Sends `signo` to every descendant of `root` except `spare`'s subtree, and
 // to the process group of each descendant that leads one. ESRCH is ignored.
 // Returns how many of them were alive (not zombies) when signalled.
-int signal_descendants(pid_t root, int signo, pid_t spare = -1);
+// Members of `signalled_group` (and of groups led by descendants, which are
+// signalled as groups) are not signalled again one by one.
+int signal_descendants(pid_t root, int signo, pid_t spare = -1, pid_t signalled_group = 0);
 
 // True while any descendant of `root` other than `spare`'s subtree is alive.
 bool any_descendant_alive(pid_t root, pid_t spare = -1);

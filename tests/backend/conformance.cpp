@@ -263,26 +263,35 @@ TEST_CASE("release of an expired lease by its former owner changes nothing") {
   CHECK_FALSE(rel.changed);
 }
 
-TEST_CASE("force_release ends any lease") {
+TEST_CASE("force_release revokes: the owner goes at once, others wait until the lease would have ended") {
   auto b = open_test_backend();
   auto m = unique_mutex("force");
   Reply none = require_ok(b->force_release(m, k_timeout));
   CHECK_FALSE(none.changed);
 
-  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  Reply a = require_ok(b->acquire(m, "A", 300, 300, k_timeout));
   Reply f = require_ok(b->force_release(m, k_timeout));
   CHECK(f.changed);
   CHECK(f.observed.lease.owner_id.empty());
   CHECK(f.observed.lease.fencing_token == a.observed.lease.fencing_token);
+  CHECK(f.observed.lease.transition_at == a.observed.lease.transition_at);
+  CHECK(f.observed.lease.revoked_at(f.observed.now));
 
-  // The former owner sees the loss on its next guard.
-  Reply g = require_ok(b->guard(m, "A", 10000, 1000, k_timeout));
+  // The former owner sees the loss on its next guard, and cannot re-acquire.
+  Reply g = require_ok(b->guard(m, "A", 300, 300, k_timeout));
   CHECK_FALSE(g.changed);
   CHECK(g.observed.lease.owner_id.empty());
+  CHECK_FALSE(require_ok(b->acquire(m, "A", 300, 300, k_timeout)).changed);
 
   Reply again = require_ok(b->force_release(m, k_timeout));
   CHECK_FALSE(again.changed);
 
+  // Nobody else gets it before the revoked lease's transition_at ...
+  Reply early = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
+  CHECK_FALSE(early.changed);
+  CHECK(early.observed.now < a.observed.lease.transition_at);
+  // ... and anyone may after it.
+  sleep_ms(a.observed.lease.transition_at - early.observed.now + 20);
   Reply next = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
   CHECK(next.changed);
   CHECK(next.observed.lease.fencing_token > a.observed.lease.fencing_token);
@@ -303,8 +312,7 @@ TEST_CASE("fencing tokens strictly increase across acquisitions, releases and ex
     // Renewals do not move the token.
     Reply r = require_ok(be.guard(m, who, 10000, 1000, k_timeout));
     CHECK(r.observed.lease.fencing_token == last);
-    Reply rel = (i % 4 == 3) ? require_ok(be.force_release(m, k_timeout))
-                             : require_ok(be.release(m, who, k_timeout));
+    Reply rel = require_ok(be.release(m, who, k_timeout));
     REQUIRE(rel.changed);
   }
   Reply a = require_ok(b->acquire(m, "X", 100, 0, k_timeout));

@@ -17,7 +17,7 @@ public:
     core::Lease& l = m_leases[mutex];
     bool mine = l.owned_by(who, now);
     core::CallResult r = ok(l);
-    if (!l.valid_at(now) || mine) {
+    if (l.free_at(now) || mine) {
       if (!mine) {
         l.owner_id = who;
         l.acquired_at = now;
@@ -41,17 +41,33 @@ public:
   core::CallResult release(const std::string& mutex, const std::string& who) {
     core::Lease& l = m_leases[mutex];
     if (!l.owned_by(who, now)) return ok(l);
-    return force_release(mutex);
-  }
-
-  core::CallResult force_release(const std::string& mutex) {
-    core::Lease& l = m_leases[mutex];
-    bool was = l.valid_at(now);
     l.owner_id.clear();
     l.transition_at = l.ttl_at = now;
     core::CallResult r = ok(l);
+    r.changed = true;
+    return r;
+  }
+
+  core::CallResult force_release(const std::string& mutex) { // revocation
+    core::Lease& l = m_leases[mutex];
+    bool was = l.valid_at(now);
+    if (was) {
+      l.owner_id.clear();
+      l.ttl_at = std::min(l.ttl_at, now);
+    }
+    core::CallResult r = ok(l);
     r.changed = was;
     return r;
+  }
+
+  // Tests only: another contender takes the mutex over, whatever it holds.
+  void steal(const std::string& mutex, const std::string& who, int64_t ttl, int64_t transition) {
+    core::Lease& l = m_leases[mutex];
+    l.owner_id = who;
+    l.acquired_at = now;
+    l.fencing_token = ++m_token;
+    l.ttl_at = now + ttl;
+    l.transition_at = l.ttl_at + transition;
   }
 
   core::CallResult apply(const std::string& mutex, const std::string& who, const core::Action& a) {

@@ -204,8 +204,11 @@ TEST_SUITE("core::Contender") {
       Actions a = c.start(h.local);
       a = h.reply(c, *find(a, K::call));
       h.advance(100);
-      h.backend.force_release("m");
-      if (!forced) h.backend.acquire("m", "thief", 10000, 2000);
+      if (forced) {
+        h.backend.force_release("m");
+      } else {
+        h.backend.steal("m", "thief", 10000, 2000);
+      }
       a = c.on_notify(h.local); // the forced release notifies the owner too
       REQUIRE(find(a, K::call));
       a = h.reply(c, *find(a, K::call));
@@ -342,5 +345,31 @@ TEST_SUITE("core::Contender") {
     CHECK(find(a, K::call)->op == Op::release);
     a = h.reply(c, *find(a, K::call));
     CHECK(find(a, K::exit)->code == 76);
+  }
+}
+
+TEST_SUITE("core::Contender") {
+  TEST_CASE("a forced release revokes: the owner stops at once, waiters get in only when the old lease would have ended") {
+    Harness h;
+    Contender owner = make(config("me"));
+    Actions a = owner.start(h.local);
+    a = h.reply(owner, *find(a, K::call));
+    int64_t old_end = h.backend.lease("m").transition_at;
+    h.advance(100);
+    CHECK(h.backend.force_release("m").changed);
+    // a waiter is refused until the revoked lease's transition_at
+    CHECK_FALSE(h.backend.acquire("m", "waiter", 10000, 2000).changed);
+    Contender waiter = make(config("waiter"));
+    Actions w = waiter.start(h.local);
+    w = waiter.on_reply(h.local, h.backend.apply("m", "waiter", *find(w, K::call)));
+    CHECK(!find(w, K::start_child));
+    CHECK(*waiter.wake_at() - h.local == old_end - h.backend.now); // jitter 0
+    // the owner learns it at once (notification) and stops its CMD
+    a = owner.on_notify(h.local);
+    a = h.reply(owner, *find(a, K::call));
+    REQUIRE(find(a, K::signal_all));
+    CHECK(find(a, K::signal_all)->signo == SIGTERM);
+    h.advance(old_end - h.backend.now);
+    CHECK(h.backend.acquire("m", "waiter", 10000, 2000).changed);
   }
 }

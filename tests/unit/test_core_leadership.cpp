@@ -153,8 +153,7 @@ TEST_SUITE("core::schedule") {
     w.child_exits(0);
     w.until(30000); // several guards between runs
     CHECK(w.backend.lease("m").owned_by("me", w.backend.now));
-    w.backend.force_release("m");
-    w.backend.acquire("m", "other", 100000, 2000);
+    w.backend.steal("m", "other", 100000, 2000);
     w.until(45000); // the next guard sees the loss: contend again, no run
     CHECK(w.c.phase() == Contender::Phase::contending);
     w.until(61000);
@@ -193,9 +192,8 @@ TEST_SUITE("core::lead") {
     World w(cfg);
     w.start();
     uint64_t first = w.backend.lease("m").fencing_token;
-    w.backend.force_release("m");
-    w.backend.acquire("m", "other", 1000, 500);
-    w.run(w.c.on_notify(w.local)); // the forced release: guard at once, see the loss
+    w.backend.steal("m", "other", 1000, 500);
+    w.run(w.c.on_notify(w.local)); // guard at once, see the loss
     CHECK(!w.child);                // stopped
     CHECK(!w.exit_code);            // never exits on loss
     CHECK(w.c.phase() == Contender::Phase::contending);

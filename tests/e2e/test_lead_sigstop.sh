@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
+# A leader whose simba is SIGSTOPped for longer than its lease (DESIGN §4):
+# the watchdog kills its CMD before the next leader's CMD starts; after
+# SIGCONT the old simba sees the loss, does not run its CMD next to the new
+# leader's, and contends again.
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+
+log=$T/log
+# CMD: "start PID PPID TOKEN NS", then holds an exclusive flock on $T/excl
+# until it dies (the kernel drops the lock the moment the process exits): a
+# CMD that starts while another is still alive records OVERLAP.
+cat >"$T/cmd.sh" <<'EOF'
+log=$1 dir=$2
+exec 9>>"$dir/excl"
+flock -n 9 || echo "OVERLAP $$ $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
+echo "start $$ $PPID $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
+exec sleep 300
+EOF
+
+starts() {
+  local n
+  n=$(grep -c '^start ' "$log" 2>/dev/null) || true
+  printf '%s\n' "${n:-0}"
+}
+starts_at_least() { (($(starts) >= $1)); }
+is_stopped() {
+  local stat
+  read -r stat <"/proc/$1/stat" || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} == T ]]
+}
+check_no_overlap() {
+  if grep -q '^OVERLAP' "$log" 2>/dev/null; then
+    cat -- "$log" >&2
+    fail "a CMD started while another CMD was still running"
+  fi
+}
+
+# Two instances; whichever wins is the leader.
+"$SIMBA" lead --mutex m --ttl 1s --transition 1s -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.1" &
+s1=$!
+"$SIMBA" lead --mutex m --ttl 1s --transition 1s -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.2" &
+s2=$!
+wait_for 10 starts_at_least 1
+sleep 0.5
+assert_eq 1 "$(starts)" "CMD starts before the SIGSTOP"
+read -r _ cmd1 leader token1 _ < <(grep '^start ' "$log")
+if [[ $leader == "$s1" ]]; then other=$s2; elif [[ $leader == "$s2" ]]; then other=$s1; else
+  fail "CMD's parent $leader is neither simba ($s1, $s2)"
+fi
+pid_alive "$cmd1" || fail "the leader's CMD is not running"
+
+# The old CMD's time of death on the common clock (ns): a watcher waits on a
+# pidfd (readable the moment the process exits; python3), else polls /proc
+# every ~10 ms. A late wake-up only makes the recorded time later, which
+# makes the check below stricter, not looser.
+watch_death() {
+  local pid=$1 out=$2
+  if python3 -c 'import os; os.pidfd_open' 2>/dev/null; then
+    python3 - "$pid" "$out" <<'EOF' && return
+import os, select, sys, time
+pid, out = int(sys.argv[1]), sys.argv[2]
+fd = os.pidfd_open(pid)
+select.select([fd], [], [])
+with open(out + ".tmp", "w") as f:
+    f.write("%d\n" % time.time_ns())
+os.rename(out + ".tmp", out)
+EOF
+  fi
+  while pid_alive "$pid"; do read -rt 0.01 <>"$T/never" || true; done
+  date +%s%N >"$out.tmp" && mv -- "$out.tmp" "$out"
+}
+mkfifo "$T/never"
+watch_death "$cmd1" "$T/died" &
+sleep 0.3 # the watcher is ready (it holds the pidfd or polls)
+pid_alive "$cmd1" || fail "the leader's CMD died before the SIGSTOP"
+
+t0=$(now_ms)
+kill -STOP "$leader"
+wait_for 2 is_stopped "$leader"
+
+# ttl + transition after the last renewal, and the other instance takes over.
+wait_for 3 pid_dead "$cmd1"
+wait_for 6 starts_at_least 2
+wait_for 2 test -s "$T/died"
+died=$(<"$T/died")
+read -r _ cmd2 leader2 token2 ns2 < <(grep '^start ' "$log" | sed -n 2p)
+echo "old CMD died $((died / 1000000 - t0)) ms after SIGSTOP; new CMD started $((ns2 / 1000000 - t0)) ms after SIGSTOP ($(((ns2 - died) / 1000)) us later)" >&2
+assert_eq "$other" "$leader2" "parent of the new CMD"
+((token2 > token1)) || fail "fencing token did not increase: $token1 -> $token2"
+((died < ns2)) || fail "the new leader's CMD started $(((died - ns2) / 1000)) us before the old CMD died"
+check_no_overlap
+is_stopped "$leader" || fail "the old simba is no longer stopped: the kill was not the watchdog's"
+
+# Keep it stopped for 4 s in all, then let it run again.
+while (($(now_ms) - t0 < 4000)); do sleep 0.1; done
+kill -CONT "$leader"
+
+# It notices the loss and contends again; it does not start its CMD while
+# the new leader's CMD runs.
+wait_for 5 grep -q "contending for m again" "$T/err.$([[ $leader == "$s1" ]] && echo 1 || echo 2)"
+end=$(($(now_ms) + 3000))
+while (($(now_ms) < end)); do
+  pid_alive "$cmd2" || { cat -- "$log" >&2; fail "the new leader's CMD stopped"; }
+  sleep 0.1
+done
+assert_eq 2 "$(starts)" "CMD starts after the SIGCONT"
+check_no_overlap
+pid_alive "$leader" || fail "the old simba exited after SIGCONT (lead contends again)"
+assert_eq "$token2" "$(mutex_field m fencing_token)" "fencing token in status after SIGCONT"
