@@ -1,6 +1,7 @@
 // open_backend(): the backend URI -> implementation map (DESIGN §5).
 #include "backend/backend.hpp"
 
+#include "backend/redis_backend.hpp"
 #include "backend/sqlite_backend.hpp"
 #include "core/error.hpp"
 
@@ -42,7 +43,8 @@ bool valid_scheme(const std::string& s) {
 }
 
 constexpr const char* k_expected =
-    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH or redis://HOST[:PORT][/DB]";
+    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB] or "
+    "redis+unix:///PATH.sock";
 
 Uri parse_uri(const std::string& uri) {
   Uri u;
@@ -75,15 +77,15 @@ std::unique_ptr<Backend> open_sqlite_uri(const Uri& u) {
   return open_sqlite(path, u.shown);
 }
 
-std::unique_ptr<Backend> not_built(const Uri& u) {
-  throw UsageError("backend '" + u.scheme + "' is not built into this simba");
-}
+// redis://[[user]:password@]host[:port][/db][?prefix=...&timeout=...],
+// redis+unix:///path.sock[?db=N&prefix=...&timeout=...]
+std::unique_ptr<Backend> open_redis_uri(const Uri& u) { return open_redis(u.scheme, u.rest, u.shown); }
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> map = {
       {"sqlite", open_sqlite_uri},
-      {"redis", not_built},
-      {"redis+unix", not_built},
+      {"redis", open_redis_uri},
+      {"redis+unix", open_redis_uri},
   };
   return map;
 }

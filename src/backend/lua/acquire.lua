@@ -1,0 +1,23 @@
+-- acquire: KEYS = hash, fence; ARGV = contender, ttl_ms, transition_ms.
+-- The rule of DESIGN §2: a new lease once transition_at has passed (or
+-- there is none), a renewal for the valid owner, otherwise the lease
+-- unchanged.
+local now, now_us = clock()
+local l = read_lease(KEYS[1], KEYS[2])
+local me = ARGV[1]
+if not free(l, now) then
+  if not valid(l, now) or l.owner ~= me then
+    return reply(now, false, l)
+  end
+  -- a renewal: acquired_at and the token stay
+else
+  -- A new token: above the last one, and never below the clock in
+  -- microseconds, so that tokens keep increasing when a restart lost the
+  -- counter (or restored an older snapshot of it).
+  local last = fence_value(KEYS[2])
+  l.token = redis.call('INCRBY', KEYS[2], int(math.max(1, now_us - last)))
+  l.owner = me
+  l.acquired_at = now
+end
+renew(KEYS[1], l, now, tonumber(ARGV[2]), tonumber(ARGV[3]))
+return reply(now, true, l)

@@ -1,0 +1,831 @@
+// Redis backend (DESIGN §5.2): leases in hashes of a Redis server shared by
+// many hosts, changed only by Lua scripts on the server's clock, release
+// notification over pub/sub.
+//
+// hiredis 0.14 does the connecting, the command formatting and the reply
+// parsing; the bytes go through send()/recv() here, polled against one
+// deadline per call. That way a call is bounded as a whole (SO_RCVTIMEO
+// bounds each read() only), a write to a closed connection raises no
+// SIGPIPE, and we know whether any byte of a request left: a request that
+// never left is `failed` and may be retried, one that left and got no answer
+// is `indeterminate` (DESIGN §4: it may have been applied).
+#include "backend/redis_backend.hpp"
+
+#include "backend/lua_scripts.hpp"
+#include "core/duration.hpp"
+#include "core/error.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <poll.h>
+#include <set>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+namespace simba::backend {
+namespace {
+
+constexpr int64_t k_default_timeout_ms = 2000;
+constexpr const char* k_default_prefix = "simba:";
+constexpr int k_default_port = 6379;
+constexpr const char* k_password_env = "SIMBA_REDIS_PASSWORD";
+// A broken subscription is set up again at most this often.
+constexpr int64_t k_resubscribe_interval_ms = 1000;
+// How long watch() may block: it runs in the driver's loop, also while CMD
+// runs and its guard is due. Without the subscription's confirmation a
+// release just after watch() could be missed; when it is slower than this,
+// drain_wakeups() takes it later.
+constexpr int64_t k_subscribe_wait_ms = 250;
+constexpr const char* k_scan_count = "1000";
+// The error text of a request that ran out of time (compared, not shown).
+const std::string k_timed_out = "timed out";
+
+int64_t mono_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+timeval to_timeval(int64_t ms) {
+  ms = std::max<int64_t>(ms, 1);
+  timeval tv;
+  tv.tv_sec = static_cast<time_t>(ms / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+  return tv;
+}
+
+// ---- URI -------------------------------------------------------------------------
+
+struct Endpoint {
+  bool unix_socket = false;
+  std::string host = "127.0.0.1"; // TCP
+  int port = k_default_port;
+  std::string path; // Unix socket
+  std::string user;
+  std::string password; // never printed
+  long db = 0;
+  std::string prefix = k_default_prefix;
+  int64_t timeout_ms = k_default_timeout_ms;
+};
+
+[[noreturn]] void bad_uri(const std::string& shown, const std::string& why) {
+  throw UsageError("invalid backend URI '" + shown + "': " + why);
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX escapes, so that a password or prefix may hold '@', '/', '&'...
+std::string percent_decode(const std::string& s, const std::string& shown) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    int hi = i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
+    int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0) bad_uri(shown, "a '%' is not followed by two hex digits");
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+std::string percent_encode(const std::string& s) {
+  static const char* k_hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || std::strchr("-._~:/@", c)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += k_hex[c >> 4];
+      out += k_hex[c & 15];
+    }
+  }
+  return out;
+}
+
+long parse_number(const std::string& s, long max, const std::string& what, const std::string& shown) {
+  if (s.empty() || s.size() > 10 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    bad_uri(shown, what + " must be a number, got '" + s + "'");
+  long v = std::strtol(s.c_str(), nullptr, 10);
+  if (v > max) bad_uri(shown, what + " is out of range: " + s);
+  return v;
+}
+
+// "user:password", ":password" or "user" (the password then comes from
+// SIMBA_REDIS_PASSWORD).
+void parse_userinfo(const std::string& info, Endpoint& e, const std::string& shown) {
+  auto colon = info.find(':');
+  e.user = percent_decode(info.substr(0, colon), shown);
+  if (colon != std::string::npos) e.password = percent_decode(info.substr(colon + 1), shown);
+}
+
+void parse_query(const std::string& query, Endpoint& e, bool& db_given, const std::string& shown) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string::npos) amp = query.size();
+    std::string item = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) bad_uri(shown, "'" + item + "' has no value (name=value)");
+    std::string name = item.substr(0, eq);
+    std::string value = percent_decode(item.substr(eq + 1), shown);
+    if (name == "prefix") {
+      // A brace would move the hash tag: the keys of one mutex must share a
+      // cluster slot.
+      if (value.find_first_of("{}") != std::string::npos)
+        bad_uri(shown, "the prefix may not contain '{' or '}'");
+      e.prefix = value;
+    } else if (name == "timeout") {
+      e.timeout_ms = core::parse_duration(value, "timeout in the backend URI");
+      if (e.timeout_ms <= 0) bad_uri(shown, "the timeout must be positive");
+    } else if (name == "db") {
+      long db = parse_number(value, INT_MAX, "db", shown);
+      if (db_given && db != e.db) bad_uri(shown, "two different databases");
+      e.db = db;
+      db_given = true;
+    } else {
+      bad_uri(shown, "unknown parameter '" + name + "' (known: prefix, timeout, db)");
+    }
+  }
+}
+
+// `rest` is what follows "redis:" or "redis+unix:".
+Endpoint parse_redis_uri(const std::string& scheme, const std::string& rest, const std::string& shown) {
+  Endpoint e;
+  e.unix_socket = scheme == "redis+unix";
+  std::string s = rest;
+  std::string query;
+  bool db_given = false;
+  if (s.rfind("//", 0) != 0) {
+    if (!e.unix_socket) bad_uri(shown, "expected redis://HOST[:PORT][/DB]");
+    if (s.empty() || s[0] != '/') bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock");
+    s = "//" + s; // redis+unix:/path.sock: an empty authority
+  }
+  s = s.substr(2);
+  // The last '@' ends the user info: a careless password may hold '/' or
+  // '@' (the same rule as the redaction of URIs in messages).
+  if (auto at = s.rfind('@'); at != std::string::npos) {
+    parse_userinfo(s.substr(0, at), e, shown);
+    s = s.substr(at + 1);
+  }
+  if (auto q = s.find('?'); q != std::string::npos) {
+    query = s.substr(q + 1);
+    s = s.substr(0, q);
+  }
+
+  if (e.unix_socket) {
+    if (s.empty() || s[0] != '/')
+      bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock (no host)");
+    if (s.back() == '/') bad_uri(shown, "the path names a directory, not a socket");
+    e.path = percent_decode(s, shown);
+  } else {
+    auto slash = s.find('/');
+    std::string hostport = s.substr(0, slash);
+    std::string path = slash == std::string::npos ? "" : s.substr(slash + 1);
+    std::string port;
+    if (!hostport.empty() && hostport[0] == '[') { // [IPv6]:port
+      auto close = hostport.find(']');
+      if (close == std::string::npos) bad_uri(shown, "an IPv6 address lacks its ']'");
+      e.host = hostport.substr(1, close - 1);
+      std::string after = hostport.substr(close + 1);
+      if (!after.empty()) {
+        if (after[0] != ':') bad_uri(shown, "expected [IPV6]:PORT");
+        port = after.substr(1);
+        if (port.empty()) bad_uri(shown, "an empty port");
+      }
+    } else {
+      auto colon = hostport.rfind(':');
+      if (colon != std::string::npos) {
+        port = hostport.substr(colon + 1);
+        if (port.empty()) bad_uri(shown, "an empty port");
+        hostport = hostport.substr(0, colon);
+      }
+      if (!hostport.empty()) e.host = hostport;
+    }
+    if (e.host.empty()) bad_uri(shown, "an empty host");
+    if (!port.empty()) {
+      e.port = static_cast<int>(parse_number(port, 65535, "the port", shown));
+      if (e.port == 0) bad_uri(shown, "port 0");
+    }
+    if (!path.empty()) {
+      e.db = parse_number(path, INT_MAX, "the database (the path)", shown);
+      db_given = true;
+    }
+  }
+  parse_query(query, e, db_given, shown);
+
+  if (e.password.empty()) {
+    if (const char* p = std::getenv(k_password_env); p && *p) e.password = p;
+  }
+  if (!e.user.empty() && e.password.empty())
+    bad_uri(shown, "a user name needs a password (give it in " + std::string(k_password_env) + ")");
+  return e;
+}
+
+// ---- connection -------------------------------------------------------------------
+
+struct ContextFree {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using ContextPtr = std::unique_ptr<redisContext, ContextFree>;
+
+struct ReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
+
+using Command = std::vector<std::string>;
+
+// How far a request got before it failed.
+enum class Reach {
+  not_sent,  // no byte of it left: certainly not applied
+  maybe_sent // some or all of it left: it may have been applied
+};
+
+struct Exchange {
+  bool ok = false;
+  Reach reach = Reach::not_sent;
+  std::string error;
+  std::vector<ReplyPtr> replies; // one per command, when ok
+};
+
+std::string reply_text(const redisReply* r) {
+  return r->str ? std::string(r->str, r->len) : std::string();
+}
+
+bool is_error(const redisReply* r) { return r->type == REDIS_REPLY_ERROR; }
+
+// One connection to the server. Any failure closes it: after a time-out the
+// stream may still carry the late answer, so it cannot be used again.
+class Connection {
+public:
+  bool is_open() const { return bool(m_ctx); }
+  int fd() const { return m_ctx ? m_ctx->fd : -1; }
+  void close() { m_ctx.reset(); }
+
+  // Connects within `deadline` (monotonic ms); "" or why not.
+  std::string connect(const Endpoint& e, int64_t deadline) {
+    close();
+    timeval tv = to_timeval(deadline - mono_ms());
+    redisContext* c = e.unix_socket ? redisConnectUnixWithTimeout(e.path.c_str(), tv)
+                                    : redisConnectWithTimeout(e.host.c_str(), e.port, tv);
+    if (!c) return "out of memory";
+    ContextPtr ctx(c);
+    if (c->err) return c->errstr[0] ? c->errstr : "cannot connect";
+    // hiredis' connect timeout bounds the connect only. The calls below are
+    // bounded by polling against their deadline; the socket timeouts are a
+    // backstop for anything that would block anyway.
+    redisSetTimeout(c, to_timeval(e.timeout_ms));
+    m_ctx = std::move(ctx);
+    return "";
+  }
+
+  // An idle connection is readable only when the server closed it (or sent
+  // something nobody asked for, which is as bad): then the next request
+  // goes to a fresh connection instead of being lost with this one.
+  bool stale() const {
+    pollfd p{fd(), POLLIN | POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) != 0;
+  }
+
+  // Sends the commands in one write and reads one reply per command.
+  Exchange exchange(const std::vector<Command>& commands, int64_t deadline) {
+    Exchange x;
+    std::string out;
+    for (const Command& c : commands) append_command(out, c);
+    size_t sent = 0;
+    x.error = send_all(out, deadline, sent);
+    if (!x.error.empty()) {
+      x.reach = sent == 0 ? Reach::not_sent : Reach::maybe_sent;
+      close();
+      return x;
+    }
+    x.reach = Reach::maybe_sent;
+    while (x.replies.size() < commands.size()) {
+      ReplyPtr r;
+      x.error = read_reply(deadline, r);
+      if (!x.error.empty()) {
+        x.replies.clear();
+        close();
+        return x;
+      }
+      x.replies.push_back(std::move(r));
+    }
+    x.ok = true;
+    return x;
+  }
+
+  // Sends without waiting for replies; "" or why not (then closed).
+  std::string send_only(const std::vector<Command>& commands, int64_t deadline) {
+    std::string out;
+    for (const Command& c : commands) append_command(out, c);
+    size_t sent = 0;
+    std::string err = send_all(out, deadline, sent);
+    if (!err.empty()) close();
+    return err;
+  }
+
+  // One reply before `deadline`; "" or why not (the connection stays open:
+  // the caller decides).
+  std::string read_reply(int64_t deadline, ReplyPtr& reply) {
+    for (;;) {
+      std::string err = take_buffered(reply);
+      if (!err.empty() || reply) return err;
+      if (!wait_for(POLLIN, deadline)) return k_timed_out;
+      err = receive(false);
+      if (!err.empty()) return err;
+    }
+  }
+
+  // Reads what has arrived without blocking and parses the complete replies
+  // into `out`; "" or why the connection is unusable (EOF, error, protocol).
+  std::string read_available(std::vector<ReplyPtr>& out) {
+    std::string err = receive(true);
+    for (;;) {
+      ReplyPtr r;
+      std::string perr = take_buffered(r);
+      if (!perr.empty()) return perr;
+      if (!r) break;
+      out.push_back(std::move(r));
+    }
+    return err;
+  }
+
+private:
+  static void append_command(std::string& out, const Command& c) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const std::string& a : c) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    char* cmd = nullptr;
+    int len = redisFormatCommandArgv(&cmd, static_cast<int>(c.size()), argv.data(), lens.data());
+    std::unique_ptr<char, void (*)(char*)> owned(cmd, redisFreeCommand);
+    if (len < 0 || !cmd) throw std::bad_alloc();
+    out.append(cmd, static_cast<size_t>(len));
+  }
+
+  // Waits until the socket is ready for `events`; false at the deadline.
+  bool wait_for(short events, int64_t deadline) const {
+    for (;;) {
+      int64_t left = deadline - mono_ms();
+      if (left <= 0) return false;
+      pollfd p{fd(), events, 0};
+      int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
+      if (n > 0) return true; // ready, or an error that the next I/O reports
+      if (n < 0 && errno != EINTR) return false;
+    }
+  }
+
+  std::string send_all(const std::string& out, int64_t deadline, size_t& sent) {
+    while (sent < out.size()) {
+      ssize_t n = ::send(fd(), out.data() + sent, out.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        sent += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (wait_for(POLLOUT, deadline)) continue;
+        return k_timed_out;
+      }
+      return n < 0 ? std::strerror(errno) : "cannot send";
+    }
+    return "";
+  }
+
+  // One recv() (non-blocking: MSG_DONTWAIT) or all that is buffered
+  // (`all`), fed to the reply parser.
+  std::string receive(bool all) {
+    char buf[16384];
+    for (;;) {
+      ssize_t n = ::recv(fd(), buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        if (redisReaderFeed(m_ctx->reader, buf, static_cast<size_t>(n)) != REDIS_OK)
+          return "out of memory";
+        if (!all) return "";
+        continue;
+      }
+      if (n == 0) return "the server closed the connection";
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return "";
+      return std::strerror(errno);
+    }
+  }
+
+  std::string take_buffered(ReplyPtr& reply) {
+    void* r = nullptr;
+    if (redisReaderGetReply(m_ctx->reader, &r) != REDIS_OK) {
+      std::string why = m_ctx->reader->errstr[0] ? m_ctx->reader->errstr : "protocol error";
+      return "not the Redis protocol (" + why + ")";
+    }
+    reply.reset(static_cast<redisReply*>(r));
+    return "";
+  }
+
+  ContextPtr m_ctx;
+};
+
+// ---- replies ----------------------------------------------------------------------
+
+bool as_int(const redisReply* r, int64_t& v) {
+  if (r->type != REDIS_REPLY_INTEGER) return false;
+  v = r->integer;
+  return true;
+}
+
+bool as_string(const redisReply* r, std::string& s) {
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
+    s = reply_text(r);
+    return true;
+  }
+  if (r->type == REDIS_REPLY_NIL) {
+    s.clear();
+    return true;
+  }
+  return false;
+}
+
+// owner, acquired_at, ttl_at, transition_at, token at elements[first..first+4]
+bool read_lease(const redisReply* r, size_t first, core::Lease& l) {
+  int64_t token = 0;
+  bool ok = as_string(r->element[first], l.owner_id) && as_int(r->element[first + 1], l.acquired_at) &&
+            as_int(r->element[first + 2], l.ttl_at) &&
+            as_int(r->element[first + 3], l.transition_at) && as_int(r->element[first + 4], token);
+  l.fencing_token = static_cast<uint64_t>(token);
+  return ok;
+}
+
+// ---- the backend ------------------------------------------------------------------
+
+class RedisBackend final : public Backend {
+public:
+  explicit RedisBackend(Endpoint e) : m_ep(std::move(e)) {
+    m_where = m_ep.unix_socket ? m_ep.path
+                               : (m_ep.host.find(':') != std::string::npos ? "[" + m_ep.host + "]"
+                                                                            : m_ep.host) +
+                                     ":" + std::to_string(m_ep.port);
+    std::string user = m_ep.user.empty() ? "" : percent_encode(m_ep.user) + "@";
+    std::string prefix = "prefix=" + percent_encode(m_ep.prefix);
+    m_describe = m_ep.unix_socket
+                     ? "redis+unix://" + user + m_ep.path + "?db=" + std::to_string(m_ep.db) + "&" + prefix
+                     : "redis://" + user + m_where + "/" + std::to_string(m_ep.db) + "?" + prefix;
+  }
+
+  // Connects and checks that a Redis answers (and accepts the password)
+  // before anything else happens: a wrong password, a server that is down,
+  // or a port where no Redis speaks end simba at once (exit 69).
+  void open() {
+    int64_t deadline = mono_ms() + m_ep.timeout_ms;
+    std::string err = connect(m_conn, deadline, true, true);
+    if (!err.empty()) throw UnavailableError(err);
+  }
+
+  Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                int64_t transition_ms, int64_t timeout_ms) override {
+    return run(lua::k_acquire, mutex,
+               {contender, std::to_string(ttl_ms), std::to_string(transition_ms)}, timeout_ms);
+  }
+
+  Reply guard(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+              int64_t transition_ms, int64_t timeout_ms) override {
+    return run(lua::k_guard, mutex,
+               {contender, std::to_string(ttl_ms), std::to_string(transition_ms)}, timeout_ms);
+  }
+
+  Reply release(const std::string& mutex, const std::string& contender,
+                int64_t timeout_ms) override {
+    return run(lua::k_release, mutex, {contender}, timeout_ms);
+  }
+
+  Reply force_release(const std::string& mutex, int64_t timeout_ms) override {
+    return run(lua::k_force_release, mutex, {}, timeout_ms);
+  }
+
+  Reply get(const std::string& mutex, int64_t timeout_ms) override {
+    return run(lua::k_get, mutex, {}, timeout_ms);
+  }
+
+  // The names come from SCAN over the fence counters, not from a set of
+  // names kept by acquire: a set would be one more write on every
+  // acquisition, to a key outside the mutex's hash slot. The counters never
+  // expire, so every mutex ever acquired is found (like the rows SQLite
+  // keeps). SCAN walks the whole keyspace, which is fine for `status`.
+  Listing list(int64_t timeout_ms) override {
+    Listing out;
+    int64_t deadline = call_deadline(timeout_ms);
+    std::set<std::string> names; // SCAN may return a key twice
+    std::string pattern = glob_escape(m_ep.prefix) + "{*}:fence";
+    std::string cursor = "0";
+    do {
+      Exchange x = call({{"SCAN", cursor, "MATCH", pattern, "COUNT", k_scan_count}}, deadline);
+      if (!x.ok) {
+        out.error = x.error;
+        return out;
+      }
+      const redisReply* r = x.replies[0].get();
+      if (is_error(r)) {
+        out.error = scrub(reply_text(r));
+        return out;
+      }
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+          !as_string(r->element[0], cursor) || r->element[1]->type != REDIS_REPLY_ARRAY) {
+        out.error = "unexpected reply to SCAN";
+        return out;
+      }
+      for (size_t i = 0; i < r->element[1]->elements; ++i) {
+        std::string key;
+        if (!as_string(r->element[1]->element[i], key)) continue;
+        std::string name = mutex_of_fence(key);
+        if (!name.empty()) names.insert(name);
+      }
+    } while (cursor != "0");
+
+    std::vector<std::string> keys;
+    for (const std::string& n : names) {
+      keys.push_back(hash_key(n));
+      keys.push_back(hash_key(n) + ":fence");
+    }
+    Exchange x = call_script(lua::k_list, keys, {}, deadline);
+    if (!x.ok) {
+      out.error = x.error;
+      return out;
+    }
+    const redisReply* r = x.replies[0].get();
+    if (is_error(r)) {
+      out.error = scrub(reply_text(r));
+      return out;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 5 * names.size() ||
+        !as_int(r->element[0], out.now)) {
+      out.error = "unexpected reply from the list script";
+      return out;
+    }
+    size_t i = 1;
+    for (const std::string& n : names) {
+      MutexLease ml;
+      ml.mutex = n;
+      if (!read_lease(r, i, ml.lease)) {
+        out.error = "unexpected reply from the list script";
+        out.mutexes.clear();
+        return out;
+      }
+      i += 5;
+      out.mutexes.push_back(std::move(ml));
+    }
+    out.ok = true; // std::set: sorted by name already
+    return out;
+  }
+
+  // A second connection, subscribed to the mutex's channel. Set up when
+  // first asked for (only waiters and long-running owners need it), and
+  // again at most once a second after it broke.
+  int watch(const std::string& mutex) override {
+    std::string channel = hash_key(mutex) + ":released";
+    if (channel != m_channel) {
+      m_sub.close();
+      m_channel = channel;
+      m_resubscribe_at = 0;
+    }
+    if (m_sub.is_open()) return m_sub.fd();
+    int64_t now = mono_ms();
+    if (now < m_resubscribe_at) return -1;
+    m_resubscribe_at = now + k_resubscribe_interval_ms;
+
+    int64_t deadline = now + std::min(m_ep.timeout_ms, k_subscribe_wait_ms);
+    // Channels are not per database: no SELECT.
+    if (!connect(m_sub, deadline, false, false).empty()) return -1;
+    if (!m_sub.send_only({{"SUBSCRIBE", m_channel}}, deadline).empty()) return -1;
+    // Wait for the confirmation, so that a release right after this call is
+    // not missed; a late one is left to drain_wakeups().
+    ReplyPtr r;
+    std::string err = m_sub.read_reply(deadline, r);
+    if (err == k_timed_out) return m_sub.fd();
+    if (!err.empty() || is_error(r.get()) || !is_subscribed(r.get())) {
+      m_sub.close();
+      return -1;
+    }
+    return m_sub.fd();
+  }
+
+  bool drain_wakeups() override {
+    if (!m_sub.is_open()) return false;
+    std::vector<ReplyPtr> replies;
+    std::string err = m_sub.read_available(replies);
+    bool ours = false;
+    for (const ReplyPtr& r : replies) {
+      if (is_error(r.get())) err = reply_text(r.get());
+      if (is_message_on(r.get(), m_channel)) ours = true;
+    }
+    if (!err.empty()) {
+      // A release may have been missed: wake up and look. The next watch()
+      // subscribes again (not at once: a server that is down would be
+      // hammered).
+      m_sub.close();
+      m_resubscribe_at = mono_ms() + k_resubscribe_interval_ms;
+      return true;
+    }
+    return ours;
+  }
+
+  std::string describe() const override { return m_describe; }
+
+private:
+  std::string hash_key(const std::string& mutex) const { return m_ep.prefix + "{" + mutex + "}"; }
+
+  // "<prefix>{NAME}:fence" -> NAME, "" if the key is not one of ours.
+  std::string mutex_of_fence(const std::string& key) const {
+    static const std::string k_tail = "}:fence";
+    size_t head = m_ep.prefix.size() + 1;
+    if (key.size() <= head + k_tail.size() || key.compare(0, m_ep.prefix.size(), m_ep.prefix) != 0 ||
+        key[head - 1] != '{' || key.compare(key.size() - k_tail.size(), k_tail.size(), k_tail) != 0)
+      return "";
+    std::string name = key.substr(head, key.size() - head - k_tail.size());
+    return name.find_first_of("{}") == std::string::npos ? name : "";
+  }
+
+  static std::string glob_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+      if (std::strchr("*?[]\\", c)) out += '\\';
+      out += c;
+    }
+    return out;
+  }
+
+  static bool is_subscribed(const redisReply* r) {
+    return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+           r->element[0]->type == REDIS_REPLY_STRING && reply_text(r->element[0]) == "subscribe";
+  }
+
+  static bool is_message_on(const redisReply* r, const std::string& channel) {
+    return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+           r->element[0]->type == REDIS_REPLY_STRING && reply_text(r->element[0]) == "message" &&
+           r->element[1]->type == REDIS_REPLY_STRING && reply_text(r->element[1]) == channel;
+  }
+
+  // Defence in depth: whatever a server or a library says, the password is
+  // not repeated.
+  std::string scrub(std::string msg) const {
+    const std::string& p = m_ep.password;
+    if (p.empty()) return msg;
+    for (size_t at; (at = msg.find(p)) != std::string::npos;) msg.replace(at, p.size(), "***");
+    return msg;
+  }
+
+  // A call's whole budget: its own timeout, capped by the URI's.
+  int64_t call_deadline(int64_t timeout_ms) {
+    m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_ep.timeout_ms));
+    return mono_ms() + m_budget_ms;
+  }
+
+  // Connects `c` and sends what a connection needs first: AUTH when there
+  // is a password, SELECT when the database is not 0. Their replies prove
+  // that a Redis answers; with neither, `verify` sends a PING for that
+  // (only when simba starts: a reconnect in a call needs no proof). Returns
+  // "" or one line for the user.
+  std::string connect(Connection& c, int64_t deadline, bool select, bool verify) {
+    std::string err = c.connect(m_ep, deadline);
+    if (!err.empty()) return scrub("cannot connect to Redis at " + m_where + ": " + err);
+    std::vector<Command> hello;
+    if (!m_ep.password.empty()) {
+      if (m_ep.user.empty())
+        hello.push_back({"AUTH", m_ep.password});
+      else
+        hello.push_back({"AUTH", m_ep.user, m_ep.password});
+    }
+    if (select && m_ep.db != 0) hello.push_back({"SELECT", std::to_string(m_ep.db)});
+    if (hello.empty() && verify) hello.push_back({"PING"});
+    if (hello.empty()) return "";
+    Exchange x = c.exchange(hello, deadline);
+    if (!x.ok) {
+      if (x.error == k_timed_out)
+        return "no answer from Redis at " + m_where + " within " +
+               core::format_duration(m_ep.timeout_ms) + " (is a Redis server listening there?)";
+      return scrub("cannot talk to Redis at " + m_where + ": " + x.error);
+    }
+    for (size_t i = 0; i < hello.size(); ++i) {
+      const redisReply* r = x.replies[i].get();
+      const std::string& cmd = hello[i][0];
+      std::string text = scrub(reply_text(r));
+      if (is_error(r)) {
+        c.close();
+        if (text.rfind("NOAUTH", 0) == 0)
+          return "Redis at " + m_where + " requires a password: give it in " + k_password_env;
+        if (cmd == "AUTH") return "Redis at " + m_where + " refused the password: " + text;
+        if (cmd == "SELECT") return "Redis at " + m_where + " refused database " + std::to_string(m_ep.db) + ": " + text;
+        return "Redis at " + m_where + ": " + text;
+      }
+      if (cmd == "PING" && text != "PONG") {
+        c.close();
+        return m_where + " does not answer like a Redis server";
+      }
+    }
+    return "";
+  }
+
+  // One request on the main connection: reconnects first when needed, and
+  // once more when a dead connection refused the request before any byte
+  // of it left.
+  Exchange call(const std::vector<Command>& commands, int64_t deadline) {
+    for (int attempt = 0;; ++attempt) {
+      if (m_conn.is_open() && m_conn.stale()) m_conn.close();
+      if (!m_conn.is_open()) {
+        Exchange x;
+        x.error = connect(m_conn, deadline, true, false);
+        if (!x.error.empty()) return x; // Reach::not_sent
+      }
+      Exchange x = m_conn.exchange(commands, deadline);
+      if (x.ok || x.reach != Reach::not_sent || attempt > 0 || mono_ms() >= deadline) {
+        if (!x.ok) x.error = describe_failure(x.error);
+        return x;
+      }
+    }
+  }
+
+  std::string describe_failure(const std::string& err) const {
+    if (err == k_timed_out)
+      return "no answer from Redis at " + m_where + " within " + core::format_duration(m_budget_ms);
+    return scrub("Redis at " + m_where + ": " + err);
+  }
+
+  // EVALSHA, and EVAL when the server does not know the script yet (it was
+  // restarted, or SCRIPT FLUSHed): NOSCRIPT means nothing ran.
+  Exchange call_script(const lua::Script& s, const std::vector<std::string>& keys,
+                       const std::vector<std::string>& args, int64_t deadline) {
+    Command cmd{"EVALSHA", s.sha1, std::to_string(keys.size())};
+    cmd.insert(cmd.end(), keys.begin(), keys.end());
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    Exchange x = call({cmd}, deadline);
+    if (x.ok && is_error(x.replies[0].get()) &&
+        reply_text(x.replies[0].get()).rfind("NOSCRIPT", 0) == 0) {
+      cmd[0] = "EVAL";
+      cmd[1] = s.text;
+      x = call({cmd}, deadline);
+    }
+    return x;
+  }
+
+  Reply run(const lua::Script& s, const std::string& mutex, const std::vector<std::string>& args,
+            int64_t timeout_ms) {
+    std::string hash = hash_key(mutex);
+    Exchange x = call_script(s, {hash, hash + ":fence"}, args, call_deadline(timeout_ms));
+    if (!x.ok) {
+      return Reply::failure(x.reach == Reach::not_sent ? Reply::Status::failed
+                                                      : Reply::Status::indeterminate,
+                            x.error);
+    }
+    const redisReply* r = x.replies[0].get();
+    // Every refusal (LOADING, BUSY, NOAUTH, OOM, READONLY...) comes before
+    // the script runs; the scripts check everything before they write.
+    if (is_error(r)) return Reply::failure(Reply::Status::failed, scrub(reply_text(r)));
+    Reply out;
+    int64_t changed = 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7 || !as_int(r->element[0], out.observed.now) ||
+        !as_int(r->element[1], changed) || !read_lease(r, 2, out.observed.lease))
+      return Reply::failure(Reply::Status::failed,
+                            std::string("unexpected reply from the ") + s.name + " script");
+    out.status = Reply::Status::ok;
+    out.changed = changed != 0;
+    return out;
+  }
+
+  Endpoint m_ep;
+  std::string m_where;    // host:port or socket path, for messages
+  std::string m_describe; // the URI without the password
+  Connection m_conn;      // requests
+  Connection m_sub;       // the subscription of watch()
+  std::string m_channel;
+  int64_t m_resubscribe_at = 0; // monotonic ms
+  int64_t m_budget_ms = 0;      // of the current call, for messages
+};
+
+} // namespace
+
+std::unique_ptr<Backend> open_redis(const std::string& scheme, const std::string& rest,
+                                    const std::string& shown) {
+  auto backend = std::make_unique<RedisBackend>(parse_redis_uri(scheme, rest, shown));
+  backend->open();
+  return backend;
+}
+
+} // namespace simba::backend

@@ -1,0 +1,588 @@
+// Checks that only concern the Redis backend: URI parsing, connection
+// failures (exit 69 material), passwords, the key layout, the embedded
+// scripts, and what happens when the server restarts without persistence or
+// is paused (SIGSTOP) during a call. The cases that need a server start
+// their own redis-server on a free loopback port, so that they may restart,
+// pause or password-protect it; they run when the suite runs against Redis
+// (SIMBA_TEST_BACKEND=redis...) and are skipped otherwise.
+#include "support.hpp"
+
+#include "backend/lua_scripts.hpp"
+#include "core/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <hiredis/hiredis.h>
+
+#include <arpa/inet.h>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fcntl.h>
+#include <memory>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+using simba::backend::Backend;
+using simba::backend::open_backend;
+using simba::backend::Reply;
+using simba::test::k_timeout;
+using simba::test::unique_mutex;
+
+namespace {
+
+bool backend_is_redis() { return simba::test::backend_uri().rfind("redis", 0) == 0; }
+
+#define SKIP_UNLESS_REDIS()                                                                        \
+  if (!backend_is_redis()) {                                                                       \
+    MESSAGE("not a redis backend; skipped");                                                       \
+    return;                                                                                        \
+  }
+
+int64_t mono_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+struct ScopedEnv {
+  std::string name;
+  bool had;
+  std::string old;
+  ScopedEnv(const std::string& n, const char* value) : name(n) {
+    const char* o = std::getenv(n.c_str());
+    had = o != nullptr;
+    if (o) old = o;
+    if (value)
+      setenv(n.c_str(), value, 1);
+    else
+      unsetenv(n.c_str());
+  }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name.c_str(), old.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+};
+
+// The message of the simba::Error of type E that `f` throws, or "" if none.
+template <typename E, typename F> std::string error_of(F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("unexpected exception: " << e.what());
+  }
+  FAIL("no exception");
+  return "";
+}
+
+// A loopback port nobody listens on (just now).
+int free_port() {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(s >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+// A loopback listener that is not Redis: it never answers (the kernel
+// accepts connections into the backlog), or, with `banner`, a thread
+// accepts and sends the banner, like an HTTP or SSH server would.
+struct FakeServer {
+  int fd = -1;
+  int port = 0;
+  std::thread thread;
+  std::atomic<bool> stop{false};
+  explicit FakeServer(const char* banner = nullptr) {
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(fd, 16) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port = ntohs(a.sin_port);
+    if (banner) {
+      std::string text = banner;
+      thread = std::thread([this, text] {
+        while (!stop) {
+          pollfd p{fd, POLLIN, 0};
+          if (poll(&p, 1, 50) <= 0) continue;
+          int c = accept(fd, nullptr, nullptr);
+          if (c < 0) continue;
+          (void)!write(c, text.data(), text.size());
+          sleep_ms(100);
+          close(c);
+        }
+      });
+    }
+  }
+  ~FakeServer() {
+    stop = true;
+    if (thread.joinable()) thread.join();
+    close(fd);
+  }
+};
+
+std::string find_redis_server() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = std::string(path ? path : "") + ":/usr/bin:/usr/local/bin:/usr/sbin";
+  size_t pos = 0;
+  while (pos <= dirs.size()) {
+    size_t colon = dirs.find(':', pos);
+    if (colon == std::string::npos) colon = dirs.size();
+    std::string candidate = dirs.substr(pos, colon - pos) + "/redis-server";
+    pos = colon + 1;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+struct ContextFree {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+struct ReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
+
+// A redis-server of the test's own, without persistence, on a free loopback
+// port (and a Unix socket in its own directory). Stopped (SIGKILL) at the
+// end.
+class OwnRedis {
+public:
+  explicit OwnRedis(std::vector<std::string> extra = {}) : m_extra(std::move(extra)) {
+    m_bin = find_redis_server();
+    REQUIRE_MESSAGE(!m_bin.empty(), "redis-server is not installed (scripts/test installs it)");
+    char tmpl[] = "/tmp/simba-redis-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    m_dir = tmpl;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      m_port = free_port();
+      if (start()) return;
+    }
+    FAIL("could not start " << m_bin);
+  }
+  ~OwnRedis() {
+    kill_server();
+    std::error_code ec;
+    std::filesystem::remove_all(m_dir, ec);
+  }
+
+  int port() const { return m_port; }
+  std::string socket_path() const { return m_dir + "/redis.sock"; }
+  std::string uri(const std::string& prefix = "t:") const {
+    return "redis://127.0.0.1:" + std::to_string(m_port) + "/0?prefix=" + prefix + "&timeout=1s";
+  }
+
+  // Kills the server (SIGKILL: nothing is saved anyway) and starts a fresh
+  // one on the same port: every key is gone.
+  void restart() {
+    kill_server();
+    REQUIRE_MESSAGE(start(), "could not restart redis-server on port " << m_port);
+  }
+  void kill_server() {
+    if (m_pid <= 0) return;
+    kill(m_pid, SIGCONT);
+    kill(m_pid, SIGKILL);
+    waitpid(m_pid, nullptr, 0);
+    m_pid = -1;
+  }
+  void pause() { REQUIRE(kill(m_pid, SIGSTOP) == 0); }
+  void resume() { REQUIRE(kill(m_pid, SIGCONT) == 0); }
+
+  // A command on a connection of the test's own.
+  ReplyPtr command(const std::vector<std::string>& args) {
+    timeval tv{2, 0};
+    std::unique_ptr<redisContext, ContextFree> c(redisConnectWithTimeout("127.0.0.1", m_port, tv));
+    REQUIRE((c && !c->err));
+    redisSetTimeout(c.get(), tv);
+    if (!m_password.empty()) {
+      ReplyPtr a(static_cast<redisReply*>(redisCommand(c.get(), "AUTH %s", m_password.c_str())));
+      REQUIRE(a);
+    }
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (auto& a : args) {
+      argv.push_back(a.c_str());
+      lens.push_back(a.size());
+    }
+    ReplyPtr r(static_cast<redisReply*>(
+        redisCommandArgv(c.get(), static_cast<int>(args.size()), argv.data(), lens.data())));
+    REQUIRE(r);
+    return r;
+  }
+  void set_password(const std::string& p) { m_password = p; }
+
+private:
+  bool start() {
+    std::vector<std::string> args = {m_bin,           "--port",       std::to_string(m_port),
+                                     "--bind",        "127.0.0.1",    "--save",
+                                     "",              "--appendonly", "no",
+                                     "--daemonize",   "no",           "--dir",
+                                     m_dir,           "--unixsocket", socket_path(),
+                                     "--unixsocketperm", "700"};
+    args.insert(args.end(), m_extra.begin(), m_extra.end());
+    std::fflush(nullptr);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int null = open("/dev/null", O_RDWR);
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(m_bin.c_str(), argv.data());
+      _exit(127);
+    }
+    m_pid = pid;
+    // Ready when it answers (a PING, or NOAUTH when it wants a password).
+    for (int64_t until = mono_ms() + 5000; mono_ms() < until; sleep_ms(20)) {
+      int status;
+      if (waitpid(m_pid, &status, WNOHANG) == m_pid) { // port taken?
+        m_pid = -1;
+        return false;
+      }
+      timeval tv{0, 200000};
+      std::unique_ptr<redisContext, ContextFree> c(redisConnectWithTimeout("127.0.0.1", m_port, tv));
+      if (!c || c->err) continue;
+      redisSetTimeout(c.get(), tv);
+      ReplyPtr r(static_cast<redisReply*>(redisCommand(c.get(), "PING")));
+      if (r) return true;
+    }
+    kill_server();
+    return false;
+  }
+
+  std::string m_bin;
+  std::string m_dir;
+  std::vector<std::string> m_extra;
+  std::string m_password;
+  int m_port = 0;
+  pid_t m_pid = -1;
+};
+
+Reply require_ok(Reply r) {
+  REQUIRE_MESSAGE(r.ok(), "backend error: " << r.error);
+  return r;
+}
+
+bool wait_for_wakeup(Backend& b, int fd, int ms) {
+  int64_t deadline = mono_ms() + ms;
+  for (;;) {
+    int64_t left = deadline - mono_ms();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0 && b.drain_wakeups()) return true;
+  }
+}
+
+} // namespace
+
+TEST_CASE("redis uri: malformed URIs are usage errors") {
+  ScopedEnv no_password("SIMBA_REDIS_PASSWORD", nullptr);
+  for (const char* uri :
+       {"redis:", "redis:host", "redis://h:99999", "redis://h:0", "redis://h:abc", "redis://h:",
+        "redis://h/abc", "redis://h/-1", "redis://h?foo=1", "redis://h?timeout=xyz",
+        "redis://h?timeout=0", "redis://h?prefix=a{b", "redis://h?prefix", "redis://h/1?db=2",
+        "redis://[::1", "redis://user@h", "redis://h?prefix=%zz", "redis+unix://", "redis+unix:///",
+        "redis+unix://host/path.sock", "redis+unix:///tmp/dir/", "redis+unix:///x.sock?db=a",
+        "redis+unix:relative.sock"}) {
+    CAPTURE(uri);
+    std::string msg = error_of<simba::UsageError>([&] { open_backend(uri); });
+    CHECK_FALSE(msg.empty());
+  }
+}
+
+TEST_CASE("redis: connection refused is UnavailableError, quickly, without the password") {
+  int port = free_port();
+  int64_t t0 = mono_ms();
+  std::string msg = error_of<simba::UnavailableError>([&] {
+    open_backend("redis://:s3cr3t-pw@127.0.0.1:" + std::to_string(port) + "/0?timeout=5s");
+  });
+  CHECK(mono_ms() - t0 < 1000);
+  CHECK(msg.find("s3cr3t-pw") == std::string::npos);
+  CHECK(msg.find("127.0.0.1:" + std::to_string(port)) != std::string::npos);
+  MESSAGE(msg);
+
+  std::string unix_msg = error_of<simba::UnavailableError>(
+      [&] { open_backend("redis+unix:///nonexistent/dir/redis.sock"); });
+  CHECK(unix_msg.find("/nonexistent/dir/redis.sock") != std::string::npos);
+}
+
+TEST_CASE("redis: a port where no Redis speaks is UnavailableError within the timeout") {
+  {
+    FakeServer silent; // accepts (backlog), never answers
+    int64_t t0 = mono_ms();
+    std::string msg = error_of<simba::UnavailableError>(
+        [&] { open_backend("redis://127.0.0.1:" + std::to_string(silent.port) + "?timeout=300ms"); });
+    int64_t dt = mono_ms() - t0;
+    CHECK(dt >= 250);
+    CHECK(dt < 1500);
+    MESSAGE(msg);
+  }
+  {
+    FakeServer http("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+    int64_t t0 = mono_ms();
+    std::string msg = error_of<simba::UnavailableError>(
+        [&] { open_backend("redis://127.0.0.1:" + std::to_string(http.port) + "?timeout=2s"); });
+    CHECK(mono_ms() - t0 < 1500);
+    CHECK(msg.find("protocol") != std::string::npos);
+    MESSAGE(msg);
+  }
+}
+
+TEST_CASE("redis: passwords — wrong one refused (69), never shown; URI or SIMBA_REDIS_PASSWORD") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server({"--requirepass", "right-pw-42"});
+  server.set_password("right-pw-42");
+  std::string base = "127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=pw:";
+  ScopedEnv no_password("SIMBA_REDIS_PASSWORD", nullptr);
+
+  std::string wrong = error_of<simba::UnavailableError>(
+      [&] { open_backend("redis://:wrong-pw-17@" + base); });
+  CHECK(wrong.find("wrong-pw-17") == std::string::npos);
+  CHECK(wrong.find("right-pw-42") == std::string::npos);
+  CHECK(wrong.find("password") != std::string::npos);
+  MESSAGE(wrong);
+
+  std::string none = error_of<simba::UnavailableError>([&] { open_backend("redis://" + base); });
+  CHECK(none.find("SIMBA_REDIS_PASSWORD") != std::string::npos);
+  MESSAGE(none);
+
+  {
+    auto b = open_backend("redis://:right-pw-42@" + base);
+    CHECK(b->describe() == "redis://" + base);
+    auto m = unique_mutex("pw");
+    require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+    CHECK(b->watch(m) >= 0); // the subscription authenticates too
+    require_ok(b->release(m, "A", k_timeout));
+  }
+  {
+    ScopedEnv env("SIMBA_REDIS_PASSWORD", "right-pw-42");
+    auto b = open_backend("redis://" + base);
+    CHECK(b->describe().find("right-pw-42") == std::string::npos);
+    require_ok(b->get(unique_mutex("pw-env"), k_timeout));
+    // The URI's password wins over the environment's.
+    CHECK_FALSE(error_of<simba::UnavailableError>([&] {
+                  open_backend("redis://:wrong-pw-17@" + base);
+                }).empty());
+  }
+  {
+    // ACL user + password.
+    ReplyPtr r = server.command({"ACL", "SETUSER", "simba-user", "on", ">user-pw-9", "~*", "&*", "+@all"});
+    REQUIRE(r->type == REDIS_REPLY_STATUS);
+    auto b = open_backend("redis://simba-user:user-pw-9@" + base);
+    CHECK(b->describe() == "redis://simba-user@" + base);
+    require_ok(b->get(unique_mutex("acl"), k_timeout));
+    std::string bad = error_of<simba::UnavailableError>(
+        [&] { open_backend("redis://simba-user:nope-pw-3@" + base); });
+    CHECK(bad.find("nope-pw-3") == std::string::npos);
+  }
+}
+
+TEST_CASE("redis: key layout — hash tag, PEXPIREAT transition_at, a fence that never expires") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server;
+  auto b = open_backend(server.uri("lay:"));
+  CHECK(b->describe() == "redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=lay:");
+  Reply a = require_ok(b->acquire("ci/deploy", "A", 5000, 2000, k_timeout));
+  ReplyPtr h = server.command({"HGET", "lay:{ci/deploy}", "owner"});
+  REQUIRE(h->type == REDIS_REPLY_STRING);
+  CHECK(std::string(h->str, h->len) == "A");
+  ReplyPtr pttl = server.command({"PTTL", "lay:{ci/deploy}"});
+  REQUIRE(pttl->type == REDIS_REPLY_INTEGER);
+  CHECK(pttl->integer > 5000);
+  CHECK(pttl->integer <= 7000);
+  ReplyPtr at = server.command({"PEXPIRETIME", "lay:{ci/deploy}"});
+  if (at->type == REDIS_REPLY_INTEGER) CHECK(at->integer == a.observed.lease.transition_at);
+  ReplyPtr fence_ttl = server.command({"PTTL", "lay:{ci/deploy}:fence"});
+  CHECK(fence_ttl->integer == -1);
+  ReplyPtr fence = server.command({"GET", "lay:{ci/deploy}:fence"});
+  REQUIRE(fence->type == REDIS_REPLY_STRING);
+  CHECK(std::stoull(std::string(fence->str, fence->len)) == a.observed.lease.fencing_token);
+
+  require_ok(b->release("ci/deploy", "A", k_timeout));
+  CHECK(server.command({"EXISTS", "lay:{ci/deploy}"})->integer == 0);
+  CHECK(server.command({"EXISTS", "lay:{ci/deploy}:fence"})->integer == 1);
+  auto listing = b->list(k_timeout);
+  REQUIRE(listing.ok);
+  REQUIRE(listing.mutexes.size() == 1);
+  CHECK(listing.mutexes[0].mutex == "ci/deploy");
+  CHECK(listing.mutexes[0].lease.fencing_token == a.observed.lease.fencing_token);
+
+  // Another prefix is another namespace; glob characters in it are literal.
+  auto other = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "?prefix=l*");
+  auto other_list = other->list(k_timeout);
+  REQUIRE(other_list.ok);
+  CHECK(other_list.mutexes.empty());
+}
+
+TEST_CASE("redis: embedded scripts — the SHA1s are Redis', and NOSCRIPT falls back to EVAL") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server;
+  auto b = open_backend(server.uri());
+  auto m = unique_mutex("scripts");
+  REQUIRE(server.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
+  require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  require_ok(b->guard(m, "A", 10000, 1000, k_timeout));
+  require_ok(b->get(m, k_timeout));
+  REQUIRE(b->list(k_timeout).ok);
+  require_ok(b->release(m, "A", k_timeout));
+  require_ok(b->force_release(m, k_timeout));
+  namespace lua = simba::backend::lua;
+  for (const lua::Script* s : {&lua::k_acquire, &lua::k_guard, &lua::k_release,
+                               &lua::k_force_release, &lua::k_get, &lua::k_list}) {
+    CAPTURE(s->name);
+    ReplyPtr r = server.command({"SCRIPT", "EXISTS", s->sha1});
+    REQUIRE(r->type == REDIS_REPLY_ARRAY);
+    CHECK(r->element[0]->integer == 1); // EVAL cached it under the same SHA1
+  }
+  // And again after a flush, with the cache warm on the client side.
+  REQUIRE(server.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
+  Reply a = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
+  CHECK(a.changed);
+}
+
+TEST_CASE("redis: restarted without persistence — the lease is gone, tokens keep increasing") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server;
+  auto b = open_backend(server.uri());
+  auto m = unique_mutex("restart");
+  uint64_t highest = 0;
+  for (int i = 0; i < 5; ++i) {
+    Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+    highest = std::max(highest, a.observed.lease.fencing_token);
+    require_ok(b->release(m, "A", k_timeout));
+  }
+  Reply held = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  highest = std::max(highest, held.observed.lease.fencing_token);
+
+  server.restart();
+  // The old connection is dead: the next call goes to a new one at once
+  // (not a failure), and shows that the lease is gone.
+  Reply g = require_ok(b->guard(m, "A", 10000, 1000, k_timeout));
+  CHECK_FALSE(g.changed);
+  CHECK(g.observed.lease.owner_id.empty());
+
+  auto other = open_backend(server.uri());
+  Reply next = require_ok(other->acquire(m, "B", 10000, 1000, k_timeout));
+  CHECK(next.changed);
+  CHECK(next.observed.lease.fencing_token > highest);
+  MESSAGE("token before the restart " << highest << ", after " << next.observed.lease.fencing_token);
+
+  // Restarted again right away: still larger.
+  uint64_t before = next.observed.lease.fencing_token;
+  server.restart();
+  Reply again = require_ok(b->acquire(m, "C", 10000, 1000, k_timeout));
+  CHECK(again.observed.lease.fencing_token > before);
+}
+
+TEST_CASE("redis: a paused server (SIGSTOP) gives indeterminate within the call's timeout, never a hang") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server;
+  auto b = open_backend(server.uri()); // URI timeout 1s
+  auto m = unique_mutex("paused");
+  Reply a = require_ok(b->acquire(m, "A", 10000, 2000, k_timeout));
+
+  server.pause();
+  int64_t t0 = mono_ms();
+  Reply g = b->guard(m, "A", 10000, 2000, 300);
+  int64_t dt = mono_ms() - t0;
+  CHECK(g.status == Reply::Status::indeterminate); // sent, no answer: it may have been applied
+  CHECK(dt >= 290);
+  CHECK(dt < 600);
+  MESSAGE("guard on a paused server: " << g.error << " after " << dt << " ms");
+
+  // The next call does not reuse the connection that still owes an answer;
+  // the kernel accepts the new one, the server does not answer it either.
+  t0 = mono_ms();
+  Reply acq = b->acquire(m, "A", 10000, 2000, 200);
+  dt = mono_ms() - t0;
+  CHECK_FALSE(acq.ok());
+  CHECK(dt < 500);
+  // The URI's timeout caps a longer budget.
+  t0 = mono_ms();
+  Reply capped = b->get(m, 10000);
+  dt = mono_ms() - t0;
+  CHECK_FALSE(capped.ok());
+  CHECK(dt < 1500);
+
+  server.resume();
+  Reply after = require_ok(b->guard(m, "A", 10000, 2000, k_timeout));
+  CHECK(after.observed.lease.owner_id == "A");
+  CHECK(after.observed.lease.fencing_token == a.observed.lease.fencing_token);
+}
+
+TEST_CASE("redis: the subscription breaks with the server, wakes the waiter, and comes back") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server;
+  auto owner = open_backend(server.uri());
+  auto watcher = open_backend(server.uri());
+  auto m = unique_mutex("resubscribe");
+  require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+  int fd = watcher->watch(m);
+  REQUIRE(fd >= 0);
+  CHECK(watcher->watch(m) == fd); // idempotent
+
+  server.restart();
+  CHECK(wait_for_wakeup(*watcher, fd, 2000)); // a release may have been missed
+  CHECK(watcher->watch(m) == -1);             // not again at once
+  int64_t t0 = mono_ms();
+  int again = -1;
+  while (again < 0 && mono_ms() - t0 < 3000) {
+    sleep_ms(50);
+    again = watcher->watch(m);
+  }
+  REQUIRE(again >= 0);
+  CHECK(mono_ms() - t0 >= 800);
+  require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+  require_ok(owner->release(m, "A", k_timeout));
+  CHECK(wait_for_wakeup(*watcher, again, 1000));
+}
+
+TEST_CASE("redis+unix: a Unix socket URI works") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server;
+  std::string uri = "redis+unix://" + server.socket_path() + "?db=2&prefix=ux:";
+  auto b = open_backend(uri);
+  CHECK(b->describe() == uri);
+  auto m = unique_mutex("unix");
+  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  CHECK(a.changed);
+  int fd = b->watch(m);
+  CHECK(fd >= 0);
+  auto tcp = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "/2?prefix=ux:");
+  Reply seen = require_ok(tcp->get(m, k_timeout));
+  CHECK(seen.observed.lease.owner_id == "A"); // same database 2
+  require_ok(tcp->release(m, "A", k_timeout));
+  CHECK(wait_for_wakeup(*b, fd, 1000));
+  auto db0 = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=ux:");
+  CHECK(require_ok(db0->get(m, k_timeout)).observed.lease.fencing_token == 0);
+}
