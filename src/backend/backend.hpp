@@ -77,14 +77,22 @@ public:
 
   virtual Listing list(int64_t timeout_ms) = 0;
 
-  // Wake-up channel: a file descriptor that becomes readable (POLLIN) when a
-  // lease of `mutex` may have been released. -1 if there is none (the timed
+  // Wake-up channel: a file descriptor that becomes readable (POLLIN) when
+  // `contender` should look at `mutex` again. -1 if there is none (the timed
   // wake-up is then the only one). The driver calls watch() before every
   // poll: it returns the current fd, and may set the channel up again when
   // it broke (a lost subscription; at most about once a second), returning
   // -1 meanwhile. When the fd is readable the driver calls drain_wakeups(),
-  // which returns true if the event concerns `mutex` (false: spurious).
-  virtual int watch(const std::string& mutex) = 0;
+  // which returns true if the event concerns us (false: spurious).
+  //
+  // Waiters queue: while `waiting`, the contender is in the mutex's FIFO of
+  // waiters, and a release wakes only the first live waiter — one backend
+  // call per release however many wait (no thundering herd). A waiter that
+  // died is skipped; one that is stuck delays the others until their timed
+  // wake-up. Not waiting (the owner), it hears only of a forced release of
+  // its lease (revocation), and leaves the queue. The queue entry also goes
+  // when the backend is destroyed.
+  virtual int watch(const std::string& mutex, const std::string& contender, bool waiting) = 0;
   virtual bool drain_wakeups() = 0;
 
   // Identity of the backend for messages and re-entry detection: the URI with

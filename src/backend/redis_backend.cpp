@@ -43,6 +43,8 @@ constexpr int64_t k_resubscribe_interval_ms = 1000;
 // release just after watch() could be missed; when it is slower than this,
 // drain_wakeups() takes it later.
 constexpr int64_t k_subscribe_wait_ms = 250;
+// Joining or leaving the queue of waiters: best effort, bounded.
+constexpr int64_t k_queue_timeout_ms = 250;
 constexpr const char* k_scan_count = "1000";
 // The error text of a request that ran out of time (compared, not shown).
 const std::string k_timed_out = "timed out";
@@ -596,35 +598,63 @@ public:
     return out;
   }
 
-  // A second connection, subscribed to the mutex's channel. Set up when
+  // A second connection, subscribed to the mutex's channels. Set up when
   // first asked for (only waiters and long-running owners need it), and
-  // again at most once a second after it broke.
-  int watch(const std::string& mutex) override {
+  // again at most once a second after it broke. Two channels: the mutex's own (a forced release tells the owner) and
+  // the contender's wake-up channel, on which a release wakes the first of
+  // the queued waiters (lua/common.lua).
+  int watch(const std::string& mutex, const std::string& contender, bool waiting) override {
     std::string channel = hash_key(mutex) + ":released";
     if (channel != m_channel) {
+      leave_queue();
       m_sub.close();
       m_channel = channel;
+      m_wake_channel = hash_key(mutex) + ":wake:" + contender;
       m_resubscribe_at = 0;
     }
-    if (m_sub.is_open()) return m_sub.fd();
+    if (m_sub.is_open() || subscribe()) {
+      // Queue only once subscribed: a release then always finds us listening.
+      if (waiting && m_queued.empty()) {
+        if (run(lua::k_enqueue, mutex, {contender}, k_queue_timeout_ms).ok()) m_queued = mutex;
+        m_queued_as = contender;
+      } else if (!waiting) {
+        leave_queue();
+      }
+      return m_sub.fd();
+    }
+    return -1;
+  }
+
+  ~RedisBackend() override { leave_queue(); }
+
+  void leave_queue() {
+    if (m_queued.empty()) return;
+    std::string mutex = std::move(m_queued);
+    m_queued.clear();
+    run(lua::k_dequeue, mutex, {m_queued_as}, k_queue_timeout_ms); // best effort
+  }
+
+  bool subscribe() {
     int64_t now = mono_ms();
-    if (now < m_resubscribe_at) return -1;
+    if (now < m_resubscribe_at) return false;
     m_resubscribe_at = now + k_resubscribe_interval_ms;
 
     int64_t deadline = now + std::min(m_ep.timeout_ms, k_subscribe_wait_ms);
     // Channels are not per database: no SELECT.
-    if (!connect(m_sub, deadline, false, false).empty()) return -1;
-    if (!m_sub.send_only({{"SUBSCRIBE", m_channel}}, deadline).empty()) return -1;
-    // Wait for the confirmation, so that a release right after this call is
-    // not missed; a late one is left to drain_wakeups().
-    ReplyPtr r;
-    std::string err = m_sub.read_reply(deadline, r);
-    if (err == k_timed_out) return m_sub.fd();
-    if (!err.empty() || is_error(r.get()) || !is_subscribed(r.get())) {
-      m_sub.close();
-      return -1;
+    if (!connect(m_sub, deadline, false, false).empty()) return false;
+    if (!m_sub.send_only({{"SUBSCRIBE", m_channel, m_wake_channel}}, deadline).empty()) return false;
+    // Wait for the confirmations, so that a release right after this call is
+    // not missed; late ones are left to drain_wakeups().
+    for (int i = 0; i < 2; ++i) {
+      ReplyPtr r;
+      std::string err = m_sub.read_reply(deadline, r);
+      if (err == k_timed_out) return true;
+      if (!err.empty() || is_error(r.get()) || !is_subscribed(r.get())) {
+        m_sub.close();
+        return false;
+      }
     }
-    return m_sub.fd();
+    return true;
   }
 
   bool drain_wakeups() override {
@@ -634,7 +664,7 @@ public:
     bool ours = false;
     for (const ReplyPtr& r : replies) {
       if (is_error(r.get())) err = reply_text(r.get());
-      if (is_message_on(r.get(), m_channel)) ours = true;
+      if (is_message_on(r.get(), m_channel) || is_message_on(r.get(), m_wake_channel)) ours = true;
     }
     if (!err.empty()) {
       // A release may have been missed: wake up and look. The next watch()
@@ -642,6 +672,9 @@ public:
       // hammered).
       m_sub.close();
       m_resubscribe_at = mono_ms() + k_resubscribe_interval_ms;
+      // Not listening, a release may have dropped us from the queue (or the
+      // server lost it): queue again once subscribed again.
+      m_queued.clear();
       return true;
     }
     return ours;
@@ -814,7 +847,10 @@ private:
   std::string m_describe; // the URI without the password
   Connection m_conn;      // requests
   Connection m_sub;       // the subscription of watch()
-  std::string m_channel;
+  std::string m_channel;      // <hash>:released
+  std::string m_wake_channel; // <hash>:wake:<contender>
+  std::string m_queued;       // the mutex whose queue we are in, if any
+  std::string m_queued_as;
   int64_t m_resubscribe_at = 0; // monotonic ms
   int64_t m_budget_ms = 0;      // of the current call, for messages
 };

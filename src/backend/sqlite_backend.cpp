@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <vector>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -16,6 +17,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -150,6 +153,7 @@ public:
   }
 
   ~SqliteBackend() override {
+    leave_queue();
     if (m_watch_fd >= 0) close(m_watch_fd);
     for (auto& s : m_stmts) sqlite3_finalize(s);
     sqlite3_close_v2(m_db);
@@ -270,7 +274,7 @@ public:
       end_lease(d, now);
       return d;
     });
-    if (r.changed) notify(mutex);
+    if (r.changed) wake_first_waiter(mutex);
     return r;
   }
 
@@ -336,20 +340,28 @@ public:
     return out;
   }
 
-  int watch(const std::string& mutex) override {
+  // The notify directory holds, per mutex, a broadcast file named by the
+  // mutex's hash (touched by a forced release: the owner hears of it) and
+  // one file per waiter, "<hash>.w.<enqueue ns>.<pid>": the FIFO of waiters.
+  // A release touches only the first live waiter's file.
+  int watch(const std::string& mutex, const std::string&, bool waiting) override {
     std::string name = fnv1a_hex(mutex);
-    if (m_watch_fd >= 0 && name == m_watch_name) return m_watch_fd; // idempotent
-    if (m_watch_fd >= 0) {
-      close(m_watch_fd);
-      m_watch_fd = -1;
+    if (m_watch_fd < 0 || name != m_watch_name) {
+      leave_queue();
+      if (m_watch_fd >= 0) close(m_watch_fd);
+      m_watch_name = name;
+      m_watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+      if (m_watch_fd < 0) return -1;
+      if (!add_watch()) {
+        close(m_watch_fd);
+        m_watch_fd = -1;
+        return -1;
+      }
     }
-    m_watch_name = name;
-    int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (fd < 0) return -1;
-    m_watch_fd = fd;
-    if (!add_watch()) {
-      close(m_watch_fd);
-      m_watch_fd = -1;
+    if (waiting && m_waiter_file.empty()) {
+      join_queue();
+    } else if (!waiting) {
+      leave_queue();
     }
     return m_watch_fd;
   }
@@ -367,7 +379,8 @@ public:
         auto* ev = reinterpret_cast<struct inotify_event*>(buf + off);
         if (ev->mask & IN_Q_OVERFLOW) ours = true; // events were lost: may be ours
         if (ev->mask & IN_IGNORED) lost_watch = true;
-        if (ev->len > 0 && m_watch_name == ev->name) ours = true;
+        if (ev->len > 0 && (ev->mask & IN_CLOSE_WRITE) && m_watch_name == ev->name) ours = true;
+        if (ev->len > 0 && (ev->mask & IN_ATTRIB) && m_waiter_file == ev->name) ours = true;
         off += static_cast<ssize_t>(sizeof(struct inotify_event) + ev->len);
       }
     }
@@ -540,7 +553,55 @@ private:
 
   bool add_watch() {
     mkdir(m_notify_dir.c_str(), 0700); // EEXIST is the usual case
-    return inotify_add_watch(m_watch_fd, m_notify_dir.c_str(), IN_CLOSE_WRITE) >= 0;
+    // IN_CLOSE_WRITE: a broadcast (forced release); IN_ATTRIB: a waiter's
+    // own file was touched (its turn). Creating a file raises neither
+    // IN_ATTRIB nor, for another file's name, anything that concerns us.
+    return inotify_add_watch(m_watch_fd, m_notify_dir.c_str(), IN_CLOSE_WRITE | IN_ATTRIB) >= 0;
+  }
+
+  void join_queue() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts); // one host: one clock orders the queue
+    char name[96];
+    snprintf(name, sizeof name, "%s.w.%020lld.%ld", m_watch_name.c_str(),
+             (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, long(getpid()));
+    std::string path = m_notify_dir + "/" + name;
+    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0) return; // best effort: the timed wake-up remains
+    close(fd);
+    m_waiter_file = name;
+  }
+
+  void leave_queue() {
+    if (m_waiter_file.empty()) return;
+    unlink((m_notify_dir + "/" + m_waiter_file).c_str());
+    m_waiter_file.clear();
+  }
+
+  // Wakes the first waiter of `mutex` that is alive; removes the files of
+  // waiters that died (kill -9) on the way. One waiter per release: the
+  // others keep sleeping (no thundering herd).
+  void wake_first_waiter(const std::string& mutex) {
+    std::string prefix = fnv1a_hex(mutex) + ".w.";
+    DIR* dir = opendir(m_notify_dir.c_str());
+    if (!dir) return;
+    std::vector<std::string> waiters;
+    while (dirent* e = readdir(dir)) {
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) waiters.emplace_back(e->d_name);
+    }
+    closedir(dir);
+    std::sort(waiters.begin(), waiters.end()); // by enqueue time
+    for (const std::string& w : waiters) {
+      long pid = std::strtol(w.c_str() + w.rfind('.') + 1, nullptr, 10);
+      std::string path = m_notify_dir + "/" + w;
+      if (pid <= 0 || pid == long(getpid())) continue;
+      if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+        unlink(path.c_str());
+        continue;
+      }
+      // IN_ATTRIB: that waiter tries now. ENOENT: it just left the queue.
+      if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return;
+    }
   }
 
   // Closing a file opened for writing raises IN_CLOSE_WRITE for the
@@ -561,6 +622,7 @@ private:
   sqlite3_stmt* m_stmts[k_stmt_count] = {};
   int m_watch_fd = -1;
   std::string m_watch_name;
+  std::string m_waiter_file; // our place in the queue, when waiting
 };
 
 } // namespace

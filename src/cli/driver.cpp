@@ -149,11 +149,13 @@ private:
     return std::nullopt;
   }
 
+  bool waiting() const { return m_contender.phase() == core::Contender::Phase::contending; }
+
   void maybe_watch() {
     auto at = watch_at();
     if (!at || process::boottime_ms() < *at) return;
     m_watching = true;
-    m_notify_fd = m_backend.watch(m_config.mutex);
+    m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, waiting());
     // A release may have happened before the watch: look once now.
     if (m_notify_fd >= 0) feed(m_contender.on_notify(process::boottime_ms()));
   }
@@ -161,7 +163,8 @@ private:
   void poll_once() {
     maybe_watch();
     if (m_exit_code) return;
-    if (m_watching) m_notify_fd = m_backend.watch(m_config.mutex); // may have been set up again
+    // may have been set up again, or the role changed (waiter / owner)
+    if (m_watching) m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, waiting());
     pollfd fds[2] = {{m_signals.fd(), POLLIN, 0}, {m_notify_fd, POLLIN, 0}};
     int nfds = m_notify_fd >= 0 ? 2 : 1;
     int timeout = -1;

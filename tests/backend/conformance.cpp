@@ -390,7 +390,7 @@ TEST_CASE("wake-up: a release by another process wakes the watcher") {
   require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
 
   auto watcher = open_test_backend();
-  int fd = watcher->watch(m);
+  int fd = watcher->watch(m, "W", true);
   if (fd < 0) {
     MESSAGE("backend has no wake-up channel; skipped");
     return;
@@ -427,7 +427,7 @@ TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
   require_ok(owner->acquire(theirs, "A", 10000, 1000, k_timeout));
 
   auto watcher = open_test_backend();
-  int fd = watcher->watch(mine);
+  int fd = watcher->watch(mine, "W", true);
   if (fd < 0) {
     MESSAGE("backend has no wake-up channel; skipped");
     return;
@@ -444,7 +444,12 @@ TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
   require_ok(owner->release(mine, "B", k_timeout));
   CHECK_FALSE(wait_for_wakeup(*watcher, fd, 100));
 
-  require_ok(owner->release(mine, "A", k_timeout));
+  // The owner's release, from another process (one contender per process).
+  status = run_in_child([&] {
+    auto b = open_test_backend();
+    return b->release(mine, "A", k_timeout).changed;
+  });
+  REQUIRE(status == 0);
   CHECK(wait_for_wakeup(*watcher, fd, 1000));
 }
 
@@ -555,4 +560,63 @@ int main(int argc, char** argv) {
   doctest::Context ctx;
   ctx.applyCommandLine(argc, argv);
   return ctx.run();
+}
+
+TEST_CASE("wake-up: a release wakes only the first live waiter, in the order they queued") {
+  auto owner = open_test_backend();
+  auto m = unique_mutex("queue");
+  require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+
+  // Waiters in processes of their own, queued one after the other. The
+  // first dies without leaving the queue (kill -9): it must be skipped.
+  constexpr int k_waiters = 4;
+  int ready[2], report[2];
+  REQUIRE(pipe(ready) == 0);
+  REQUIRE(pipe(report) == 0);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < k_waiters; ++i) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      auto b = open_test_backend();
+      int fd = b->watch(m, "W" + std::to_string(i), true);
+      char c = fd >= 0 ? 'y' : 'n';
+      if (write(ready[1], &c, 1) != 1) _exit(3);
+      if (i == 0) _exit(0); // dies queued: no destructor, no leaving
+      bool woken = fd >= 0 && wait_for_wakeup(*b, fd, 1500);
+      char r = woken ? char('0' + i) : '-';
+      if (write(report[1], &r, 1) != 1) _exit(3);
+      _exit(0);
+    }
+    pids.push_back(pid);
+    char c = 0;
+    REQUIRE(read(ready[0], &c, 1) == 1);
+    if (c == 'n') {
+      MESSAGE("backend has no wake-up channel; skipped");
+      for (pid_t p : pids) kill(p, SIGKILL);
+      for (pid_t p : pids) waitpid(p, nullptr, 0);
+      return;
+    }
+    sleep_ms(20); // a clear order
+  }
+  waitpid(pids[0], nullptr, 0);
+  // The release, from a process other than the waiters'.
+  int status = run_in_child([&] {
+    auto b = open_test_backend();
+    return b->release(m, "A", k_timeout).changed;
+  });
+  REQUIRE(status == 0);
+  std::string woken;
+  for (int i = 1; i < k_waiters; ++i) {
+    char r = 0;
+    REQUIRE(read(report[0], &r, 1) == 1);
+    if (r != '-') woken += r;
+  }
+  for (pid_t p : pids) waitpid(p, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  close(report[0]);
+  close(report[1]);
+  // Exactly one waiter woke, the first one alive: W1.
+  CHECK(woken == "1");
 }

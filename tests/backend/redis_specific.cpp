@@ -381,7 +381,7 @@ TEST_CASE("redis: passwords — wrong one refused (69), never shown; URI or SIMB
     CHECK(b->describe() == "redis://" + base);
     auto m = unique_mutex("pw");
     require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
-    CHECK(b->watch(m) >= 0); // the subscription authenticates too
+    CHECK(b->watch(m, "W", true) >= 0); // the subscription authenticates too
     require_ok(b->release(m, "A", k_timeout));
   }
   {
@@ -547,18 +547,18 @@ TEST_CASE("redis: the subscription breaks with the server, wakes the waiter, and
   auto watcher = open_backend(server.uri());
   auto m = unique_mutex("resubscribe");
   require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
-  int fd = watcher->watch(m);
+  int fd = watcher->watch(m, "W", true);
   REQUIRE(fd >= 0);
-  CHECK(watcher->watch(m) == fd); // idempotent
+  CHECK(watcher->watch(m, "W", true) == fd); // idempotent
 
   server.restart();
   CHECK(wait_for_wakeup(*watcher, fd, 2000)); // a release may have been missed
-  CHECK(watcher->watch(m) == -1);             // not again at once
+  CHECK(watcher->watch(m, "W", true) == -1);             // not again at once
   int64_t t0 = mono_ms();
   int again = -1;
   while (again < 0 && mono_ms() - t0 < 3000) {
     sleep_ms(50);
-    again = watcher->watch(m);
+    again = watcher->watch(m, "W", true);
   }
   REQUIRE(again >= 0);
   CHECK(mono_ms() - t0 >= 800);
@@ -576,7 +576,7 @@ TEST_CASE("redis+unix: a Unix socket URI works") {
   auto m = unique_mutex("unix");
   Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
   CHECK(a.changed);
-  int fd = b->watch(m);
+  int fd = b->watch(m, "W", true);
   CHECK(fd >= 0);
   auto tcp = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "/2?prefix=ux:");
   Reply seen = require_ok(tcp->get(m, k_timeout));

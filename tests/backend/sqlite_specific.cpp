@@ -127,6 +127,7 @@ TEST_CASE("sqlite: a fresh path gets directories 0700 and a file 0600") {
   auto r = b->acquire("m", "A", 1000, 1000, k_timeout);
   REQUIRE(r.ok());
   REQUIRE(b->release("m", "A", k_timeout).changed);
+  REQUIRE(b->watch("m", "W", true) >= 0); // a waiter makes the notify directory
   CHECK(mode_of(db + ".notify") == 0700);
 
   // An existing directory and file keep their modes.

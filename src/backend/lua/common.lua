@@ -62,7 +62,22 @@ local function renew(hash, l, now, ttl, transition)
   redis.call('PEXPIREAT', hash, int(l.transition_at))
 end
 
--- Tells the waiters (and a revoked owner) on the mutex's channel.
+-- Tells a revoked owner (and whoever listens) on the mutex's channel.
 local function notify(hash)
   redis.call('PUBLISH', hash .. ':released', '1')
+end
+
+-- The waiters' queue: <hash>:waiters, a sorted set of contender ids scored
+-- by the server's time when they queued. A release wakes only the first
+-- waiter that still listens on its own channel <hash>:wake:<contender>
+-- (PUBLISH counts the listeners); the dead ones are dropped on the way. One
+-- waiter per release: no thundering herd.
+local function wake_first_waiter(hash)
+  local queue = hash .. ':waiters'
+  for _ = 1, 32 do
+    local first = redis.call('ZRANGE', queue, 0, 0)
+    if #first == 0 then return end
+    if redis.call('PUBLISH', hash .. ':wake:' .. first[1], '1') > 0 then return end
+    redis.call('ZREM', queue, first[1])
+  end
 end

@@ -7,7 +7,7 @@ if not valid(l, now) or l.owner ~= ARGV[1] then
   return reply(now, false, l)
 end
 redis.call('DEL', KEYS[1])
-notify(KEYS[1])
+wake_first_waiter(KEYS[1])
 l.owner = ''
 l.ttl_at = math.min(l.ttl_at, now)
 l.transition_at = now
