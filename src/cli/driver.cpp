@@ -6,6 +6,7 @@
 #include "process/signals.hpp"
 #include "process/watchdog.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -70,6 +71,7 @@ public:
     feed(m_contender.start(process::boottime_ms()));
     while (!m_exit_code) poll_once();
     m_watchdog.stop();
+    report_calls();
     return *m_exit_code;
   }
 
@@ -104,7 +106,21 @@ private:
     return {};
   }
 
+  // SIMBA_CALL_COUNT_FILE (diagnostics, used by scripts/bench): at exit,
+  // append "<pid> <backend calls>" to that file.
+  void report_calls() const {
+    const char* path = getenv("SIMBA_CALL_COUNT_FILE");
+    if (!path || !*path) return;
+    std::string line = std::to_string(getpid()) + " " + std::to_string(m_calls) + "\n";
+    int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    ssize_t ignored = ::write(fd, line.data(), line.size());
+    (void)ignored;
+    ::close(fd);
+  }
+
   core::CallResult call(const core::Action& a) {
+    ++m_calls;
     const std::string& mutex = m_config.mutex;
     const std::string& id = m_config.contender_id;
     switch (a.op) {
@@ -242,6 +258,7 @@ private:
   std::optional<int> m_exit_code;
   int m_notify_fd = -1;
   bool m_watching = false;
+  uint64_t m_calls = 0; // backend calls (lease operations)
   int64_t m_started_at = 0;
 };
 
