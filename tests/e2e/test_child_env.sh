@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
+# backends: sqlite redis
 # CMD gets the lease in its environment (DESIGN §6): SIMBA_MUTEX,
 # SIMBA_CONTENDER_ID, SIMBA_FENCING_TOKEN, SIMBA_ACQUIRED_AT, SIMBA_TTL_MS,
 # SIMBA_TRANSITION_MS; stale values inherited from simba's own environment are

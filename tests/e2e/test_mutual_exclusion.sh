@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
+# backends: sqlite redis
 # Mutual exclusion: 4 shells run 20 critical sections each through
-# `simba run --mutex m`; no two sections ever overlap, and all 80 run.
+# `simba run --mutex m`; no two sections ever overlap, all 80 run, and the
+# fencing tokens of the sections strictly increase.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 log=$T/log
 # Short ttl/transition: if a release notification were lost, the timed
 # wake-up still comes within seconds, so the test stays bounded.
-section='echo "start $$" >>"$0"; sleep 0.05; echo "end $$" >>"$0"'
+section='echo "start $$ $SIMBA_FENCING_TOKEN" >>"$0"; sleep 0.05; echo "end $$" >>"$0"'
 loop() {
   local i rc
   for ((i = 0; i < 20; i++)); do
@@ -33,7 +35,8 @@ for p in "${pids[@]}"; do wait "$p"; done
 awk '
   $1 == "start" {
     if (open != "") { printf "line %d: start %s while %s is inside\n", NR, $2, open; bad = 1; exit }
-    open = $2; starts++; next
+    if ($3 + 0 <= last + 0) { printf "line %d: token %s after %s\n", NR, $3, last; bad = 1; exit }
+    open = $2; last = $3; starts++; next
   }
   $1 == "end" {
     if (open != $2) { printf "line %d: end %s but the open section is [%s]\n", NR, $2, open; bad = 1; exit }
