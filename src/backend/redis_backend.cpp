@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <poll.h>
 #include <set>
 #include <sys/socket.h>
@@ -75,6 +76,10 @@ struct Endpoint {
   long db = 0;
   std::string prefix = k_default_prefix;
   int64_t timeout_ms = k_default_timeout_ms;
+  // No new lease while the server has been up for less than a lease: it may
+  // have lost a running one (lua/acquire.lua). Off only for a server that
+  // cannot lose data, or for tests that restart their own.
+  bool quarantine = true;
 };
 
 [[noreturn]] void bad_uri(const std::string& shown, const std::string& why) {
@@ -163,8 +168,11 @@ void parse_query(const std::string& query, Endpoint& e, bool& db_given, const st
       if (db_given && db != e.db) bad_uri(shown, "two different databases");
       e.db = db;
       db_given = true;
+    } else if (name == "quarantine") {
+      if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
+      e.quarantine = value == "on";
     } else {
-      bad_uri(shown, "unknown parameter '" + name + "' (known: prefix, timeout, db)");
+      bad_uri(shown, "unknown parameter '" + name + "' (known: prefix, timeout, db, quarantine)");
     }
   }
 }
@@ -296,6 +304,9 @@ public:
     // bounded by polling against their deadline; the socket timeouts are a
     // backstop for anything that would block anyway.
     redisSetTimeout(c, to_timeval(e.timeout_ms));
+    // hiredis does not set close-on-exec: CMD must not inherit the sockets
+    // (a leftover holding the subscription would count as a listener).
+    fcntl(c->fd, F_SETFD, FD_CLOEXEC);
     m_ctx = std::move(ctx);
     return "";
   }
@@ -491,6 +502,7 @@ public:
     m_describe = m_ep.unix_socket
                      ? "redis+unix://" + user + m_ep.path + "?db=" + std::to_string(m_ep.db) + "&" + prefix
                      : "redis://" + user + m_where + "/" + std::to_string(m_ep.db) + "?" + prefix;
+    if (!m_ep.quarantine) m_describe += "&quarantine=off";
   }
 
   // Connects and checks that a Redis answers (and accepts the password)
@@ -505,7 +517,9 @@ public:
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
     return run(lua::k_acquire, mutex,
-               {contender, std::to_string(ttl_ms), std::to_string(transition_ms)}, timeout_ms);
+               {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                m_ep.quarantine ? "1" : "0"},
+               timeout_ms);
   }
 
   Reply guard(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
@@ -644,11 +658,12 @@ public:
     if (!connect(m_sub, deadline, false, false).empty()) return false;
     if (!m_sub.send_only({{"SUBSCRIBE", m_channel, m_wake_channel}}, deadline).empty()) return false;
     // Wait for the confirmations, so that a release right after this call is
-    // not missed; late ones are left to drain_wakeups().
+    // not missed.
     for (int i = 0; i < 2; ++i) {
       ReplyPtr r;
       std::string err = m_sub.read_reply(deadline, r);
-      if (err == k_timed_out) return true;
+      // Unconfirmed, a release could find nobody listening and drop us from
+      // the queue: try again later (the timed wake-up covers the meantime).
       if (!err.empty() || is_error(r.get()) || !is_subscribed(r.get())) {
         m_sub.close();
         return false;

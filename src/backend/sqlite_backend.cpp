@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -566,15 +567,20 @@ private:
     snprintf(name, sizeof name, "%s.w.%020lld.%ld", m_watch_name.c_str(),
              (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, long(getpid()));
     std::string path = m_notify_dir + "/" + name;
-    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0600);
+    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0) return; // best effort: the timed wake-up remains
-    close(fd);
+    // Held while we wait: the kernel drops it the instant we die, which is
+    // how a releaser tells a live waiter from a dead one (a pid may be reused).
+    flock(fd, LOCK_EX);
+    m_waiter_fd = fd;
     m_waiter_file = name;
   }
 
   void leave_queue() {
     if (m_waiter_file.empty()) return;
     unlink((m_notify_dir + "/" + m_waiter_file).c_str());
+    close(m_waiter_fd);
+    m_waiter_fd = -1;
     m_waiter_file.clear();
   }
 
@@ -594,12 +600,14 @@ private:
     for (const std::string& w : waiters) {
       long pid = std::strtol(w.c_str() + w.rfind('.') + 1, nullptr, 10);
       std::string path = m_notify_dir + "/" + w;
-      if (pid <= 0 || pid == long(getpid())) continue;
-      if (kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
-        unlink(path.c_str());
-        continue;
-      }
-      // IN_ATTRIB: that waiter tries now. ENOENT: it just left the queue.
+      if (pid == long(getpid())) continue;
+      int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+      if (fd < 0) continue; // it just left the queue
+      bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0; // a live waiter holds it
+      if (dead) unlink(path.c_str());
+      close(fd);
+      if (dead) continue;
+      // IN_ATTRIB: that waiter tries now.
       if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return;
     }
   }
@@ -623,6 +631,7 @@ private:
   int m_watch_fd = -1;
   std::string m_watch_name;
   std::string m_waiter_file; // our place in the queue, when waiting
+  int m_waiter_fd = -1;      // its flock says we are alive
 };
 
 } // namespace

@@ -68,11 +68,35 @@ public:
     : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log) {}
 
   int run() {
-    feed(m_contender.start(process::boottime_ms()));
-    while (!m_exit_code) poll_once();
+    try {
+      feed(m_contender.start(process::boottime_ms()));
+      while (!m_exit_code) poll_once();
+    } catch (...) {
+      emergency_stop();
+      throw;
+    }
     m_watchdog.stop();
     report_calls();
     return *m_exit_code;
+  }
+
+  // simba cannot go on (fork failed, out of memory...): nothing may outlive
+  // it under a lease nobody guards. Kill CMD and everything it started, wait
+  // for them briefly, release (best effort), then let the error through.
+  void emergency_stop() noexcept {
+    try {
+      if (m_started) {
+        m_child.signal_all(SIGKILL, m_watchdog.pid());
+        int64_t until = process::boottime_ms() + 2000;
+        process::ExitStatus ignored;
+        while (m_child.descendants_alive(m_watchdog.pid()) && process::boottime_ms() < until) {
+          m_child.reap(ignored, m_watchdog.pid());
+          ::poll(nullptr, 0, 10);
+        }
+      }
+      m_backend.release(m_config.mutex, m_config.contender_id, 1000);
+    } catch (...) {
+    }
   }
 
 private:
@@ -89,7 +113,10 @@ private:
   core::Actions execute(const core::Action& a) {
     using K = core::Action::Kind;
     switch (a.kind) {
-    case K::call: return m_contender.on_reply(process::boottime_ms(), call(a));
+    case K::call: {
+      core::CallResult r = call(a); // `now` is when the reply came, not the send time
+      return m_contender.on_reply(process::boottime_ms(), r);
+    }
     case K::start_child: return start_child(a);
     case K::set_deadline:
       m_watchdog.set_deadline(a.deadline);
@@ -135,18 +162,25 @@ private:
   }
 
   core::Actions start_child(const core::Action& a) {
-    m_watchdog.stop(); // lead, schedule: the previous run's, if any
+    // The watchdog first: were simba stopped right after the spawn, CMD
+    // would otherwise run with nothing to stop it at the deadline.
+    m_watchdog.start(0, a.deadline);
     m_child_exited = false;
     try {
       m_child.spawn(m_command.path, m_command.argv, child_env(m_command, m_config, a.lease),
-                    m_signals.original_mask());
+                    m_signals.original_mask(), a.deadline - m_config.kill_after_ms);
+    } catch (const process::Child::TooLate&) {
+      m_watchdog.stop();
+      // Counts as a CMD that ended past its kill point: the lease is lost.
+      return m_contender.on_child_exit(process::boottime_ms(), 128 + SIGKILL, false);
     } catch (const Error& e) {
+      m_watchdog.stop();
       m_log.warning(e.what());
       return m_contender.on_child_exit(process::boottime_ms(), e.code(), false);
     }
+    m_watchdog.set_group(m_child.pgid());
     m_started = true;
     m_started_at = process::boottime_ms();
-    m_watchdog.start(m_child.pgid(), a.deadline);
     return {};
   }
 

@@ -129,6 +129,11 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
     // It may have been applied: never start CMD on it. Acquire again — for
     // the owner that is a renewal — and learn the truth.
     m_maybe_owner = true;
+    if (m_config.no_wait && ++m_unknown_replies > 1) {
+      // --no-wait does not wait on a backend that does not answer either.
+      return release_then_exit(now, exit_code::k_unavailable,
+                               {log_action(2, "backend unavailable: " + r.error)});
+    }
     return retry_acquire_later(now, 0, {log_action(2, "acquire: no answer in time (" + r.error + "); asking again")});
   }
   if (r.status == CallResult::Status::failed) {
@@ -178,7 +183,9 @@ Actions Contender::on_owned(int64_t now, Actions acts) {
     m_rate_origin = now + m_config.initial_delay_ms;
     m_next_start_at = m_rate_origin;
     if (m_config.initial_delay_ms > 0) return acts;
-    m_next_start_at = next_tick(now);
+    // fixed-rate: the next tick; fixed-delay: set when this run is over
+    m_next_start_at.reset();
+    if (m_config.fixed_rate) m_next_start_at = next_tick(now);
   }
   return start_cmd(now, std::move(acts));
 }

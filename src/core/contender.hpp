@@ -171,8 +171,9 @@ private:
   std::optional<int64_t> m_next_start_at; // lead: restart; schedule: next run
   int64_t m_rate_origin = 0;              // schedule fixed-rate: first tick
   int m_runs = 0;
-  bool m_shutdown = false;
-  bool m_announced_wait = false; // a TERM/INT/HUP/QUIT asked simba to stop
+  bool m_shutdown = false;      // a TERM/INT/HUP/QUIT asked simba to stop
+  int m_unknown_replies = 0;    // indeterminate acquire replies (--no-wait gives up)
+  bool m_announced_wait = false; // the waiting notice was given
   bool m_holding = false; // --min-hold: CMD is done, the lease is kept until acquired_at + D
 };
 

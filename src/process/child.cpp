@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "process/clock.hpp"
 #include "process/proc_tree.hpp"
 
 namespace simba::process {
@@ -46,6 +47,7 @@ struct SpawnArgs {
   const sigset_t* mask;
   pid_t parent;
   int tty;
+  int64_t not_after_ms;    // CLOCK_BOOTTIME: too late to start CMD from then on
   volatile int exec_errno; // written by the child when execve fails
 };
 
@@ -60,6 +62,12 @@ int child_main(void* raw) {
   // disposition of its own is the ignored SIGPIPE. Other ignored signals
   // (nohup) stay so, as with any exec.
   signal(SIGPIPE, SIG_DFL);
+  // simba may have been stopped between the lease's reply and here: a CMD
+  // that would start past its kill point does not start at all.
+  if (boottime_ms() >= a->not_after_ms) {
+    a->exec_errno = ETIME;
+    _exit(127);
+  }
   sigprocmask(SIG_SETMASK, a->mask, nullptr);
   execve(a->path, a->argv, a->envp);
   a->exec_errno = errno ? errno : ENOEXEC;
@@ -125,7 +133,8 @@ Child::~Child() {
 }
 
 void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
-                  const std::vector<std::string>& env, const sigset_t& signal_mask) {
+                  const std::vector<std::string>& env, const sigset_t& signal_mask,
+                  int64_t not_after_ms) {
   std::vector<char*> argv_ptrs;
   argv_ptrs.reserve(argv.size() + 1);
   for (const std::string& s : argv) argv_ptrs.push_back(const_cast<char*>(s.c_str()));
@@ -138,7 +147,8 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
   // Only hand over a terminal we still hold: after Ctrl-Z and `bg` while
   // waiting for the mutex, the shell owns it again.
   if (m_tty >= 0 && tcgetpgrp(m_tty) != getpgrp()) m_tty = -1;
-  SpawnArgs args{path.c_str(), argv_ptrs.data(), env_ptrs.data(), &signal_mask, getpid(), m_tty, 0};
+  SpawnArgs args{path.c_str(), argv_ptrs.data(), env_ptrs.data(), &signal_mask, getpid(), m_tty,
+                 not_after_ms, 0};
   std::unique_ptr<char[]> stack(new char[k_child_stack_size]);
   // Stacks grow down on every Linux target we build for; keep it 16-aligned.
   auto top = reinterpret_cast<uintptr_t>(stack.get() + k_child_stack_size) & ~uintptr_t(15);
@@ -162,6 +172,7 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
     }
     if (m_tty >= 0) set_foreground(m_tty, getpgrp());
     int err = args.exec_errno;
+    if (err == ETIME) throw TooLate();
     throw Error(exec_errno_code(err), "cannot execute " + path + ": " + std::strerror(err));
   }
   // The child did this already; repeating it closes no race but is harmless

@@ -4,6 +4,7 @@
 // has the terminal (DESIGN §7).
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,9 +31,12 @@ public:
 
   // Starts `path` with `argv` and the environment `env` ("K=V" strings) in a
   // new process group. `signal_mask` is restored in the child. Throws
-  // simba::Error 126/127 if exec fails.
+  // simba::Error 126/127 if exec fails, and TooLate (nothing started) when
+  // the child finds CLOCK_BOOTTIME at or past `not_after_ms` just before exec.
+  struct TooLate {};
   void spawn(const std::string& path, const std::vector<std::string>& argv,
-             const std::vector<std::string>& env, const sigset_t& signal_mask);
+             const std::vector<std::string>& env, const sigset_t& signal_mask,
+             int64_t not_after_ms = INT64_MAX);
 
   pid_t pid() const { return m_pid; }
   pid_t pgid() const { return m_pid; }

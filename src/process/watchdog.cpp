@@ -110,6 +110,10 @@ bool arm(int tfd, int64_t deadline_ms) {
         }
         if (r != sizeof msg) continue;
         if (msg == k_disarm) _exit(0);
+        if (msg < k_disarm) { // CMD's process group, once it exists
+          pgid = pid_t(-msg - 2);
+          continue;
+        }
         deadline_ms = msg;
         if (have_timer) have_timer = arm(tfd, deadline_ms);
       }
@@ -127,7 +131,12 @@ bool arm(int tfd, int64_t deadline_ms) {
 
 } // namespace
 
-Watchdog::~Watchdog() { stop(); }
+// Without an explicit stop() (an exception unwinding through the
+// supervisor) the watchdog is not disarmed: it sees the channel close and
+// kills CMD's group, as when the supervisor dies.
+Watchdog::~Watchdog() {
+  if (m_fd >= 0) close(m_fd);
+}
 
 void Watchdog::start(pid_t pgid, int64_t deadline_ms) {
   stop();
@@ -153,6 +162,10 @@ void Watchdog::start(pid_t pgid, int64_t deadline_ms) {
   setpgid(pid, pid); // same as the child's own call; whichever runs first
   m_fd = fds[1];
   m_pid = pid;
+}
+
+void Watchdog::set_group(pid_t pgid) {
+  if (pgid > 1) set_deadline(-int64_t(pgid) - 2); // see watchdog_main
 }
 
 void Watchdog::set_deadline(int64_t deadline_ms) {

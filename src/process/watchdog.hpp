@@ -15,13 +15,16 @@ namespace simba::process {
 class Watchdog {
 public:
   Watchdog() = default;
-  ~Watchdog(); // stop()
+  ~Watchdog(); // closes the channel: the watchdog then kills CMD's group
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // Forks the watchdog for process group `pgid`, armed at `deadline_ms`
-  // (CLOCK_BOOTTIME milliseconds).
+  // Forks the watchdog for process group `pgid` (0: not known yet, see
+  // set_group), armed at `deadline_ms` (CLOCK_BOOTTIME milliseconds). At the
+  // deadline it kills every descendant of the supervisor, group or not.
   void start(pid_t pgid, int64_t deadline_ms);
+  // Tells the watchdog CMD's process group (killed when the supervisor dies).
+  void set_group(pid_t pgid);
   // Moves the deadline (forward after a renewal, or earlier).
   void set_deadline(int64_t deadline_ms);
   // Disarms the watchdog (CMD and what it left are gone); it exits on its own

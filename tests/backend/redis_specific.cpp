@@ -194,7 +194,10 @@ public:
   int port() const { return m_port; }
   std::string socket_path() const { return m_dir + "/redis.sock"; }
   std::string uri(const std::string& prefix = "t:") const {
-    return "redis://127.0.0.1:" + std::to_string(m_port) + "/0?prefix=" + prefix + "&timeout=1s";
+    // quarantine=off: these tests acquire right after (re)starting their own
+    // server; the quarantine has a test of its own.
+    return "redis://127.0.0.1:" + std::to_string(m_port) + "/0?prefix=" + prefix +
+           "&timeout=1s&quarantine=off";
   }
 
   // Kills the server (SIGKILL: nothing is saved anyway) and starts a fresh
@@ -362,7 +365,7 @@ TEST_CASE("redis: passwords — wrong one refused (69), never shown; URI or SIMB
   SKIP_UNLESS_REDIS();
   OwnRedis server({"--requirepass", "right-pw-42"});
   server.set_password("right-pw-42");
-  std::string base = "127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=pw:";
+  std::string base = "127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=pw:&quarantine=off";
   ScopedEnv no_password("SIMBA_REDIS_PASSWORD", nullptr);
 
   std::string wrong = error_of<simba::UnavailableError>(
@@ -411,7 +414,7 @@ TEST_CASE("redis: key layout — hash tag, PEXPIREAT transition_at, a fence that
   SKIP_UNLESS_REDIS();
   OwnRedis server;
   auto b = open_backend(server.uri("lay:"));
-  CHECK(b->describe() == "redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=lay:");
+  CHECK(b->describe() == "redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=lay:&quarantine=off");
   Reply a = require_ok(b->acquire("ci/deploy", "A", 5000, 2000, k_timeout));
   ReplyPtr h = server.command({"HGET", "lay:{ci/deploy}", "owner"});
   REQUIRE(h->type == REDIS_REPLY_STRING);
@@ -570,7 +573,7 @@ TEST_CASE("redis: the subscription breaks with the server, wakes the waiter, and
 TEST_CASE("redis+unix: a Unix socket URI works") {
   SKIP_UNLESS_REDIS();
   OwnRedis server;
-  std::string uri = "redis+unix://" + server.socket_path() + "?db=2&prefix=ux:";
+  std::string uri = "redis+unix://" + server.socket_path() + "?db=2&prefix=ux:&quarantine=off";
   auto b = open_backend(uri);
   CHECK(b->describe() == uri);
   auto m = unique_mutex("unix");
@@ -585,4 +588,39 @@ TEST_CASE("redis+unix: a Unix socket URI works") {
   CHECK(wait_for_wakeup(*b, fd, 1000));
   auto db0 = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=ux:");
   CHECK(require_ok(db0->get(m, k_timeout)).observed.lease.fencing_token == 0);
+}
+
+TEST_CASE("redis: a server that started less than a lease ago grants no new lease (it may have lost one)") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server;
+  std::string uri = "redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=q:&timeout=1s";
+  auto owner = open_backend(uri);
+  auto m = unique_mutex("quarantine");
+  // Wait out the first quarantine: a lease of 1 s + 1 s needs 3 s of uptime.
+  Reply a;
+  for (int i = 0; i < 100; ++i) {
+    a = require_ok(owner->acquire(m, "A", 1000, 1000, k_timeout));
+    if (a.changed) break;
+    sleep_ms(100);
+  }
+  REQUIRE(a.changed);
+
+  // The server restarts and forgets the lease; A's CMD may run until A's
+  // deadline. B must not get a lease before that.
+  server.restart();
+  auto b = open_backend(uri);
+  Reply early = require_ok(b->acquire(m, "B", 1000, 1000, k_timeout));
+  CHECK_FALSE(early.changed);
+  CHECK(early.observed.lease.revoked_at(early.observed.now)); // shown as revoked ...
+  int64_t wait = early.observed.lease.transition_at - early.observed.now;
+  CHECK(wait >= 1000);                                       // ... for a lease's time
+  CHECK(wait <= 3100);
+  // A's guard sees that its lease is gone.
+  Reply g = require_ok(owner->guard(m, "A", 1000, 1000, k_timeout));
+  CHECK_FALSE(g.observed.lease.owned_by("A", g.observed.now));
+  // Then B gets it, with a larger token.
+  sleep_ms(int(wait) + 1100);
+  Reply later = require_ok(b->acquire(m, "B", 1000, 1000, k_timeout));
+  CHECK(later.changed);
+  CHECK(later.observed.lease.fencing_token > a.observed.lease.fencing_token);
 }

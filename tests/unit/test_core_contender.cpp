@@ -373,3 +373,28 @@ TEST_SUITE("core::Contender") {
     CHECK(h.backend.acquire("m", "waiter", 10000, 2000).changed);
   }
 }
+
+TEST_SUITE("core::Contender") {
+  TEST_CASE("--no-wait does not wait on a backend that does not answer: one more try, then 69") {
+    Harness h;
+    ContenderConfig cfg = config("me");
+    cfg.no_wait = true;
+    Contender c = make(cfg);
+    Actions a = c.start(h.local);
+    CallResult lost;
+    lost.status = CallResult::Status::indeterminate;
+    lost.error = "timeout";
+    a = c.on_reply(h.local, lost);
+    CHECK(!find(a, K::exit));
+    h.advance(1);
+    a = c.on_timer(h.local);
+    REQUIRE(find(a, K::call));
+    a = c.on_reply(h.local + 2000, lost);
+    // the acquire may have been applied: release (best effort), then exit 69
+    REQUIRE(find(a, K::call));
+    CHECK(find(a, K::call)->op == Op::release);
+    a = c.on_reply(h.local + 2000, lost);
+    REQUIRE(find(a, K::exit));
+    CHECK(find(a, K::exit)->code == 69);
+  }
+}

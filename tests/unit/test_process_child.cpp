@@ -341,3 +341,24 @@ TEST_SUITE("process::Child") {
     waitpid(helper, nullptr, 0);
   }
 }
+
+TEST_SUITE("process::Child") {
+  TEST_CASE("a CMD that would start past its kill point does not start") {
+    Child c;
+    std::string marker = "/tmp/simba-toolate-" + std::to_string(getpid());
+    unlink(marker.c_str());
+    CHECK_THROWS_AS(c.spawn("/bin/sh", {"sh", "-c", "touch " + marker}, base_env(),
+                            current_mask(), boottime_ms() - 1),
+                    Child::TooLate);
+    CHECK_FALSE(c.descendants_alive());
+    CHECK(access(marker.c_str(), F_OK) != 0);
+    // In time: it starts.
+    c.spawn("/bin/sh", {"sh", "-c", "touch " + marker}, base_env(), current_mask(),
+            boottime_ms() + 10000);
+    ExitStatus st;
+    for (int i = 0; i < 300 && !c.reap(st); ++i) usleep(10000);
+    CHECK(st.code == 0);
+    CHECK(access(marker.c_str(), F_OK) == 0);
+    unlink(marker.c_str());
+  }
+}

@@ -7,6 +7,8 @@ if not valid(l, now) or l.owner ~= ARGV[1] then
   return reply(now, false, l)
 end
 redis.call('DEL', KEYS[1])
+-- the releaser is no waiter (should its dequeue have failed)
+redis.call('ZREM', KEYS[1] .. ':waiters', ARGV[1])
 wake_first_waiter(KEYS[1])
 l.owner = ''
 l.ttl_at = math.min(l.ttl_at, now)
