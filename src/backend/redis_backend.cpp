@@ -516,10 +516,13 @@ public:
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
-    return run(lua::k_acquire, mutex,
-               {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
-                m_ep.quarantine ? "1" : "0"},
-               timeout_ms);
+    Reply r = run(lua::k_acquire, mutex,
+                  {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                   m_ep.quarantine ? "1" : "0"},
+                  timeout_ms);
+    // The script took the new owner out of the queue: no dequeue call.
+    if (r.ok() && r.changed && mutex == m_queued && contender == m_queued_as) m_queued.clear();
+    return r;
   }
 
   Reply guard(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
