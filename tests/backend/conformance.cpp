@@ -28,10 +28,9 @@ using simba::core::Window;
 using simba::test::k_timeout;
 using simba::test::open_test_backend;
 using simba::test::unique_mutex;
+using namespace simba::test;
 
 namespace {
-
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 int64_t monotonic_ns() {
   timespec ts;
@@ -39,49 +38,15 @@ int64_t monotonic_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-Reply require_ok(Reply r) {
-  REQUIRE_MESSAGE(r.ok(), "backend error: " << r.error);
-  return r;
-}
+
+
 
 bool same_lease(const Lease& a, const Lease& b) {
   return a.owner_id == b.owner_id && a.acquired_at == b.acquired_at && a.ttl_at == b.ttl_at &&
          a.transition_at == b.transition_at && a.fencing_token == b.fencing_token;
 }
 
-// Runs `body` in a forked child (which opens its own backend) and returns
-// its exit status: 0 when body returned true.
-int run_in_child(const std::function<bool()>& body) {
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    bool ok = false;
-    try {
-      ok = body();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "child: %s\n", e.what());
-    }
-    _exit(ok ? 0 : 1);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
-// Waits up to `ms` for a wake-up on `fd` that drain_wakeups() says is ours.
-bool wait_for_wakeup(Backend& b, int fd, int ms) {
-  int64_t deadline = monotonic_ns() + int64_t(ms) * 1000000;
-  for (;;) {
-    int64_t left = (deadline - monotonic_ns()) / 1000000;
-    if (left <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    int n = poll(&p, 1, static_cast<int>(left));
-    if (n < 0 && errno == EINTR) continue;
-    if (n > 0 && b.drain_wakeups()) return true;
-  }
-}
 
 } // namespace
 

@@ -38,6 +38,7 @@ using simba::backend::open_backend;
 using simba::backend::Reply;
 using simba::test::k_timeout;
 using simba::test::unique_mutex;
+using namespace simba::test;
 
 namespace {
 
@@ -49,34 +50,8 @@ bool backend_is_redis() { return simba::test::backend_uri().rfind("redis", 0) ==
     return;                                                                                        \
   }
 
-int64_t mono_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
 
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-struct ScopedEnv {
-  std::string name;
-  bool had;
-  std::string old;
-  ScopedEnv(const std::string& n, const char* value) : name(n) {
-    const char* o = std::getenv(n.c_str());
-    had = o != nullptr;
-    if (o) old = o;
-    if (value)
-      setenv(n.c_str(), value, 1);
-    else
-      unsetenv(n.c_str());
-  }
-  ~ScopedEnv() {
-    if (had)
-      setenv(name.c_str(), old.c_str(), 1);
-    else
-      unsetenv(name.c_str());
-  }
-};
 
 // The message of the simba::Error of type E that `f` throws, or "" if none.
 template <typename E, typename F> std::string error_of(F f) {
@@ -289,22 +264,7 @@ private:
   pid_t m_pid = -1;
 };
 
-Reply require_ok(Reply r) {
-  REQUIRE_MESSAGE(r.ok(), "backend error: " << r.error);
-  return r;
-}
 
-bool wait_for_wakeup(Backend& b, int fd, int ms) {
-  int64_t deadline = mono_ms() + ms;
-  for (;;) {
-    int64_t left = deadline - mono_ms();
-    if (left <= 0) return false;
-    pollfd p{fd, POLLIN, 0};
-    int n = poll(&p, 1, static_cast<int>(left));
-    if (n < 0 && errno == EINTR) continue;
-    if (n > 0 && b.drain_wakeups()) return true;
-  }
-}
 
 } // namespace
 

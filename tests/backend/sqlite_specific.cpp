@@ -21,6 +21,7 @@
 
 using simba::backend::open_backend;
 using simba::test::k_timeout;
+using namespace simba::test;
 
 namespace {
 
@@ -40,27 +41,6 @@ struct TempDir {
   }
 };
 
-// Sets an environment variable for one scope, then restores it.
-struct ScopedEnv {
-  std::string name;
-  bool had;
-  std::string old;
-  ScopedEnv(const std::string& n, const char* value) : name(n) {
-    const char* o = std::getenv(n.c_str());
-    had = o != nullptr;
-    if (o) old = o;
-    if (value)
-      setenv(n.c_str(), value, 1);
-    else
-      unsetenv(n.c_str());
-  }
-  ~ScopedEnv() {
-    if (had)
-      setenv(name.c_str(), old.c_str(), 1);
-    else
-      unsetenv(name.c_str());
-  }
-};
 
 unsigned mode_of(const std::string& path) {
   struct stat st;

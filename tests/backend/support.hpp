@@ -4,11 +4,21 @@
 // against every backend (URI from SIMBA_TEST_BACKEND).
 #include "backend/backend.hpp"
 
+#include <doctest/doctest.h>
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
-#include <unistd.h>
+#include <thread>
 
 namespace simba::test {
 
@@ -34,4 +44,72 @@ inline std::string unique_mutex(const std::string& label) {
 
 constexpr int64_t k_timeout = 5000;
 
+inline void sleep_ms(int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+inline int64_t mono_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+inline backend::Reply require_ok(backend::Reply r) {
+  REQUIRE_MESSAGE(r.ok(), "backend error: " << r.error);
+  return r;
+}
+
+// Waits up to `ms` for a wake-up on `fd` that drain_wakeups() says is ours.
+inline bool wait_for_wakeup(backend::Backend& b, int fd, int64_t ms) {
+  int64_t deadline = mono_ms() + ms;
+  for (;;) {
+    int64_t left = deadline - mono_ms();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n > 0 && b.drain_wakeups()) return true;
+  }
+}
+
+// Runs `body` in a forked child (which opens its own backend) and returns
+// its exit status: 0 when body returned true.
+inline int run_in_child(const std::function<bool()>& body) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    bool ok = false;
+    try {
+      ok = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+    }
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Sets an environment variable for one scope, then restores it.
+struct ScopedEnv {
+  std::string name;
+  bool had;
+  std::string old;
+  ScopedEnv(const std::string& n, const char* value) : name(n) {
+    const char* o = std::getenv(n.c_str());
+    had = o != nullptr;
+    if (o) old = o;
+    if (value)
+      setenv(n.c_str(), value, 1);
+    else
+      unsetenv(n.c_str());
+  }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name.c_str(), old.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+};
 } // namespace simba::test
