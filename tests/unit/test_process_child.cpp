@@ -1,3 +1,4 @@
+#include "process_support.hpp"
 #include "core/error.hpp"
 #include "process/child.hpp"
 #include "process/clock.hpp"
@@ -20,16 +21,11 @@
 
 using namespace simba;
 using namespace simba::process;
+using namespace simba::test;
 
 namespace {
 
-sigset_t current_mask() {
-  sigset_t m;
-  sigprocmask(SIG_BLOCK, nullptr, &m);
-  return m;
-}
 
-std::vector<std::string> base_env() { return {"PATH=/usr/local/bin:/usr/bin:/bin"}; }
 
 // Reaps until CMD exits or `ms` pass.
 bool wait_exit(Child& c, ExitStatus& st, int ms) {
@@ -41,14 +37,6 @@ bool wait_exit(Child& c, ExitStatus& st, int ms) {
   return c.reap(st);
 }
 
-template <class Pred> bool wait_until(Pred pred, int ms) {
-  int64_t until = boottime_ms() + ms;
-  while (boottime_ms() < until) {
-    if (pred()) return true;
-    usleep(2000);
-  }
-  return pred();
-}
 
 ExitStatus run(const std::string& script, std::vector<std::string> env = base_env()) {
   Child c;

@@ -1,3 +1,4 @@
+#include "process_support.hpp"
 #include "process/child.hpp"
 #include "process/clock.hpp"
 #include "process/proc_tree.hpp"
@@ -16,25 +17,12 @@
 #include <vector>
 
 using namespace simba::process;
+using namespace simba::test;
 
 namespace {
 
-sigset_t current_mask() {
-  sigset_t m;
-  sigprocmask(SIG_BLOCK, nullptr, &m);
-  return m;
-}
 
-std::vector<std::string> base_env() { return {"PATH=/usr/local/bin:/usr/bin:/bin"}; }
 
-template <class Pred> bool wait_until(Pred pred, int ms) {
-  int64_t until = boottime_ms() + ms;
-  while (boottime_ms() < until) {
-    if (pred()) return true;
-    usleep(2000);
-  }
-  return pred();
-}
 
 void sleep_until(int64_t t) {
   for (int64_t now = boottime_ms(); now < t; now = boottime_ms()) usleep(useconds_t((t - now) * 1000));

@@ -1,0 +1,31 @@
+#pragma once
+// Helpers shared by the process tests (real processes, real signals).
+#include "process/clock.hpp"
+
+#include <csignal>
+#include <cstdint>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace simba::test {
+
+inline sigset_t current_mask() {
+  sigset_t m;
+  sigprocmask(SIG_BLOCK, nullptr, &m);
+  return m;
+}
+
+inline std::vector<std::string> base_env() { return {"PATH=/usr/local/bin:/usr/bin:/bin"}; }
+
+// Polls `pred` every 2 ms for up to `ms`.
+template <class Pred> bool wait_until(Pred pred, int ms) {
+  int64_t until = process::boottime_ms() + ms;
+  while (process::boottime_ms() < until) {
+    if (pred()) return true;
+    usleep(2000);
+  }
+  return pred();
+}
+
+} // namespace simba::test
