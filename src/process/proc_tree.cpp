@@ -210,6 +210,10 @@ std::vector<ProcInfo> descendants(pid_t root, pid_t spare) {
   // old parent's, and is missed. A process moves once per parent death, so
   // two walks in a row that agree on the living set are a true picture.
   std::vector<ProcInfo> prev = walk(root, spare);
+  // Nothing below root at all: nothing can move up to it later either (a
+  // process moves only when an ancestor of it below root dies). The common
+  // case on every CMD exit, so one walk only.
+  if (prev.empty()) return prev;
   for (int attempt = 0; attempt < k_max_walks; ++attempt) {
     std::vector<ProcInfo> next = walk(root, spare);
     if (living_pids(next) == living_pids(prev)) return next;

@@ -51,12 +51,6 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/simba-e2e.XXXXXX")
 unset SIMBA_MUTEX SIMBA_CONTENDER_ID SIMBA_FENCING_TOKEN SIMBA_ACQUIRED_AT \
   SIMBA_TTL_MS SIMBA_TRANSITION_MS SIMBA_REDIS_PASSWORD SIMBA_HELD
 export SIMBA_BACKEND="sqlite:$T/simba.db"
-# The same test on Redis: ctest runs the files that say "# backends: sqlite
-# redis" a second time with SIMBA_E2E_BACKEND=redis (CMakeLists.txt).
-if [[ ${SIMBA_E2E_BACKEND:-sqlite} == redis ]]; then
-  source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
-  use_test_redis
-fi
 export SIMBA_HOME="$T/home"
 export XDG_STATE_HOME="$T/state"
 export SIMBA_E2E_TAG="$T" # marks every process this test starts (cleanup)
@@ -221,3 +215,10 @@ print("null" if v is None else v)
 ' "$1" "$2" <<<"$json"
   fi
 }
+
+# The same test on Redis: ctest runs the files that say "# backends: sqlite
+# redis" a second time with SIMBA_E2E_BACKEND=redis (CMakeLists.txt).
+if [[ ${SIMBA_E2E_BACKEND:-sqlite} == redis ]]; then
+  source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
+  use_test_redis
+fi
