@@ -18,7 +18,9 @@ else
   -- until that lease's end. No new lease before then (the "delayed
   -- restart" of the Redis distlock notes), shown as a revoked lease that
   -- ends when the quarantine does, so that waiters sleep until then.
-  local up = ARGV[4] == '1' and
+  -- The fence never expires: while it exists this mutex lost nothing, and
+  -- INFO (not cheap) is asked only for a mutex new to this server.
+  local up = ARGV[4] == '1' and redis.call('EXISTS', KEYS[2]) == 0 and
       tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
   local quarantine = ttl + transition + 1000
   if up and up * 1000 < quarantine then
