@@ -53,18 +53,6 @@ bool backend_is_redis() { return simba::test::backend_uri().rfind("redis", 0) ==
 
 
 
-// The message of the simba::Error of type E that `f` throws, or "" if none.
-template <typename E, typename F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("unexpected exception: " << e.what());
-  }
-  FAIL("no exception");
-  return "";
-}
 
 // A loopback port nobody listens on (just now).
 int free_port() {

@@ -48,18 +48,6 @@ unsigned mode_of(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-// The message of the simba::Error that `f` throws, or "" if none.
-template <typename E, typename F> std::string error_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("unexpected exception: " << e.what());
-  }
-  FAIL("no exception");
-  return "";
-}
 
 #define SKIP_UNLESS_SQLITE()                                                                       \
   if (!simba::test::backend_is_sqlite()) {                                                         \

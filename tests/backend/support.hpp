@@ -91,6 +91,19 @@ inline int run_in_child(const std::function<bool()>& body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// The message of the exception of type E that `f` throws; fails otherwise.
+template <typename E, typename F> std::string error_of(F f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("unexpected exception: " << e.what());
+  }
+  FAIL("no exception");
+  return "";
+}
+
 // Sets an environment variable for one scope, then restores it.
 struct ScopedEnv {
   std::string name;
