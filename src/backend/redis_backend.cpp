@@ -549,6 +549,21 @@ public:
   // acquisition, to a key outside the mutex's hash slot. The counters never
   // expire, so every mutex ever acquired is found (like the rows SQLite
   // keeps). SCAN walks the whole keyspace, which is fine for `status`.
+  // The reply of a finished exchange, or nullptr with `error` set (the call
+  // failed, or the server answered with an error).
+  const redisReply* answer(const Exchange& x, std::string& error) const {
+    if (!x.ok) {
+      error = x.error;
+      return nullptr;
+    }
+    const redisReply* r = x.replies[0].get();
+    if (is_error(r)) {
+      error = scrub(reply_text(r));
+      return nullptr;
+    }
+    return r;
+  }
+
   Listing list(int64_t timeout_ms) override {
     Listing out;
     int64_t deadline = call_deadline(timeout_ms);
@@ -557,15 +572,8 @@ public:
     std::string cursor = "0";
     do {
       Exchange x = call({{"SCAN", cursor, "MATCH", pattern, "COUNT", k_scan_count}}, deadline);
-      if (!x.ok) {
-        out.error = x.error;
-        return out;
-      }
-      const redisReply* r = x.replies[0].get();
-      if (is_error(r)) {
-        out.error = scrub(reply_text(r));
-        return out;
-      }
+      const redisReply* r = answer(x, out.error);
+      if (!r) return out;
       if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
           !as_string(r->element[0], cursor) || r->element[1]->type != REDIS_REPLY_ARRAY) {
         out.error = "unexpected reply to SCAN";
@@ -585,15 +593,8 @@ public:
       keys.push_back(hash_key(n) + ":fence");
     }
     Exchange x = call_script(lua::k_list, keys, {}, deadline);
-    if (!x.ok) {
-      out.error = x.error;
-      return out;
-    }
-    const redisReply* r = x.replies[0].get();
-    if (is_error(r)) {
-      out.error = scrub(reply_text(r));
-      return out;
-    }
+    const redisReply* r = answer(x, out.error);
+    if (!r) return out;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 5 * names.size() ||
         !as_int(r->element[0], out.now)) {
       out.error = "unexpected reply from the list script";
