@@ -64,11 +64,12 @@ std::vector<std::string> child_env(const Command& command, const core::Contender
 class Loop {
 public:
   Loop(core::Contender& c, const core::ContenderConfig& config, backend::Backend& b,
-       const Command& command, const Log& log)
-    : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log) {}
+       const Command& command, const Log& log, process::Watchdog& w)
+    : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_watchdog(w) {}
 
   int run() {
     try {
+      m_watchdog.start();
       feed(m_contender.start(process::boottime_ms()));
       while (!m_exit_code) poll_once();
     } catch (...) {
@@ -164,17 +165,17 @@ private:
   core::Actions start_child(const core::Action& a) {
     // The watchdog first: were simba stopped right after the spawn, CMD
     // would otherwise run with nothing to stop it at the deadline.
-    m_watchdog.start(0, a.deadline);
+    m_watchdog.set_deadline(a.deadline);
     m_child_exited = false;
     try {
       m_child.spawn(m_command.path, m_command.argv, child_env(m_command, m_config, a.lease),
                     m_signals.original_mask(), a.deadline - m_config.kill_after_ms);
     } catch (const process::Child::TooLate&) {
-      m_watchdog.stop();
+      m_watchdog.disarm();
       // Counts as a CMD that ended past its kill point: the lease is lost.
       return m_contender.on_child_exit(process::boottime_ms(), 128 + SIGKILL, false);
     } catch (const Error& e) {
-      m_watchdog.stop();
+      m_watchdog.disarm();
       m_log.warning(e.what());
       return m_contender.on_child_exit(process::boottime_ms(), e.code(), false);
     }
@@ -262,7 +263,7 @@ private:
     if (m_child.reap(status, m_watchdog.pid())) {
       m_child_exited = true;
       bool leftovers = m_child.descendants_alive(m_watchdog.pid());
-      if (!leftovers) m_watchdog.stop(); // nothing left for it to kill
+      if (!leftovers) m_watchdog.disarm(); // nothing left for it to kill
       feed(m_contender.on_child_exit(process::boottime_ms(), status.shell_code(), leftovers));
     }
   }
@@ -274,7 +275,7 @@ private:
     P p = m_contender.phase();
     if (!m_child_exited || (p != P::draining && p != P::stopping)) return;
     if (!m_child.descendants_alive(m_watchdog.pid())) {
-      m_watchdog.stop();
+      m_watchdog.disarm();
       feed(m_contender.on_all_gone(process::boottime_ms()));
     }
   }
@@ -286,7 +287,7 @@ private:
   const Log& m_log;
   process::SignalChannel m_signals;
   process::Child m_child;
-  process::Watchdog m_watchdog;
+  process::Watchdog& m_watchdog;
   bool m_started = false;
   bool m_child_exited = false;
   std::optional<int> m_exit_code;
@@ -299,8 +300,9 @@ private:
 } // namespace
 
 int drive(core::Contender& contender, const core::ContenderConfig& config,
-          backend::Backend& backend, const Command& command, const Log& log) {
-  return Loop(contender, config, backend, command, log).run();
+          backend::Backend& backend, const Command& command, const Log& log,
+          process::Watchdog& watchdog) {
+  return Loop(contender, config, backend, command, log, watchdog).run();
 }
 
 } // namespace simba::cli

@@ -5,6 +5,7 @@
 #include "backend/backend.hpp"
 #include "cli/log.hpp"
 #include "core/contender.hpp"
+#include "process/watchdog.hpp"
 
 #include <string>
 #include <vector>
@@ -17,8 +18,10 @@ struct Command {
   std::vector<std::string> extra_env; // "K=V" added to simba's environment
 };
 
-// Runs `contender` to completion and returns simba's exit code.
+// Runs `contender` to completion and returns simba's exit code. `watchdog`
+// is started (see Watchdog::start) if the caller has not started it yet.
 int drive(core::Contender& contender, const core::ContenderConfig& config,
-          backend::Backend& backend, const Command& command, const Log& log);
+          backend::Backend& backend, const Command& command, const Log& log,
+          process::Watchdog& watchdog);
 
 } // namespace simba::cli

@@ -43,6 +43,12 @@ core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* co
 // Validates CMD, opens the backend, refuses re-entry, and drives the core.
 int supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
               const std::vector<std::string>& cmd) {
+  // Started first, while the backend is still to be opened: its start is
+  // then off the path from "acquired" to "CMD runs" (a waiter's hand-over
+  // above all); arming it when CMD starts is a store and one wake-up. Kept
+  // for every CMD of a lead or schedule.
+  process::Watchdog watchdog;
+  watchdog.start();
   Log log{o.common.quiet, o.common.verbose, config.mode != core::ContenderConfig::Mode::run,
           parse_log_format_json(o.log_format)};
   Command command;
@@ -52,7 +58,7 @@ int supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
-  return drive(contender, config, *backend, command, log);
+  return drive(contender, config, *backend, command, log, watchdog);
 }
 
 void require_command(const std::vector<std::string>& cmd) {

@@ -1,190 +1,589 @@
 #include "process/watchdog.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <string>
+#include <type_traits>
 
 #include "core/error.hpp"
-#include "process/clock.hpp"
-#include "process/proc_tree.hpp"
+
+// The watchdog shares simba's memory (clone with CLONE_VM, no CLONE_THREAD):
+// a fork would copy simba's page tables, then every page either side writes
+// (a quarter of a millisecond per run on a VM), and a fork's copy of the
+// memory must be torn down again at exit. It is still a process of its own:
+// a SIGSTOP or SIGKILL of simba does not reach it, and it has its own
+// descriptors and signal mask. Sharing memory has one rule: the watchdog's
+// code touches nothing of simba's but the Shared block below, which lives in
+// the watchdog's own mapping, and calls no libc function — libc's errno and
+// locks belong to simba's thread. It makes its system calls itself. Where
+// this file has no system-call stub for the architecture it forks instead.
+//
+// Known cost of sharing: when the kernel's OOM killer picks simba, it also
+// kills every process sharing simba's memory, so the watchdog too; CMD then
+// still dies (PDEATHSIG), processes CMD started may not. simba is rarely the
+// largest process around.
 
 namespace simba::process {
+
+// What the supervisor and the watchdog share: the deadline and CMD's group.
+// The supervisor stores them and wakes the watchdog (a byte on the channel)
+// only when the watchdog's timer must move earlier or be armed at all. A
+// renewal, which moves the deadline later, is a store: the watchdog re-reads
+// the deadline when its timer fires and sleeps on if it has moved.
+struct Watchdog::Shared {
+  std::atomic<int64_t> deadline_ms; // k_no_deadline: disarmed
+  std::atomic<int32_t> pgid;        // CMD's group; 0 while unknown
+};
+
 namespace {
 
-constexpr int64_t k_disarm = -1;
-// The watchdog's end of the channel, after it has closed everything else.
-constexpr int k_channel_fd = 3;
+constexpr int64_t k_no_deadline = -1;
+static_assert(std::atomic<int64_t>::is_always_lock_free, "the shared block needs lock-free atomics");
+static_assert(std::atomic<int32_t>::is_always_lock_free, "the shared block needs lock-free atomics");
+
+// The watchdog's mapping: the Shared block and the start arguments in the
+// first page, a guard page, then its stack (it needs about 60 KiB for the
+// buffers of a kill pass).
+constexpr size_t k_page = 4096;
+constexpr size_t k_region = 256 * 1024;
+
 // Passes over the supervisor's tree when the deadline fires: a process that
 // forks while being killed may leave a child behind for one pass.
 constexpr int k_kill_passes = 4;
 
-void close_inherited_fds() {
-  if (close_range(0, 2, 0) == 0 && close_range(k_channel_fd + 1, ~0U, 0) == 0) return;
-  // Kernels before 5.9 lack close_range.
-  long max_fd = sysconf(_SC_OPEN_MAX);
-  if (max_fd < 0 || max_fd > 65536) max_fd = 65536;
-  for (int fd = 0; fd < max_fd; ++fd)
-    if (fd != k_channel_fd) close(fd);
+// ---- System calls without libc ---------------------------------------------
+
+#if defined(__x86_64__)
+constexpr bool k_share_memory = true;
+long raw_syscall(long n, long a, long b, long c, long d, long e, long f) {
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  long ret;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+#elif defined(__aarch64__)
+constexpr bool k_share_memory = true;
+long raw_syscall(long n, long a, long b, long c, long d, long e, long f) {
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory");
+  return x0;
+}
+#else
+constexpr bool k_share_memory = false; // forked: errno is the child's own
+long raw_syscall(long n, long a, long b, long c, long d, long e, long f) {
+  long r = ::syscall(n, a, b, c, d, e, f);
+  return r == -1 ? -errno : r;
+}
+#endif
+
+template <typename T> long as_arg(T v) {
+  if constexpr (std::is_null_pointer_v<T>)
+    return 0;
+  else if constexpr (std::is_pointer_v<T>)
+    return reinterpret_cast<long>(v);
+  else
+    return static_cast<long>(v);
 }
 
-void kill_everything(pid_t supervisor, pid_t pgid) {
-  if (pgid > 1) kill(-pgid, SIGKILL);
-  pid_t self = getpid();
+// sys(SYS_x, args...): the result, or -errno.
+template <typename... A> long sys(long n, A... args) {
+  static_assert(sizeof...(A) <= 6, "at most six arguments");
+  long a[6] = {as_arg(args)...};
+  return raw_syscall(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+[[noreturn]] void wd_exit() {
+  for (;;) sys(SYS_exit, 0);
+}
+
+int64_t wd_now_ms() {
+  timespec ts{};
+  sys(SYS_clock_gettime, CLOCK_BOOTTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void wd_kill(long pid, int signo) { sys(SYS_kill, pid, signo); }
+
+// ---- /proc without libc ----------------------------------------------------
+
+// Appends "/proc/A[/task[/B[/children]]]"-style paths: text and numbers.
+struct Path {
+  char buf[96];
+  size_t len = 0;
+  Path& add(const char* s) {
+    while (*s && len + 1 < sizeof buf) buf[len++] = *s++;
+    buf[len] = 0;
+    return *this;
+  }
+  Path& add(long v) {
+    char digits[24];
+    int n = 0;
+    do {
+      digits[n++] = char('0' + v % 10);
+      v /= 10;
+    } while (v > 0 && n < 23);
+    while (n > 0 && len + 1 < sizeof buf) buf[len++] = digits[--n];
+    buf[len] = 0;
+    return *this;
+  }
+};
+
+long wd_open(const Path& p, int flags) { return sys(SYS_openat, AT_FDCWD, p.buf, flags | O_RDONLY | O_CLOEXEC); }
+
+// Reads a file whole into buf (up to cap - 1 bytes, NUL-terminated). Returns
+// the length, or -1 when it cannot be opened (`open_error` then holds -errno).
+long wd_read_file(const Path& p, char* buf, size_t cap, long* open_error = nullptr) {
+  long fd = wd_open(p, 0);
+  if (fd < 0) {
+    if (open_error) *open_error = fd;
+    return -1;
+  }
+  size_t len = 0;
+  while (len + 1 < cap) {
+    long n = sys(SYS_read, fd, buf + len, cap - 1 - len);
+    if (n == -EINTR) continue;
+    if (n <= 0) break;
+    len += size_t(n);
+  }
+  sys(SYS_close, fd);
+  buf[len] = 0;
+  return long(len);
+}
+
+bool parse_pid(const char* s, long& out) {
+  if (*s < '1' || *s > '9') return false;
+  long v = 0;
+  for (; *s; ++s) {
+    if (*s < '0' || *s > '9' || v > 0x7fffffff / 10) return false;
+    v = v * 10 + (*s - '0');
+  }
+  out = v;
+  return true;
+}
+
+struct Stat {
+  char state = '?';
+  long ppid = 0;
+  long pgrp = 0;
+};
+
+// "pid (comm) S ppid pgrp ...": comm may hold anything, so the fields start
+// after the last ')'.
+bool wd_read_stat(long pid, Stat& st) {
+  char text[512];
+  long len = wd_read_file(Path().add("/proc/").add(pid).add("/stat"), text, sizeof text);
+  if (len <= 0) return false;
+  const char* p = nullptr;
+  for (long i = 0; i < len; ++i)
+    if (text[i] == ')') p = text + i;
+  if (!p) return false;
+  ++p;
+  while (*p == ' ') ++p;
+  if (!*p) return false;
+  st.state = *p++;
+  long fields[2] = {0, 0};
+  for (long& f : fields) {
+    while (*p == ' ') ++p;
+    bool negative = *p == '-';
+    if (negative) ++p;
+    if (*p < '0' || *p > '9') return false;
+    while (*p >= '0' && *p <= '9') f = f * 10 + (*p++ - '0');
+    if (negative) f = -f;
+  }
+  st.ppid = fields[0];
+  st.pgrp = fields[1];
+  return true;
+}
+
+struct Dirent64 {
+  uint64_t ino;
+  int64_t off;
+  unsigned short reclen;
+  unsigned char type;
+  char name[1];
+};
+
+// Calls f(pid) for every numeric entry of a /proc directory.
+template <typename F> void wd_each_pid(const Path& dir, char* dents, size_t cap, F f) {
+  long fd = wd_open(dir, O_DIRECTORY);
+  if (fd < 0) return;
+  for (;;) {
+    long n = sys(SYS_getdents64, fd, dents, cap);
+    if (n == -EINTR) continue;
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      auto* d = reinterpret_cast<Dirent64*>(dents + off);
+      long pid = 0;
+      if (parse_pid(d->name, pid)) f(pid);
+      off += d->reclen;
+    }
+  }
+  sys(SYS_close, fd);
+}
+
+// Everything a kill pass needs, on the watchdog's stack.
+struct Walk {
+  static constexpr int k_max = 4096;
+  long queue[k_max];
+  int count = 0;
+  char dents[4096];
+  char text[16384];
+  int children_files = -1; // -1 unknown, 0 missing, 1 present (CONFIG_PROC_CHILDREN)
+
+  bool known(long pid) const {
+    for (int i = 0; i < count; ++i)
+      if (queue[i] == pid) return true;
+    return false;
+  }
+};
+
+// Calls f(child) for each child of `pid`: from /proc/PID/task/*/children,
+// else from a scan of every process's parent.
+template <typename F> void wd_each_child(Walk& w, long pid, F f) {
+  if (w.children_files != 0) {
+    bool missing = false;
+    char dents[1024]; // the tasks of one process; the big buffer is the scan's
+    wd_each_pid(Path().add("/proc/").add(pid).add("/task"), dents, sizeof dents, [&](long tid) {
+      if (missing) return;
+      long err = 0;
+      Path path = Path().add("/proc/").add(pid).add("/task/").add(tid).add("/children");
+      long len = wd_read_file(path, w.text, sizeof w.text, &err);
+      if (len < 0) {
+        // Either the kernel lacks the files or the thread just exited.
+        if (err == -ENOENT) {
+          long fd = wd_open(Path().add("/proc/").add(pid).add("/task/").add(tid), O_DIRECTORY);
+          if (fd >= 0) {
+            sys(SYS_close, fd);
+            missing = true;
+          }
+        }
+        return;
+      }
+      w.children_files = 1;
+      // A full buffer may end inside a number: drop it (a later pass finds it).
+      if (size_t(len) + 1 >= sizeof w.text)
+        while (len > 0 && w.text[len - 1] != ' ') w.text[--len] = 0;
+      long v = 0;
+      bool digits = false;
+      for (long i = 0; i <= len; ++i) {
+        char c = w.text[i];
+        if (c >= '0' && c <= '9') {
+          v = v * 10 + (c - '0');
+          digits = true;
+        } else {
+          if (digits && v > 0) f(v);
+          v = 0;
+          digits = false;
+        }
+      }
+    });
+    if (!missing) return;
+    w.children_files = 0;
+  }
+  wd_each_pid(Path().add("/proc"), w.dents, sizeof w.dents, [&](long other) {
+    Stat st;
+    if (wd_read_stat(other, st) && st.ppid == pid) f(other);
+  });
+}
+
+// SIGKILLs every descendant of the supervisor (but the watchdog) and every
+// process group one of them leads. Returns how many were alive.
+int wd_kill_pass(Walk& w, long supervisor, long self) {
+  w.count = 0;
+  w.queue[w.count++] = supervisor;
+  int alive = 0;
+  for (int i = 0; i < w.count; ++i) {
+    wd_each_child(w, w.queue[i], [&](long kid) {
+      if (kid == self || w.known(kid)) return;
+      Stat st;
+      if (!wd_read_stat(kid, st)) return; // gone meanwhile
+      if (st.pgrp == kid && kid > 1) wd_kill(-kid, SIGKILL);
+      wd_kill(kid, SIGKILL);
+      if (st.state != 'Z' && st.state != 'X') ++alive;
+      if (w.count < Walk::k_max) w.queue[w.count++] = kid;
+    });
+  }
+  return alive;
+}
+
+void kill_everything(long supervisor, long pgid) {
+  if (pgid > 1) wd_kill(-pgid, SIGKILL);
+  long self = sys(SYS_getpid);
+  Walk w;
   for (int pass = 0; pass < k_kill_passes; ++pass)
-    if (proc_tree::signal_descendants(supervisor, SIGKILL, self) == 0) break;
+    if (wd_kill_pass(w, supervisor, self) == 0) break;
 }
 
-bool arm(int tfd, int64_t deadline_ms) {
-  if (deadline_ms < 1) deadline_ms = 1; // an all-zero it_value would disarm
+// k_no_deadline disarms the timer.
+bool set_timer(long tfd, int64_t deadline_ms) {
   itimerspec its{};
-  its.it_value.tv_sec = time_t(deadline_ms / 1000);
-  its.it_value.tv_nsec = long(deadline_ms % 1000) * 1000000L;
-  return timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, nullptr) == 0;
+  if (deadline_ms != k_no_deadline) {
+    if (deadline_ms < 1) deadline_ms = 1; // an all-zero it_value would disarm
+    its.it_value.tv_sec = time_t(deadline_ms / 1000);
+    its.it_value.tv_nsec = long(deadline_ms % 1000) * 1000000L;
+  }
+  return sys(SYS_timerfd_settime, tfd, TFD_TIMER_ABSTIME, &its, nullptr) == 0;
 }
 
-// The watchdog process. Never returns.
-[[noreturn]] void watchdog_main(int channel, pid_t supervisor, pid_t pgid, int64_t deadline_ms) {
-  prctl(PR_SET_NAME, "simba-watchdog");
-  // Own process group: signals meant for simba's group (and a terminal's
-  // Ctrl-C / Ctrl-Z) must not reach the watchdog.
-  setpgid(0, 0);
-  struct sigaction ign;
-  std::memset(&ign, 0, sizeof ign);
-  ign.sa_handler = SIG_IGN;
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE})
-    sigaction(s, &ign, nullptr);
+struct Args {
+  Watchdog::Shared* shared;
+  int channel;
+  pid_t supervisor;
+};
 
-  // Keep only the channel: holding simba's other fds (a lock file, the
-  // backend socket, a caller's stdout pipe) would leak them.
+// The watchdog's end of the channel, after it has closed everything else.
+constexpr long k_channel_fd = 3;
+
+// The watchdog process. Never returns. No libc from here on (see the top).
+[[noreturn]] void watchdog_main(Args args) {
+  Watchdog::Shared& shared = *args.shared;
+  long supervisor = args.supervisor;
+  sys(SYS_prctl, PR_SET_NAME, "simba-watchdog");
+  // Own process group: signals meant for simba's group (and a terminal's
+  // Ctrl-C / Ctrl-Z) must not reach the watchdog; nor may any other signal
+  // but SIGKILL and SIGSTOP, which nobody can block.
+  sys(SYS_setpgid, 0, 0);
+  unsigned long all = ~0UL;
+  sys(SYS_rt_sigprocmask, SIG_SETMASK, &all, nullptr, sizeof all);
+
+  // Keep only the channel: holding simba's other descriptors (a lock file,
+  // the backend socket, a caller's stdout pipe) would leak them.
+  long channel = args.channel;
   if (channel != k_channel_fd) {
-    dup2(channel, k_channel_fd);
+    sys(SYS_dup3, channel, k_channel_fd, 0);
     channel = k_channel_fd;
   }
-  close_inherited_fds();
+#ifdef SYS_close_range
+  bool closed = sys(SYS_close_range, 0, k_channel_fd - 1, 0) == 0 &&
+                sys(SYS_close_range, k_channel_fd + 1, ~0U, 0) == 0;
+#else
+  bool closed = false;
+#endif
+  if (!closed) {
+    for (long fd = 0; fd < 65536; ++fd) // kernels before 5.9
+      if (fd != k_channel_fd) sys(SYS_close, fd);
+  }
 
-  int tfd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
-  bool have_timer = tfd >= 0 && arm(tfd, deadline_ms);
+  long tfd = sys(SYS_timerfd_create, CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+  bool have_timer = tfd >= 0;
+  int64_t timer_at = k_no_deadline; // when the timer (or the poll fallback) fires
+
+  // Kills when the shared deadline has passed; otherwise sets the timer to
+  // it. After a kill the deadline is cleared unless the supervisor stored a
+  // new one meanwhile (then it is looked at in turn): either way the
+  // supervisor's next deadline finds the watchdog disarmed, or is seen here.
+  auto check = [&] {
+    for (;;) {
+      int64_t d = shared.deadline_ms.load();
+      if (d != k_no_deadline && wd_now_ms() >= d) {
+        kill_everything(supervisor, shared.pgid.load());
+        if (!shared.deadline_ms.compare_exchange_strong(d, k_no_deadline)) continue;
+        d = k_no_deadline;
+      }
+      timer_at = d;
+      if (have_timer) have_timer = set_timer(tfd, d);
+      return;
+    }
+  };
 
   for (;;) {
-    int timeout = -1;
-    if (!have_timer) {
+    timespec timeout{};
+    timespec* ptimeout = nullptr;
+    if (!have_timer && timer_at != k_no_deadline) {
       // Fallback without timerfd: re-check the boot clock at least every
       // second so a suspend cannot stretch the deadline by much.
-      int64_t left = deadline_ms - boottime_ms();
+      int64_t left = timer_at - wd_now_ms();
       if (left <= 0) {
-        kill_everything(supervisor, pgid);
-        _exit(0);
+        check();
+        continue;
       }
-      timeout = int(left < 1000 ? left : 1000);
+      if (left > 1000) left = 1000;
+      timeout.tv_sec = time_t(left / 1000);
+      timeout.tv_nsec = long(left % 1000) * 1000000L;
+      ptimeout = &timeout;
     }
-    pollfd fds[2] = {{channel, POLLIN, 0}, {tfd, POLLIN, 0}};
-    int n = poll(fds, have_timer ? 2 : 1, timeout);
+    pollfd fds[2] = {{int(channel), POLLIN, 0}, {int(tfd), POLLIN, 0}};
+    long n = sys(SYS_ppoll, fds, have_timer ? 2 : 1, ptimeout, nullptr, 0);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      // Cannot wait any more: failing safe means killing now.
-      kill_everything(supervisor, pgid);
-      _exit(1);
+      if (n == -EINTR) continue;
+      // Cannot wait: failing safe means killing now, and again until
+      // waiting works (a CMD started meanwhile is killed as well).
+      kill_everything(supervisor, shared.pgid.load());
+      timespec pause{0, 10 * 1000000L};
+      sys(SYS_nanosleep, &pause, nullptr);
+      continue;
     }
-    // The channel first: a renewal that arrived with the expiry wins (it
-    // proves the lease was still held).
     if (fds[0].revents) {
       for (;;) {
-        int64_t msg = 0;
-        ssize_t r = recv(channel, &msg, sizeof msg, MSG_DONTWAIT);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        if (r <= 0) {
-          // EOF without a disarm: the supervisor died (kill -9, crash).
-          // Its descendants are re-parented away; CMD's group is what we
-          // can still name.
-          if (pgid > 1) kill(-pgid, SIGKILL);
-          _exit(0);
-        }
-        if (r != sizeof msg) continue;
-        if (msg == k_disarm) _exit(0);
-        if (msg < k_disarm) { // CMD's process group, once it exists
-          pgid = pid_t(-msg - 2);
-          continue;
-        }
-        deadline_ms = msg;
-        if (have_timer) have_timer = arm(tfd, deadline_ms);
+        char wake[16];
+        long r = sys(SYS_recvfrom, channel, wake, sizeof wake, MSG_DONTWAIT, nullptr, nullptr);
+        if (r > 0 || r == -EINTR) continue;
+        if (r == -EAGAIN || r == -EWOULDBLOCK) break;
+        // The channel closed. After stop() nothing is left to kill; else the
+        // supervisor died (kill -9, crash): its descendants are re-parented
+        // away, CMD's group is what we can still name.
+        long pgid = shared.pgid.load();
+        if (pgid > 1) wd_kill(-pgid, SIGKILL);
+        wd_exit();
       }
     }
+    // Both a wake-up and the timer mean: look at the deadline.
     if (have_timer && fds[1].revents) {
       uint64_t expirations = 0;
-      // EAGAIN here means a re-arm above reset the expiry.
-      if (read(tfd, &expirations, sizeof expirations) == ssize_t(sizeof expirations)) {
-        kill_everything(supervisor, pgid);
-        _exit(0);
-      }
+      sys(SYS_read, tfd, &expirations, sizeof expirations);
     }
+    if (fds[0].revents || (have_timer && fds[1].revents)) check();
   }
 }
+
+int watchdog_entry(void* args) { watchdog_main(*static_cast<Args*>(args)); }
 
 } // namespace
 
 // Without an explicit stop() (an exception unwinding through the
 // supervisor) the watchdog is not disarmed: it sees the channel close and
-// kills CMD's group, as when the supervisor dies.
+// kills CMD's group, as when the supervisor dies. The region is not
+// unmapped: the watchdog may still be running on it.
 Watchdog::~Watchdog() {
   if (m_fd >= 0) close(m_fd);
 }
 
-void Watchdog::start(pid_t pgid, int64_t deadline_ms) {
-  stop();
+void Watchdog::start() {
+  if (m_fd >= 0) return;
+  if (!m_region) {
+    // Shared with a clone by nature; with a fork it must be MAP_SHARED.
+    int sharing = k_share_memory ? MAP_PRIVATE : MAP_SHARED;
+    void* region = mmap(nullptr, k_region, PROT_READ | PROT_WRITE,
+                        sharing | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (region == MAP_FAILED)
+      throw InternalError(std::string("watchdog: mmap: ") + std::strerror(errno));
+    m_region = static_cast<char*>(region);
+    if (k_share_memory) mprotect(m_region + k_page, k_page, PROT_NONE); // stack guard
+    m_shared = new (m_region) Shared{};
+  }
+  // A restarted watchdog takes over the state (see set_deadline).
+  m_shared->deadline_ms.store(k_no_deadline);
+  m_shared->pgid.store(m_pgid);
   // A SEQPACKET socket rather than a pipe: send(MSG_NOSIGNAL) never raises
-  // SIGPIPE whatever the caller's disposition, and each deadline stays one
-  // message. Closing our end is the "supervisor died" signal.
+  // SIGPIPE whatever the caller's disposition. Closing our end is the
+  // "supervisor gone" signal; its end closing tells us the watchdog died.
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
     throw InternalError(std::string("watchdog: socketpair: ") + std::strerror(errno));
-  pid_t supervisor = getpid();
-  pid_t pid = fork();
+  auto* args = new (m_region + sizeof(Shared)) Args{m_shared, fds[0], getpid()};
+  pid_t pid;
+  if (k_share_memory) {
+    pid = clone(watchdog_entry, m_region + k_region, CLONE_VM | SIGCHLD, args);
+  } else {
+    pid = fork();
+    if (pid == 0) {
+      close(fds[1]);
+      watchdog_main(*args);
+    }
+  }
   if (pid < 0) {
     int err = errno;
     close(fds[0]);
     close(fds[1]);
-    throw InternalError(std::string("watchdog: fork: ") + std::strerror(err));
+    throw InternalError(std::string("watchdog: clone: ") + std::strerror(err));
   }
-  if (pid == 0) {
-    close(fds[1]);
-    watchdog_main(fds[0], supervisor, pgid, deadline_ms);
-  }
+  // The clone holds its own copy of both ends; it closes all but its own.
   close(fds[0]);
   setpgid(pid, pid); // same as the child's own call; whichever runs first
   m_fd = fds[1];
   m_pid = pid;
 }
 
-void Watchdog::set_group(pid_t pgid) {
-  if (pgid > 1) set_deadline(-int64_t(pgid) - 2); // see watchdog_main
+// False when the watchdog is gone (killed by someone: its end is closed).
+bool Watchdog::alive() const {
+  if (m_fd < 0) return false;
+  pollfd p{m_fd, 0, 0};
+  while (::poll(&p, 1, 0) < 0 && errno == EINTR) {
+  }
+  return !(p.revents & (POLLHUP | POLLERR));
+}
+
+bool Watchdog::wake() {
+  char b = 0;
+  for (;;) {
+    // Non-blocking: only a stopped watchdog lets the buffer fill, and then
+    // it could not kill anyway.
+    if (::send(m_fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0) return true;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
 }
 
 void Watchdog::set_deadline(int64_t deadline_ms) {
-  if (m_fd < 0) return;
-  // Non-blocking: only a stopped watchdog lets the buffer fill, and then it
-  // could not kill anyway. EPIPE: it already acted or exited.
-  while (send(m_fd, &deadline_ms, sizeof deadline_ms, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno == EINTR) {
-  }
-}
-
-void Watchdog::stop() {
   if (m_fd >= 0) {
-    set_deadline(k_disarm);
+    int64_t prev = m_shared->deadline_ms.exchange(deadline_ms);
+    // Later than before: the watchdog's timer fires no later than the old
+    // deadline and then finds the new one. Earlier, or newly armed: wake it.
+    bool woken = (prev != k_no_deadline && deadline_ms >= prev) ? alive() : wake();
+    if (woken) return;
+    // Killed by someone. Its end closed when it exited, after it left the
+    // region: a new one may run on it. Its zombie is collected by Child::reap.
     close(m_fd);
     m_fd = -1;
   }
-  // Not waited for: it exits on its own at once, and waiting would put a
-  // context switch on every run's exit path. Its zombie keeps the pid from
-  // being reused until Child::reap or our own exit collects it.
+  start();
+  m_shared->deadline_ms.store(deadline_ms);
+  wake();
+}
+
+void Watchdog::set_group(pid_t pgid) {
+  m_pgid = pgid;
+  if (m_shared) m_shared->pgid.store(pgid);
+}
+
+void Watchdog::disarm() {
+  m_pgid = 0;
+  if (!m_shared) return;
+  // No wake-up: a timer that fires finds no deadline.
+  m_shared->deadline_ms.store(k_no_deadline);
+  m_shared->pgid.store(0);
+}
+
+void Watchdog::stop() {
+  disarm();
+  if (m_fd >= 0) {
+    close(m_fd); // it sees the channel close with nothing to kill and exits
+    m_fd = -1;
+    // It may still run on the region for a moment: a later start() (tests
+    // do that) takes a new one. This one stays mapped: stop() comes once.
+    m_region = nullptr;
+    m_shared = nullptr;
+  }
+  // Not waited for: waiting would put a context switch on every run's exit
+  // path. Its zombie keeps the pid from being reused until Child::reap or our
+  // own exit collects it.
   m_pid = -1;
 }
 

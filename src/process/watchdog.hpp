@@ -1,5 +1,5 @@
 #pragma once
-// The watchdog of DESIGN §4: a tiny forked process that SIGKILLs CMD's
+// The watchdog of DESIGN §4: a tiny process that SIGKILLs CMD's
 // process group (and every descendant of the supervisor) at the lease
 // deadline unless the supervisor moved the deadline forward. It does not
 // depend on the supervisor running: a SIGSTOPped or hung simba still cannot
@@ -15,27 +15,40 @@ namespace simba::process {
 class Watchdog {
 public:
   Watchdog() = default;
-  ~Watchdog(); // closes the channel: the watchdog then kills CMD's group
+  ~Watchdog(); // closes the channel: an armed watchdog then kills CMD's group
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // Forks the watchdog for process group `pgid` (0: not known yet, see
-  // set_group), armed at `deadline_ms` (CLOCK_BOOTTIME milliseconds). At the
-  // deadline it kills every descendant of the supervisor, group or not.
-  void start(pid_t pgid, int64_t deadline_ms);
+  // Starts the watchdog, disarmed. A no-op while it runs. The supervisor
+  // starts it first thing, off the path from "acquired" to "CMD runs" (a
+  // waiter's hand-over above all), and keeps it for every CMD it runs.
+  void start();
+  // Arms the watchdog at `deadline_ms` (CLOCK_BOOTTIME milliseconds), or
+  // moves the deadline (forward after a renewal, or earlier). Starts it
+  // when it is not running (never started, or killed by someone). At the
+  // deadline it kills CMD's group and every descendant of the supervisor.
+  void set_deadline(int64_t deadline_ms);
   // Tells the watchdog CMD's process group (killed when the supervisor dies).
   void set_group(pid_t pgid);
-  // Moves the deadline (forward after a renewal, or earlier).
-  void set_deadline(int64_t deadline_ms);
-  // Disarms the watchdog (CMD and what it left are gone); it exits on its own
-  // at once and is not waited for (its zombie is reaped by Child::reap).
+  // Disarms it: CMD and what it left are gone. It stays, idle, for the next CMD.
+  void disarm();
+  // Ends it (disarmed). Not waited for: its zombie is reaped by Child::reap
+  // or by our own exit.
   void stop();
 
   pid_t pid() const { return m_pid; }
 
+  struct Shared; // what the two share (watchdog.cpp)
+
 private:
+  bool alive() const;
+  bool wake();
+
   pid_t m_pid = -1;
-  int m_fd = -1; // our end of the socketpair
+  int m_fd = -1;              // our end of the socketpair
+  char* m_region = nullptr;   // the watchdog's stack and the Shared block
+  Shared* m_shared = nullptr; // in m_region; kept for a restarted watchdog
+  pid_t m_pgid = 0;           // CMD's group, for a restarted watchdog
 };
 
 } // namespace simba::process

@@ -78,7 +78,9 @@ TEST_SUITE("process::Watchdog") {
     spawn_family(c);
     Watchdog w;
     int64_t t0 = boottime_ms();
-    w.start(c.pgid(), t0 + 200);
+    w.start();
+    w.set_group(c.pgid());
+    w.set_deadline(t0 + 200);
     REQUIRE(w.pid() > 0);
     CHECK(getpgid(w.pid()) == w.pid()); // a group of its own
 
@@ -95,10 +97,12 @@ TEST_SUITE("process::Watchdog") {
     CHECK(wait_until(
         [&] {
           c.reap(st);
-          return !c.descendants_alive();
+          return !c.descendants_alive(w.pid());
         },
         2000));
-    w.stop(); // already gone (maybe reaped by c.reap): fine
+    // It stays, disarmed, for the next CMD.
+    CHECK(proc_tree::is_alive(w.pid()));
+    w.stop();
     CHECK(w.pid() == -1);
   }
 
@@ -107,7 +111,9 @@ TEST_SUITE("process::Watchdog") {
     c.spawn("/bin/sh", {"sh", "-c", "sleep 30 & exec sleep 30"}, base_env(), current_mask());
     Watchdog w;
     int64_t t0 = boottime_ms();
-    w.start(c.pgid(), t0 + 150);
+    w.start();
+    w.set_group(c.pgid());
+    w.set_deadline(t0 + 150);
     w.set_deadline(t0 + 500);
     ExitStatus st;
     sleep_until(t0 + 400);
@@ -126,7 +132,9 @@ TEST_SUITE("process::Watchdog") {
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
     Watchdog w;
     int64_t t0 = boottime_ms();
-    w.start(c.pgid(), t0 + 20000);
+    w.start();
+    w.set_group(c.pgid());
+    w.set_deadline(t0 + 20000);
     w.set_deadline(t0 + 50);
     ExitStatus st;
     CHECK(wait_until([&] { return c.reap(st); }, 3000));
@@ -140,7 +148,9 @@ TEST_SUITE("process::Watchdog") {
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
     Watchdog w;
     int64_t t0 = boottime_ms();
-    w.start(c.pgid(), t0 + 100);
+    w.start();
+    w.set_group(c.pgid());
+    w.set_deadline(t0 + 100);
     pid_t wd = w.pid();
     w.stop();
     CHECK(w.pid() == -1);
@@ -153,11 +163,93 @@ TEST_SUITE("process::Watchdog") {
     kill_and_reap(c);
   }
 
+  TEST_CASE("disarm() keeps it, idle, for the next CMD") {
+    Child c;
+    c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    Watchdog w;
+    w.start();
+    pid_t wd = w.pid();
+    int64_t t0 = boottime_ms();
+    w.set_group(c.pgid());
+    w.set_deadline(t0 + 100);
+    w.disarm();
+    sleep_until(t0 + 300);
+    ExitStatus st;
+    CHECK_FALSE(c.reap(st)); // the disarmed timer fired and found no deadline
+    CHECK(c.running());
+    kill_and_reap(c, wd);
+
+    // The same watchdog guards the next CMD.
+    Child d;
+    d.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    t0 = boottime_ms();
+    w.set_deadline(t0 + 100);
+    w.set_group(d.pgid());
+    CHECK(w.pid() == wd);
+    CHECK(wait_until([&] { return d.reap(st); }, 3000));
+    CHECK(boottime_ms() - t0 >= 99);
+    CHECK(st.code == SIGKILL);
+    w.stop();
+  }
+
+  TEST_CASE("after it fired, the next CMD's later deadline is armed too") {
+    Watchdog w;
+    w.start();
+    ExitStatus st;
+    for (int round = 0; round < 2; ++round) {
+      Child c;
+      c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+      int64_t t0 = boottime_ms();
+      w.set_deadline(t0 + 100 + 100 * round); // the second one is later
+      w.set_group(c.pgid());
+      CHECK(wait_until([&] { return c.reap(st); }, 3000));
+      CHECK(boottime_ms() - t0 >= 99 + 100 * round);
+      CHECK(st.code == SIGKILL);
+    }
+    w.stop();
+  }
+
+  TEST_CASE("a watchdog killed by someone is replaced at the next deadline") {
+    Watchdog w;
+    w.start();
+    pid_t old = w.pid();
+    REQUIRE(kill(old, SIGKILL) == 0);
+    REQUIRE(waitpid(old, nullptr, 0) == old);
+    Child c;
+    c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    int64_t t0 = boottime_ms();
+    w.set_group(c.pgid());
+    w.set_deadline(t0 + 100);
+    CHECK(w.pid() != old);
+    CHECK(w.pid() > 0);
+    ExitStatus st;
+    CHECK(wait_until([&] { return c.reap(st); }, 3000));
+    CHECK(st.code == SIGKILL);
+
+    // Killed while armed: a renewal (a later deadline, no wake-up) finds out.
+    Child d;
+    d.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    t0 = boottime_ms();
+    w.set_deadline(t0 + 20000);
+    w.set_group(d.pgid());
+    pid_t second = w.pid();
+    REQUIRE(kill(second, SIGKILL) == 0);
+    REQUIRE(waitpid(second, nullptr, 0) == second);
+    w.set_deadline(t0 + 30000);
+    CHECK(w.pid() != second);
+    w.set_deadline(t0 + 100); // earlier: the new one must have CMD's group
+    CHECK(wait_until([&] { return d.reap(st); }, 3000));
+    CHECK(st.code == SIGKILL);
+    w.stop();
+  }
+
   TEST_CASE("signal_all can spare the watchdog") {
     Child c;
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
     Watchdog w;
-    w.start(c.pgid(), boottime_ms() + 20000);
+    w.start();
+    w.set_group(c.pgid());
+    w.set_deadline(boottime_ms() + 20000);
     kill_and_reap(c, w.pid());
     CHECK(proc_tree::is_alive(w.pid()));
     w.stop();
@@ -180,7 +272,9 @@ TEST_SUITE("process::Watchdog") {
         Child c;
         c.spawn("/bin/sh", {"sh", "-c", "sleep 30 & exec sleep 30"}, base_env(), current_mask());
         Watchdog w;
-        w.start(c.pgid(), boottime_ms() + 30000);
+        w.start();
+        w.set_group(c.pgid());
+        w.set_deadline(boottime_ms() + 30000);
         pid_t pgid = c.pgid();
         int64_t until = boottime_ms() + 3000;
         while (group_members(pgid) < 2 && boottime_ms() < until) usleep(2000);
