@@ -74,8 +74,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_option("--timeout", o.timeout, "Give up waiting after this long (exit 75)");
   cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held");
   cmd->add_option("--conflict-exit-code", o.conflict_exit_code,
-                  "Exit code when not acquired (default 75)")
-    ->check(CLI::Range(0, 255));
+                  "Exit code when not acquired (default 75)");
   cmd->add_option("--min-hold", o.min_hold,
                   "Keep the lease until acquired_at + D after CMD exits (cron dedup)");
   return cmd;
@@ -102,8 +101,7 @@ CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o) {
                   "(D between the end of a run and the next start); default fixed-rate");
   cmd->add_option("--initial-delay", o.initial_delay,
                   "Wait this long after becoming leader before the first run (default 0)");
-  cmd->add_option("--max-runs", o.max_runs, "Release and exit after N runs (default: forever)")
-    ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-runs", o.max_runs, "Release and exit after N runs (default: forever)");
   return cmd;
 }
 
@@ -127,6 +125,10 @@ int run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   config.no_wait = o.no_wait;
   if (!o.timeout.empty()) config.wait_timeout_ms = core::parse_duration(o.timeout, "--timeout");
   if (!o.min_hold.empty()) config.min_hold_ms = core::parse_duration(o.min_hold, "--min-hold");
+  // Range-checked here rather than by a CLI11 validator: building one
+  // formats its description through an ostringstream on every start.
+  if (o.conflict_exit_code < 0 || o.conflict_exit_code > 255)
+    throw UsageError("--conflict-exit-code must be 0 to 255, not " + std::to_string(o.conflict_exit_code));
   config.conflict_exit_code = o.conflict_exit_code;
   return supervise(config, o.supervise, cmd);
 }
@@ -164,6 +166,7 @@ int schedule_command(const ScheduleOptions& o, const std::vector<std::string>& c
     throw UsageError("--strategy must be fixed-rate or fixed-delay, not '" + o.strategy + "'");
   }
   config.initial_delay_ms = core::parse_duration(o.initial_delay, "--initial-delay");
+  if (o.max_runs < 0) throw UsageError("--max-runs must be 0 or more, not " + std::to_string(o.max_runs));
   if (o.max_runs > 0) config.max_runs = o.max_runs;
   return supervise(config, o.supervise, cmd);
 }

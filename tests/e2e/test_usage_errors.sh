@@ -34,6 +34,11 @@ check 64 run --mutex m --ttl '' -- true
 check 64 run --mutex m --transition 0 -- true
 check 64 run --mutex m --kill-after 2s --transition 2s -- true
 
+# Numbers out of range.
+check 64 run --mutex m --conflict-exit-code 256 -- true
+check 64 run --mutex m --conflict-exit-code -1 -- true
+check 64 schedule --mutex m --every 1s --max-runs -1 -- true
+
 # Backends.
 check 64 run --mutex m --backend foo:bar -- true
 check 64 run --mutex m --backend 'sqlite:' -- true
