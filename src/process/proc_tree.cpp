@@ -83,8 +83,30 @@ std::vector<ProcInfo> all_processes() {
 
 // Children of `pid` from /proc/PID/task/*/children (CONFIG_PROC_CHILDREN):
 // far cheaper than scanning all of /proc. False when the kernel lacks it.
+// Appends the pids listed in a children file's text.
+void parse_pids(const std::string& text, std::vector<pid_t>& out) {
+  const char* p = text.c_str();
+  while (*p) {
+    char* next = nullptr;
+    long v = std::strtol(p, &next, 10);
+    if (next == p) break;
+    if (v > 0) out.push_back(pid_t(v));
+    p = next;
+  }
+}
+
 bool children_from_proc(pid_t pid, std::vector<pid_t>& out) {
   char path[64];
+  // Our own children, on every CMD exit: simba starts no threads, so they
+  // are all its main thread's, one file instead of a walk of task/.
+  if (pid == getpid()) {
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", int(pid), int(pid));
+    std::string text;
+    if (read_file(path, text)) {
+      parse_pids(text, out);
+      return true;
+    }
+  }
   std::snprintf(path, sizeof path, "/proc/%d/task", int(pid));
   DIR* dir = opendir(path);
   if (!dir) return true; // the process is gone: no children
@@ -105,14 +127,7 @@ bool children_from_proc(pid_t pid, std::vector<pid_t>& out) {
       if (!supported) break;
       continue;
     }
-    const char* p = text.c_str();
-    while (*p) {
-      char* next = nullptr;
-      long v = std::strtol(p, &next, 10);
-      if (next == p) break;
-      if (v > 0) out.push_back(pid_t(v));
-      p = next;
-    }
+    parse_pids(text, out);
   }
   closedir(dir);
   return supported;
