@@ -76,7 +76,7 @@ public:
       emergency_stop();
       throw;
     }
-    m_watchdog.stop();
+    m_watchdog.leave(); // it goes when simba exits (see leave())
     report_calls();
     return *m_exit_code;
   }

@@ -472,7 +472,7 @@ int watchdog_entry(void* args) { watchdog_main(*static_cast<Args*>(args)); }
 // kills CMD's group, as when the supervisor dies. The region is not
 // unmapped: the watchdog may still be running on it.
 Watchdog::~Watchdog() {
-  if (m_fd >= 0) close(m_fd);
+  if (m_fd >= 0 && !m_left) close(m_fd);
 }
 
 void Watchdog::start() {
@@ -569,6 +569,11 @@ void Watchdog::disarm() {
   // No wake-up: a timer that fires finds no deadline.
   m_shared->deadline_ms.store(k_no_deadline);
   m_shared->pgid.store(0);
+}
+
+void Watchdog::leave() {
+  disarm();
+  m_left = true;
 }
 
 void Watchdog::stop() {

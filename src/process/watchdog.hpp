@@ -35,6 +35,10 @@ public:
   // Ends it (disarmed). Not waited for: its zombie is reaped by Child::reap
   // or by our own exit.
   void stop();
+  // Disarms it and leaves its end to our exit, the last thing simba does:
+  // the channel then closes after simba let go of the memory the two share,
+  // so the watchdog, its last user, tears it down, not simba's exit path.
+  void leave();
 
   pid_t pid() const { return m_pid; }
 
@@ -49,6 +53,7 @@ private:
   char* m_region = nullptr;   // the watchdog's stack and the Shared block
   Shared* m_shared = nullptr; // in m_region; kept for a restarted watchdog
   pid_t m_pgid = 0;           // CMD's group, for a restarted watchdog
+  bool m_left = false;        // leave(): the channel stays open until exit
 };
 
 } // namespace simba::process

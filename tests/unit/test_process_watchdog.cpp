@@ -243,6 +243,48 @@ TEST_SUITE("process::Watchdog") {
     w.stop();
   }
 
+  TEST_CASE("after leave() the watchdog ends with the supervisor, not before") {
+    prctl(PR_SET_CHILD_SUBREAPER, 1); // the watchdog comes to us when the sub-supervisor exits
+    int report[2], go[2];
+    REQUIRE(pipe(report) == 0);
+    REQUIRE(pipe(go) == 0);
+    pid_t sub = fork();
+    REQUIRE(sub >= 0);
+    if (sub == 0) {
+      close(report[0]);
+      close(go[1]);
+      pid_t wd = -1;
+      {
+        Watchdog w;
+        w.start();
+        w.set_deadline(boottime_ms() + 30000);
+        wd = w.pid();
+        w.leave();
+      } // destroyed: the channel stays open
+      ssize_t ignored = write(report[1], &wd, sizeof wd);
+      (void)ignored;
+      char c;
+      ignored = read(go[0], &c, 1); // wait for the parent's look
+      _exit(0);
+    }
+    close(report[1]);
+    close(go[0]);
+    pid_t wd = -1;
+    REQUIRE(read(report[0], &wd, sizeof wd) == ssize_t(sizeof wd));
+    close(report[0]);
+    usleep(100000);
+    CHECK(proc_tree::is_alive(wd)); // outlives its Watchdog object
+    close(go[1]);                    // the sub-supervisor exits
+    REQUIRE(waitpid(sub, nullptr, 0) == sub);
+    CHECK(wait_until(
+        [&] {
+          while (waitpid(-1, nullptr, WNOHANG) > 0) {
+          }
+          return !proc_tree::is_alive(wd);
+        },
+        2000));
+  }
+
   TEST_CASE("signal_all can spare the watchdog") {
     Child c;
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
