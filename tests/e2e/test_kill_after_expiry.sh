@@ -21,7 +21,8 @@ db_locked() {
   ! sqlite3 -cmd '.timeout 0' "$db" 'BEGIN IMMEDIATE; ROLLBACK;' >/dev/null 2>&1
 }
 # The blocker holds the write lock for 10 s (far past ttl + transition).
-(echo 'BEGIN IMMEDIATE;'; sleep 10) | sqlite3 "$db" &
+# Its BEGIN waits for simba's commit (a renewal) should one be under way.
+(echo 'BEGIN IMMEDIATE;'; sleep 10) | sqlite3 -cmd '.timeout 5000' "$db" &
 blocker=$!
 wait_for 5 db_locked
 t0=$(now_ms)
