@@ -384,7 +384,9 @@ public:
   // The notify directory holds, per mutex, a broadcast file named by the
   // mutex's hash (touched by a forced release: the owner hears of it) and
   // one file per waiter, "<hash>.w.<enqueue ns>.<pid>": the FIFO of waiters.
-  // A release touches only the first live waiter's file.
+  // A release touches only the first live waiter's file. Each contender
+  // watches the files, not the directory: a directory watch would wake every
+  // waiter for every other waiter's turn and every departure.
   int watch(const std::string& mutex, const std::string&, bool waiting) override {
     std::string name = fnv1a_hex(mutex);
     if (m_watch_fd < 0 || name != m_watch_name) {
@@ -393,7 +395,7 @@ public:
       m_watch_name = name;
       m_watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
       if (m_watch_fd < 0) return -1;
-      if (!add_watch()) {
+      if (!watch_broadcast()) {
         close(m_watch_fd);
         m_watch_fd = -1;
         return -1;
@@ -411,6 +413,7 @@ public:
     if (m_watch_fd < 0) return false;
     bool ours = false;
     bool lost_watch = false;
+    bool lost_place = false;
     alignas(struct inotify_event) char buf[4096];
     for (;;) {
       ssize_t n = read(m_watch_fd, buf, sizeof buf);
@@ -419,17 +422,23 @@ public:
       for (ssize_t off = 0; off < n;) {
         auto* ev = reinterpret_cast<struct inotify_event*>(buf + off);
         if (ev->mask & IN_Q_OVERFLOW) ours = true; // events were lost: may be ours
-        if (ev->mask & IN_IGNORED) lost_watch = true;
-        if (ev->len > 0 && (ev->mask & IN_CLOSE_WRITE) && m_watch_name == ev->name) ours = true;
-        if (ev->len > 0 && (ev->mask & IN_ATTRIB) && m_waiter_file == ev->name) ours = true;
+        // IN_IGNORED: the file went (someone cleaned the directory up).
+        bool gone = ev->mask & IN_IGNORED;
+        if (ev->wd == m_broadcast_wd && (gone || (ev->mask & IN_CLOSE_WRITE))) ours = true;
+        if (ev->wd == m_broadcast_wd && gone) lost_watch = true;
+        if (ev->wd == m_waiter_wd && (ev->mask & IN_ATTRIB)) ours = true;
+        if (ev->wd == m_waiter_wd && gone) lost_place = true;
         off += static_cast<ssize_t>(sizeof(struct inotify_event) + ev->len);
       }
     }
-    // The directory was removed: watch the new one (a release may have been
-    // missed meanwhile, hence the wake-up).
-    if (lost_watch) {
-      add_watch();
+    // A file went: watch a new one (a release may have been missed
+    // meanwhile, hence the wake-up).
+    if (lost_watch) watch_broadcast();
+    if (lost_place) {
       ours = true;
+      m_waiter_wd = -1;
+      leave_queue();
+      join_queue();
     }
     return ours;
   }
@@ -592,12 +601,15 @@ private:
     return r;
   }
 
-  bool add_watch() {
+  // IN_CLOSE_WRITE on the broadcast file: a forced release. Created when
+  // missing (opened read-only, which raises no IN_CLOSE_WRITE).
+  bool watch_broadcast() {
     mkdir(m_notify_dir.c_str(), 0700); // EEXIST is the usual case
-    // IN_CLOSE_WRITE: a broadcast (forced release); IN_ATTRIB: a waiter's
-    // own file was touched (its turn). Creating a file raises neither
-    // IN_ATTRIB nor, for another file's name, anything that concerns us.
-    return inotify_add_watch(m_watch_fd, m_notify_dir.c_str(), IN_CLOSE_WRITE | IN_ATTRIB) >= 0;
+    std::string file = m_notify_dir + "/" + m_watch_name;
+    int fd = open(file.c_str(), O_CREAT | O_RDONLY | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd >= 0) close(fd);
+    m_broadcast_wd = inotify_add_watch(m_watch_fd, file.c_str(), IN_CLOSE_WRITE);
+    return m_broadcast_wd >= 0;
   }
 
   void join_queue() {
@@ -614,10 +626,15 @@ private:
     flock(fd, LOCK_EX);
     m_waiter_fd = fd;
     m_waiter_file = name;
+    // IN_ATTRIB: a releaser touched it (our turn).
+    m_waiter_wd = inotify_add_watch(m_watch_fd, path.c_str(), IN_ATTRIB);
   }
 
   void leave_queue() {
     if (m_waiter_file.empty()) return;
+    // The watch first: unlinking raises IN_ATTRIB too.
+    if (m_waiter_wd >= 0) inotify_rm_watch(m_watch_fd, m_waiter_wd);
+    m_waiter_wd = -1;
     unlink((m_notify_dir + "/" + m_waiter_file).c_str());
     close(m_waiter_fd);
     m_waiter_fd = -1;
