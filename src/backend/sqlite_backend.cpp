@@ -261,11 +261,18 @@ public:
       this);
   }
 
-  // A passive checkpoint: it never waits for, nor blocks, other connections.
+  // TRUNCATE: with no other connection (a run after a run) the WAL ends up
+  // empty, so the next process has nothing to read back. Without it, the
+  // next process, the first to attach, rebuilds the WAL index from the WAL
+  // file, forgets what was checkpointed, and the WAL grows for ever. With
+  // the busy handler off it never waits: another connection at work (the
+  // next owner's acquire) makes it a passive checkpoint, and that connection
+  // keeps the WAL index, which lets the next writer start the WAL over.
   void checkpoint_if_due() {
     if (m_wal_pages < k_wal_autocheckpoint_pages) return;
-    m_wal_pages = 0;
-    sqlite3_wal_checkpoint_v2(m_db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    m_wal_pages = 0; // the next commit counts again
+    sqlite3_busy_timeout(m_db, 0);
+    sqlite3_wal_checkpoint_v2(m_db, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
   }
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,

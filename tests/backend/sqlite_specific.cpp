@@ -141,6 +141,46 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
                 "transition_at:INTEGER fencing_token:INTEGER:nn ");
 }
 
+TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acquires never") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  auto wal_size = [&] {
+    struct stat st {};
+    return stat((db + "-wal").c_str(), &st) == 0 ? int64_t(st.st_size) : int64_t(0);
+  };
+  // 150 runs, each with a connection of its own as in a process of its own
+  // (the first to attach rebuilds the WAL index from the WAL), each a page
+  // for the acquire and one for the release: 300 frames (over 1.2 MB)
+  // without checkpoints.
+  for (int i = 0; i < 150; ++i) {
+    auto run = open_backend("sqlite://" + db);
+    REQUIRE(run->acquire("m", "A", 1000, 1000, k_timeout).ok());
+    REQUIRE(run->release("m", "A", k_timeout).changed);
+  }
+  CHECK(wal_size() < 40 * 4120 + 32);
+  auto b = open_backend("sqlite://" + db);
+  // A leader that only renews: the same bound.
+  REQUIRE(b->acquire("m", "A", 60000, 1000, k_timeout).ok());
+  for (int i = 0; i < 150; ++i) REQUIRE(b->guard("m", "A", 60000, 1000, k_timeout).changed);
+  CHECK(wal_size() < 40 * 4120 + 32);
+  // Acquires alone (processes killed before their release) grow it; the
+  // next release brings it back in bounds.
+  for (int i = 0; i < 60; ++i) {
+    auto other = "X" + std::to_string(i);
+    REQUIRE(b->acquire("n" + std::to_string(i), other, 60000, 1000, k_timeout).ok());
+  }
+  int64_t grown = wal_size();
+  REQUIRE(b->release("m", "A", k_timeout).changed);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(b->acquire("m", "A", 1000, 1000, k_timeout).ok());
+    REQUIRE(b->release("m", "A", k_timeout).changed);
+  }
+  CHECK(grown > 40 * 4120); // the acquires did not checkpoint
+  // The release checkpointed and emptied the WAL.
+  CHECK(wal_size() < grown);
+}
+
 TEST_CASE("sqlite: relative and default paths") {
   SKIP_UNLESS_SQLITE();
   TempDir t;
