@@ -313,15 +313,24 @@ template <typename F> void wd_each_child(Walk& w, long pid, F f) {
   });
 }
 
+// Whether the kill still stands: false once the supervisor has disarmed the
+// watchdog or armed it anew (the deadline it fired on is gone). CMD and what
+// it left are dead then, and a next CMD may already run: it must be spared.
+struct Mandate {
+  const std::atomic<int64_t>* deadline = nullptr; // null: unconditional
+  int64_t fired_on = 0;
+  bool holds() const { return !deadline || deadline->load() == fired_on; }
+};
+
 // SIGKILLs every descendant of the supervisor (but the watchdog) and every
 // process group one of them leads. Returns how many were alive.
-int wd_kill_pass(Walk& w, long supervisor, long self) {
+int wd_kill_pass(Walk& w, long supervisor, long self, const Mandate& mandate) {
   w.count = 0;
   w.queue[w.count++] = supervisor;
   int alive = 0;
   for (int i = 0; i < w.count; ++i) {
     wd_each_child(w, w.queue[i], [&](long kid) {
-      if (kid == self || w.known(kid)) return;
+      if (kid == self || w.known(kid) || !mandate.holds()) return;
       Stat st;
       if (!wd_read_stat(kid, st)) return; // gone meanwhile
       if (st.pgrp == kid && kid > 1) wd_kill(-kid, SIGKILL);
@@ -333,12 +342,12 @@ int wd_kill_pass(Walk& w, long supervisor, long self) {
   return alive;
 }
 
-void kill_everything(long supervisor, long pgid) {
+void kill_everything(long supervisor, long pgid, const Mandate& mandate = {}) {
   if (pgid > 1) wd_kill(-pgid, SIGKILL);
   long self = sys(SYS_getpid);
   Walk w;
-  for (int pass = 0; pass < k_kill_passes; ++pass)
-    if (wd_kill_pass(w, supervisor, self) == 0) break;
+  for (int pass = 0; pass < k_kill_passes && mandate.holds(); ++pass)
+    if (wd_kill_pass(w, supervisor, self, mandate) == 0) break;
 }
 
 // k_no_deadline disarms the timer.
@@ -403,7 +412,7 @@ constexpr long k_channel_fd = 3;
     for (;;) {
       int64_t d = shared.deadline_ms.load();
       if (d != k_no_deadline && wd_now_ms() >= d) {
-        kill_everything(supervisor, shared.pgid.load());
+        kill_everything(supervisor, shared.pgid.load(), Mandate{&shared.deadline_ms, d});
         if (!shared.deadline_ms.compare_exchange_strong(d, k_no_deadline)) continue;
         d = k_no_deadline;
       }
