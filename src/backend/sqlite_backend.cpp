@@ -182,7 +182,7 @@ public:
   // Makes sure the schema exists (creating the database when it is new);
   // throws UnavailableError when the file cannot be used.
   void initialize() {
-    sqlite3_busy_timeout(m_db, k_open_busy_timeout_ms);
+    set_busy_timeout(k_open_busy_timeout_ms);
     if (sqlite3_db_readonly(m_db, "main") == 1)
       throw UnavailableError("cannot open " + m_path + " for writing: read-only");
     sqlite3_stmt* probe = nullptr;
@@ -268,11 +268,42 @@ public:
   // the busy handler off it never waits: another connection at work (the
   // next owner's acquire) makes it a passive checkpoint, and that connection
   // keeps the WAL index, which lets the next writer start the WAL over.
-  void checkpoint_if_due() {
+  // After a hand-over (a waiter was woken) only a passive one: TRUNCATE
+  // takes the write lock for a moment, which the new owner's acquire would
+  // find taken. The new owner's connection keeps the index meanwhile.
+  void checkpoint_if_due(bool handing_over = false) {
     if (m_wal_pages < k_wal_autocheckpoint_pages) return;
     m_wal_pages = 0; // the next commit counts again
-    sqlite3_busy_timeout(m_db, 0);
-    sqlite3_wal_checkpoint_v2(m_db, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    set_busy_timeout(0);
+    sqlite3_wal_checkpoint_v2(m_db, nullptr,
+                              handing_over ? SQLITE_CHECKPOINT_PASSIVE : SQLITE_CHECKPOINT_TRUNCATE,
+                              nullptr, nullptr);
+  }
+
+  // SQLite's own busy handler sleeps 1, 2, 5, 10... ms between tries: one
+  // collision with another process's transaction (a tenth of a millisecond)
+  // would cost a millisecond or more, on a hand-over's path too. This one
+  // tries again after 50 us, doubling up to 2 ms, until `ms` have passed.
+  void set_busy_timeout(int64_t ms) {
+    m_busy_until_ns = mono_ns() + std::max<int64_t>(ms, 0) * 1000000;
+    sqlite3_busy_handler(m_db, &busy_handler, this);
+  }
+
+  static int busy_handler(void* self, int count) {
+    auto* b = static_cast<SqliteBackend*>(self);
+    int64_t left = b->m_busy_until_ns - mono_ns();
+    if (left <= 0) return 0;
+    int64_t pause = std::min<int64_t>(int64_t(50000) << std::min(count, 6), 2000000);
+    pause = std::min(pause, left);
+    timespec ts{0, long(pause)};
+    nanosleep(&ts, nullptr);
+    return 1;
+  }
+
+  static int64_t mono_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   }
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
@@ -320,8 +351,8 @@ public:
       end_lease(d, now);
       return d;
     });
-    if (r.changed) wake_first_waiter(mutex);
-    checkpoint_if_due();
+    bool woke = r.changed && wake_first_waiter(mutex);
+    checkpoint_if_due(woke);
     return r;
   }
 
@@ -342,7 +373,7 @@ public:
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
-    sqlite3_busy_timeout(m_db, clamp_timeout(timeout_ms));
+    set_busy_timeout(timeout_ms);
     Reply r;
     sqlite3_stmt* s = stmt(k_select, k_sql_select);
     if (!s) return fail_from_db();
@@ -361,7 +392,7 @@ public:
   }
 
   Listing list(int64_t timeout_ms) override {
-    sqlite3_busy_timeout(m_db, clamp_timeout(timeout_ms));
+    set_busy_timeout(timeout_ms);
     Listing out;
     sqlite3_stmt* s = stmt(k_list, k_sql_list);
     if (!s) {
@@ -473,11 +504,6 @@ private:
     d.lease.ttl_at = std::min(d.lease.ttl_at, now);
   }
 
-  static int clamp_timeout(int64_t ms) {
-    if (ms < 0) return 0;
-    return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
-  }
-
   static std::string column_text(sqlite3_stmt* s, int col) {
     const unsigned char* t = sqlite3_column_text(s, col);
     return t ? std::string(reinterpret_cast<const char*>(t),
@@ -534,7 +560,7 @@ private:
   // One operation = one BEGIN IMMEDIATE transaction: read the clock and the
   // lease, let `decide` compute the new lease, write it, commit.
   template <typename Decide> Reply write_op(const std::string& mutex, int64_t timeout_ms, Decide decide) {
-    sqlite3_busy_timeout(m_db, clamp_timeout(timeout_ms));
+    set_busy_timeout(timeout_ms);
     int rc = run(k_begin, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK) {
       Reply f = fail_from_rc(rc);
@@ -651,10 +677,10 @@ private:
   // Wakes the first waiter of `mutex` that is alive; removes the files of
   // waiters that died (kill -9) on the way. One waiter per release: the
   // others keep sleeping (no thundering herd).
-  void wake_first_waiter(const std::string& mutex) {
+  bool wake_first_waiter(const std::string& mutex) {
     std::string prefix = fnv1a_hex(mutex) + ".w.";
     DIR* dir = opendir(m_notify_dir.c_str());
-    if (!dir) return;
+    if (!dir) return false;
     std::vector<std::string> waiters;
     while (dirent* e = readdir(dir)) {
       if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) waiters.emplace_back(e->d_name);
@@ -672,8 +698,9 @@ private:
       close(fd);
       if (dead) continue;
       // IN_ATTRIB: that waiter tries now.
-      if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return;
+      if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return true;
     }
+    return false;
   }
 
   // Closing a file opened for writing raises IN_CLOSE_WRITE for the
@@ -699,6 +726,7 @@ private:
   std::string m_waiter_file; // our place in the queue, when waiting
   int m_waiter_fd = -1;      // its flock says we are alive
   int m_wal_pages = 0;       // frames in the WAL after our last commit
+  int64_t m_busy_until_ns = 0; // busy_handler gives up then
 };
 
 } // namespace
