@@ -48,6 +48,13 @@ struct Listing {
   std::vector<MutexLease> mutexes; // sorted by name
 };
 
+// Whether a reply shows the mutex held by someone else than `contender`
+// at the backend's time: an owner, and not yet free.
+inline bool held_by_other(const Reply& r, const std::string& contender) {
+  const core::Lease& l = r.observed.lease;
+  return r.ok() && !l.owner_id.empty() && l.owner_id != contender && !l.free_at(r.observed.now);
+}
+
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -93,6 +100,13 @@ public:
   // its lease (revocation), and leaves the queue. The queue entry also goes
   // when the backend is destroyed.
   virtual int watch(const std::string& mutex, const std::string& contender, bool waiting) = 0;
+
+  // After the watch() that queued a waiter: false when the backend saw, once
+  // the waiter was queued, the mutex held by another owner. Every release
+  // from then on wakes it, so the driver's look at the mutex (a try to
+  // acquire, for a release between its last try and the queueing) is not
+  // needed. True when unknown.
+  virtual bool look_after_queueing() const { return true; }
   virtual bool drain_wakeups() = 0;
 
   // Identity of the backend for messages and re-entry detection: the URI with

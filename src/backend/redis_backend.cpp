@@ -633,8 +633,11 @@ public:
     if (m_sub.is_open() || subscribe()) {
       // Queue only once subscribed: a release then always finds us listening.
       if (waiting && m_queued.empty()) {
-        if (run(lua::k_enqueue, mutex, {contender}, k_queue_timeout_ms).ok()) m_queued = mutex;
+        Reply r = run(lua::k_enqueue, mutex, {contender}, k_queue_timeout_ms);
+        if (r.ok()) m_queued = mutex;
         m_queued_as = contender;
+        // The script read the lease once we were queued.
+        m_look = !held_by_other(r, contender);
       } else if (!waiting) {
         leave_queue();
       }
@@ -644,6 +647,8 @@ public:
   }
 
   ~RedisBackend() override { leave_queue(); }
+
+  bool look_after_queueing() const override { return m_look; }
 
   void leave_queue() {
     if (m_queued.empty()) return;
@@ -871,6 +876,7 @@ private:
   std::string m_queued;       // the mutex whose queue we are in, if any
   std::string m_queued_as;
   int64_t m_resubscribe_at = 0; // monotonic ms
+  bool m_look = true;           // see look_after_queueing()
   int64_t m_budget_ms = 0;      // of the current call, for messages
 };
 

@@ -62,6 +62,9 @@ constexpr long k_cifs_magic = 0xFF534D42;
 constexpr long k_smb2_magic = 0xFE534D42;
 
 constexpr int k_wal_autocheckpoint_pages = 32; // see configure_connection()
+// The read that follows queueing (see look_after_queueing): short, a look
+// is the fallback.
+constexpr int64_t k_look_timeout_ms = 100;
 
 // Opening may race with another process creating the database.
 constexpr int k_open_busy_timeout_ms = 5000;
@@ -425,7 +428,7 @@ public:
   // A release touches only the first live waiter's file. Each contender
   // watches the files, not the directory: a directory watch would wake every
   // waiter for every other waiter's turn and every departure.
-  int watch(const std::string& mutex, const std::string&, bool waiting) override {
+  int watch(const std::string& mutex, const std::string& contender, bool waiting) override {
     std::string name = fnv1a_hex(mutex);
     if (m_watch_fd < 0 || name != m_watch_name) {
       leave_queue();
@@ -441,11 +444,15 @@ public:
     }
     if (waiting && m_waiter_file.empty()) {
       join_queue();
+      // A read (no write lock), once queued.
+      m_look = m_waiter_file.empty() || !held_by_other(get(mutex, k_look_timeout_ms), contender);
     } else if (!waiting) {
       leave_queue();
     }
     return m_watch_fd;
   }
+
+  bool look_after_queueing() const override { return m_look; }
 
   bool drain_wakeups() override {
     if (m_watch_fd < 0) return false;
@@ -726,6 +733,7 @@ private:
   std::string m_waiter_file; // our place in the queue, when waiting
   int m_waiter_fd = -1;      // its flock says we are alive
   int m_wal_pages = 0;       // frames in the WAL after our last commit
+  bool m_look = true;        // see look_after_queueing()
   int64_t m_busy_until_ns = 0; // busy_handler gives up then
 };
 

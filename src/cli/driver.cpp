@@ -207,8 +207,10 @@ private:
     if (!at || process::boottime_ms() < *at) return;
     m_watching = true;
     m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, waiting());
-    // A release may have happened before the watch: look once now.
-    if (m_notify_fd >= 0) feed(m_contender.on_notify(process::boottime_ms()));
+    // A release may have happened before the watch: look once now, unless
+    // the backend saw the mutex held after queueing us (a waiter).
+    bool look = !waiting() || m_backend.look_after_queueing();
+    if (m_notify_fd >= 0 && look) feed(m_contender.on_notify(process::boottime_ms()));
   }
 
   void poll_once() {

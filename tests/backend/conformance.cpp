@@ -601,3 +601,22 @@ TEST_CASE("wake-up: a release wakes only the first live waiter, in the order the
   CHECK(woken == "1");
   CHECK(stirred == 0);
 }
+
+TEST_CASE("wake-up: queued behind a valid owner, no look is needed; otherwise one is") {
+  auto owner = open_test_backend();
+  auto m = unique_mutex("look");
+  require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+  auto waiter = open_test_backend();
+  int fd = waiter->watch(m, "W", true);
+  if (fd < 0) {
+    MESSAGE("backend has no wake-up channel; skipped");
+    return;
+  }
+  CHECK_FALSE(waiter->look_after_queueing());
+
+  // Freed between the waiter's last try and its queueing: it must look.
+  require_ok(owner->release(m, "A", k_timeout));
+  auto late = open_test_backend();
+  REQUIRE(late->watch(m, "L", true) >= 0);
+  CHECK(late->look_after_queueing());
+}
