@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -46,6 +47,10 @@ namespace simba::process {
 struct Watchdog::Shared {
   std::atomic<int64_t> deadline_ms; // k_no_deadline: disarmed
   std::atomic<int32_t> pgid;        // CMD's group; 0 while unknown
+  // Test hook (SIMBA_TEST_PROC_SCAN, read by the supervisor: the watchdog
+  // has no getenv): walk by a scan of /proc, as on a kernel without
+  // /proc/PID/task/TID/children, which tests cannot otherwise reach.
+  bool walk_by_scan;
 };
 
 namespace {
@@ -342,10 +347,11 @@ int wd_kill_pass(Walk& w, long supervisor, long self, const Mandate& mandate) {
   return alive;
 }
 
-void kill_everything(long supervisor, long pgid, const Mandate& mandate = {}) {
+void kill_everything(long supervisor, long pgid, bool by_scan, const Mandate& mandate = {}) {
   if (pgid > 1) wd_kill(-pgid, SIGKILL);
   long self = sys(SYS_getpid);
   Walk w;
+  if (by_scan) w.children_files = 0;
   for (int pass = 0; pass < k_kill_passes && mandate.holds(); ++pass)
     if (wd_kill_pass(w, supervisor, self, mandate) == 0) break;
 }
@@ -412,7 +418,8 @@ constexpr long k_channel_fd = 3;
     for (;;) {
       int64_t d = shared.deadline_ms.load();
       if (d != k_no_deadline && wd_now_ms() >= d) {
-        kill_everything(supervisor, shared.pgid.load(), Mandate{&shared.deadline_ms, d});
+        kill_everything(supervisor, shared.pgid.load(), shared.walk_by_scan,
+                        Mandate{&shared.deadline_ms, d});
         if (!shared.deadline_ms.compare_exchange_strong(d, k_no_deadline)) continue;
         d = k_no_deadline;
       }
@@ -444,7 +451,7 @@ constexpr long k_channel_fd = 3;
       if (n == -EINTR) continue;
       // Cannot wait: failing safe means killing now, and again until
       // waiting works (a CMD started meanwhile is killed as well).
-      kill_everything(supervisor, shared.pgid.load());
+      kill_everything(supervisor, shared.pgid.load(), shared.walk_by_scan);
       timespec pause{0, 10 * 1000000L};
       sys(SYS_nanosleep, &pause, nullptr);
       continue;
@@ -500,6 +507,7 @@ void Watchdog::start() {
   // A restarted watchdog takes over the state (see set_deadline).
   m_shared->deadline_ms.store(k_no_deadline);
   m_shared->pgid.store(m_pgid);
+  m_shared->walk_by_scan = std::getenv("SIMBA_TEST_PROC_SCAN") != nullptr;
   // A SEQPACKET socket rather than a pipe: send(MSG_NOSIGNAL) never raises
   // SIGPIPE whatever the caller's disposition. Closing our end is the
   // "supervisor gone" signal; its end closing tells us the watchdog died.

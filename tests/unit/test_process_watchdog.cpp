@@ -106,6 +106,29 @@ TEST_SUITE("process::Watchdog") {
     CHECK(w.pid() == -1);
   }
 
+  TEST_CASE("without /proc/.../children files, a scan of /proc finds the escaped descendants too") {
+    setenv("SIMBA_TEST_PROC_SCAN", "1", 1);
+    Child c;
+    spawn_family(c);
+    Watchdog w;
+    w.start();
+    unsetenv("SIMBA_TEST_PROC_SCAN");
+    int64_t t0 = boottime_ms();
+    w.set_group(c.pgid());
+    w.set_deadline(t0 + 100);
+    ExitStatus st;
+    CHECK(wait_until([&] { return c.reap(st); }, 3000));
+    CHECK(st.code == SIGKILL);
+    // The setsid'd sleep (a group of its own) went as well: found by the scan.
+    CHECK(wait_until(
+        [&] {
+          c.reap(st);
+          return !c.descendants_alive(w.pid());
+        },
+        2000));
+    w.stop();
+  }
+
   TEST_CASE("a deadline moved forward is honoured") {
     Child c;
     c.spawn("/bin/sh", {"sh", "-c", "sleep 30 & exec sleep 30"}, base_env(), current_mask());
