@@ -61,7 +61,7 @@ constexpr long k_smb_magic = 0x517B;
 constexpr long k_cifs_magic = 0xFF534D42;
 constexpr long k_smb2_magic = 0xFE534D42;
 
-constexpr int k_wal_autocheckpoint_pages = 32; // see configure_connection()
+constexpr int k_checkpoint_pages = 32; // see configure_connection()
 // The read that follows queueing (see look_after_queueing): short, a look
 // is the fallback.
 constexpr int64_t k_look_timeout_ms = 100;
@@ -275,7 +275,7 @@ public:
   // takes the write lock for a moment, which the new owner's acquire would
   // find taken. The new owner's connection keeps the index meanwhile.
   void checkpoint_if_due(bool handing_over = false) {
-    if (m_wal_pages < k_wal_autocheckpoint_pages) return;
+    if (m_wal_pages < k_checkpoint_pages) return;
     m_wal_pages = 0; // the next commit counts again
     set_busy_timeout(0);
     sqlite3_wal_checkpoint_v2(m_db, nullptr,

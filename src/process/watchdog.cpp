@@ -491,6 +491,8 @@ Watchdog::~Watchdog() {
   if (m_fd >= 0 && !m_left) close(m_fd);
 }
 
+Watchdog::Shared* Watchdog::shared() const { return reinterpret_cast<Shared*>(m_region); }
+
 void Watchdog::start() {
   if (m_fd >= 0) return;
   if (!m_region) {
@@ -502,19 +504,19 @@ void Watchdog::start() {
       throw InternalError(std::string("watchdog: mmap: ") + std::strerror(errno));
     m_region = static_cast<char*>(region);
     if (k_share_memory) mprotect(m_region + k_page, k_page, PROT_NONE); // stack guard
-    m_shared = new (m_region) Shared{};
+    new (m_region) Shared{};
   }
   // A restarted watchdog takes over the state (see set_deadline).
-  m_shared->deadline_ms.store(k_no_deadline);
-  m_shared->pgid.store(m_pgid);
-  m_shared->walk_by_scan = std::getenv("SIMBA_TEST_PROC_SCAN") != nullptr;
+  shared()->deadline_ms.store(k_no_deadline);
+  shared()->pgid.store(m_pgid);
+  shared()->walk_by_scan = std::getenv("SIMBA_TEST_PROC_SCAN") != nullptr;
   // A SEQPACKET socket rather than a pipe: send(MSG_NOSIGNAL) never raises
   // SIGPIPE whatever the caller's disposition. Closing our end is the
   // "supervisor gone" signal; its end closing tells us the watchdog died.
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
     throw InternalError(std::string("watchdog: socketpair: ") + std::strerror(errno));
-  auto* args = new (m_region + sizeof(Shared)) Args{m_shared, fds[0], getpid()};
+  auto* args = new (m_region + sizeof(Shared)) Args{shared(), fds[0], getpid()};
   pid_t pid;
   if (k_share_memory) {
     pid = clone(watchdog_entry, m_region + k_region, CLONE_VM | SIGCHLD, args);
@@ -560,7 +562,7 @@ bool Watchdog::wake() {
 
 void Watchdog::set_deadline(int64_t deadline_ms) {
   if (m_fd >= 0) {
-    int64_t prev = m_shared->deadline_ms.exchange(deadline_ms);
+    int64_t prev = shared()->deadline_ms.exchange(deadline_ms);
     // Later than before: the watchdog's timer fires no later than the old
     // deadline and then finds the new one. Earlier, or newly armed: wake it.
     bool woken = (prev != k_no_deadline && deadline_ms >= prev) ? alive() : wake();
@@ -571,21 +573,21 @@ void Watchdog::set_deadline(int64_t deadline_ms) {
     m_fd = -1;
   }
   start();
-  m_shared->deadline_ms.store(deadline_ms);
+  shared()->deadline_ms.store(deadline_ms);
   wake();
 }
 
 void Watchdog::set_group(pid_t pgid) {
   m_pgid = pgid;
-  if (m_shared) m_shared->pgid.store(pgid);
+  if (m_region) shared()->pgid.store(pgid);
 }
 
 void Watchdog::disarm() {
   m_pgid = 0;
-  if (!m_shared) return;
+  if (!m_region) return;
   // No wake-up: a timer that fires finds no deadline.
-  m_shared->deadline_ms.store(k_no_deadline);
-  m_shared->pgid.store(0);
+  shared()->deadline_ms.store(k_no_deadline);
+  shared()->pgid.store(0);
 }
 
 void Watchdog::leave() {
@@ -601,7 +603,6 @@ void Watchdog::stop() {
     // It may still run on the region for a moment: a later start() (tests
     // do that) takes a new one. This one stays mapped: stop() comes once.
     m_region = nullptr;
-    m_shared = nullptr;
   }
   // Not waited for: waiting would put a context switch on every run's exit
   // path. Its zombie keeps the pid from being reused until Child::reap or our

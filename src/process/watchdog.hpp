@@ -50,8 +50,8 @@ private:
 
   pid_t m_pid = -1;
   int m_fd = -1;              // our end of the socketpair
-  char* m_region = nullptr;   // the watchdog's stack and the Shared block
-  Shared* m_shared = nullptr; // in m_region; kept for a restarted watchdog
+  Shared* shared() const;     // at the start of m_region; null without one
+  char* m_region = nullptr;   // the Shared block and the watchdog's stack; kept for a restart
   pid_t m_pgid = 0;           // CMD's group, for a restarted watchdog
   bool m_left = false;        // leave(): the channel stays open until exit
 };
