@@ -39,11 +39,17 @@
 
 namespace simba::process {
 
-// What the supervisor and the watchdog share: the deadline and CMD's group.
-// The supervisor stores them and wakes the watchdog (a byte on the channel)
-// only when the watchdog's timer must move earlier or be armed at all. A
-// renewal, which moves the deadline later, is a store: the watchdog re-reads
-// the deadline when its timer fires and sleeps on if it has moved.
+// What the supervisor and the watchdog share: the deadline and CMD's group,
+// and the timer (a timerfd the supervisor creates and the watchdog keeps).
+// Arming, or moving the deadline earlier, is a store and a
+// timerfd_settime() by the supervisor: the watchdog is not woken, so a
+// hand-over's path from "acquired" to "CMD runs" has no context switch to
+// it. A renewal, which moves the deadline later, is a store: the watchdog
+// re-reads the deadline when its timer fires and sleeps on if it has
+// moved. Both sides set the timer; the watchdog re-reads the deadline after
+// each setting of its own, so whichever comes last, the timer ends up at
+// the deadline (see check()). Without a timerfd the supervisor wakes the
+// watchdog with a byte on the channel instead.
 struct Watchdog::Shared {
   std::atomic<int64_t> deadline_ms; // k_no_deadline: disarmed
   std::atomic<int32_t> pgid;        // CMD's group; 0 while unknown
@@ -51,6 +57,10 @@ struct Watchdog::Shared {
   // has no getenv): walk by a scan of /proc, as on a kernel without
   // /proc/PID/task/TID/children, which tests cannot otherwise reach.
   bool walk_by_scan;
+  // Test hook (SIMBA_TEST_WATCHDOG_PAUSE_MS): a pause between reading the
+  // deadline and setting the timer, the window in which the supervisor may
+  // set the timer too (see check()).
+  int32_t pause_before_setting_ms;
 };
 
 namespace {
@@ -370,11 +380,36 @@ bool set_timer(long tfd, int64_t deadline_ms) {
 struct Args {
   Watchdog::Shared* shared;
   int channel;
+  int timer; // the shared timerfd, or -1: the watchdog makes its own
   pid_t supervisor;
 };
 
-// The watchdog's end of the channel, after it has closed everything else.
-constexpr long k_channel_fd = 3;
+
+
+// Closes every descriptor but `a` and `b` (-1: none).
+void close_all_but(long a, long b) {
+  if (a > b) {
+    long t = a;
+    a = b;
+    b = t;
+  }
+  bool closed = false;
+#ifdef SYS_close_range
+  // The gaps below a, between a and b, and above b.
+  closed = true;
+  long from = 0;
+  for (long keep : {a, b}) {
+    if (keep < 0) continue;
+    if (keep > from) closed = closed && sys(SYS_close_range, from, keep - 1, 0) == 0;
+    from = keep + 1;
+  }
+  closed = closed && sys(SYS_close_range, from, ~0U, 0) == 0;
+#endif
+  if (!closed) {
+    for (long fd = 0; fd < 65536; ++fd) // kernels before 5.9
+      if (fd != a && fd != b) sys(SYS_close, fd);
+  }
+}
 
 // The watchdog process. Never returns. No libc from here on (see the top).
 [[noreturn]] void watchdog_main(Args args) {
@@ -388,25 +423,16 @@ constexpr long k_channel_fd = 3;
   unsigned long all = ~0UL;
   sys(SYS_rt_sigprocmask, SIG_SETMASK, &all, nullptr, sizeof all);
 
-  // Keep only the channel: holding simba's other descriptors (a lock file,
-  // the backend socket, a caller's stdout pipe) would leak them.
+  // Keep only the channel and the timer: holding simba's other descriptors
+  // (a lock file, the backend socket, a caller's stdout pipe) would leak
+  // them.
   long channel = args.channel;
-  if (channel != k_channel_fd) {
-    sys(SYS_dup3, channel, k_channel_fd, 0);
-    channel = k_channel_fd;
-  }
-#ifdef SYS_close_range
-  bool closed = sys(SYS_close_range, 0, k_channel_fd - 1, 0) == 0 &&
-                sys(SYS_close_range, k_channel_fd + 1, ~0U, 0) == 0;
-#else
-  bool closed = false;
-#endif
-  if (!closed) {
-    for (long fd = 0; fd < 65536; ++fd) // kernels before 5.9
-      if (fd != k_channel_fd) sys(SYS_close, fd);
-  }
+  long tfd = args.timer;
+  close_all_but(channel, tfd);
 
-  long tfd = sys(SYS_timerfd_create, CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+  // Our own timer when the supervisor could not make one: it then wakes us
+  // to arm it.
+  if (tfd < 0) tfd = sys(SYS_timerfd_create, CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
   bool have_timer = tfd >= 0;
   int64_t timer_at = k_no_deadline; // when the timer (or the poll fallback) fires
 
@@ -414,6 +440,9 @@ constexpr long k_channel_fd = 3;
   // it. After a kill the deadline is cleared unless the supervisor stored a
   // new one meanwhile (then it is looked at in turn): either way the
   // supervisor's next deadline finds the watchdog disarmed, or is seen here.
+  // The supervisor sets the timer too (after storing a deadline): a setting
+  // of ours from a deadline read before its store could undo its setting,
+  // so the deadline is read again after ours and looked at anew if it moved.
   auto check = [&] {
     for (;;) {
       int64_t d = shared.deadline_ms.load();
@@ -424,7 +453,12 @@ constexpr long k_channel_fd = 3;
         d = k_no_deadline;
       }
       timer_at = d;
+      if (shared.pause_before_setting_ms > 0) {
+        timespec pause{0, long(shared.pause_before_setting_ms) * 1000000L};
+        sys(SYS_nanosleep, &pause, nullptr);
+      }
       if (have_timer) have_timer = set_timer(tfd, d);
+      if (shared.deadline_ms.load() != d) continue;
       return;
     }
   };
@@ -510,13 +544,19 @@ void Watchdog::start() {
   shared()->deadline_ms.store(k_no_deadline);
   shared()->pgid.store(m_pgid);
   shared()->walk_by_scan = std::getenv("SIMBA_TEST_PROC_SCAN") != nullptr;
+  const char* pause = std::getenv("SIMBA_TEST_WATCHDOG_PAUSE_MS");
+  shared()->pause_before_setting_ms = pause ? std::atoi(pause) % 1000 : 0;
   // A SEQPACKET socket rather than a pipe: send(MSG_NOSIGNAL) never raises
   // SIGPIPE whatever the caller's disposition. Closing our end is the
   // "supervisor gone" signal; its end closing tells us the watchdog died.
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
     throw InternalError(std::string("watchdog: socketpair: ") + std::strerror(errno));
-  auto* args = new (m_region + sizeof(Shared)) Args{shared(), fds[0], getpid()};
+  // The timer both of us set (see Shared). Without one (-1) the watchdog
+  // makes its own and is woken to set it.
+  if (m_tfd >= 0) close(m_tfd);
+  m_tfd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+  auto* args = new (m_region + sizeof(Shared)) Args{shared(), fds[0], m_tfd, getpid()};
   pid_t pid;
   if (k_share_memory) {
     pid = clone(watchdog_entry, m_region + k_region, CLONE_VM | SIGCHLD, args);
@@ -531,6 +571,8 @@ void Watchdog::start() {
     int err = errno;
     close(fds[0]);
     close(fds[1]);
+    if (m_tfd >= 0) close(m_tfd);
+    m_tfd = -1;
     throw InternalError(std::string("watchdog: clone: ") + std::strerror(err));
   }
   // The clone holds its own copy of both ends; it closes all but its own.
@@ -560,13 +602,21 @@ bool Watchdog::wake() {
   }
 }
 
+// Sets the shared timer, or (without one) wakes the watchdog to set its own.
+// False when the watchdog is gone.
+bool Watchdog::arm(int64_t deadline_ms) {
+  if (m_tfd >= 0 && set_timer(m_tfd, deadline_ms)) return alive();
+  return wake();
+}
+
 void Watchdog::set_deadline(int64_t deadline_ms) {
   if (m_fd >= 0) {
     int64_t prev = shared()->deadline_ms.exchange(deadline_ms);
-    // Later than before: the watchdog's timer fires no later than the old
-    // deadline and then finds the new one. Earlier, or newly armed: wake it.
-    bool woken = (prev != k_no_deadline && deadline_ms >= prev) ? alive() : wake();
-    if (woken) return;
+    // Later than before: the timer fires no later than the old deadline and
+    // the watchdog then finds the new one. Earlier, or newly armed: the
+    // timer moves (after the store: see Shared).
+    bool ok = (prev != k_no_deadline && deadline_ms >= prev) ? alive() : arm(deadline_ms);
+    if (ok) return;
     // Killed by someone. Its end closed when it exited, after it left the
     // region: a new one may run on it. Its zombie is collected by Child::reap.
     close(m_fd);
@@ -574,7 +624,7 @@ void Watchdog::set_deadline(int64_t deadline_ms) {
   }
   start();
   shared()->deadline_ms.store(deadline_ms);
-  wake();
+  arm(deadline_ms);
 }
 
 void Watchdog::set_group(pid_t pgid) {
@@ -597,6 +647,8 @@ void Watchdog::leave() {
 
 void Watchdog::stop() {
   disarm();
+  if (m_tfd >= 0) close(m_tfd);
+  m_tfd = -1;
   if (m_fd >= 0) {
     close(m_fd); // it sees the channel close with nothing to kill and exits
     m_fd = -1;

@@ -47,9 +47,11 @@ public:
 private:
   bool alive() const;
   bool wake();
+  bool arm(int64_t deadline_ms);
 
   pid_t m_pid = -1;
   int m_fd = -1;              // our end of the socketpair
+  int m_tfd = -1;             // the timer we share with it (-1: its own)
   Shared* shared() const;     // at the start of m_region; null without one
   char* m_region = nullptr;   // the Shared block and the watchdog's stack; kept for a restart
   pid_t m_pgid = 0;           // CMD's group, for a restarted watchdog

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
+#include <ctime>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -26,6 +28,40 @@ namespace {
 
 void sleep_until(int64_t t) {
   for (int64_t now = boottime_ms(); now < t; now = boottime_ms()) usleep(useconds_t((t - now) * 1000));
+}
+
+int64_t boottime_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+// Open descriptors of `pid`.
+int open_fds(pid_t pid) {
+  DIR* dir = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (!dir) return -1;
+  int n = 0;
+  while (dirent* ent = readdir(dir))
+    if (ent->d_name[0] != '.') ++n;
+  closedir(dir);
+  return n;
+}
+
+char state_of(pid_t pid) {
+  proc_tree::ProcInfo info;
+  return proc_tree::read_stat(pid, info) ? info.state : '?';
+}
+
+// voluntary_ctxt_switches of `pid`: how often it went to sleep.
+long voluntary_switches(pid_t pid) {
+  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (!f) return -1;
+  char line[256];
+  long n = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1) break;
+  fclose(f);
+  return n;
 }
 
 // Live members of process group `pgid`, from a scan of /proc.
@@ -229,6 +265,56 @@ TEST_SUITE("process::Watchdog") {
       CHECK(boottime_ms() - t0 >= 99 + 100 * round);
       CHECK(st.code == SIGKILL);
     }
+    w.stop();
+  }
+
+  TEST_CASE("arming sets the shared timer: the watchdog is not woken and keeps two descriptors") {
+    Watchdog w;
+    w.start();
+    pid_t wd = w.pid();
+    // Settled: asleep in its poll with only the channel and the timer open.
+    REQUIRE(wait_until([&] { return open_fds(wd) == 2 && state_of(wd) == 'S'; }, 2000));
+    long switches = voluntary_switches(wd);
+    REQUIRE(switches > 0);
+    Child c;
+    c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    int64_t t0 = boottime_ms();
+    w.set_group(c.pgid());
+    w.set_deadline(t0 + 300);
+    w.set_deadline(t0 + 200); // earlier: the timer moves, still no wake-up
+    usleep(100000);
+    CHECK(voluntary_switches(wd) == switches); // it slept through both
+    ExitStatus st;
+    CHECK(wait_until([&] { return c.reap(st); }, 3000));
+    CHECK(boottime_ms() - t0 >= 199);
+    CHECK(st.code == SIGKILL);
+    w.stop();
+  }
+
+  TEST_CASE("a timer that fires for a cleared deadline does not undo the next arming") {
+    // Both sides set the timer: the watchdog, woken by a deadline that was
+    // cleared meanwhile, disarms the timer while the supervisor arms it for
+    // the next CMD. The hook widens the watchdog's window between reading
+    // the deadline and setting the timer to 40 ms; the supervisor arms in
+    // it. The watchdog reads the deadline again after its setting, so the
+    // next CMD is still killed at its deadline.
+    setenv("SIMBA_TEST_WATCHDOG_PAUSE_MS", "40", 1);
+    Watchdog w;
+    w.start();
+    unsetenv("SIMBA_TEST_WATCHDOG_PAUSE_MS");
+    Child c;
+    c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+    w.set_group(c.pgid());
+    int64_t t0 = boottime_ms();
+    w.set_deadline(t0 + 5);
+    w.disarm();         // the timer still fires at t0 + 5, finds nothing,
+    sleep_until(t0 + 20); // and pauses before disarming the timer
+    w.set_deadline(t0 + 100); // armed here, disarmed by it at about t0 + 45
+    ExitStatus st;
+    CHECK(wait_until([&] { return c.reap(st); }, 2000));
+    CHECK(boottime_ms() - t0 >= 99);
+    CHECK(st.code == SIGKILL);
+    if (c.running()) kill_and_reap(c, w.pid());
     w.stop();
   }
 
