@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 
 #include "core/error.hpp"
 #include "process/clock.hpp"
@@ -24,8 +23,12 @@ namespace {
 
 // execvp's fallback when PATH is unset.
 constexpr const char* k_default_path = "/bin:/usr/bin";
-// Stack of the CLONE_VM child: it only makes a handful of syscalls.
+// Stack of the CLONE_VM child: it only makes a handful of syscalls. One
+// for every spawn (the parent waits until the child has exec'd or failed),
+// static so that a spawn allocates no memory (a heap block this size would
+// grow and shrink the heap: two more system calls on a hand-over's path).
 constexpr size_t k_child_stack_size = 64 * 1024;
+alignas(16) char g_child_stack[k_child_stack_size];
 
 // Makes `pgrp` the terminal's foreground group. SIGTTOU is blocked around
 // the call: from a background group tcsetpgrp() would otherwise stop us.
@@ -149,9 +152,8 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
   if (m_tty >= 0 && tcgetpgrp(m_tty) != getpgrp()) m_tty = -1;
   SpawnArgs args{path.c_str(), argv_ptrs.data(), env_ptrs.data(), &signal_mask, getpid(), m_tty,
                  not_after_ms, 0};
-  std::unique_ptr<char[]> stack(new char[k_child_stack_size]);
   // Stacks grow down on every Linux target we build for; keep it 16-aligned.
-  auto top = reinterpret_cast<uintptr_t>(stack.get() + k_child_stack_size) & ~uintptr_t(15);
+  auto top = reinterpret_cast<uintptr_t>(g_child_stack + k_child_stack_size) & ~uintptr_t(15);
 
   // No signal may run a handler in the child while it shares our memory;
   // the child restores `signal_mask` just before execve.
@@ -175,9 +177,8 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
     if (err == ETIME) throw TooLate();
     throw Error(exec_errno_code(err), "cannot execute " + path + ": " + std::strerror(err));
   }
-  // The child did this already; repeating it closes no race but is harmless
-  // (EACCES once it has exec'd).
-  setpgid(pid, pid);
+  // The child made its own group before exec (no setpgid here: CLONE_VFORK
+  // resumes us only after that).
   m_pid = pid;
   m_exited = false;
 }
