@@ -109,6 +109,11 @@ public:
   virtual bool look_after_queueing() const { return true; }
   virtual bool drain_wakeups() = 0;
 
+  // Called by an owner once its CMD has run for a few milliseconds: a quiet
+  // moment, off the path of every hand-over, for upkeep a release or an
+  // acquire would otherwise do on that path (SQLite: the WAL checkpoint).
+  virtual void upkeep() {}
+
   // Identity of the backend for messages and re-entry detection: the URI with
   // any password removed (e.g. "sqlite:///home/u/.local/state/simba/simba.db").
   virtual std::string describe() const = 0;

@@ -62,6 +62,7 @@ constexpr long k_cifs_magic = 0xFF534D42;
 constexpr long k_smb2_magic = 0xFE534D42;
 
 constexpr int k_checkpoint_pages = 32; // see configure_connection()
+constexpr int k_checkpoint_overdue_pages = 4 * k_checkpoint_pages;
 // The read that follows queueing (see look_after_queueing): short, a look
 // is the fallback.
 constexpr int64_t k_look_timeout_ms = 100;
@@ -250,9 +251,14 @@ public:
   // The checkpoint is ours, not SQLite's automatic one: that one runs inside
   // whichever commit crosses the limit, and a checkpoint waits for two fsyncs
   // (from a millisecond to over ten here). Inside a release or an acquire it
-  // lands on the hand-over's path. So commits only count the WAL's pages
-  // (wal_hook); a release checkpoints after it has woken the next waiter, a
-  // renewal after its commit, an acquire never (the run's release will).
+  // lands on the hand-over's path; right after a release that woke the next
+  // owner, its fsyncs hold up that owner's commit (traced: a WAL write of the
+  // acquire waited a millisecond behind them). So commits only count the
+  // WAL's pages (wal_hook), and the checkpoint runs in an owner's upkeep()
+  // (CMD started a few milliseconds ago), after a renewal's commit, or in a
+  // release that woke nobody; a release that handed over leaves it to the
+  // next owner's upkeep, unless CMDs are so short that the WAL reached
+  // k_checkpoint_overdue_pages (then a passive one, as it has to be).
   void configure_connection() {
     sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
     sqlite3_wal_hook(
@@ -275,7 +281,7 @@ public:
   // takes the write lock for a moment, which the new owner's acquire would
   // find taken. The new owner's connection keeps the index meanwhile.
   void checkpoint_if_due(bool handing_over = false) {
-    if (m_wal_pages < k_checkpoint_pages) return;
+    if (m_wal_pages < (handing_over ? k_checkpoint_overdue_pages : k_checkpoint_pages)) return;
     m_wal_pages = 0; // the next commit counts again
     set_busy_timeout(0);
     sqlite3_wal_checkpoint_v2(m_db, nullptr,
@@ -453,6 +459,8 @@ public:
   }
 
   bool look_after_queueing() const override { return m_look; }
+
+  void upkeep() override { checkpoint_if_due(); }
 
   bool drain_wakeups() override {
     if (m_watch_fd < 0) return false;

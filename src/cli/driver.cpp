@@ -182,6 +182,7 @@ private:
     m_watchdog.set_group(m_child.pgid());
     m_started = true;
     m_started_at = process::boottime_ms();
+    m_upkeep_pending = true;
     return {};
   }
 
@@ -202,11 +203,48 @@ private:
 
   bool waiting() const { return m_contender.phase() == core::Contender::Phase::contending; }
 
+  // Upkeep once CMD has run for a few milliseconds: well after the
+  // hand-over that started it, and far from the next one unless CMD is very
+  // short. A waiter that became the owner leaves the waiters' queue then
+  // (SQLite: a watch, a file and a descriptor to remove), not between the
+  // reply and CMD's start: no one else releases the mutex meanwhile, and a
+  // release skips its own caller's place. The backend does its own upkeep
+  // (SQLite: the WAL checkpoint). After a shorter CMD: the place goes with
+  // simba, after the release; the backend's upkeep is the release's.
+  static constexpr int64_t k_upkeep_delay_ms = 5;
+
+  std::optional<int64_t> upkeep_at() const {
+    if (!m_upkeep_pending || m_contender.phase() != core::Contender::Phase::owning) return std::nullopt;
+    return m_started_at + k_upkeep_delay_ms;
+  }
+
+  void upkeep_if_due() {
+    auto at = upkeep_at();
+    if (!at || process::boottime_ms() < *at) return;
+    m_upkeep_pending = false; // the next rewatch() leaves the queue
+    m_backend.upkeep();
+  }
+
+  // Sets the watch up for our role (waiter or owner), again after a loss.
+  void rewatch() {
+    bool w = waiting();
+    if (!w && m_watched_waiting && m_upkeep_pending) {
+      m_leave_pending = true; // until upkeep_if_due()
+      return;
+    }
+    // Back to waiting after an ownership that kept its place: to the end.
+    if (w && m_leave_pending) m_backend.watch(m_config.mutex, m_config.contender_id, false);
+    m_leave_pending = false;
+    m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, w);
+    m_watched_waiting = w;
+  }
+
   void maybe_watch() {
     auto at = watch_at();
     if (!at || process::boottime_ms() < *at) return;
     m_watching = true;
-    m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, waiting());
+    m_watched_waiting = waiting();
+    m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, m_watched_waiting);
     // A release may have happened before the watch: look once now, unless
     // the backend saw the mutex held after queueing us (a waiter).
     bool look = !waiting() || m_backend.look_after_queueing();
@@ -217,12 +255,13 @@ private:
     maybe_watch();
     if (m_exit_code) return;
     // may have been set up again, or the role changed (waiter / owner)
-    if (m_watching) m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, waiting());
+    if (m_watching) rewatch();
     pollfd fds[2] = {{m_signals.fd(), POLLIN, 0}, {m_notify_fd, POLLIN, 0}};
     int nfds = m_notify_fd >= 0 ? 2 : 1;
     int timeout = -1;
     auto at = m_contender.wake_at();
     if (auto w = watch_at(); w && (!at || *w < *at)) at = w;
+    if (auto u = upkeep_at(); u && (!at || *u < *at)) at = u;
     if (at) {
       int64_t left = *at - process::boottime_ms();
       timeout = left <= 0 ? 0 : int(std::min<int64_t>(left, 60000));
@@ -250,6 +289,7 @@ private:
     if (m_exit_code) return;
     fire_timer();
     if (!m_exit_code) check_all_gone();
+    if (!m_exit_code) upkeep_if_due();
   }
 
   void fire_timer() {
@@ -295,6 +335,9 @@ private:
   std::optional<int> m_exit_code;
   int m_notify_fd = -1;
   bool m_watching = false;
+  bool m_watched_waiting = false; // the last watch() was a waiter's
+  bool m_leave_pending = false;   // an owner still holds its place (upkeep_at)
+  bool m_upkeep_pending = false;  // CMD started, upkeep_at() not reached yet
   uint64_t m_calls = 0; // backend calls (lease operations)
   int64_t m_started_at = 0;
 };

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -179,6 +180,56 @@ TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acqu
   CHECK(grown > 40 * 4120); // the acquires did not checkpoint
   // The release checkpointed and emptied the WAL.
   CHECK(wal_size() < grown);
+}
+
+TEST_CASE("sqlite: a hand-over leaves the checkpoint to the next owner's upkeep") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  auto wal_frames = [&] {
+    struct stat st {};
+    return stat((db + "-wal").c_str(), &st) == 0 ? (int64_t(st.st_size) - 32) / 4120 : int64_t(0);
+  };
+  open_backend("sqlite://" + db); // the schema
+  // A waiter in a process of its own (a release skips its own process's
+  // place): every release below wakes it, i.e. hands over.
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  pid_t waiter = fork();
+  REQUIRE(waiter >= 0);
+  if (waiter == 0) {
+    auto w = open_backend("sqlite://" + db);
+    bool queued = w->watch("m", "W", true) >= 0;
+    ssize_t ignored = write(ready[1], &queued, 1);
+    (void)ignored;
+    pause();
+    _exit(0);
+  }
+  bool queued = false;
+  REQUIRE(read(ready[0], &queued, 1) == 1);
+  REQUIRE(queued);
+  auto h = open_backend("sqlite://" + db);
+  auto hand_over = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      REQUIRE(h->acquire("m", "A", 1000, 1000, k_timeout).ok());
+      REQUIRE(h->release("m", "A", k_timeout).changed);
+    }
+  };
+  // 40 hand-overs, 80 frames: no checkpoint on their path (the fsyncs would
+  // hold up the woken owner's commit).
+  hand_over(40);
+  int64_t grown = wal_frames();
+  // The owner's upkeep, once its CMD runs, does it: the WAL is emptied.
+  h->upkeep();
+  int64_t after_upkeep = wal_frames();
+  // CMDs too short for any upkeep: the WAL stays bounded all the same.
+  hand_over(150);
+  int64_t bounded = wal_frames();
+  kill(waiter, SIGKILL);
+  waitpid(waiter, nullptr, 0);
+  CHECK(grown >= 80);
+  CHECK(after_upkeep <= 1);
+  CHECK(bounded <= 4 * 32 + 4);
 }
 
 TEST_CASE("sqlite: relative and default paths") {

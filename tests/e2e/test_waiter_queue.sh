@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
+# backends: sqlite
+# A waiter's place in the queue (a file in <db>.notify/ ending in its pid)
+# exists while it waits, and goes once it owns the mutex and its CMD has
+# started (simba leaves the queue a few milliseconds into CMD, off the path
+# from the reply to CMD's start). Kept for the whole run, a release by a
+# later owner would wake this process instead of a waiter.
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+
+notify="$T/simba.db.notify"
+"$SIMBA" run --mutex m -- sh -c 'touch "$0"; sleep 1' "$T/holding" &
+holder=$!
+wait_file "$T/holding" 10
+"$SIMBA" run --mutex m -- sh -c 'sleep 0.3; ls "$1" >"$0"' "$T/later" "$notify" &
+waiter=$!
+
+places() { ls "$notify" 2>/dev/null | grep -c "\.w\..*\.$waiter\$" || true; }
+wait_for 5 test "$(places)" = 1
+rc=0
+wait "$waiter" || rc=$?
+assert_eq 0 "$rc" "waiter's exit status"
+wait "$holder"
+test -s "$T/later" || fail "the waiter's CMD did not list $notify"
+if grep -q "\.w\..*\.$waiter\$" "$T/later"; then
+  fail "the owner still held its place in the waiters' queue 300 ms into its CMD: $(tr '\n' ' ' <"$T/later")"
+fi
+assert_eq 0 "$(places)" "places of the waiter left after it exited"
