@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,15 @@ inline bool held_by_other(const Reply& r, const std::string& contender) {
   const core::Lease& l = r.observed.lease;
   return r.ok() && !l.owner_id.empty() && l.owner_id != contender && !l.free_at(r.observed.now);
 }
+
+// A release handed the mutex over to a waiter (Backend::take_grant): the
+// reply the waiter's own acquire would have got, and a local time no later
+// than that reply's backend `now` (CLOCK_BOOTTIME milliseconds, the
+// driver's clock), from which the waiter counts the lease.
+struct Grant {
+  Reply reply;
+  int64_t sent_at_ms = 0;
+};
 
 class Backend {
 public:
@@ -108,6 +118,11 @@ public:
   // needed. True when unknown.
   virtual bool look_after_queueing() const { return true; }
   virtual bool drain_wakeups() = 0;
+  // After drain_wakeups() returned true: the mutex handed over to the
+  // waiter by the release that woke it, if the backend does that (Redis);
+  // then the waiter needs no acquire of its own, and leaves the queue
+  // without a call (the release took it out). Nothing: acquire as usual.
+  virtual std::optional<Grant> take_grant() { return std::nullopt; }
 
   // Called by an owner once its CMD has run for a few milliseconds: a quiet
   // moment, off the path of every hand-over, for upkeep a release or an

@@ -21,6 +21,7 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -53,6 +54,13 @@ const std::string k_timed_out = "timed out";
 int64_t mono_ms() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// The driver's clock (process/clock.hpp), for Grant::sent_at_ms.
+int64_t boottime_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
   return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -522,6 +530,8 @@ public:
                   timeout_ms);
     // The script took the new owner out of the queue: no dequeue call.
     if (r.ok() && r.changed && mutex == m_queued && contender == m_queued_as) m_queued.clear();
+    // The terms a release hands the mutex over on, should we queue.
+    m_terms = {std::to_string(ttl_ms), std::to_string(transition_ms)};
     return r;
   }
 
@@ -628,12 +638,16 @@ public:
       m_sub.close();
       m_channel = channel;
       m_wake_channel = hash_key(mutex) + ":wake:" + contender;
+      m_sub_mutex = mutex;
+      m_sub_contender = contender;
       m_resubscribe_at = 0;
     }
     if (m_sub.is_open() || subscribe()) {
       // Queue only once subscribed: a release then always finds us listening.
       if (waiting && m_queued.empty()) {
-        Reply r = run(lua::k_enqueue, mutex, {contender}, k_queue_timeout_ms);
+        std::vector<std::string> args{contender};
+        args.insert(args.end(), m_terms.begin(), m_terms.end());
+        Reply r = run(lua::k_enqueue, mutex, args, k_queue_timeout_ms);
         if (r.ok()) m_queued = mutex;
         m_queued_as = contender;
         // The script read the lease once we were queued.
@@ -665,6 +679,10 @@ public:
     int64_t deadline = now + std::min(m_ep.timeout_ms, k_subscribe_wait_ms);
     // Channels are not per database: no SELECT.
     if (!connect(m_sub, deadline, false, false).empty()) return false;
+    // A message that comes after the confirmations was published after the
+    // server handled the SUBSCRIBE, so after this moment: a hand-over's
+    // lease is counted from here (see take_grant()).
+    int64_t sent_at = boottime_ms();
     if (!m_sub.send_only({{"SUBSCRIBE", m_channel, m_wake_channel}}, deadline).empty()) return false;
     // Wait for the confirmations, so that a release right after this call is
     // not missed.
@@ -678,6 +696,7 @@ public:
         return false;
       }
     }
+    m_subscribed_at = sent_at;
     return true;
   }
 
@@ -688,7 +707,11 @@ public:
     bool ours = false;
     for (const ReplyPtr& r : replies) {
       if (is_error(r.get())) err = reply_text(r.get());
-      if (is_message_on(r.get(), m_channel) || is_message_on(r.get(), m_wake_channel)) ours = true;
+      if (is_message_on(r.get(), m_channel)) ours = true;
+      if (is_message_on(r.get(), m_wake_channel)) {
+        ours = true;
+        take_grant_message(reply_text(r->element[2]));
+      }
     }
     if (!err.empty()) {
       // A release may have been missed: wake up and look. The next watch()
@@ -704,9 +727,40 @@ public:
     return ours;
   }
 
+  std::optional<Grant> take_grant() override {
+    std::optional<Grant> g = std::move(m_grant);
+    m_grant.reset();
+    return g;
+  }
+
   std::string describe() const override { return m_describe; }
 
 private:
+  // "grant <now> <acquired_at> <ttl_at> <transition_at> <token>" on our wake
+  // channel: a release made us the owner (lua/common.lua: hand_over). The
+  // reply our acquire would have got, sent when we sent the SUBSCRIBE whose
+  // confirmation came before the message. The release took us out of the
+  // queue: no dequeue (which would end the lease). "1": only woken.
+  void take_grant_message(const std::string& text) {
+    long long f[5];
+    char tail;
+    if (std::sscanf(text.c_str(), "grant %lld %lld %lld %lld %lld%c", &f[0], &f[1], &f[2], &f[3], &f[4],
+                    &tail) != 5)
+      return;
+    Grant g;
+    g.reply.status = Reply::Status::ok;
+    g.reply.changed = true;
+    g.reply.observed.now = f[0];
+    g.reply.observed.lease.owner_id = m_sub_contender;
+    g.reply.observed.lease.acquired_at = f[1];
+    g.reply.observed.lease.ttl_at = f[2];
+    g.reply.observed.lease.transition_at = f[3];
+    g.reply.observed.lease.fencing_token = f[4];
+    g.sent_at_ms = m_subscribed_at;
+    m_grant = std::move(g);
+    if (m_queued == m_sub_mutex) m_queued.clear();
+  }
+
   std::string hash_key(const std::string& mutex) const { return m_ep.prefix + "{" + mutex + "}"; }
 
   // "<prefix>{NAME}:fence" -> NAME, "" if the key is not one of ours.
@@ -875,6 +929,11 @@ private:
   std::string m_wake_channel; // <hash>:wake:<contender>
   std::string m_queued;       // the mutex whose queue we are in, if any
   std::string m_queued_as;
+  std::string m_sub_mutex;      // the mutex and contender of the subscription
+  std::string m_sub_contender;
+  int64_t m_subscribed_at = 0;  // CLOCK_BOOTTIME ms: when the SUBSCRIBE was sent
+  std::vector<std::string> m_terms; // ttl and transition of our last acquire
+  std::optional<Grant> m_grant;     // see take_grant()
   int64_t m_resubscribe_at = 0; // monotonic ms
   bool m_look = true;           // see look_after_queueing()
   int64_t m_budget_ms = 0;      // of the current call, for messages

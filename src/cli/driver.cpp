@@ -284,12 +284,29 @@ private:
     }
     if (m_exit_code) return;
     if (nfds == 2 && n > 0 && (fds[1].revents & POLLIN) && m_backend.drain_wakeups()) {
-      feed(m_contender.on_notify(process::boottime_ms()));
+      // Handed the mutex by the release (Backend::take_grant): no acquire.
+      if (auto g = m_backend.take_grant())
+        take_grant(*g);
+      else
+        feed(m_contender.on_notify(process::boottime_ms()));
     }
     if (m_exit_code) return;
     fire_timer();
     if (!m_exit_code) check_all_gone();
     if (!m_exit_code) upkeep_if_due();
+  }
+
+  // A lease the contender does not take (it was not waiting for one any
+  // more; a call in flight tells it of the lease itself) goes back at once,
+  // to the next waiter: nobody else could have it until it expired.
+  void take_grant(const backend::Grant& g) {
+    core::Actions acts = m_contender.on_grant(process::boottime_ms(), to_call_result(g.reply), g.sent_at_ms);
+    using P = core::Contender::Phase;
+    if (acts.empty() && m_contender.phase() != P::owning && !m_contender.call_in_flight()) {
+      ++m_calls;
+      m_backend.release(m_config.mutex, m_config.contender_id, m_config.call_timeout_ms);
+    }
+    feed(acts);
   }
 
   void fire_timer() {

@@ -333,6 +333,18 @@ std::optional<int64_t> Contender::wake_at() const {
   return at;
 }
 
+Actions Contender::on_grant(int64_t now, const CallResult& r, int64_t sent_at) {
+  if (m_phase != Phase::contending || m_in_flight || m_cancel_code) return {};
+  if (r.status != CallResult::Status::ok ||
+      !r.observed.lease.owned_by(m_config.contender_id, r.observed.now) || sent_at > now)
+    return {};
+  m_try_at.reset();
+  m_sent_at = sent_at;
+  m_last_backend_now = r.observed.now;
+  m_last_reply_at = now;
+  return on_acquire_reply(now, r);
+}
+
 Actions Contender::on_notify(int64_t now) {
   if (m_in_flight) return {};
   if (m_phase == Phase::contending) return call(now, Op::acquire);

@@ -105,6 +105,12 @@ public:
   Actions on_timer(int64_t now);
   // A release notification (the mutex may be free).
   Actions on_notify(int64_t now);
+  // A release handed the mutex over to us (a waiter): `r` is what our own
+  // acquire would have answered, had we sent it at `sent_at` (a local time
+  // no later than the backend's `now` in `r`: the deadline is counted from
+  // it). Ignored unless we are contending with no call in flight (the call
+  // in flight then tells us: for an owner, an acquire is a renewal).
+  Actions on_grant(int64_t now, const CallResult& r, int64_t sent_at);
   // CMD itself exited with `shell_code` (128+N for a signal);
   // `leftovers` says whether anything it started is still alive.
   Actions on_child_exit(int64_t now, int shell_code, bool leftovers);

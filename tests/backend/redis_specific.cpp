@@ -572,3 +572,92 @@ TEST_CASE("redis: a server that started less than a lease ago grants no new leas
   CHECK(later.changed);
   CHECK(later.observed.lease.fencing_token > a.observed.lease.fencing_token);
 }
+
+namespace {
+int64_t boottime_now_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// A waiter as simba makes one: it tried (and so told its ttl and
+// transition), then queued.
+int queue_up(Backend& b, const std::string& m, const std::string& id) {
+  Reply tried = require_ok(b.acquire(m, id, 4000, 500, k_timeout));
+  REQUIRE(simba::backend::held_by_other(tried, id));
+  int fd = b.watch(m, id, true);
+  REQUIRE(fd >= 0);
+  return fd;
+}
+} // namespace
+
+TEST_CASE("redis: a release hands the mutex over to the first waiter, whose wake-up carries the lease") {
+  SKIP_UNLESS_REDIS();
+  auto owner = open_test_backend();
+  auto m = unique_mutex("handover");
+  Reply first = require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+  auto w = open_test_backend();
+  int64_t before = boottime_now_ms();
+  int fd = queue_up(*w, m, "W");
+
+  Reply rel = require_ok(owner->release(m, "A", k_timeout));
+  CHECK(rel.changed);
+  CHECK(rel.observed.lease.owner_id == "W"); // the lease after the call
+  REQUIRE(wait_for_wakeup(*w, fd, 1000));
+  auto g = w->take_grant();
+  REQUIRE(g.has_value());
+  CHECK_FALSE(w->take_grant().has_value()); // once
+  CHECK(g->reply.ok());
+  const simba::core::Lease& l = g->reply.observed.lease;
+  CHECK(l.owner_id == "W");
+  CHECK(l.fencing_token > first.observed.lease.fencing_token);
+  CHECK(l.acquired_at == g->reply.observed.now);
+  CHECK(l.ttl_at == l.acquired_at + 4000); // W's own terms, not A's
+  CHECK(l.transition_at == l.ttl_at + 500);
+  // Counted from before anything W sent on its subscription, never later.
+  CHECK(g->sent_at_ms >= before);
+  CHECK(g->sent_at_ms <= boottime_now_ms());
+
+  // The server agrees, and W is its owner now: leaving the queue as the
+  // owner does not end the lease, and W renews it.
+  Reply seen = require_ok(owner->get(m, k_timeout));
+  CHECK(seen.observed.lease.owner_id == "W");
+  CHECK(seen.observed.lease.fencing_token == l.fencing_token);
+  w->watch(m, "W", false);
+  CHECK(require_ok(owner->get(m, k_timeout)).observed.lease.owner_id == "W");
+  CHECK(require_ok(w->guard(m, "W", 4000, 500, k_timeout)).changed);
+  CHECK(require_ok(w->release(m, "W", k_timeout)).changed);
+  CHECK(require_ok(owner->get(m, k_timeout)).observed.lease.owner_id.empty());
+}
+
+TEST_CASE("redis: a hand-over skips dead waiters, and one that leaves unused passes it on") {
+  SKIP_UNLESS_REDIS();
+  auto owner = open_test_backend();
+  auto m = unique_mutex("passon");
+  require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+  // W0 dies queued (no destructor: its connections close with it).
+  int status = run_in_child([&] {
+    auto b = open_test_backend();
+    queue_up(*b, m, "W0");
+    _exit(0);
+    return true;
+  });
+  REQUIRE(status == 0);
+  auto w1 = open_test_backend();
+  int fd1 = queue_up(*w1, m, "W1");
+  auto w2 = open_test_backend();
+  int fd2 = queue_up(*w2, m, "W2");
+
+  // W0 is skipped: W1, the first live waiter, owns the mutex.
+  CHECK(require_ok(owner->release(m, "A", k_timeout)).observed.lease.owner_id == "W1");
+  // W1 leaves without having used it (its wake-up unread): the lease ends
+  // and goes on to W2.
+  w1.reset();
+  REQUIRE(wait_for_wakeup(*w2, fd2, 1000));
+  auto g = w2->take_grant();
+  REQUIRE(g.has_value());
+  CHECK(g->reply.observed.lease.owner_id == "W2");
+  CHECK(require_ok(owner->get(m, k_timeout)).observed.lease.owner_id == "W2");
+  (void)fd1;
+  require_ok(w2->release(m, "W2", k_timeout));
+}

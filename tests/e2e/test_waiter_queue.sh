@@ -9,14 +9,18 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 notify="$T/simba.db.notify"
-"$SIMBA" run --mutex m -- sh -c 'touch "$0"; sleep 1' "$T/holding" &
+# The holder holds until the test has seen the waiter queued (at most 20 s).
+"$SIMBA" run --mutex m -- sh -c 'touch "$0"; i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done' \
+  "$T/holding" "$T/go" &
 holder=$!
 wait_file "$T/holding" 10
 "$SIMBA" run --mutex m -- sh -c 'sleep 0.3; ls "$1" >"$0"' "$T/later" "$notify" &
 waiter=$!
 
 places() { ls "$notify" 2>/dev/null | grep -c "\.w\..*\.$waiter\$" || true; }
-wait_for 5 test "$(places)" = 1
+queued() { test "$(places)" = 1; }
+wait_for 15 queued
+touch "$T/go"
 rc=0
 wait "$waiter" || rc=$?
 assert_eq 0 "$rc" "waiter's exit status"

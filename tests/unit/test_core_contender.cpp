@@ -137,6 +137,64 @@ TEST_SUITE("core::Contender") {
     CHECK(find(a, K::start_child));
   }
 
+  TEST_CASE("a hand-over starts CMD without a call, the deadline counted from the grant's send time") {
+    Harness h;
+    h.backend.acquire("m", "other", 10000, 2000);
+    Contender c = make(config("me"));
+    Actions a = c.start(h.local);
+    a = h.reply(c, *find(a, K::call));
+    int64_t subscribed = h.local; // what the backend reports as the send time
+    h.advance(3000);
+    // The release makes us the owner; the message reaches us 40 ms later.
+    h.backend.release("m", "other");
+    core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
+    h.advance(40);
+    a = c.on_grant(h.local, g, subscribed);
+    CHECK(!find(a, K::call));
+    const Action* start = find(a, K::start_child);
+    REQUIRE(start);
+    // From the send time, not the arrival: 3040 ms of the lease are gone.
+    CHECK(start->deadline == subscribed + 12000 - safety_margin(10000, 2000));
+    CHECK(c.phase() == Contender::Phase::owning);
+    CHECK(*c.wake_at() <= subscribed + 10000); // the guard, also from then
+    // Once owner, a second one changes nothing.
+    CHECK(c.on_grant(h.local, g, subscribed).empty());
+  }
+
+  TEST_CASE("a hand-over counted from long ago renews before CMD starts; one during a call waits for its reply") {
+    Harness h;
+    h.backend.acquire("m", "other", 10000, 2000);
+    Contender c = make(config("me"));
+    Actions a = c.start(h.local);
+    a = h.reply(c, *find(a, K::call));
+    int64_t subscribed = h.local;
+    h.advance(11500); // past the kill point the grant's lease would have
+    h.backend.release("m", "other");
+    core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
+    a = c.on_grant(h.local, g, subscribed);
+    CHECK(!find(a, K::start_child));
+    REQUIRE(find(a, K::call));
+    CHECK(find(a, K::call)->op == Op::acquire); // a renewal
+    a = h.reply(c, *find(a, K::call), 10);
+    REQUIRE(find(a, K::start_child));
+    CHECK(find(a, K::start_child)->deadline == h.local - 10 + 12000 - safety_margin(10000, 2000));
+
+    // A waiter whose own try is in flight ignores the grant: the reply tells.
+    Harness h2;
+    h2.backend.acquire("m", "other", 10000, 2000);
+    Contender d = make(config("me"));
+    a = d.start(h2.local);
+    a = h2.reply(d, *find(a, K::call));
+    a = d.on_notify(h2.local); // tries again
+    REQUIRE(find(a, K::call));
+    h2.backend.release("m", "other");
+    core::CallResult g2 = h2.backend.acquire("m", "me", 10000, 2000);
+    CHECK(d.on_grant(h2.local, g2, h2.local).empty());
+    CHECK(d.phase() == Contender::Phase::contending);
+    a = h2.reply(d, *find(a, K::call));
+    CHECK(find(a, K::start_child));
+  }
+
   TEST_CASE("guard at ttl_at renews and moves the watchdog deadline") {
     Harness h;
     Contender c = make(config("me"));

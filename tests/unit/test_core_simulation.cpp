@@ -22,14 +22,15 @@ namespace {
 
 struct Stats {
   int starts = 0, crashes = 0, pauses = 0, errors = 0, lost_replies = 0, watchdog_kills = 0,
-      lost_leases = 0, completions = 0;
+      lost_leases = 0, completions = 0, hand_overs = 0;
 };
 
 class Simulation {
 public:
   // `leaders`: also simulate `simba lead` and `simba schedule` processes.
-  Simulation(uint64_t seed, int contenders, bool leaders = false)
-    : m_rng(seed), m_contenders(contenders), m_leaders(leaders) {}
+  // `hand_over`: releases hand the mutex over to a waiter (Redis).
+  Simulation(uint64_t seed, int contenders, bool leaders = false, bool hand_over = false)
+    : m_rng(seed), m_contenders(contenders), m_leaders(leaders), m_hand_over(hand_over) {}
 
   Stats run(int64_t until) {
     for (int i = 0; i < m_contenders; ++i) spawn_process(0);
@@ -76,6 +77,9 @@ private:
     uint64_t child_token = 0;
     bool ignores_term = false;
     int64_t watchdog = 0; // local deadline; 0 = disarmed
+    // Local time at which it subscribed to its wake-ups (when it first
+    // waited): a hand-over's lease is counted from it. -1: not yet.
+    int64_t subscribed_at = -1;
   };
 
   int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(m_rng); }
@@ -139,6 +143,8 @@ private:
   }
 
   void execute(Proc& p, const Actions& actions) {
+    if (p.subscribed_at < 0 && p.c->phase() == Contender::Phase::contending && p.alive)
+      p.subscribed_at = local(p);
     for (const Action& a : actions) {
       if (!p.alive) return;
       switch (a.kind) {
@@ -198,7 +204,9 @@ private:
       }
       bool was_valid = m_backend.lease("m").valid_at(m_backend.now);
       *result = m_backend.apply("m", id, call);
-      if (call.op == Op::release && result->changed) notify_all();
+      if (call.op == Op::release && result->changed) {
+        if (!m_hand_over || !hand_over(id)) notify_all();
+      }
       if (result->changed) schedule(m_backend.lease("m").transition_at - k_backend_base, [] {});
       (void)was_valid;
     });
@@ -221,6 +229,35 @@ private:
         deliver(p, [this, &p, result] { return p.c->on_reply(local(p), *result); });
       });
     }
+  }
+
+  // The Redis backend's release: the first waiter still listening (alive,
+  // paused or not) becomes the owner in the release itself, and hears of
+  // it (sometimes late, or while paused). Its simba gives back a lease it
+  // does not take, as the driver does.
+  bool hand_over(const std::string& releaser) {
+    std::vector<Proc*> waiting;
+    for (auto& q : m_procs)
+      if (q->alive && q->id != releaser && q->subscribed_at >= 0 &&
+          q->c->phase() == Contender::Phase::contending)
+        waiting.push_back(q.get());
+    if (waiting.empty()) return false;
+    Proc* q = waiting[size_t(uniform(0, int64_t(waiting.size()) - 1))];
+    auto grant = std::make_shared<CallResult>(m_backend.acquire("m", q->id, k_ttl, k_transition));
+    if (!grant->changed) return false;
+    ++m_stats.hand_overs;
+    int64_t delay = chance(0.1) ? uniform(50, 1500) : uniform(0, 5);
+    schedule(m_t + delay, [this, q, grant] {
+      deliver(*q, [this, q, grant] {
+        Actions a = q->c->on_grant(local(*q), *grant, q->subscribed_at);
+        if (a.empty() && q->c->phase() != Contender::Phase::owning && !q->c->call_in_flight()) {
+          CallResult r = m_backend.release("m", q->id);
+          if (r.changed) notify_all();
+        }
+        return a;
+      });
+    });
+    return true;
   }
 
   void notify_all() {
@@ -334,6 +371,7 @@ private:
   std::mt19937_64 m_rng;
   int m_contenders;
   bool m_leaders;
+  bool m_hand_over;
   test::FakeBackend m_backend;
   std::priority_queue<Event> m_events;
   uint64_t m_seq = 0;
@@ -392,5 +430,24 @@ TEST_SUITE("core::simulation") {
     CHECK(total.watchdog_kills > 5);
     CHECK(total.lost_leases > 5);
     CHECK(total.lost_replies > 100);
+  }
+
+  TEST_CASE("releases that hand the mutex over to a waiter (Redis), with the same faults: one CMD at a time, none past its lease") {
+    Stats total;
+    for (uint64_t seed = 200; seed < 230; ++seed) {
+      CAPTURE(seed);
+      Simulation sim(seed, 6, seed % 2 == 0, true);
+      Stats s = sim.run(120'000);
+      REQUIRE_MESSAGE(sim.violation().empty(), sim.violation());
+      CHECK(s.starts > 20);
+      total.starts += s.starts;
+      total.hand_overs += s.hand_overs;
+      total.watchdog_kills += s.watchdog_kills;
+      total.pauses += s.pauses;
+    }
+    MESSAGE("starts " << total.starts << ", hand-overs " << total.hand_overs << ", pauses "
+                      << total.pauses << ", watchdog kills " << total.watchdog_kills);
+    CHECK(total.hand_overs > 200);
+    CHECK(total.watchdog_kills > 5);
   }
 }

@@ -68,16 +68,49 @@ local function notify(hash)
 end
 
 -- The waiters' queue: <hash>:waiters, a sorted set of contender ids scored
--- by the server's time when they queued. A release wakes only the first
--- waiter that still listens on its own channel <hash>:wake:<contender>
--- (PUBLISH counts the listeners); the dead ones are dropped on the way. One
--- waiter per release: no thundering herd.
-local function wake_first_waiter(hash)
+-- by the server's time when they queued, and <hash>:terms, the ttl and
+-- transition each asked for ("<ttl_ms> <transition_ms>"). A release hands
+-- the mutex over to the first waiter that still listens on its own channel
+-- <hash>:wake:<contender> (PUBLISH counts the listeners); the dead ones are
+-- dropped on the way. One waiter per release: no thundering herd.
+--
+-- The hand-over makes that waiter the owner at once, with the lease its own
+-- acquire would get now, and the wake-up message carries what that acquire
+-- would answer: "grant <now> <acquired_at> <ttl_at> <transition_at>
+-- <token>". The waiter starts CMD without a round trip of its own; it counts
+-- the lease from when it sent its SUBSCRIBE, whose confirmation reached it
+-- before this message and so was sent before this script ran (the one rule
+-- of DESIGN §4: a local time no later than the backend's `now`). A waiter
+-- without terms (queued by an older simba) is only woken ("1"): it acquires
+-- itself. Returns true when the mutex has a new owner.
+local function hand_over(hash, fence, now, now_us)
   local queue = hash .. ':waiters'
+  local terms = hash .. ':terms'
   for _ = 1, 32 do
     local first = redis.call('ZRANGE', queue, 0, 0)
-    if #first == 0 then return end
-    if redis.call('PUBLISH', hash .. ':wake:' .. first[1], '1') > 0 then return end
-    redis.call('ZREM', queue, first[1])
+    if #first == 0 then return false end
+    local w = first[1]
+    local channel = hash .. ':wake:' .. w
+    local ttl, transition = string.match(redis.call('HGET', terms, w) or '', '^(%d+) (%d+)$')
+    if not ttl then
+      if redis.call('PUBLISH', channel, '1') > 0 then return false end
+    else
+      local last = fence_value(fence)
+      local l = {owner = w, acquired_at = now, token = last + math.max(1, now_us - last)}
+      l.ttl_at = now + tonumber(ttl)
+      l.transition_at = l.ttl_at + tonumber(transition)
+      local msg = table.concat({'grant', int(now), int(l.acquired_at), int(l.ttl_at),
+                                int(l.transition_at), int(l.token)}, ' ')
+      if redis.call('PUBLISH', channel, msg) > 0 then
+        redis.call('SET', fence, int(l.token))
+        renew(hash, l, now, tonumber(ttl), tonumber(transition))
+        redis.call('ZREM', queue, w)
+        redis.call('HDEL', terms, w)
+        return true
+      end
+    end
+    redis.call('ZREM', queue, w)
+    redis.call('HDEL', terms, w)
   end
+  return false
 end

@@ -1,15 +1,20 @@
 -- release: KEYS = hash, fence; ARGV = contender. Only the valid owner's
--- own lease ends, at once: the hash goes (the fence counter keeps the
--- token), and the waiters hear it.
-local now = clock()
+-- own lease ends, at once, and the mutex goes to the first live waiter
+-- (common.lua: hand_over), or, with nobody waiting, the hash goes (the fence
+-- counter keeps the token). The reply is the lease after the call: the new
+-- owner's, or none.
+local now, now_us = clock()
 local l = read_lease(KEYS[1], KEYS[2])
 if not valid(l, now) or l.owner ~= ARGV[1] then
   return reply(now, false, l)
 end
-redis.call('DEL', KEYS[1])
 -- the releaser is no waiter (should its dequeue have failed)
 redis.call('ZREM', KEYS[1] .. ':waiters', ARGV[1])
-wake_first_waiter(KEYS[1])
+redis.call('HDEL', KEYS[1] .. ':terms', ARGV[1])
+if hand_over(KEYS[1], KEYS[2], now, now_us) then
+  return reply(now, true, read_lease(KEYS[1], KEYS[2]))
+end
+redis.call('DEL', KEYS[1])
 l.owner = ''
 l.ttl_at = math.min(l.ttl_at, now)
 l.transition_at = now
