@@ -45,8 +45,9 @@ int supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
               const std::vector<std::string>& cmd) {
   // Started first, while the backend is still to be opened: its start is
   // then off the path from "acquired" to "CMD runs" (a waiter's hand-over
-  // above all); arming it when CMD starts is a store and one wake-up. Kept
-  // for every CMD of a lead or schedule.
+  // above all); arming it when CMD starts is a store and a timerfd_settime,
+  // no wake-up (process/watchdog.cpp). Kept for every CMD of a lead or
+  // schedule.
   process::Watchdog watchdog;
   watchdog.start();
   Log log{o.common.quiet, o.common.verbose, config.mode != core::ContenderConfig::Mode::run,
