@@ -39,8 +39,8 @@ else
   l.token = redis.call('INCRBY', KEYS[2], int(math.max(1, now_us - last)))
   l.owner = me
   l.acquired_at = now
-  -- the new owner waits no more
-  redis.call('ZREM', KEYS[1] .. ':waiters', me)
+  -- the new owner waits no more (queued with these terms, or by an older simba)
+  redis.call('ZREM', KEYS[1] .. ':waiters', member(me, ARGV[2], ARGV[3]), me)
 end
 renew(KEYS[1], l, now, ttl, transition)
 return reply(now, true, l)

@@ -67,12 +67,13 @@ local function notify(hash)
   redis.call('PUBLISH', hash .. ':released', '1')
 end
 
--- The waiters' queue: <hash>:waiters, a sorted set of contender ids scored
--- by the server's time when they queued, and <hash>:terms, the ttl and
--- transition each asked for ("<ttl_ms> <transition_ms>"). A release hands
--- the mutex over to the first waiter that still listens on its own channel
--- <hash>:wake:<contender> (PUBLISH counts the listeners); the dead ones are
--- dropped on the way. One waiter per release: no thundering herd.
+-- The waiters' queue: <hash>:waiters, a sorted set scored by the server's
+-- time when each waiter queued. A member is "<ttl_ms> <transition_ms>
+-- <contender>": the terms the waiter asked for, and its id (see member()).
+-- A release hands the mutex over to the first waiter that still listens on
+-- its own channel <hash>:wake:<contender> (PUBLISH counts the listeners);
+-- the dead ones are dropped on the way. One waiter per release: no
+-- thundering herd.
 --
 -- The hand-over makes that waiter the owner at once, with the lease its own
 -- acquire would get now, and the wake-up message carries what that acquire
@@ -80,22 +81,28 @@ end
 -- <token>". The waiter starts CMD without a round trip of its own; it counts
 -- the lease from when it sent its SUBSCRIBE, whose confirmation reached it
 -- before this message and so was sent before this script ran (the one rule
--- of DESIGN §4: a local time no later than the backend's `now`). A waiter
+-- of DESIGN §4: a local time no later than the backend's `now`). A member
 -- without terms (queued by an older simba) is only woken ("1"): it acquires
--- itself. Returns true when the mutex has a new owner.
-local function hand_over(hash, fence, now, now_us)
+-- itself. `last` is the token of the lease that ends: the fence's value
+-- (every new lease sets both). `skip`: a contender that is not to get it.
+-- Returns true when the mutex has a new owner.
+local function member(contender, ttl, transition)
+  return ttl .. ' ' .. transition .. ' ' .. contender
+end
+
+local function hand_over(hash, fence, now, now_us, last, skip)
   local queue = hash .. ':waiters'
-  local terms = hash .. ':terms'
   for _ = 1, 32 do
     local first = redis.call('ZRANGE', queue, 0, 0)
     if #first == 0 then return false end
-    local w = first[1]
+    local ttl, transition, w = string.match(first[1], '^(%d+) (%d+) (.+)$')
+    if not ttl then w = first[1] end
     local channel = hash .. ':wake:' .. w
-    local ttl, transition = string.match(redis.call('HGET', terms, w) or '', '^(%d+) (%d+)$')
-    if not ttl then
+    if w == skip then
+      -- not a waiter (should its own dequeue have failed)
+    elseif not ttl then
       if redis.call('PUBLISH', channel, '1') > 0 then return false end
     else
-      local last = fence_value(fence)
       local l = {owner = w, acquired_at = now, token = last + math.max(1, now_us - last)}
       l.ttl_at = now + tonumber(ttl)
       l.transition_at = l.ttl_at + tonumber(transition)
@@ -104,13 +111,11 @@ local function hand_over(hash, fence, now, now_us)
       if redis.call('PUBLISH', channel, msg) > 0 then
         redis.call('SET', fence, int(l.token))
         renew(hash, l, now, tonumber(ttl), tonumber(transition))
-        redis.call('ZREM', queue, w)
-        redis.call('HDEL', terms, w)
+        redis.call('ZREM', queue, first[1])
         return true
       end
     end
-    redis.call('ZREM', queue, w)
-    redis.call('HDEL', terms, w)
+    redis.call('ZREM', queue, first[1])
   end
   return false
 end

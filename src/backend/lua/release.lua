@@ -8,10 +8,7 @@ local l = read_lease(KEYS[1], KEYS[2])
 if not valid(l, now) or l.owner ~= ARGV[1] then
   return reply(now, false, l)
 end
--- the releaser is no waiter (should its dequeue have failed)
-redis.call('ZREM', KEYS[1] .. ':waiters', ARGV[1])
-redis.call('HDEL', KEYS[1] .. ':terms', ARGV[1])
-if hand_over(KEYS[1], KEYS[2], now, now_us) then
+if hand_over(KEYS[1], KEYS[2], now, now_us, l.token, ARGV[1]) then
   return reply(now, true, read_lease(KEYS[1], KEYS[2]))
 end
 redis.call('DEL', KEYS[1])
