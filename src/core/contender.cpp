@@ -339,9 +339,19 @@ Actions Contender::on_grant(int64_t now, const CallResult& r, int64_t sent_at) {
       !r.observed.lease.owned_by(m_config.contender_id, r.observed.now) || sent_at > now)
     return {};
   m_try_at.reset();
-  m_sent_at = sent_at;
   m_last_backend_now = r.observed.now;
   m_last_reply_at = now;
+  // Counted from `sent_at`, the lease of a waiter that waited long is short
+  // already: with less than half a ttl left before its kill point, CMD
+  // would start with its first guard racing that point. Renew first (our
+  // acquire is a renewal now), as after a reply that came too late.
+  int64_t margin = safety_margin(m_config.ttl_ms, m_config.transition_ms);
+  int64_t kill_at = sent_at + (r.observed.lease.transition_at - r.observed.now) - margin - m_config.kill_after_ms;
+  if (kill_at - now < m_config.ttl_ms / 2) {
+    m_maybe_owner = true;
+    return call(now, Op::acquire, {log_action(1, "handed " + m_config.mutex + " long after queueing; renewing first")});
+  }
+  m_sent_at = sent_at;
   return on_acquire_reply(now, r);
 }
 

@@ -161,6 +161,30 @@ TEST_SUITE("core::Contender") {
     CHECK(c.on_grant(h.local, g, subscribed).empty());
   }
 
+  TEST_CASE("a hand-over that leaves less than half a ttl before the kill point renews before CMD starts") {
+    for (int64_t waited : {6000, 7000}) {
+      CAPTURE(waited);
+      Harness h;
+      h.backend.acquire("m", "other", 10000, 2000);
+      Contender c = make(config("me"));
+      Actions a = c.start(h.local);
+      a = h.reply(c, *find(a, K::call));
+      int64_t subscribed = h.local;
+      h.advance(waited);
+      h.backend.release("m", "other");
+      core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
+      a = c.on_grant(h.local, g, subscribed);
+      // 12000 - 122 - 1000 - waited left before the kill point: 4878 at 6 s
+      // (less than 5000: renew first), 3878 at 7 s.
+      CHECK(!find(a, K::start_child));
+      REQUIRE(find(a, K::call));
+      CHECK(find(a, K::call)->op == Op::acquire);
+      a = h.reply(c, *find(a, K::call), 10);
+      REQUIRE(find(a, K::start_child));
+      CHECK(find(a, K::start_child)->deadline == h.local - 10 + 12000 - safety_margin(10000, 2000));
+    }
+  }
+
   TEST_CASE("a hand-over counted from long ago renews before CMD starts; one during a call waits for its reply") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
