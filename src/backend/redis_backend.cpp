@@ -14,6 +14,7 @@
 #include "backend/lua_scripts.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "process/clock.hpp"
 
 #include <hiredis/hiredis.h>
 
@@ -54,13 +55,6 @@ const std::string k_timed_out = "timed out";
 int64_t mono_ms() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-// The driver's clock (process/clock.hpp), for Grant::sent_at_ms.
-int64_t boottime_ms() {
-  timespec ts;
-  clock_gettime(CLOCK_BOOTTIME, &ts);
   return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -691,7 +685,7 @@ public:
     // A message that comes after the confirmations was published after the
     // server handled the SUBSCRIBE, so after this moment: a hand-over's
     // lease is counted from here (see take_grant()).
-    int64_t sent_at = boottime_ms();
+    int64_t sent_at = process::boottime_ms(); // the driver's clock
     if (!m_sub.send_only({{"SUBSCRIBE", m_channel, m_wake_channel}}, deadline).empty()) return false;
     // Wait for the confirmations, so that a release right after this call is
     // not missed.

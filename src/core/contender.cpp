@@ -78,12 +78,15 @@ Actions Contender::call_with(int64_t now, Op op, int64_t ttl, int64_t transition
   return acts;
 }
 
-void Contender::adopt_lease(const Observed& o) {
-  m_lease = o.lease;
+int64_t Contender::local_deadline(const Observed& o, int64_t sent_at) const {
   // Conservative: the backend's window is counted from when we *sent* the
   // request, minus a margin for clock drift (DESIGN §4).
-  int64_t margin = safety_margin(m_config.ttl_ms, m_config.transition_ms);
-  m_deadline = m_sent_at + (o.lease.transition_at - o.now) - margin;
+  return sent_at + (o.lease.transition_at - o.now) - safety_margin(m_config.ttl_ms, m_config.transition_ms);
+}
+
+void Contender::adopt_lease(const Observed& o) {
+  m_lease = o.lease;
+  m_deadline = local_deadline(o, m_sent_at);
   int64_t guard_at = m_sent_at + (o.lease.ttl_at - o.now); // nextOwnerDelay
   // Leave room for retries before the kill point.
   guard_at = std::min(guard_at, kill_point() - m_config.retry_ms);
@@ -345,8 +348,7 @@ Actions Contender::on_grant(int64_t now, const CallResult& r, int64_t sent_at) {
   // already: with less than half a ttl left before its kill point, CMD
   // would start with its first guard racing that point. Renew first (our
   // acquire is a renewal now), as after a reply that came too late.
-  int64_t margin = safety_margin(m_config.ttl_ms, m_config.transition_ms);
-  int64_t kill_at = sent_at + (r.observed.lease.transition_at - r.observed.now) - margin - m_config.kill_after_ms;
+  int64_t kill_at = local_deadline(r.observed, sent_at) - m_config.kill_after_ms;
   if (kill_at - now < m_config.ttl_ms / 2) {
     m_maybe_owner = true;
     return call(now, Op::acquire, {log_action(1, "handed " + m_config.mutex + " long after queueing; renewing first")});

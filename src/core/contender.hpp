@@ -149,6 +149,9 @@ private:
   // Takes the new local deadline from an owner's reply to a call sent at
   // m_sent_at.
   void adopt_lease(const Observed& o);
+  // The local time before which the lease in `o` surely has not ended, for
+  // a request sent at `sent_at`.
+  int64_t local_deadline(const Observed& o, int64_t sent_at) const;
   int64_t kill_point() const { return m_deadline - m_config.kill_after_ms; }
   int64_t call_budget(int64_t now) const; // a call never runs past the kill point
 
