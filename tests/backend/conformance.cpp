@@ -117,7 +117,7 @@ TEST_CASE("acquire: after transition_at another contender takes over with a larg
   CHECK(t.observed.lease.acquired_at > a.observed.lease.acquired_at);
 
   // The old owner can neither renew nor re-take it now.
-  Reply old = require_ok(b->guard(m, "A", 1000, 1000, k_timeout));
+  Reply old = require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 1000, 1000, k_timeout));
   CHECK_FALSE(old.changed);
   CHECK(old.observed.lease.owner_id == "B");
   Reply again = require_ok(b->acquire(m, "A", 1000, 1000, k_timeout));
@@ -152,7 +152,7 @@ TEST_CASE("renewal keeps acquired_at and the token and moves ttl_at and transiti
   CHECK(l.ttl_at > a.observed.lease.ttl_at);
 
   sleep_ms(30);
-  Reply g = require_ok(b->guard(m, "A", 4000, 500, k_timeout));
+  Reply g = require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 4000, 500, k_timeout));
   CHECK(g.changed);
   CHECK(g.observed.lease.acquired_at == a.observed.lease.acquired_at);
   CHECK(g.observed.lease.fencing_token == a.observed.lease.fencing_token);
@@ -163,7 +163,7 @@ TEST_CASE("renewal keeps acquired_at and the token and moves ttl_at and transiti
 TEST_CASE("guard never creates a lease and fails for a non-owner") {
   auto b = open_test_backend();
   auto m = unique_mutex("guard");
-  Reply none = require_ok(b->guard(m, "A", 1000, 1000, k_timeout));
+  Reply none = require_ok(b->guard(m, "A", 0, 1000, 1000, k_timeout));
   CHECK_FALSE(none.changed);
   CHECK(none.observed.lease.owner_id.empty());
   CHECK(none.observed.lease.fencing_token == 0);
@@ -171,7 +171,7 @@ TEST_CASE("guard never creates a lease and fails for a non-owner") {
   CHECK(g.observed.lease.owner_id.empty());
 
   Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
-  Reply other = require_ok(b->guard(m, "B", 1000, 1000, k_timeout));
+  Reply other = require_ok(b->guard(m, "B", a.observed.lease.fencing_token, 1000, 1000, k_timeout));
   CHECK_FALSE(other.changed);
   CHECK(same_lease(other.observed.lease, a.observed.lease));
 
@@ -179,7 +179,7 @@ TEST_CASE("guard never creates a lease and fails for a non-owner") {
   auto m2 = unique_mutex("guard-expired");
   Reply a2 = require_ok(b->acquire(m2, "A", 100, 100, k_timeout));
   sleep_ms(300);
-  Reply late = require_ok(b->guard(m2, "A", 1000, 1000, k_timeout));
+  Reply late = require_ok(b->guard(m2, "A", a2.observed.lease.fencing_token, 1000, 1000, k_timeout));
   CHECK_FALSE(late.changed);
   CHECK_FALSE(late.observed.lease.valid_at(late.observed.now));
   CHECK(late.observed.lease.fencing_token == a2.observed.lease.fencing_token);
@@ -188,17 +188,17 @@ TEST_CASE("guard never creates a lease and fails for a non-owner") {
 TEST_CASE("release: only the owner releases; the token is kept") {
   auto b = open_test_backend();
   auto m = unique_mutex("release");
-  Reply free_rel = require_ok(b->release(m, "A", k_timeout));
+  Reply free_rel = require_ok(b->release(m, "A", 0, k_timeout));
   CHECK_FALSE(free_rel.changed);
 
   Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
-  Reply by_other = require_ok(b->release(m, "B", k_timeout));
+  Reply by_other = require_ok(b->release(m, "B", 0, k_timeout));
   CHECK_FALSE(by_other.changed);
   CHECK(same_lease(by_other.observed.lease, a.observed.lease));
   Reply g = require_ok(b->get(m, k_timeout));
   CHECK(same_lease(g.observed.lease, a.observed.lease));
 
-  Reply rel = require_ok(b->release(m, "A", k_timeout));
+  Reply rel = require_ok(b->release(m, "A", 0, k_timeout));
   CHECK(rel.changed);
   CHECK(rel.observed.lease.owner_id.empty());
   CHECK_FALSE(rel.observed.lease.valid_at(rel.observed.now));
@@ -209,7 +209,7 @@ TEST_CASE("release: only the owner releases; the token is kept") {
   CHECK(simba::core::window_at(after.observed.lease, after.observed.now) == Window::idle);
   CHECK(after.observed.lease.fencing_token == a.observed.lease.fencing_token);
 
-  Reply twice = require_ok(b->release(m, "A", k_timeout));
+  Reply twice = require_ok(b->release(m, "A", 0, k_timeout));
   CHECK_FALSE(twice.changed);
 
   // Free at once: another contender acquires without waiting for the windows.
@@ -224,18 +224,18 @@ TEST_CASE("release of an expired lease by its former owner changes nothing") {
   auto m = unique_mutex("release-expired");
   require_ok(b->acquire(m, "A", 100, 100, k_timeout));
   sleep_ms(300);
-  Reply rel = require_ok(b->release(m, "A", k_timeout));
+  Reply rel = require_ok(b->release(m, "A", 0, k_timeout));
   CHECK_FALSE(rel.changed);
 }
 
 TEST_CASE("force_release revokes: the owner goes at once, others wait until the lease would have ended") {
   auto b = open_test_backend();
   auto m = unique_mutex("force");
-  Reply none = require_ok(b->force_release(m, k_timeout));
+  Reply none = require_ok(b->force_release(m, 0, k_timeout));
   CHECK_FALSE(none.changed);
 
   Reply a = require_ok(b->acquire(m, "A", 300, 300, k_timeout));
-  Reply f = require_ok(b->force_release(m, k_timeout));
+  Reply f = require_ok(b->force_release(m, 0, k_timeout));
   CHECK(f.changed);
   CHECK(f.observed.lease.owner_id.empty());
   CHECK(f.observed.lease.fencing_token == a.observed.lease.fencing_token);
@@ -243,12 +243,12 @@ TEST_CASE("force_release revokes: the owner goes at once, others wait until the 
   CHECK(f.observed.lease.revoked_at(f.observed.now));
 
   // The former owner sees the loss on its next guard, and cannot re-acquire.
-  Reply g = require_ok(b->guard(m, "A", 300, 300, k_timeout));
+  Reply g = require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 300, 300, k_timeout));
   CHECK_FALSE(g.changed);
   CHECK(g.observed.lease.owner_id.empty());
   CHECK_FALSE(require_ok(b->acquire(m, "A", 300, 300, k_timeout)).changed);
 
-  Reply again = require_ok(b->force_release(m, k_timeout));
+  Reply again = require_ok(b->force_release(m, 0, k_timeout));
   CHECK_FALSE(again.changed);
 
   // Nobody else gets it before the revoked lease's transition_at ...
@@ -275,9 +275,9 @@ TEST_CASE("fencing tokens strictly increase across acquisitions, releases and ex
     CHECK(a.observed.lease.fencing_token > last);
     last = a.observed.lease.fencing_token;
     // Renewals do not move the token.
-    Reply r = require_ok(be.guard(m, who, 10000, 1000, k_timeout));
+    Reply r = require_ok(be.guard(m, who, last, 10000, 1000, k_timeout));
     CHECK(r.observed.lease.fencing_token == last);
-    Reply rel = require_ok(be.release(m, who, k_timeout));
+    Reply rel = require_ok(be.release(m, who, 0, k_timeout));
     REQUIRE(rel.changed);
   }
   Reply a = require_ok(b->acquire(m, "X", 100, 0, k_timeout));
@@ -296,7 +296,7 @@ TEST_CASE("fencing tokens are independent of other mutexes but never reused") {
   Reply a2 = require_ok(b->acquire(m2, "A", 10000, 1000, k_timeout));
   CHECK(a1.observed.lease.fencing_token > 0);
   CHECK(a2.observed.lease.fencing_token > 0);
-  require_ok(b->release(m1, "A", k_timeout));
+  require_ok(b->release(m1, "A", 0, k_timeout));
   Reply again = require_ok(b->acquire(m1, "A", 10000, 1000, k_timeout));
   CHECK(again.observed.lease.fencing_token > a1.observed.lease.fencing_token);
 }
@@ -316,7 +316,7 @@ TEST_CASE("list: all mutexes sorted by name with their leases") {
   std::vector<std::string> names = {base + "/c", base + "/a", base + "/b"};
   std::vector<Reply> acq;
   for (auto& n : names) acq.push_back(require_ok(b->acquire(n, "L", 10000, 1000, k_timeout)));
-  require_ok(b->release(names[2], "L", k_timeout)); // base/b: released, token kept
+  require_ok(b->release(names[2], "L", 0, k_timeout)); // base/b: released, token kept
 
   auto listing = b->list(k_timeout);
   REQUIRE_MESSAGE(listing.ok, "list failed: " << listing.error);
@@ -366,7 +366,7 @@ TEST_CASE("wake-up: a release by another process wakes the watcher") {
   int64_t t0 = monotonic_ns();
   int status = run_in_child([&] {
     auto b = open_test_backend();
-    Reply r = b->release(m, "A", k_timeout);
+    Reply r = b->release(m, "A", 0, k_timeout);
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
@@ -377,7 +377,7 @@ TEST_CASE("wake-up: a release by another process wakes the watcher") {
   require_ok(owner->acquire(m, "B", 10000, 1000, k_timeout));
   status = run_in_child([&] {
     auto b = open_test_backend();
-    Reply r = b->force_release(m, k_timeout);
+    Reply r = b->force_release(m, 0, k_timeout);
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
@@ -399,20 +399,20 @@ TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
   }
   int status = run_in_child([&] {
     auto b = open_test_backend();
-    Reply r = b->release(theirs, "A", k_timeout);
+    Reply r = b->release(theirs, "A", 0, k_timeout);
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
   CHECK_FALSE(wait_for_wakeup(*watcher, fd, 300));
 
   // A release that changes nothing (not the owner) sends nothing either.
-  require_ok(owner->release(mine, "B", k_timeout));
+  require_ok(owner->release(mine, "B", 0, k_timeout));
   CHECK_FALSE(wait_for_wakeup(*watcher, fd, 100));
 
   // The owner's release, from another process (one contender per process).
   status = run_in_child([&] {
     auto b = open_test_backend();
-    return b->release(mine, "A", k_timeout).changed;
+    return b->release(mine, "A", 0, k_timeout).changed;
   });
   REQUIRE(status == 0);
   CHECK(wait_for_wakeup(*watcher, fd, 1000));
@@ -466,7 +466,7 @@ TEST_CASE("several processes: holds never overlap and tokens follow the order of
             rec.start_ns = monotonic_ns();
             std::this_thread::sleep_for(std::chrono::microseconds(200));
             rec.end_ns = monotonic_ns();
-            Reply rel = b->release(m, me, k_timeout);
+            Reply rel = b->release(m, me, 0, k_timeout);
             rec.ok = rel.ok() && rel.changed;
             if (write(fds[1], &rec, sizeof rec) != static_cast<ssize_t>(sizeof rec)) code = 3;
             ++done;
@@ -580,7 +580,7 @@ TEST_CASE("wake-up: a release wakes only the first live waiter, in the order the
   // The release, from a process other than the waiters'.
   int status = run_in_child([&] {
     auto b = open_test_backend();
-    return b->release(m, "A", k_timeout).changed;
+    return b->release(m, "A", 0, k_timeout).changed;
   });
   REQUIRE(status == 0);
   std::string woken;
@@ -615,7 +615,7 @@ TEST_CASE("wake-up: queued behind a valid owner, no look is needed; otherwise on
   CHECK_FALSE(waiter->look_after_queueing());
 
   // Freed between the waiter's last try and its queueing: it must look.
-  require_ok(owner->release(m, "A", k_timeout));
+  require_ok(owner->release(m, "A", 0, k_timeout));
   auto late = open_test_backend();
   REQUIRE(late->watch(m, "L", true) >= 0);
   CHECK(late->look_after_queueing());
