@@ -47,9 +47,10 @@ wait "$a" || fail "A exited with $?"
 wait "$b" || fail "B exited with $?"
 ! grep -q '^OVERLAP' "$log" || { cat -- "$log" >&2; fail "two CMDs ran at once"; }
 [[ $(grep -c '^start ' "$log") == 2 ]] || { cat -- "$log" >&2; fail "expected exactly A and B to run"; }
-# B started after A ended.
-[[ $(grep -n '' "$log" | sed -n 's/^\([0-9]*\):end A$/\1/p') -lt \
-   $(grep -n '' "$log" | sed -n 's/^\([0-9]*\):start B .*/\1/p') ]] ||
+# B started after A ended (line numbers in the log).
+end_a=$(grep -n '^end A$' "$log" | cut -d: -f1)
+start_b=$(grep -n '^start B ' "$log" | cut -d: -f1)
+[[ -n $end_a && -n $start_b ]] && ((end_a < start_b)) ||
   { cat -- "$log" >&2; fail "B started before A ended"; }
 read -r _ _ token_b owner_b label_b < <(grep '^start B ' "$log")
 assert_eq web1 "$label_b" "B's SIMBA_CONTENDER_ID"
