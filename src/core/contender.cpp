@@ -2,6 +2,7 @@
 
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/names.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -178,12 +179,19 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
       o.lease.revoked_at(o.now)
         ? "waiting for " + m_config.mutex + ": its lease was revoked; free in " +
             format_duration(o.lease.transition_at - o.now)
-        : "waiting for " + m_config.mutex + ", held by " + o.lease.owner_id + " since " +
+        : "waiting for " + m_config.mutex + ", held by " + o.lease.owner_id + same_label(o.lease) + " since " +
             format_duration(o.now - o.lease.acquired_at) + " ago";
     if (m_give_up_at) msg += " (giving up in " + format_duration(*m_give_up_at - now) + ")";
     acts.push_back(log_action(3, msg));
   }
   return retry_acquire_later(now, delay, std::move(acts));
+}
+
+// For the person who gave two processes one --contender-id: the holder
+// with our label is another process, not us.
+std::string Contender::same_label(const Lease& l) const {
+  bool ours = !m_config.label.empty() && label_of(l.owner_id) == m_config.label;
+  return ours ? " (another simba with --contender-id " + m_config.label + ")" : "";
 }
 
 Actions Contender::on_owned(int64_t now, Actions acts) {

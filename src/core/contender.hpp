@@ -152,6 +152,7 @@ private:
   Actions on_owned(int64_t now, Actions acts);  // a new ownership began
   Actions after_loss(int64_t now, Actions acts); // CMD is gone after a loss
   Actions recontend(int64_t now, Actions acts);
+  std::string same_label(const Lease& l) const;
   bool long_running() const { return m_config.mode != ContenderConfig::Mode::run; }
   int64_t next_tick(int64_t now) const;
   // Takes the new local deadline from an owner's reply to a call sent at

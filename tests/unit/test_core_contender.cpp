@@ -530,6 +530,20 @@ TEST_SUITE("core::Contender identity") {
     }
   }
 
+  TEST_CASE("a waiter says when the holder is another process with its label") {
+    Harness h;
+    h.backend.acquire("m", make_owner_id("web1", 2), 10000, 2000);
+    ContenderConfig cfg = config(make_owner_id("web1", 1));
+    cfg.label = "web1";
+    Contender c = make(cfg);
+    Actions a = c.start(h.local);
+    a = c.on_reply(h.local, h.backend.apply("m", cfg.contender_id, *find(a, K::call)));
+    CHECK(!find(a, K::start_child));
+    REQUIRE(find(a, K::log));
+    CHECK(find(a, K::log)->message.find("held by web1#0000000000000002 (another simba with --contender-id web1)") !=
+          std::string::npos);
+  }
+
   TEST_CASE("a release names the lease it held; after an acquire with no answer, any lease of ours (0)") {
     Harness h;
     Contender c = make(config("me"));
