@@ -10,7 +10,7 @@
 
 _simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
   --kill-after --log-format --timeout --conflict-exit-code --min-hold --restart
-  --restart-delay --every --strategy --initial-delay --max-runs'
+  --restart-delay --every --strategy --initial-delay --max-runs --token'
 
 # _simba_options SUBCOMMAND: the options it accepts.
 _simba_options() {
@@ -22,7 +22,7 @@ _simba_options() {
   lead) echo "$supervise --restart --restart-delay" ;;
   schedule) echo "$supervise --every --strategy --initial-delay --max-runs" ;;
   status) echo "--mutex $backend --json" ;;
-  release) echo "--mutex $backend --force" ;;
+  release) echo "--mutex $backend --force --token" ;;
   esac
 }
 
@@ -134,7 +134,7 @@ _simba() {
     --every | --initial-delay)
     values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h)
     ;;
-  --contender-id | --conflict-exit-code | --max-runs) return 0 ;;
+  --contender-id | --conflict-exit-code | --max-runs | --token) return 0 ;;
   *)
     if [[ -z $sub ]]; then
       if [[ $cur == -* ]]; then

@@ -129,7 +129,7 @@ complete -c simba -n "__simba_in $simba_commands" -s v -l verbose -d 'Log every 
 set -l sup run lead schedule
 complete -c simba -n "__simba_in $sup" -l ttl -x -a "$durations" -d 'Lease time to live (default 10s)'
 complete -c simba -n "__simba_in $sup" -l transition -x -a "$durations" -d 'Buffer after the TTL (default 2s)'
-complete -c simba -n "__simba_in $sup" -l contender-id -x -d 'Contender id (default pid@host#random)'
+complete -c simba -n "__simba_in $sup" -l contender-id -x -d 'Label of this contender (default pid@host)'
 complete -c simba -n "__simba_in $sup" -l kill-signal -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'Signal that stops CMD (default TERM)'
 complete -c simba -n "__simba_in $sup" -l kill-after -x -a "$durations" -d 'SIGKILL this long after the kill signal'
 complete -c simba -n "__simba_in $sup" -l log-format -x -a 'text json' -d 'Format of the log on stderr'
@@ -149,3 +149,4 @@ complete -c simba -n '__simba_in schedule' -l max-runs -x -d 'Release and exit a
 
 complete -c simba -n '__simba_in status' -l json -d 'JSON for programs'
 complete -c simba -n '__simba_in release' -l force -d "Required: the owner's command is then stopped"
+complete -c simba -n '__simba_in release' -l token -x -d 'Revoke only the lease with this fencing token'

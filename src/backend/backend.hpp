@@ -78,17 +78,21 @@ public:
                         int64_t transition_ms, int64_t timeout_ms) = 0;
 
   // Renew only: like acquire for the current owner, but never creates a
-  // lease. Unchanged lease when `contender` is not the valid owner.
-  virtual Reply guard(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
-                      int64_t transition_ms, int64_t timeout_ms) = 0;
+  // lease. Unchanged lease unless `contender` is the valid owner and the
+  // lease has fencing token `token` (a compare-and-set on both: DESIGN §9).
+  virtual Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
+                      int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) = 0;
 
-  // Ends the lease at once if `contender` owns it (valid); `changed` says
-  // whether it did. Wakes the waiters (notify).
-  virtual Reply release(const std::string& mutex, const std::string& contender,
+  // Ends the lease at once if `contender` owns it (valid) and it has fencing
+  // token `token`; `changed` says whether it did. Wakes the waiters
+  // (notify). `token` 0: whatever lease `contender` owns (a contender whose
+  // acquire got no answer does not know the token; its id is its own).
+  virtual Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                         int64_t timeout_ms) = 0;
 
-  // Admin break-lock: ends any lease. Wakes waiters and the owner.
-  virtual Reply force_release(const std::string& mutex, int64_t timeout_ms) = 0;
+  // Admin break-lock: ends any valid lease, or with `token` not 0 only the
+  // lease with that fencing token. Wakes waiters and the owner.
+  virtual Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) = 0;
 
   virtual Reply get(const std::string& mutex, int64_t timeout_ms) = 0;
 

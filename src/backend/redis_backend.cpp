@@ -529,10 +529,12 @@ public:
     return r;
   }
 
-  Reply guard(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
-              int64_t transition_ms, int64_t timeout_ms) override {
+  Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
     return run(lua::k_guard, mutex,
-               {contender, std::to_string(ttl_ms), std::to_string(transition_ms)}, timeout_ms);
+               {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                std::to_string(token)},
+               timeout_ms);
   }
 
   // A PING goes first, in the same write: Redis sends its pending answers
@@ -541,13 +543,13 @@ public:
   // mutex over goes out before our answer. Without it, our answer went
   // first, woke us, and on a busy CPU our exit ran before the server could
   // send the next owner its message (traced: a tenth of a millisecond).
-  Reply release(const std::string& mutex, const std::string& contender,
+  Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return run(lua::k_release, mutex, {contender}, timeout_ms, true);
+    return run(lua::k_release, mutex, {contender, std::to_string(token)}, timeout_ms, true);
   }
 
-  Reply force_release(const std::string& mutex, int64_t timeout_ms) override {
-    return run(lua::k_force_release, mutex, {}, timeout_ms);
+  Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    return run(lua::k_force_release, mutex, {std::to_string(token)}, timeout_ms);
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {

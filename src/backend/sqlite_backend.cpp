@@ -336,12 +336,12 @@ public:
     });
   }
 
-  Reply guard(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
-              int64_t transition_ms, int64_t timeout_ms) override {
+  Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       Decision d;
       d.lease = cur;
-      if (!cur.owned_by(contender, now)) return d;
+      if (!cur.owned_by(contender, now) || cur.fencing_token != token) return d;
       d.write = true;
       d.lease.ttl_at = now + ttl_ms;
       d.lease.transition_at = d.lease.ttl_at + transition_ms;
@@ -351,12 +351,12 @@ public:
     return r;
   }
 
-  Reply release(const std::string& mutex, const std::string& contender,
+  Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       Decision d;
       d.lease = cur;
-      if (!cur.owned_by(contender, now)) return d;
+      if (!cur.owned_by(contender, now) || !token_matches(cur, token)) return d;
       end_lease(d, now);
       return d;
     });
@@ -365,11 +365,11 @@ public:
     return r;
   }
 
-  Reply force_release(const std::string& mutex, int64_t timeout_ms) override {
+  Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       Decision d;
       d.lease = cur;
-      if (!cur.valid_at(now)) return d;
+      if (!cur.valid_at(now) || !token_matches(cur, token)) return d;
       // Revocation: the owner goes, transition_at stays (core/lease.hpp).
       d.write = true;
       d.lease.owner_id.clear();
@@ -509,6 +509,11 @@ private:
   static uint64_t next_token(uint64_t old, int64_t now) {
     uint64_t from_clock = now > 0 ? static_cast<uint64_t>(now) * 1000 : 0;
     return std::max(old + 1, from_clock);
+  }
+
+  // release and force_release: token 0 matches any lease (backend.hpp).
+  static bool token_matches(const core::Lease& l, uint64_t token) {
+    return token == 0 || l.fencing_token == token;
   }
 
   // A released lease has no owner and ended now; the token stays.

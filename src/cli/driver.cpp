@@ -36,12 +36,15 @@ core::CallResult to_call_result(const backend::Reply& r) {
 }
 
 // The child's environment: ours, minus the SIMBA_ lease variables an outer
-// simba set, plus the lease (DESIGN §6).
+// simba set, plus the lease (DESIGN §6). SIMBA_CONTENDER_ID is the label the
+// user chose (--contender-id); SIMBA_OWNER_ID the unique owner id that
+// `status` shows.
 std::vector<std::string> child_env(const Command& command, const core::ContenderConfig& config,
                                    const core::Lease& lease) {
   static const char* const k_ours[] = {"SIMBA_MUTEX=",         "SIMBA_CONTENDER_ID=",
-                                       "SIMBA_FENCING_TOKEN=", "SIMBA_ACQUIRED_AT=",
-                                       "SIMBA_TTL_MS=",        "SIMBA_TRANSITION_MS="};
+                                       "SIMBA_OWNER_ID=",      "SIMBA_FENCING_TOKEN=",
+                                       "SIMBA_ACQUIRED_AT=",   "SIMBA_TTL_MS=",
+                                       "SIMBA_TRANSITION_MS="};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     bool skip = false;
@@ -52,7 +55,8 @@ std::vector<std::string> child_env(const Command& command, const core::Contender
     if (!skip) env.emplace_back(*e);
   }
   env.push_back("SIMBA_MUTEX=" + config.mutex);
-  env.push_back("SIMBA_CONTENDER_ID=" + config.contender_id);
+  env.push_back("SIMBA_CONTENDER_ID=" + config.label);
+  env.push_back("SIMBA_OWNER_ID=" + config.contender_id);
   env.push_back("SIMBA_FENCING_TOKEN=" + std::to_string(lease.fencing_token));
   env.push_back("SIMBA_ACQUIRED_AT=" + std::to_string(lease.acquired_at));
   env.push_back("SIMBA_TTL_MS=" + std::to_string(config.ttl_ms));
@@ -95,7 +99,7 @@ public:
           ::poll(nullptr, 0, 10);
         }
       }
-      m_backend.release(m_config.mutex, m_config.contender_id, 1000);
+      m_backend.release(m_config.mutex, m_config.contender_id, 0, 1000); // 0: whatever we hold
     } catch (...) {
     }
   }
@@ -155,9 +159,9 @@ private:
     case core::Op::acquire:
       return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, a.timeout_ms));
     case core::Op::guard:
-      return to_call_result(m_backend.guard(mutex, id, a.ttl_ms, a.transition_ms, a.timeout_ms));
+      return to_call_result(m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, a.timeout_ms));
     case core::Op::release:
-      return to_call_result(m_backend.release(mutex, id, a.timeout_ms));
+      return to_call_result(m_backend.release(mutex, id, a.token, a.timeout_ms));
     }
     return {};
   }
@@ -304,7 +308,8 @@ private:
     using P = core::Contender::Phase;
     if (acts.empty() && m_contender.phase() != P::owning && !m_contender.call_in_flight()) {
       ++m_calls;
-      m_backend.release(m_config.mutex, m_config.contender_id, m_config.call_timeout_ms);
+      m_backend.release(m_config.mutex, m_config.contender_id,
+                        g.reply.observed.lease.fencing_token, m_config.call_timeout_ms);
     }
     feed(acts);
   }

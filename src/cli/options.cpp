@@ -41,7 +41,8 @@ void add_contend_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--transition", o.transition,
                  "Buffer after the TTL before others may take over (default 2s)");
   cmd.add_option("--contender-id", o.contender_id,
-                 "Contender id (default: pid@host#random)");
+                 "Label of this contender, 1-111 bytes, shown by status (default: pid@host); "
+                 "the owner id is the label plus a random instance id, unique per process");
 }
 
 core::ContenderConfig contender_config(const CommonOptions& o) {
@@ -55,11 +56,14 @@ core::ContenderConfig contender_config(const CommonOptions& o) {
   if (o.contender_id.empty()) {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    c.contender_id = core::make_contender_id(getpid(), host, uint32_t(kernel_random()));
+    c.label = core::default_contender_label(getpid(), host);
   } else {
-    core::validate_contender_id(o.contender_id);
-    c.contender_id = o.contender_id;
+    core::validate_contender_label(o.contender_id);
+    c.label = o.contender_id;
   }
+  // Never the label alone: two processes given one label must not be one
+  // owner (DESIGN §9).
+  c.contender_id = core::make_owner_id(c.label, kernel_random());
   return c;
 }
 

@@ -21,8 +21,10 @@ nlohmann::json to_json(const backend::MutexLease& m, int64_t now) {
   nlohmann::json j;
   j["mutex"] = m.mutex;
   j["state"] = core::window_name(w);
-  j["owner"] = l.owner_id.empty() || w == core::Window::idle ? nlohmann::json(nullptr)
-                                                              : nlohmann::json(l.owner_id);
+  bool owned = !l.owner_id.empty() && w != core::Window::idle;
+  j["owner"] = owned ? nlohmann::json(l.owner_id) : nlohmann::json(nullptr);
+  // the --contender-id the owner was given (the owner id without its instance)
+  j["label"] = owned ? nlohmann::json(std::string(core::label_of(l.owner_id))) : nlohmann::json(nullptr);
   j["fencing_token"] = l.fencing_token;
   j["acquired_at"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.acquired_at);
   j["ttl_at"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.ttl_at);
@@ -31,6 +33,15 @@ nlohmann::json to_json(const backend::MutexLease& m, int64_t now) {
   j["ttl_remaining_ms"] = w == core::Window::ttl ? l.ttl_at - now : 0;
   j["transition_remaining_ms"] = w == core::Window::idle ? 0 : l.transition_at - now;
   return j;
+}
+
+// --token: a fencing token as status shows it; 0 when not given.
+uint64_t parse_token(const std::string& text) {
+  if (text.empty()) return 0;
+  bool digits = text.size() <= 19 && text.find_first_not_of("0123456789") == std::string::npos;
+  uint64_t token = digits ? std::stoull(text) : 0;
+  if (token == 0) throw UsageError("--token must be a fencing token (a positive number), not '" + text + "'");
+  return token;
 }
 
 std::string pad(std::string s, size_t width) {
@@ -110,6 +121,8 @@ CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
   cmd->add_option("--mutex", o.common.mutex, "The mutex")->envname("SIMBA_MUTEX");
   add_backend_options(*cmd, o.common);
   cmd->add_flag("--force", o.force, "Required: the owner's command is then stopped");
+  cmd->add_option("--token", o.token,
+                  "Revoke only the lease with this fencing token (as status shows it)");
   return cmd;
 }
 
@@ -119,9 +132,10 @@ int release_command(const ReleaseOptions& o) {
   if (!o.force) {
     throw UsageError("release breaks another process's lock: say --force to do it");
   }
+  uint64_t token = parse_token(o.token);
   auto backend = open_backend(o.common);
   backend::Reply before = backend->get(o.common.mutex, k_admin_timeout_ms);
-  backend::Reply r = backend->force_release(o.common.mutex, k_admin_timeout_ms);
+  backend::Reply r = backend->force_release(o.common.mutex, token, k_admin_timeout_ms);
   if (!r.ok()) throw UnavailableError("cannot release " + o.common.mutex + ": " + r.error);
   if (!o.common.quiet) {
     if (r.changed) {
@@ -132,6 +146,10 @@ int release_command(const ReleaseOptions& o) {
       std::cerr << "simba: revoked the lease of " << o.common.mutex << who
                 << "; its command is being stopped, and the mutex is free in "
                 << core::format_duration(after.lease.transition_at - after.now) << '\n';
+    } else if (token != 0 && r.observed.lease.valid_at(r.observed.now)) {
+      std::cerr << "simba: " << o.common.mutex << " has another lease (fencing token "
+                << r.observed.lease.fencing_token << ", held by " << r.observed.lease.owner_id
+                << "): nothing revoked\n";
     } else {
       std::cerr << "simba: " << o.common.mutex << " was not held\n";
     }

@@ -17,6 +17,7 @@ int status_command(const StatusOptions& o);
 struct ReleaseOptions {
   CommonOptions common;
   bool force = false;
+  std::string token; // --token: only the lease with this fencing token
 };
 
 CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o);

@@ -2,6 +2,7 @@
 
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/names.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -29,9 +30,12 @@ Action signal_action(Action::Kind kind, int signo) {
   return a;
 }
 
-std::string describe_owner(const Observed& o) {
+std::string describe_owner(const Observed& o, const std::string& me) {
   if (o.lease.revoked_at(o.now)) return "the lease was revoked (release --force)";
   if (!o.lease.valid_at(o.now)) return "the lease is gone";
+  if (o.lease.owner_id == me) {
+    return "the lease now has fencing token " + std::to_string(o.lease.fencing_token);
+  }
   return "the lease is now held by " + o.lease.owner_id;
 }
 
@@ -74,6 +78,8 @@ Actions Contender::call_with(int64_t now, Op op, int64_t ttl, int64_t transition
   a.timeout_ms = call_budget(now);
   a.ttl_ms = ttl;
   a.transition_ms = transition;
+  if (op == Op::guard) a.token = m_lease.fencing_token;
+  if (op == Op::release) a.token = m_release_token;
   acts.push_back(a);
   return acts;
 }
@@ -173,12 +179,19 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
       o.lease.revoked_at(o.now)
         ? "waiting for " + m_config.mutex + ": its lease was revoked; free in " +
             format_duration(o.lease.transition_at - o.now)
-        : "waiting for " + m_config.mutex + ", held by " + o.lease.owner_id + " since " +
+        : "waiting for " + m_config.mutex + ", held by " + o.lease.owner_id + same_label(o.lease) + " since " +
             format_duration(o.now - o.lease.acquired_at) + " ago";
     if (m_give_up_at) msg += " (giving up in " + format_duration(*m_give_up_at - now) + ")";
     acts.push_back(log_action(3, msg));
   }
   return retry_acquire_later(now, delay, std::move(acts));
+}
+
+// For the person who gave two processes one --contender-id: the holder
+// with our label is another process, not us.
+std::string Contender::same_label(const Lease& l) const {
+  bool ours = !m_config.label.empty() && label_of(l.owner_id) == m_config.label;
+  return ours ? " (another simba with --contender-id " + m_config.label + ")" : "";
 }
 
 Actions Contender::on_owned(int64_t now, Actions acts) {
@@ -231,9 +244,9 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r) {
   if (!o.lease.owned_by(m_config.contender_id, o.now) ||
       o.lease.fencing_token != m_lease.fencing_token) {
     if (m_holding) {
-      return finish(now, m_child_code, {log_action(2, "lease lost during --min-hold: " + describe_owner(o))});
+      return finish(now, m_child_code, {log_action(2, "lease lost during --min-hold: " + describe_owner(o, m_config.contender_id))});
     }
-    return begin_stop(now, "ownership of " + m_config.mutex + " lost: " + describe_owner(o));
+    return begin_stop(now, "ownership of " + m_config.mutex + " lost: " + describe_owner(o, m_config.contender_id));
   }
   adopt_lease(o);
   if (m_holding && !m_hold_sent) return after_all_gone(now, {});
@@ -498,6 +511,9 @@ Actions Contender::cancel(int64_t now, int code) {
 }
 
 Actions Contender::release_then_exit(int64_t now, int code, Actions acts) {
+  // Contending, we own at most a lease whose acquire got no answer: its
+  // token is unknown. Otherwise only the lease we held may go.
+  m_release_token = m_phase == Phase::contending ? 0 : m_lease.fencing_token;
   m_phase = Phase::releasing;
   m_exit_after_release = code;
   m_guard_at.reset();

@@ -23,7 +23,11 @@ enum class Op { acquire, guard, release };
 
 struct ContenderConfig {
   std::string mutex;
+  // The owner id the backend stores and compares: unique per simba process
+  // (names.hpp: make_owner_id). `label` is the user's --contender-id (or
+  // pid@host), for people and for CMD's environment; never compared.
   std::string contender_id;
+  std::string label;
   int64_t ttl_ms = 10000;
   int64_t transition_ms = 2000;
   int64_t kill_after_ms = 1000; // < transition_ms
@@ -65,6 +69,10 @@ struct Action {
   int64_t timeout_ms = 0;
   int64_t ttl_ms = 0;        // for call: the ttl/transition to ask for
   int64_t transition_ms = 0;
+  // guard and release: only the lease with this fencing token (and our
+  // owner id); 0 for a release after an acquire whose answer never came
+  // (its token is unknown): whatever lease our id holds.
+  uint64_t token = 0;
   Lease lease;
   int64_t deadline = 0;
   int signo = 0;
@@ -144,6 +152,7 @@ private:
   Actions on_owned(int64_t now, Actions acts);  // a new ownership began
   Actions after_loss(int64_t now, Actions acts); // CMD is gone after a loss
   Actions recontend(int64_t now, Actions acts);
+  std::string same_label(const Lease& l) const;
   bool long_running() const { return m_config.mode != ContenderConfig::Mode::run; }
   int64_t next_tick(int64_t now) const;
   // Takes the new local deadline from an owner's reply to a call sent at
@@ -176,6 +185,7 @@ private:
   int m_child_code = 0;  // CMD's status once it exited
   bool m_child_running = false;
   int m_exit_after_release = 0;
+  uint64_t m_release_token = 0; // see Action::token
   bool m_hold_sent = false;
   std::optional<int64_t> m_next_start_at; // lead: restart; schedule: next run
   int64_t m_rate_origin = 0;              // schedule fixed-rate: first tick

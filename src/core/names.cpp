@@ -40,26 +40,42 @@ void validate_mutex_name(std::string_view name) {
   }
 }
 
-void validate_contender_id(std::string_view id) {
-  if (id.empty()) throw UsageError("contender id is empty");
-  if (id.size() > k_max_name) throw UsageError("contender id is longer than 128 bytes");
-  for (unsigned char c : id) {
+void validate_contender_label(std::string_view label) {
+  if (label.empty()) throw UsageError("--contender-id is empty");
+  if (label.size() > k_max_label) {
+    throw UsageError("--contender-id is longer than " + std::to_string(k_max_label) +
+                     " bytes (the stored owner id adds 17 to it, up to 128): '" + printable(label) + "'");
+  }
+  for (unsigned char c : label) {
     if (c <= 0x20 || c >= 0x7f) {
-      throw UsageError("invalid contender id '" + printable(id) +
+      throw UsageError("invalid --contender-id '" + printable(label) +
                        "': printable characters without spaces only");
     }
   }
 }
 
-std::string make_contender_id(long pid, std::string_view host, uint32_t nonce) {
-  char tail[16];
-  snprintf(tail, sizeof tail, "#%08x", nonce);
+std::string default_contender_label(long pid, std::string_view host) {
   std::string head = std::to_string(pid) + "@";
-  size_t room = k_max_name - head.size() - std::string_view(tail).size();
   std::string h;
-  for (unsigned char c : host.substr(0, room)) h += (c > 0x20 && c < 0x7f) ? char(c) : '_';
+  for (unsigned char c : host.substr(0, k_max_label - head.size())) h += (c > 0x20 && c < 0x7f) ? char(c) : '_';
   if (h.empty()) h = "localhost";
-  return head + h + tail;
+  return head + h;
+}
+
+std::string make_owner_id(std::string_view label, uint64_t instance) {
+  char tail[k_instance_chars + 1];
+  snprintf(tail, sizeof tail, "#%016llx", static_cast<unsigned long long>(instance));
+  return std::string(label) + tail;
+}
+
+std::string_view label_of(std::string_view owner_id) {
+  if (owner_id.size() <= k_instance_chars) return owner_id;
+  std::string_view tail = owner_id.substr(owner_id.size() - k_instance_chars);
+  if (tail[0] != '#') return owner_id;
+  for (char c : tail.substr(1)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return owner_id;
+  }
+  return owner_id.substr(0, owner_id.size() - k_instance_chars);
 }
 
 } // namespace simba::core

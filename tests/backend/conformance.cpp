@@ -1,10 +1,13 @@
 // Backend conformance suite (DESIGN §5): the same cases against every
 // backend, chosen by the URI in SIMBA_TEST_BACKEND. Only the Backend
-// interface and open_backend() are used here.
+// interface and open_backend() are used here (and, for the owner ids of two
+// processes with one label, the CLI's own cli::contender_config).
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "support.hpp"
 
+#include "cli/options.hpp"
 #include "core/lease.hpp"
+#include "core/names.hpp"
 
 #include <doctest/doctest.h>
 
@@ -117,7 +120,7 @@ TEST_CASE("acquire: after transition_at another contender takes over with a larg
   CHECK(t.observed.lease.acquired_at > a.observed.lease.acquired_at);
 
   // The old owner can neither renew nor re-take it now.
-  Reply old = require_ok(b->guard(m, "A", 1000, 1000, k_timeout));
+  Reply old = require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 1000, 1000, k_timeout));
   CHECK_FALSE(old.changed);
   CHECK(old.observed.lease.owner_id == "B");
   Reply again = require_ok(b->acquire(m, "A", 1000, 1000, k_timeout));
@@ -152,7 +155,7 @@ TEST_CASE("renewal keeps acquired_at and the token and moves ttl_at and transiti
   CHECK(l.ttl_at > a.observed.lease.ttl_at);
 
   sleep_ms(30);
-  Reply g = require_ok(b->guard(m, "A", 4000, 500, k_timeout));
+  Reply g = require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 4000, 500, k_timeout));
   CHECK(g.changed);
   CHECK(g.observed.lease.acquired_at == a.observed.lease.acquired_at);
   CHECK(g.observed.lease.fencing_token == a.observed.lease.fencing_token);
@@ -163,7 +166,7 @@ TEST_CASE("renewal keeps acquired_at and the token and moves ttl_at and transiti
 TEST_CASE("guard never creates a lease and fails for a non-owner") {
   auto b = open_test_backend();
   auto m = unique_mutex("guard");
-  Reply none = require_ok(b->guard(m, "A", 1000, 1000, k_timeout));
+  Reply none = require_ok(b->guard(m, "A", 0, 1000, 1000, k_timeout));
   CHECK_FALSE(none.changed);
   CHECK(none.observed.lease.owner_id.empty());
   CHECK(none.observed.lease.fencing_token == 0);
@@ -171,7 +174,7 @@ TEST_CASE("guard never creates a lease and fails for a non-owner") {
   CHECK(g.observed.lease.owner_id.empty());
 
   Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
-  Reply other = require_ok(b->guard(m, "B", 1000, 1000, k_timeout));
+  Reply other = require_ok(b->guard(m, "B", a.observed.lease.fencing_token, 1000, 1000, k_timeout));
   CHECK_FALSE(other.changed);
   CHECK(same_lease(other.observed.lease, a.observed.lease));
 
@@ -179,7 +182,7 @@ TEST_CASE("guard never creates a lease and fails for a non-owner") {
   auto m2 = unique_mutex("guard-expired");
   Reply a2 = require_ok(b->acquire(m2, "A", 100, 100, k_timeout));
   sleep_ms(300);
-  Reply late = require_ok(b->guard(m2, "A", 1000, 1000, k_timeout));
+  Reply late = require_ok(b->guard(m2, "A", a2.observed.lease.fencing_token, 1000, 1000, k_timeout));
   CHECK_FALSE(late.changed);
   CHECK_FALSE(late.observed.lease.valid_at(late.observed.now));
   CHECK(late.observed.lease.fencing_token == a2.observed.lease.fencing_token);
@@ -188,17 +191,17 @@ TEST_CASE("guard never creates a lease and fails for a non-owner") {
 TEST_CASE("release: only the owner releases; the token is kept") {
   auto b = open_test_backend();
   auto m = unique_mutex("release");
-  Reply free_rel = require_ok(b->release(m, "A", k_timeout));
+  Reply free_rel = require_ok(b->release(m, "A", 0, k_timeout));
   CHECK_FALSE(free_rel.changed);
 
   Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
-  Reply by_other = require_ok(b->release(m, "B", k_timeout));
+  Reply by_other = require_ok(b->release(m, "B", 0, k_timeout));
   CHECK_FALSE(by_other.changed);
   CHECK(same_lease(by_other.observed.lease, a.observed.lease));
   Reply g = require_ok(b->get(m, k_timeout));
   CHECK(same_lease(g.observed.lease, a.observed.lease));
 
-  Reply rel = require_ok(b->release(m, "A", k_timeout));
+  Reply rel = require_ok(b->release(m, "A", 0, k_timeout));
   CHECK(rel.changed);
   CHECK(rel.observed.lease.owner_id.empty());
   CHECK_FALSE(rel.observed.lease.valid_at(rel.observed.now));
@@ -209,7 +212,7 @@ TEST_CASE("release: only the owner releases; the token is kept") {
   CHECK(simba::core::window_at(after.observed.lease, after.observed.now) == Window::idle);
   CHECK(after.observed.lease.fencing_token == a.observed.lease.fencing_token);
 
-  Reply twice = require_ok(b->release(m, "A", k_timeout));
+  Reply twice = require_ok(b->release(m, "A", 0, k_timeout));
   CHECK_FALSE(twice.changed);
 
   // Free at once: another contender acquires without waiting for the windows.
@@ -224,18 +227,18 @@ TEST_CASE("release of an expired lease by its former owner changes nothing") {
   auto m = unique_mutex("release-expired");
   require_ok(b->acquire(m, "A", 100, 100, k_timeout));
   sleep_ms(300);
-  Reply rel = require_ok(b->release(m, "A", k_timeout));
+  Reply rel = require_ok(b->release(m, "A", 0, k_timeout));
   CHECK_FALSE(rel.changed);
 }
 
 TEST_CASE("force_release revokes: the owner goes at once, others wait until the lease would have ended") {
   auto b = open_test_backend();
   auto m = unique_mutex("force");
-  Reply none = require_ok(b->force_release(m, k_timeout));
+  Reply none = require_ok(b->force_release(m, 0, k_timeout));
   CHECK_FALSE(none.changed);
 
   Reply a = require_ok(b->acquire(m, "A", 300, 300, k_timeout));
-  Reply f = require_ok(b->force_release(m, k_timeout));
+  Reply f = require_ok(b->force_release(m, 0, k_timeout));
   CHECK(f.changed);
   CHECK(f.observed.lease.owner_id.empty());
   CHECK(f.observed.lease.fencing_token == a.observed.lease.fencing_token);
@@ -243,12 +246,12 @@ TEST_CASE("force_release revokes: the owner goes at once, others wait until the 
   CHECK(f.observed.lease.revoked_at(f.observed.now));
 
   // The former owner sees the loss on its next guard, and cannot re-acquire.
-  Reply g = require_ok(b->guard(m, "A", 300, 300, k_timeout));
+  Reply g = require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 300, 300, k_timeout));
   CHECK_FALSE(g.changed);
   CHECK(g.observed.lease.owner_id.empty());
   CHECK_FALSE(require_ok(b->acquire(m, "A", 300, 300, k_timeout)).changed);
 
-  Reply again = require_ok(b->force_release(m, k_timeout));
+  Reply again = require_ok(b->force_release(m, 0, k_timeout));
   CHECK_FALSE(again.changed);
 
   // Nobody else gets it before the revoked lease's transition_at ...
@@ -275,9 +278,9 @@ TEST_CASE("fencing tokens strictly increase across acquisitions, releases and ex
     CHECK(a.observed.lease.fencing_token > last);
     last = a.observed.lease.fencing_token;
     // Renewals do not move the token.
-    Reply r = require_ok(be.guard(m, who, 10000, 1000, k_timeout));
+    Reply r = require_ok(be.guard(m, who, last, 10000, 1000, k_timeout));
     CHECK(r.observed.lease.fencing_token == last);
-    Reply rel = require_ok(be.release(m, who, k_timeout));
+    Reply rel = require_ok(be.release(m, who, 0, k_timeout));
     REQUIRE(rel.changed);
   }
   Reply a = require_ok(b->acquire(m, "X", 100, 0, k_timeout));
@@ -296,7 +299,7 @@ TEST_CASE("fencing tokens are independent of other mutexes but never reused") {
   Reply a2 = require_ok(b->acquire(m2, "A", 10000, 1000, k_timeout));
   CHECK(a1.observed.lease.fencing_token > 0);
   CHECK(a2.observed.lease.fencing_token > 0);
-  require_ok(b->release(m1, "A", k_timeout));
+  require_ok(b->release(m1, "A", 0, k_timeout));
   Reply again = require_ok(b->acquire(m1, "A", 10000, 1000, k_timeout));
   CHECK(again.observed.lease.fencing_token > a1.observed.lease.fencing_token);
 }
@@ -316,7 +319,7 @@ TEST_CASE("list: all mutexes sorted by name with their leases") {
   std::vector<std::string> names = {base + "/c", base + "/a", base + "/b"};
   std::vector<Reply> acq;
   for (auto& n : names) acq.push_back(require_ok(b->acquire(n, "L", 10000, 1000, k_timeout)));
-  require_ok(b->release(names[2], "L", k_timeout)); // base/b: released, token kept
+  require_ok(b->release(names[2], "L", 0, k_timeout)); // base/b: released, token kept
 
   auto listing = b->list(k_timeout);
   REQUIRE_MESSAGE(listing.ok, "list failed: " << listing.error);
@@ -366,7 +369,7 @@ TEST_CASE("wake-up: a release by another process wakes the watcher") {
   int64_t t0 = monotonic_ns();
   int status = run_in_child([&] {
     auto b = open_test_backend();
-    Reply r = b->release(m, "A", k_timeout);
+    Reply r = b->release(m, "A", 0, k_timeout);
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
@@ -377,7 +380,7 @@ TEST_CASE("wake-up: a release by another process wakes the watcher") {
   require_ok(owner->acquire(m, "B", 10000, 1000, k_timeout));
   status = run_in_child([&] {
     auto b = open_test_backend();
-    Reply r = b->force_release(m, k_timeout);
+    Reply r = b->force_release(m, 0, k_timeout);
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
@@ -399,20 +402,20 @@ TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
   }
   int status = run_in_child([&] {
     auto b = open_test_backend();
-    Reply r = b->release(theirs, "A", k_timeout);
+    Reply r = b->release(theirs, "A", 0, k_timeout);
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
   CHECK_FALSE(wait_for_wakeup(*watcher, fd, 300));
 
   // A release that changes nothing (not the owner) sends nothing either.
-  require_ok(owner->release(mine, "B", k_timeout));
+  require_ok(owner->release(mine, "B", 0, k_timeout));
   CHECK_FALSE(wait_for_wakeup(*watcher, fd, 100));
 
   // The owner's release, from another process (one contender per process).
   status = run_in_child([&] {
     auto b = open_test_backend();
-    return b->release(mine, "A", k_timeout).changed;
+    return b->release(mine, "A", 0, k_timeout).changed;
   });
   REQUIRE(status == 0);
   CHECK(wait_for_wakeup(*watcher, fd, 1000));
@@ -466,7 +469,7 @@ TEST_CASE("several processes: holds never overlap and tokens follow the order of
             rec.start_ns = monotonic_ns();
             std::this_thread::sleep_for(std::chrono::microseconds(200));
             rec.end_ns = monotonic_ns();
-            Reply rel = b->release(m, me, k_timeout);
+            Reply rel = b->release(m, me, 0, k_timeout);
             rec.ok = rel.ok() && rel.changed;
             if (write(fds[1], &rec, sizeof rec) != static_cast<ssize_t>(sizeof rec)) code = 3;
             ++done;
@@ -580,7 +583,7 @@ TEST_CASE("wake-up: a release wakes only the first live waiter, in the order the
   // The release, from a process other than the waiters'.
   int status = run_in_child([&] {
     auto b = open_test_backend();
-    return b->release(m, "A", k_timeout).changed;
+    return b->release(m, "A", 0, k_timeout).changed;
   });
   REQUIRE(status == 0);
   std::string woken;
@@ -615,8 +618,131 @@ TEST_CASE("wake-up: queued behind a valid owner, no look is needed; otherwise on
   CHECK_FALSE(waiter->look_after_queueing());
 
   // Freed between the waiter's last try and its queueing: it must look.
-  require_ok(owner->release(m, "A", k_timeout));
+  require_ok(owner->release(m, "A", 0, k_timeout));
   auto late = open_test_backend();
   REQUIRE(late->watch(m, "L", true) >= 0);
   CHECK(late->look_after_queueing());
+}
+
+// ---- identity (DESIGN §9): owner and token, compared together -------------------
+
+TEST_CASE("guard, release and force_release by the right owner with a wrong token change nothing") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("cas-token");
+  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  uint64_t t = a.observed.lease.fencing_token;
+  for (uint64_t wrong : {t - 1, t + 1}) {
+    CAPTURE(wrong);
+    Reply g = require_ok(b->guard(m, "A", wrong, 20000, 1000, k_timeout));
+    CHECK_FALSE(g.changed);
+    CHECK(same_lease(g.observed.lease, a.observed.lease));
+    Reply r = require_ok(b->release(m, "A", wrong, k_timeout));
+    CHECK_FALSE(r.changed);
+    Reply f = require_ok(b->force_release(m, wrong, k_timeout));
+    CHECK_FALSE(f.changed);
+    CHECK(same_lease(require_ok(b->get(m, k_timeout)).observed.lease, a.observed.lease));
+  }
+  // The right owner and token do.
+  CHECK(require_ok(b->guard(m, "A", t, 20000, 1000, k_timeout)).changed);
+  CHECK(require_ok(b->release(m, "A", t, k_timeout)).changed);
+
+  // A forced release with the lease's token revokes it.
+  Reply a2 = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  Reply f = require_ok(b->force_release(m, a2.observed.lease.fencing_token, k_timeout));
+  CHECK(f.changed);
+  CHECK(f.observed.lease.revoked_at(f.observed.now));
+}
+
+TEST_CASE("a stale guard or release of an owner's earlier lease leaves its new lease alone") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("cas-stale");
+  Reply old = require_ok(b->acquire(m, "A", 100, 100, k_timeout));
+  sleep_ms(300);
+  Reply now = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  REQUIRE(now.changed);
+  REQUIRE(now.observed.lease.fencing_token > old.observed.lease.fencing_token);
+  uint64_t stale = old.observed.lease.fencing_token;
+  CHECK_FALSE(require_ok(b->guard(m, "A", stale, 20000, 1000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->release(m, "A", stale, k_timeout)).changed);
+  Reply seen = require_ok(b->get(m, k_timeout));
+  CHECK(same_lease(seen.observed.lease, now.observed.lease));
+  CHECK(seen.observed.lease.valid_at(seen.observed.now));
+}
+
+// The owner ids as simba makes them from one --contender-id, in two
+// processes (cli::contender_config, the code `simba run` uses).
+TEST_CASE("two processes given one label are two owners: they exclude each other, and a release hands over between them") {
+  auto m = unique_mutex("same-label");
+  simba::cli::CommonOptions opts;
+  opts.mutex = m;
+  opts.contender_id = "web1";
+  const std::string a_id = simba::cli::contender_config(opts).contender_id;
+  auto b = open_test_backend();
+  Reply a = require_ok(b->acquire(m, a_id, 10000, 1000, k_timeout));
+  REQUIRE(a.changed);
+
+  // B, another process with the same label: no renewal, no guard, no
+  // release of A's lease.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  int status = run_in_child([&] {
+    std::string b_id = simba::cli::contender_config(opts).contender_id;
+    ssize_t ignored = write(fds[1], b_id.data(), b_id.size());
+    (void)ignored;
+    auto other = open_test_backend();
+    uint64_t t = a.observed.lease.fencing_token;
+    Reply acq = other->acquire(m, b_id, 10000, 1000, k_timeout);
+    Reply g = other->guard(m, b_id, t, 10000, 1000, k_timeout);
+    Reply r = other->release(m, b_id, 0, k_timeout);
+    Reply r2 = other->release(m, b_id, t, k_timeout);
+    return acq.ok() && !acq.changed && acq.observed.lease.owner_id == a_id && g.ok() &&
+           !g.changed && r.ok() && !r.changed && r2.ok() && !r2.changed;
+  });
+  close(fds[1]);
+  char buf[256];
+  ssize_t n = read(fds[0], buf, sizeof buf);
+  close(fds[0]);
+  REQUIRE(n > 0);
+  const std::string b_id(buf, size_t(n));
+  CHECK(status == 0);
+  CHECK(b_id != a_id);
+  CHECK(simba::core::label_of(a_id) == "web1");
+  CHECK(simba::core::label_of(b_id) == "web1");
+  Reply still = require_ok(b->get(m, k_timeout));
+  CHECK(same_lease(still.observed.lease, a.observed.lease));
+
+  // A waiter with the same label queues like any other, and A's release
+  // goes to it (Redis: handed over to its own id in the release).
+  auto waiter = open_test_backend();
+  Reply tried = require_ok(waiter->acquire(m, b_id, 4000, 500, k_timeout));
+  REQUIRE(simba::backend::held_by_other(tried, b_id));
+  int fd = waiter->watch(m, b_id, true);
+  if (fd < 0) {
+    MESSAGE("backend has no wake-up channel; the hand-over part is skipped");
+    return;
+  }
+  // A's release, from A's own process (SQLite wakes no waiter of its own pid).
+  status = run_in_child([&] {
+    auto own = open_test_backend();
+    return own->release(m, a_id, a.observed.lease.fencing_token, k_timeout).changed;
+  });
+  REQUIRE(status == 0);
+  REQUIRE(wait_for_wakeup(*waiter, fd, 2000));
+  Reply took;
+  if (auto g = waiter->take_grant()) {
+    took = g->reply;
+  } else {
+    took = require_ok(waiter->acquire(m, b_id, 4000, 500, k_timeout));
+  }
+  REQUIRE(took.ok());
+  CHECK(took.observed.lease.owner_id == b_id);
+  CHECK(took.observed.lease.fencing_token > a.observed.lease.fencing_token);
+  CHECK(require_ok(b->get(m, k_timeout)).observed.lease.owner_id == b_id);
+  // A, the former owner, renews nothing of it, with either token.
+  for (uint64_t t : {a.observed.lease.fencing_token, took.observed.lease.fencing_token}) {
+    CHECK_FALSE(require_ok(b->guard(m, a_id, t, 10000, 1000, k_timeout)).changed);
+    CHECK_FALSE(require_ok(b->release(m, a_id, t, k_timeout)).changed);
+  }
+  waiter->watch(m, b_id, false);
+  CHECK(require_ok(waiter->release(m, b_id, took.observed.lease.fencing_token, k_timeout)).changed);
 }

@@ -333,7 +333,7 @@ TEST_CASE("redis: passwords — wrong one refused (69), never shown; URI or SIMB
     auto m = unique_mutex("pw");
     require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
     CHECK(b->watch(m, "W", true) >= 0); // the subscription authenticates too
-    require_ok(b->release(m, "A", k_timeout));
+    require_ok(b->release(m, "A", 0, k_timeout));
   }
   {
     ScopedEnv env("SIMBA_REDIS_PASSWORD", "right-pw-42");
@@ -379,7 +379,7 @@ TEST_CASE("redis: key layout — hash tag, PEXPIREAT transition_at, a fence that
   REQUIRE(fence->type == REDIS_REPLY_STRING);
   CHECK(std::stoull(std::string(fence->str, fence->len)) == a.observed.lease.fencing_token);
 
-  require_ok(b->release("ci/deploy", "A", k_timeout));
+  require_ok(b->release("ci/deploy", "A", 0, k_timeout));
   CHECK(server.command({"EXISTS", "lay:{ci/deploy}"})->integer == 0);
   CHECK(server.command({"EXISTS", "lay:{ci/deploy}:fence"})->integer == 1);
   auto listing = b->list(k_timeout);
@@ -401,12 +401,12 @@ TEST_CASE("redis: embedded scripts — the SHA1s are Redis', and NOSCRIPT falls 
   auto b = open_backend(server.uri());
   auto m = unique_mutex("scripts");
   REQUIRE(server.command({"SCRIPT", "FLUSH"})->type == REDIS_REPLY_STATUS);
-  require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
-  require_ok(b->guard(m, "A", 10000, 1000, k_timeout));
+  Reply held = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  require_ok(b->guard(m, "A", held.observed.lease.fencing_token, 10000, 1000, k_timeout));
   require_ok(b->get(m, k_timeout));
   REQUIRE(b->list(k_timeout).ok);
-  require_ok(b->release(m, "A", k_timeout));
-  require_ok(b->force_release(m, k_timeout));
+  require_ok(b->release(m, "A", 0, k_timeout));
+  require_ok(b->force_release(m, 0, k_timeout));
   namespace lua = simba::backend::lua;
   for (const lua::Script* s : {&lua::k_acquire, &lua::k_guard, &lua::k_release,
                                &lua::k_force_release, &lua::k_get, &lua::k_list}) {
@@ -430,7 +430,7 @@ TEST_CASE("redis: restarted without persistence — the lease is gone, tokens ke
   for (int i = 0; i < 5; ++i) {
     Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
     highest = std::max(highest, a.observed.lease.fencing_token);
-    require_ok(b->release(m, "A", k_timeout));
+    require_ok(b->release(m, "A", 0, k_timeout));
   }
   Reply held = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
   highest = std::max(highest, held.observed.lease.fencing_token);
@@ -438,7 +438,7 @@ TEST_CASE("redis: restarted without persistence — the lease is gone, tokens ke
   server.restart();
   // The old connection is dead: the next call goes to a new one at once
   // (not a failure), and shows that the lease is gone.
-  Reply g = require_ok(b->guard(m, "A", 10000, 1000, k_timeout));
+  Reply g = require_ok(b->guard(m, "A", held.observed.lease.fencing_token, 10000, 1000, k_timeout));
   CHECK_FALSE(g.changed);
   CHECK(g.observed.lease.owner_id.empty());
 
@@ -464,7 +464,7 @@ TEST_CASE("redis: a paused server (SIGSTOP) gives indeterminate within the call'
 
   server.pause();
   int64_t t0 = mono_ms();
-  Reply g = b->guard(m, "A", 10000, 2000, 300);
+  Reply g = b->guard(m, "A", a.observed.lease.fencing_token, 10000, 2000, 300);
   int64_t dt = mono_ms() - t0;
   CHECK(g.status == Reply::Status::indeterminate); // sent, no answer: it may have been applied
   CHECK(dt >= 290);
@@ -486,7 +486,7 @@ TEST_CASE("redis: a paused server (SIGSTOP) gives indeterminate within the call'
   CHECK(dt < 1500);
 
   server.resume();
-  Reply after = require_ok(b->guard(m, "A", 10000, 2000, k_timeout));
+  Reply after = require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 10000, 2000, k_timeout));
   CHECK(after.observed.lease.owner_id == "A");
   CHECK(after.observed.lease.fencing_token == a.observed.lease.fencing_token);
 }
@@ -514,7 +514,7 @@ TEST_CASE("redis: the subscription breaks with the server, wakes the waiter, and
   REQUIRE(again >= 0);
   CHECK(mono_ms() - t0 >= 800);
   require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
-  require_ok(owner->release(m, "A", k_timeout));
+  require_ok(owner->release(m, "A", 0, k_timeout));
   CHECK(wait_for_wakeup(*watcher, again, 1000));
 }
 
@@ -532,7 +532,7 @@ TEST_CASE("redis+unix: a Unix socket URI works") {
   auto tcp = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "/2?prefix=ux:");
   Reply seen = require_ok(tcp->get(m, k_timeout));
   CHECK(seen.observed.lease.owner_id == "A"); // same database 2
-  require_ok(tcp->release(m, "A", k_timeout));
+  require_ok(tcp->release(m, "A", 0, k_timeout));
   CHECK(wait_for_wakeup(*b, fd, 1000));
   auto db0 = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=ux:");
   CHECK(require_ok(db0->get(m, k_timeout)).observed.lease.fencing_token == 0);
@@ -564,7 +564,7 @@ TEST_CASE("redis: a server that started less than a lease ago grants no new leas
   CHECK(wait >= 1000);                                       // ... for a lease's time
   CHECK(wait <= 3100);
   // A's guard sees that its lease is gone.
-  Reply g = require_ok(owner->guard(m, "A", 1000, 1000, k_timeout));
+  Reply g = require_ok(owner->guard(m, "A", a.observed.lease.fencing_token, 1000, 1000, k_timeout));
   CHECK_FALSE(g.observed.lease.owned_by("A", g.observed.now));
   // Then B gets it, with a larger token.
   sleep_ms(int(wait) + 1100);
@@ -600,7 +600,7 @@ TEST_CASE("redis: a release hands the mutex over to the first waiter, whose wake
   int64_t before = boottime_now_ms();
   int fd = queue_up(*w, m, "W");
 
-  Reply rel = require_ok(owner->release(m, "A", k_timeout));
+  Reply rel = require_ok(owner->release(m, "A", 0, k_timeout));
   CHECK(rel.changed);
   CHECK(rel.observed.lease.owner_id == "W"); // the lease after the call
   REQUIRE(wait_for_wakeup(*w, fd, 1000));
@@ -625,8 +625,8 @@ TEST_CASE("redis: a release hands the mutex over to the first waiter, whose wake
   CHECK(seen.observed.lease.fencing_token == l.fencing_token);
   w->watch(m, "W", false);
   CHECK(require_ok(owner->get(m, k_timeout)).observed.lease.owner_id == "W");
-  CHECK(require_ok(w->guard(m, "W", 4000, 500, k_timeout)).changed);
-  CHECK(require_ok(w->release(m, "W", k_timeout)).changed);
+  CHECK(require_ok(w->guard(m, "W", l.fencing_token, 4000, 500, k_timeout)).changed);
+  CHECK(require_ok(w->release(m, "W", 0, k_timeout)).changed);
   CHECK(require_ok(owner->get(m, k_timeout)).observed.lease.owner_id.empty());
 }
 
@@ -649,7 +649,7 @@ TEST_CASE("redis: a hand-over skips dead waiters, and one that leaves unused pas
   int fd2 = queue_up(*w2, m, "W2");
 
   // W0 is skipped: W1, the first live waiter, owns the mutex.
-  CHECK(require_ok(owner->release(m, "A", k_timeout)).observed.lease.owner_id == "W1");
+  CHECK(require_ok(owner->release(m, "A", 0, k_timeout)).observed.lease.owner_id == "W1");
   // W1 leaves without having used it (its wake-up unread): the lease ends
   // and goes on to W2.
   w1.reset();
@@ -659,5 +659,5 @@ TEST_CASE("redis: a hand-over skips dead waiters, and one that leaves unused pas
   CHECK(g->reply.observed.lease.owner_id == "W2");
   CHECK(require_ok(owner->get(m, k_timeout)).observed.lease.owner_id == "W2");
   (void)fd1;
-  require_ok(w2->release(m, "W2", k_timeout));
+  require_ok(w2->release(m, "W2", 0, k_timeout));
 }

@@ -95,7 +95,7 @@ TEST_CASE("sqlite: a fresh path gets directories 0700 and a file 0600") {
   // Usable at once, and the notification directory is private too.
   auto r = b->acquire("m", "A", 1000, 1000, k_timeout);
   REQUIRE(r.ok());
-  REQUIRE(b->release("m", "A", k_timeout).changed);
+  REQUIRE(b->release("m", "A", 0, k_timeout).changed);
   REQUIRE(b->watch("m", "W", true) >= 0); // a waiter makes the notify directory
   CHECK(mode_of(db + ".notify") == 0700);
 
@@ -157,13 +157,15 @@ TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acqu
   for (int i = 0; i < 150; ++i) {
     auto run = open_backend("sqlite://" + db);
     REQUIRE(run->acquire("m", "A", 1000, 1000, k_timeout).ok());
-    REQUIRE(run->release("m", "A", k_timeout).changed);
+    REQUIRE(run->release("m", "A", 0, k_timeout).changed);
   }
   CHECK(wal_size() < 40 * 4120 + 32);
   auto b = open_backend("sqlite://" + db);
   // A leader that only renews: the same bound.
-  REQUIRE(b->acquire("m", "A", 60000, 1000, k_timeout).ok());
-  for (int i = 0; i < 150; ++i) REQUIRE(b->guard("m", "A", 60000, 1000, k_timeout).changed);
+  simba::backend::Reply held = b->acquire("m", "A", 60000, 1000, k_timeout);
+  REQUIRE(held.ok());
+  uint64_t token = held.observed.lease.fencing_token;
+  for (int i = 0; i < 150; ++i) REQUIRE(b->guard("m", "A", token, 60000, 1000, k_timeout).changed);
   CHECK(wal_size() < 40 * 4120 + 32);
   // Acquires alone (processes killed before their release) grow it; the
   // next release brings it back in bounds.
@@ -172,10 +174,10 @@ TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acqu
     REQUIRE(b->acquire("n" + std::to_string(i), other, 60000, 1000, k_timeout).ok());
   }
   int64_t grown = wal_size();
-  REQUIRE(b->release("m", "A", k_timeout).changed);
+  REQUIRE(b->release("m", "A", 0, k_timeout).changed);
   for (int i = 0; i < 3; ++i) {
     REQUIRE(b->acquire("m", "A", 1000, 1000, k_timeout).ok());
-    REQUIRE(b->release("m", "A", k_timeout).changed);
+    REQUIRE(b->release("m", "A", 0, k_timeout).changed);
   }
   CHECK(grown > 40 * 4120); // the acquires did not checkpoint
   // The release checkpointed and emptied the WAL.
@@ -212,7 +214,7 @@ TEST_CASE("sqlite: a hand-over leaves the checkpoint to the next owner's upkeep"
   auto hand_over = [&](int n) {
     for (int i = 0; i < n; ++i) {
       REQUIRE(h->acquire("m", "A", 1000, 1000, k_timeout).ok());
-      REQUIRE(h->release("m", "A", k_timeout).changed);
+      REQUIRE(h->release("m", "A", 0, k_timeout).changed);
     }
   };
   // 40 hand-overs, 80 frames: no checkpoint on their path (the fsyncs would

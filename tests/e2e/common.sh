@@ -48,7 +48,7 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/simba-e2e.XXXXXX")
 
 # A clean environment: nothing from an enclosing simba (re-entry detection),
 # nothing from the user's state directory.
-unset SIMBA_MUTEX SIMBA_CONTENDER_ID SIMBA_FENCING_TOKEN SIMBA_ACQUIRED_AT \
+unset SIMBA_MUTEX SIMBA_CONTENDER_ID SIMBA_OWNER_ID SIMBA_FENCING_TOKEN SIMBA_ACQUIRED_AT \
   SIMBA_TTL_MS SIMBA_TRANSITION_MS SIMBA_REDIS_PASSWORD SIMBA_HELD
 export SIMBA_BACKEND="sqlite:$T/simba.db"
 export SIMBA_HOME="$T/home"

@@ -2,7 +2,8 @@
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
 # backends: sqlite redis
 # CMD gets the lease in its environment (DESIGN §6): SIMBA_MUTEX,
-# SIMBA_CONTENDER_ID, SIMBA_FENCING_TOKEN, SIMBA_ACQUIRED_AT, SIMBA_TTL_MS,
+# SIMBA_CONTENDER_ID (the label), SIMBA_OWNER_ID (label#instance, what
+# status shows), SIMBA_FENCING_TOKEN, SIMBA_ACQUIRED_AT, SIMBA_TTL_MS,
 # SIMBA_TRANSITION_MS; stale values inherited from simba's own environment are
 # replaced; the fencing token strictly increases from one run to the next.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
@@ -31,6 +32,8 @@ t1=$(now_ms)
 
 assert_eq ci/env-test "$(var "$T/env1" SIMBA_MUTEX)" SIMBA_MUTEX
 assert_eq tester@e2e "$(var "$T/env1" SIMBA_CONTENDER_ID)" SIMBA_CONTENDER_ID
+owner1=$(var "$T/env1" SIMBA_OWNER_ID)
+[[ $owner1 =~ ^tester@e2e#[0-9a-f]{16}$ ]] || fail "SIMBA_OWNER_ID is not the label plus an instance id: [$owner1]"
 assert_eq 1000 "$(var "$T/env1" SIMBA_TTL_MS)" "SIMBA_TTL_MS for --ttl 1s"
 assert_eq 500 "$(var "$T/env1" SIMBA_TRANSITION_MS)" "SIMBA_TRANSITION_MS for --transition 500ms"
 token1=$(var "$T/env1" SIMBA_FENCING_TOKEN)
@@ -53,6 +56,8 @@ simba_pid=$(var "$T/env2" PARENT_PID)
 [[ -n $id && ${#id} -le 128 ]] || fail "default SIMBA_CONTENDER_ID is empty or too long: [$id]"
 [[ $id =~ (^|[^0-9])$simba_pid([^0-9]|$) ]] ||
   fail "default SIMBA_CONTENDER_ID [$id] does not name simba's pid $simba_pid"
+owner2=$(var "$T/env2" SIMBA_OWNER_ID)
+[[ $owner2 == "$id#"* && ${#owner2} -le 128 ]] || fail "default SIMBA_OWNER_ID [$owner2] is not [$id#...]"
 token2=$(var "$T/env2" SIMBA_FENCING_TOKEN)
 is_posint "$token2" || fail "SIMBA_FENCING_TOKEN is not a positive integer: [$token2]"
 ((token2 > token1)) || fail "fencing token did not increase: $token1 then $token2"

@@ -58,7 +58,8 @@ rc=0
 wait "$pid" || rc=$?
 assert_eq 75 "$rc" "exit of the waiter that timed out"
 check_json "$T/wait.err" "$pid" >"$T/wait.log" || fail "the waiter's log"
-grep -qF "$(printf 'notice\twaiting for w, held by q"u\\o:te since')" "$T/wait.log" ||
+# (the holder's owner id: its label and its instance id)
+grep -qF "$(printf 'notice\twaiting for w, held by q"u\\o:te#')" "$T/wait.log" ||
   fail "no escaped waiting notice: $(cat -- "$T/wait.log")"
 kill -TERM "$holder"
 wait "$holder" || true

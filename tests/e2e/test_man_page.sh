@@ -29,7 +29,7 @@ for sub in run lead schedule status release; do
   done
 done
 for word in --version SIMBA_MUTEX SIMBA_BACKEND SIMBA_HOME XDG_STATE_HOME \
-  SIMBA_REDIS_PASSWORD SIMBA_CONTENDER_ID SIMBA_FENCING_TOKEN SIMBA_ACQUIRED_AT \
+  SIMBA_REDIS_PASSWORD SIMBA_CONTENDER_ID SIMBA_OWNER_ID SIMBA_FENCING_TOKEN SIMBA_ACQUIRED_AT \
   SIMBA_TTL_MS SIMBA_TRANSITION_MS SIMBA_HELD sqlite:/// redis:// redis+unix:// \
   fixed-rate fixed-delay on-failure EXIT STATUS SAFETY EXAMPLES; do
   documented "$word" || fail "the man page does not mention $word"

@@ -13,7 +13,7 @@ dt=$(($(now_ms) - t0))
 
 # Still held by the first run, until about acquired_at + 3 s.
 assert_eq held "$(mutex_state m)" "state right after the --min-hold run"
-assert_eq cron@host-a "$(mutex_field m owner)" "owner right after the --min-hold run"
+assert_eq cron@host-a "$(mutex_field m label)" "owner right after the --min-hold run"
 acquired=$(mutex_field m acquired_at)
 until_at=$(mutex_field m transition_at)
 hold=$((until_at - acquired))

@@ -54,7 +54,7 @@ rc=0
 wait "$waiter" || rc=$?
 assert_eq 143 "$rc" "exit status of a waiting simba after SIGTERM"
 echo "waiting simba exited $(($(now_ms) - t0)) ms after SIGTERM" >&2
-assert_eq holder "$(mutex_field m owner)" "owner of m after the waiter was cancelled"
+assert_eq holder "$(mutex_field m label)" "owner of m after the waiter was cancelled"
 
 # Once the holder is done, the cancelled waiter must not own it either.
 kill -TERM "$holder"

@@ -21,7 +21,9 @@ json=$(<"$T/out")
 jq -e '(.backend_now | type) == "number" and .backend_now > 0' <<<"$json" >/dev/null ||
   fail "backend_now missing or not a number: $json"
 assert_eq held "$(mutex_state m)" "state of a held mutex"
-assert_eq holder@e2e "$(mutex_field m owner)" "owner"
+assert_eq holder@e2e "$(mutex_field m label)" "label"
+owner=$(mutex_field m owner)
+[[ $owner =~ ^holder@e2e#[0-9a-f]{16}$ ]] || fail "owner is not the label plus an instance id: [$owner]"
 token=$(mutex_field m fencing_token)
 is_posint "$token" || fail "fencing_token is not a positive integer: [$token]"
 assert_eq "$(<"$T/token")" "$token" "fencing_token in status vs SIMBA_FENCING_TOKEN of CMD"

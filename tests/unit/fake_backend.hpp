@@ -31,16 +31,18 @@ public:
     return r;
   }
 
-  core::CallResult guard(const std::string& mutex, const std::string& who, int64_t ttl,
-                         int64_t transition) {
+  // A compare-and-set on owner and token, as the real backends do.
+  core::CallResult guard(const std::string& mutex, const std::string& who, uint64_t token,
+                         int64_t ttl, int64_t transition) {
     core::Lease& l = m_leases[mutex];
-    if (!l.owned_by(who, now)) return ok(l);
+    if (!l.owned_by(who, now) || l.fencing_token != token) return ok(l);
     return acquire(mutex, who, ttl, transition);
   }
 
-  core::CallResult release(const std::string& mutex, const std::string& who) {
+  // `token` 0: whatever lease `who` owns (backend.hpp).
+  core::CallResult release(const std::string& mutex, const std::string& who, uint64_t token = 0) {
     core::Lease& l = m_leases[mutex];
-    if (!l.owned_by(who, now)) return ok(l);
+    if (!l.owned_by(who, now) || (token != 0 && l.fencing_token != token)) return ok(l);
     l.owner_id.clear();
     l.transition_at = l.ttl_at = now;
     core::CallResult r = ok(l);
@@ -48,9 +50,10 @@ public:
     return r;
   }
 
-  core::CallResult force_release(const std::string& mutex) { // revocation
+  // Revocation; with `token` not 0, only of the lease with that token.
+  core::CallResult force_release(const std::string& mutex, uint64_t token = 0) {
     core::Lease& l = m_leases[mutex];
-    bool was = l.valid_at(now);
+    bool was = l.valid_at(now) && (token == 0 || l.fencing_token == token);
     if (was) {
       l.owner_id.clear();
       l.ttl_at = std::min(l.ttl_at, now);
@@ -73,8 +76,8 @@ public:
   core::CallResult apply(const std::string& mutex, const std::string& who, const core::Action& a) {
     switch (a.op) {
     case core::Op::acquire: return acquire(mutex, who, a.ttl_ms, a.transition_ms);
-    case core::Op::guard: return guard(mutex, who, a.ttl_ms, a.transition_ms);
-    case core::Op::release: return release(mutex, who);
+    case core::Op::guard: return guard(mutex, who, a.token, a.ttl_ms, a.transition_ms);
+    case core::Op::release: return release(mutex, who, a.token);
     }
     return {};
   }

@@ -1,4 +1,5 @@
 #include "core/contender.hpp"
+#include "core/names.hpp"
 #include "fake_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -478,5 +479,94 @@ TEST_SUITE("core::Contender") {
     a = c.on_reply(h.local + 2000, lost);
     REQUIRE(find(a, K::exit));
     CHECK(find(a, K::exit)->code == 69);
+  }
+}
+
+TEST_SUITE("core::Contender identity") {
+  // Two simba processes given one --contender-id (label): each has its own
+  // owner id (label#instance), and the owner compares id and token.
+  TEST_CASE("our label with another instance, or our id with another token, is a lost lease (76)") {
+    for (bool same_id : {false, true}) {
+      CAPTURE(same_id);
+      Harness h;
+      const std::string mine = make_owner_id("web1", 0x1111);
+      const std::string theirs = make_owner_id("web1", 0x2222);
+      ContenderConfig cfg = config(mine);
+      cfg.label = "web1";
+      Contender c = make(cfg);
+      Actions a = c.start(h.local);
+      a = c.on_reply(h.local, h.backend.apply("m", mine, *find(a, K::call)));
+      REQUIRE(find(a, K::start_child));
+      uint64_t token = find(a, K::start_child)->lease.fencing_token;
+      // The other process with our label is no renewal of our lease.
+      CHECK_FALSE(h.backend.acquire("m", theirs, 10000, 2000).changed);
+
+      // Our lease goes behind our back: to the other instance, or (a stale
+      // request of ours applied late) to our own id with a new token.
+      h.advance(100);
+      h.backend.steal("m", same_id ? mine : theirs, 10000, 2000);
+      uint64_t stolen = h.backend.lease("m").fencing_token;
+      h.advance(*c.wake_at() - h.local);
+      a = c.on_timer(h.local);
+      REQUIRE(find(a, K::call));
+      CHECK(find(a, K::call)->op == Op::guard);
+      CHECK(find(a, K::call)->token == token);
+      a = c.on_reply(h.local, h.backend.apply("m", mine, *find(a, K::call)));
+      REQUIRE(find(a, K::signal_all));
+      CHECK(find(a, K::signal_all)->signo == SIGTERM);
+      CHECK(c.phase() == Contender::Phase::stopping);
+
+      a = c.on_child_exit(h.local + 10, 143, false);
+      REQUIRE(find(a, K::call));
+      CHECK(find(a, K::call)->op == Op::release);
+      CHECK(find(a, K::call)->token == token); // only the lease we held
+      a = c.on_reply(h.local, h.backend.apply("m", mine, *find(a, K::call)));
+      REQUIRE(find(a, K::exit));
+      CHECK(find(a, K::exit)->code == 76);
+      // The lease that took ours over is still there.
+      CHECK(h.backend.lease("m").owner_id == (same_id ? mine : theirs));
+      CHECK(h.backend.lease("m").fencing_token == stolen);
+      CHECK(h.backend.lease("m").valid_at(h.backend.now));
+    }
+  }
+
+  TEST_CASE("a waiter says when the holder is another process with its label") {
+    Harness h;
+    h.backend.acquire("m", make_owner_id("web1", 2), 10000, 2000);
+    ContenderConfig cfg = config(make_owner_id("web1", 1));
+    cfg.label = "web1";
+    Contender c = make(cfg);
+    Actions a = c.start(h.local);
+    a = c.on_reply(h.local, h.backend.apply("m", cfg.contender_id, *find(a, K::call)));
+    CHECK(!find(a, K::start_child));
+    REQUIRE(find(a, K::log));
+    CHECK(find(a, K::log)->message.find("held by web1#0000000000000002 (another simba with --contender-id web1)") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("a release names the lease it held; after an acquire with no answer, any lease of ours (0)") {
+    Harness h;
+    Contender c = make(config("me"));
+    Actions a = c.start(h.local);
+    a = h.reply(c, *find(a, K::call));
+    uint64_t token = find(a, K::start_child)->lease.fencing_token;
+    a = c.on_child_exit(h.local, 0, false);
+    REQUIRE(find(a, K::call));
+    CHECK(find(a, K::call)->token == token);
+
+    Harness h2;
+    h2.backend.steal("m", "me", 100, 100); // an older lease of ours, long over
+    h2.advance(1000);
+    Contender d = make(config("me"));
+    a = d.start(h2.local);
+    h2.backend.apply("m", "me", *find(a, K::call)); // applied, the answer lost
+    CallResult lost;
+    lost.status = CallResult::Status::indeterminate;
+    a = d.on_reply(h2.local, lost);
+    a = d.on_signal(h2.local, SIGINT);
+    REQUIRE(find(a, K::call));
+    CHECK(find(a, K::call)->token == 0);
+    a = h2.reply(d, *find(a, K::call));
+    CHECK_FALSE(h2.backend.lease("m").valid_at(h2.backend.now));
   }
 }

@@ -52,13 +52,24 @@ TEST_SUITE("core::names") {
       CHECK_THROWS_AS(validate_mutex_name(bad), UsageError);
     }
   }
-  TEST_CASE("contender ids name host and pid and fit in 128 bytes") {
-    std::string id = make_contender_id(4711, "build-3", 0x9f2c01aa);
-    CHECK(id == "4711@build-3#9f2c01aa");
-    std::string long_id = make_contender_id(4711, std::string(300, 'h'), 1);
-    CHECK(long_id.size() == 128);
-    CHECK_NOTHROW(validate_contender_id(long_id));
-    CHECK_THROWS_AS(validate_contender_id("a b"), UsageError);
-    CHECK_THROWS_AS(validate_contender_id(""), UsageError);
+  TEST_CASE("owner ids are the label plus an instance id, and fit in 128 bytes") {
+    CHECK(default_contender_label(4711, "build-3") == "4711@build-3");
+    std::string id = make_owner_id(default_contender_label(4711, "build-3"), 0x9f2c01aa);
+    CHECK(id == "4711@build-3#000000009f2c01aa");
+    CHECK(label_of(id) == "4711@build-3");
+    std::string long_label = default_contender_label(4711, std::string(300, 'h'));
+    CHECK(long_label.size() == k_max_label);
+    CHECK_NOTHROW(validate_contender_label(long_label));
+    CHECK(make_owner_id(long_label, ~uint64_t(0)).size() == 128);
+    // one label, two processes: two owners
+    CHECK(make_owner_id("web1", 1) != make_owner_id("web1", 2));
+    CHECK(label_of(make_owner_id("web1#0123456789abcdef", 7)) == "web1#0123456789abcdef");
+    CHECK(label_of("4711@build-3#9f2c01aa") == "4711@build-3#9f2c01aa"); // an older simba's id
+  }
+  TEST_CASE("invalid labels") {
+    CHECK_THROWS_AS(validate_contender_label("a b"), UsageError);
+    CHECK_THROWS_AS(validate_contender_label(""), UsageError);
+    CHECK_THROWS_AS(validate_contender_label(std::string(112, 'x')), UsageError);
+    CHECK_NOTHROW(validate_contender_label(std::string(111, 'x')));
   }
 }

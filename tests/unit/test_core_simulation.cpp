@@ -3,6 +3,7 @@
 // Asserts at every virtual instant: at most one CMD runs, and a running CMD's
 // lease is valid and carries its fencing token (no CMD outlives its lease).
 #include "core/contender.hpp"
+#include "core/names.hpp"
 #include "fake_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -48,6 +49,20 @@ public:
   }
 
   const std::string& violation() const { return m_violation; }
+
+  // Contenders given one of two labels (--contender-id web0 / web1), each
+  // process with its own owner id, as simba makes them (issue 12 §1).
+  Simulation& share_labels() {
+    m_shared_labels = true;
+    return *this;
+  }
+  // `simba release --force` now and then: of any lease, of the current
+  // lease's token, or of a stale token (which revokes nothing).
+  Simulation& force_releases() {
+    m_force_releases = true;
+    return *this;
+  }
+  int revocations() const { return m_revocations; }
 
 private:
   static constexpr int64_t k_backend_base = 1'700'000'000'000;
@@ -100,11 +115,17 @@ private:
       auto p = std::make_shared<Proc>();
       p->index = int(m_procs.size());
       p->id = "c" + std::to_string(p->index);
+      std::string label = p->id;
+      if (m_shared_labels) {
+        label = "web" + std::to_string(uniform(0, 1));
+        p->id = make_owner_id(label, m_rng());
+      }
       p->rate = 1.0 + double(uniform(-50, 50)) / 10000.0; // drift within 0.5%
       p->offset = uniform(0, 1'000'000);
       ContenderConfig cfg;
       cfg.mutex = "m";
       cfg.contender_id = p->id;
+      cfg.label = label;
       cfg.ttl_ms = k_ttl;
       cfg.transition_ms = k_transition;
       cfg.kill_after_ms = k_kill_after;
@@ -251,7 +272,7 @@ private:
       deliver(*q, [this, q, grant] {
         Actions a = q->c->on_grant(local(*q), *grant, q->subscribed_at);
         if (a.empty() && q->c->phase() != Contender::Phase::owning && !q->c->call_in_flight()) {
-          CallResult r = m_backend.release("m", q->id);
+          CallResult r = m_backend.release("m", q->id, grant->observed.lease.fencing_token);
           if (r.changed) notify_all();
         }
         return a;
@@ -350,7 +371,18 @@ private:
         });
       }
     }
+    if (m_force_releases && chance(0.3)) force_release();
     schedule(m_t + uniform(300, 2500), [this] { fault(); });
+  }
+
+  void force_release() {
+    uint64_t current = m_backend.lease("m").fencing_token;
+    int kind = int(uniform(0, 2));
+    uint64_t token = kind == 0 ? 0 : kind == 1 ? current : current - 1;
+    if (m_backend.force_release("m", token).changed) {
+      ++m_revocations;
+      notify_all();
+    }
   }
 
   void check() {
@@ -359,7 +391,10 @@ private:
       if (!q->child_alive) continue;
       ++running;
       const Lease& l = m_backend.lease("m");
-      if (!l.owned_by(q->id, m_backend.now) || l.fencing_token != q->child_token) {
+      // A revoked lease (a forced release) keeps its token and its end:
+      // its CMD may run on until it is stopped, at the latest by then.
+      bool ours = l.owned_by(q->id, m_backend.now) || l.revoked_at(m_backend.now);
+      if (!ours || l.fencing_token != q->child_token) {
         m_violation = "t=" + std::to_string(m_t) + ": CMD of " + q->id + " (token " +
                       std::to_string(q->child_token) + ") runs but the lease is " +
                       (l.valid_at(m_backend.now) ? "held by " + l.owner_id : "gone");
@@ -381,6 +416,9 @@ private:
   std::string m_last_starter;
   Stats m_stats;
   std::string m_violation;
+  bool m_shared_labels = false;
+  bool m_force_releases = false;
+  int m_revocations = 0;
 };
 
 } // namespace
@@ -449,5 +487,43 @@ TEST_SUITE("core::simulation") {
                       << total.pauses << ", watchdog kills " << total.watchdog_kills);
     CHECK(total.hand_overs > 200);
     CHECK(total.watchdog_kills > 5);
+  }
+
+  TEST_CASE("contenders that share a label (two processes, one --contender-id), with the same faults: one CMD at a time, none past its lease") {
+    Stats total;
+    for (uint64_t seed = 300; seed < 330; ++seed) {
+      CAPTURE(seed);
+      Simulation sim(seed, 6, true, seed % 2 == 1);
+      sim.share_labels();
+      Stats s = sim.run(120'000);
+      REQUIRE_MESSAGE(sim.violation().empty(), sim.violation());
+      CHECK(s.starts > 20);
+      total.starts += s.starts;
+      total.hand_overs += s.hand_overs;
+      total.lost_leases += s.lost_leases;
+    }
+    MESSAGE("starts " << total.starts << ", hand-overs " << total.hand_overs << ", leases lost "
+                      << total.lost_leases);
+    CHECK(total.hand_overs > 100);
+  }
+
+  TEST_CASE("forced releases (any lease, by token, by a stale token), with the same faults: one CMD at a time, none past its lease") {
+    Stats total;
+    int revocations = 0;
+    for (uint64_t seed = 400; seed < 430; ++seed) {
+      CAPTURE(seed);
+      Simulation sim(seed, 6, seed % 2 == 0, seed % 3 == 0);
+      sim.share_labels().force_releases();
+      Stats s = sim.run(120'000);
+      REQUIRE_MESSAGE(sim.violation().empty(), sim.violation());
+      CHECK(s.starts > 20);
+      total.starts += s.starts;
+      total.lost_leases += s.lost_leases;
+      revocations += sim.revocations();
+    }
+    MESSAGE("starts " << total.starts << ", revocations " << revocations << ", leases lost "
+                      << total.lost_leases);
+    CHECK(revocations > 100);
+    CHECK(total.lost_leases > 20);
   }
 }

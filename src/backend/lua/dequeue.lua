@@ -2,7 +2,10 @@
 -- (the terms it queued with). Leaves the queue of waiters. A waiter leaves
 -- only while it owns nothing it knows of (simba stops calling this once it
 -- owns the mutex), so a lease a release handed it meanwhile (common.lua:
--- hand_over) was never used: it ends, and goes on to the next waiter.
+-- hand_over) was never used: it ends, and goes on to the next waiter. The
+-- owner id is unique per simba process (DESIGN §9), so a lease of that id
+-- is one handed to this very waiter; it never heard the grant, so it knows
+-- no token to compare.
 local now, now_us = clock()
 local queue = KEYS[1] .. ':waiters'
 if ARGV[3] then

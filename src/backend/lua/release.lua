@@ -1,11 +1,13 @@
--- release: KEYS = hash, fence; ARGV = contender. Only the valid owner's
--- own lease ends, at once, and the mutex goes to the first live waiter
+-- release: KEYS = hash, fence; ARGV = contender, token (0: whatever lease
+-- the contender owns, see backend.hpp). Only the valid owner's own lease,
+-- with that token, ends, at once, and the mutex goes to the first live waiter
 -- (common.lua: hand_over), or, with nobody waiting, the hash goes (the fence
 -- counter keeps the token). The reply is the lease after the call: the new
 -- owner's, or none.
 local now, now_us = clock()
 local l = read_lease(KEYS[1], KEYS[2])
-if not valid(l, now) or l.owner ~= ARGV[1] then
+local token = tonumber(ARGV[2])
+if not valid(l, now) or l.owner ~= ARGV[1] or (token ~= 0 and l.token ~= token) then
   return reply(now, false, l)
 end
 if hand_over(KEYS[1], KEYS[2], now, now_us, l.token, ARGV[1]) then
