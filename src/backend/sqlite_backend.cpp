@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 #include <chrono>
 #include <random>
@@ -140,6 +141,40 @@ std::string fnv1a_hex(const std::string& s) {
   return buf;
 }
 
+// Test hook: the wall clock SQLite sees (julianday('now'), and the VFS's
+// clock) runs a set number of milliseconds ahead of the system's (behind,
+// when negative), as after a step of the system clock, which a test cannot
+// make. A copy of the default VFS with only its clock replaced, installed
+// as the default for connections opened from then on; set from
+// SIMBA_TEST_WALL_CLOCK_SHIFT_MS at the first open, or by the backend tests.
+std::atomic<int64_t> g_wall_shift_ms{0};
+sqlite3_vfs* g_system_vfs = nullptr;
+sqlite3_vfs g_shifted_vfs;
+
+int shifted_time_int64(sqlite3_vfs*, sqlite3_int64* out) {
+  int rc = g_system_vfs->xCurrentTimeInt64(g_system_vfs, out);
+  *out += g_wall_shift_ms.load();
+  return rc;
+}
+
+int shifted_time(sqlite3_vfs*, double* out) {
+  sqlite3_int64 ms = 0;
+  int rc = shifted_time_int64(nullptr, &ms);
+  *out = double(ms) / 86400000.0;
+  return rc;
+}
+
+void install_shifted_clock() {
+  if (g_system_vfs) return;
+  g_system_vfs = sqlite3_vfs_find(nullptr);
+  g_shifted_vfs = *g_system_vfs;
+  g_shifted_vfs.zName = "simba-shifted-clock";
+  g_shifted_vfs.pNext = nullptr;
+  g_shifted_vfs.xCurrentTime = shifted_time;
+  g_shifted_vfs.xCurrentTimeInt64 = shifted_time_int64;
+  sqlite3_vfs_register(&g_shifted_vfs, 1);
+}
+
 // Process-wide settings, before SQLite initializes itself. A simba run
 // opens one connection, runs a handful of statements and exits, so the
 // memory SQLite sets up in advance is touched once and then wasted: every
@@ -154,6 +189,8 @@ void configure_sqlite() {
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   sqlite3_config(SQLITE_CONFIG_LOOKASIDE, 0, 0);
   sqlite3_config(SQLITE_CONFIG_PAGECACHE, static_cast<void*>(nullptr), 0, 0);
+  if (const char* shift = std::getenv("SIMBA_TEST_WALL_CLOCK_SHIFT_MS"))
+    testing::shift_sqlite_wall_clock(std::strtoll(shift, nullptr, 10));
 }
 
 bool is_busy(int rc) {
@@ -746,6 +783,13 @@ private:
 };
 
 } // namespace
+
+namespace testing {
+void shift_sqlite_wall_clock(int64_t ms) {
+  g_wall_shift_ms = ms;
+  install_shifted_clock();
+}
+} // namespace testing
 
 std::unique_ptr<Backend> open_sqlite(const std::string& path, const std::string& uri_for_messages) {
   (void)uri_for_messages; // messages name the resolved path, which says more

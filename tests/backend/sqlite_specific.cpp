@@ -5,6 +5,7 @@
 #include "support.hpp"
 
 #include "core/error.hpp"
+#include "backend/sqlite_backend.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 using simba::backend::open_backend;
+using simba::backend::Reply;
 using simba::test::k_timeout;
 using namespace simba::test;
 
@@ -374,4 +376,59 @@ TEST_CASE("sqlite: a busy database fails the call within its timeout") {
   sqlite3_exec(h, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(h);
   CHECK(b->acquire("m", "A", 1000, 1000, 100).ok());
+}
+
+// The wall clock SQLite sees steps (backend::testing); leases are timed on
+// CLOCK_BOOTTIME, so a step changes only the times shown.
+struct WallClockShift {
+  explicit WallClockShift(int64_t ms) { simba::backend::testing::shift_sqlite_wall_clock(ms); }
+  ~WallClockShift() { simba::backend::testing::shift_sqlite_wall_clock(0); }
+  void to(int64_t ms) { simba::backend::testing::shift_sqlite_wall_clock(ms); }
+};
+
+TEST_CASE("sqlite: a step of the wall clock neither ends nor stretches a lease") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  WallClockShift clock(0); // before the opens: their connections see the shift
+  auto a = open_backend("sqlite://" + db);
+  auto b = open_backend("sqlite://" + db);
+  Reply mine = require_ok(a->acquire("m", "A", 10000, 2000, k_timeout));
+  REQUIRE(mine.changed);
+
+  // An hour forward (NTP step, date -s): A's lease is not over.
+  clock.to(3600000);
+  Reply other = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
+  CHECK_FALSE(other.changed);
+  CHECK(other.observed.lease.owner_id == "A");
+  CHECK(other.observed.lease.transition_at - other.observed.now > 10000);
+  // The times shown follow the wall clock: acquired a moment ago, by the
+  // clock that now reads an hour later.
+  CHECK(other.observed.now - mine.observed.now >= 3600000);
+  CHECK(other.observed.now - other.observed.lease.acquired_at >= 0);
+  CHECK(other.observed.now - other.observed.lease.acquired_at < 5000);
+  Reply renewed = require_ok(a->guard("m", "A", 10000, 2000, k_timeout));
+  CHECK(renewed.changed);
+  CHECK(renewed.observed.lease.fencing_token == mine.observed.lease.fencing_token);
+
+  // An hour back, and A renews then: its lease is not shortened for B when
+  // the clock is put right again.
+  clock.to(-3600000);
+  REQUIRE(require_ok(a->guard("m", "A", 10000, 2000, k_timeout)).changed);
+  clock.to(0);
+  other = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
+  CHECK_FALSE(other.changed);
+  CHECK(other.observed.lease.owner_id == "A");
+
+  auto listing = b->list(k_timeout);
+  REQUIRE(listing.ok);
+  REQUIRE(listing.mutexes.size() == 1);
+  CHECK(listing.mutexes[0].lease.owner_id == "A");
+  CHECK(listing.mutexes[0].lease.transition_at - listing.now > 10000);
+
+  // A released: B takes it, with a larger token.
+  REQUIRE(require_ok(a->release("m", "A", k_timeout)).changed);
+  Reply taken = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
+  CHECK(taken.changed);
+  CHECK(taken.observed.lease.fencing_token > mine.observed.lease.fencing_token);
 }
