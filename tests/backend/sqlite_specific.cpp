@@ -141,7 +141,9 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
   sqlite3_close(h);
   // WITHOUT ROWID: the primary key is NOT NULL implicitly (one page per write)
   CHECK(cols == "mutex:TEXT:nn:pk owner_id:TEXT:nn acquired_at:INTEGER ttl_at:INTEGER "
-                "transition_at:INTEGER fencing_token:INTEGER:nn ");
+                "transition_at:INTEGER fencing_token:INTEGER:nn boot_id:TEXT "
+                "boot_acquired_at:INTEGER boot_ttl_at:INTEGER boot_transition_at:INTEGER "
+                "boot_token:INTEGER ");
 }
 
 TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acquires never") {
@@ -431,4 +433,94 @@ TEST_CASE("sqlite: a step of the wall clock neither ends nor stretches a lease")
   Reply taken = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
   CHECK(taken.changed);
   CHECK(taken.observed.lease.fencing_token > mine.observed.lease.fencing_token);
+}
+
+namespace {
+void exec_sql(sqlite3* h, const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  REQUIRE_MESSAGE(rc == SQLITE_OK, sql << ": " << msg);
+}
+
+std::string query_text(sqlite3* h, const std::string& sql) {
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
+  std::string out;
+  if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+    out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  else
+    out = "NULL";
+  sqlite3_finalize(s);
+  return out;
+}
+
+int64_t wall_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+} // namespace
+
+TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-clock leases keep their meaning and tokens") {
+  SKIP_UNLESS_SQLITE();
+  WallClockShift clock(0);
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  int64_t wall = wall_ms();
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+  // The table of the first wave: leases on the wall clock only.
+  exec_sql(h, "PRAGMA journal_mode=WAL");
+  exec_sql(h, "CREATE TABLE simba_mutex(mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, "
+              "acquired_at INTEGER, ttl_at INTEGER, transition_at INTEGER, "
+              "fencing_token INTEGER NOT NULL) WITHOUT ROWID");
+  auto insert = [&](const std::string& m, const std::string& owner, int64_t acquired, int64_t ttl_at,
+                    int64_t transition_at, int64_t token) {
+    exec_sql(h, "INSERT INTO simba_mutex VALUES ('" + m + "', '" + owner + "', " +
+                  std::to_string(acquired) + ", " + std::to_string(ttl_at) + ", " +
+                  std::to_string(transition_at) + ", " + std::to_string(token) + ")");
+  };
+  insert("held", "old", wall - 1000, wall + 50000, wall + 60000, 7000);
+  insert("ended", "old", wall - 20000, wall - 10000, wall - 5000, 8000);
+
+  auto b = open_backend("sqlite://" + db);
+  // Held for another minute by the wall clock, as its writer sees it.
+  Reply r = require_ok(b->acquire("held", "B", 10000, 2000, k_timeout));
+  CHECK_FALSE(r.changed);
+  CHECK(r.observed.lease.owner_id == "old");
+  CHECK(r.observed.lease.fencing_token == 7000);
+  int64_t left = r.observed.lease.transition_at - r.observed.now;
+  CHECK(left > 55000);
+  CHECK(left <= 60000);
+  // Over: taken, with a larger token; the row is now timed on the boot clock.
+  r = require_ok(b->acquire("ended", "B", 10000, 2000, k_timeout));
+  CHECK(r.changed);
+  CHECK(r.observed.lease.fencing_token > 8000);
+  CHECK(query_text(h, "SELECT boot_token = fencing_token FROM simba_mutex WHERE mutex = 'ended'") == "1");
+  CHECK(query_text(h, "SELECT boot_token FROM simba_mutex WHERE mutex = 'held'") == "NULL");
+  CHECK(query_text(h, "SELECT transition_at - " + std::to_string(wall) +
+                        " BETWEEN 11000 AND 20000 FROM simba_mutex WHERE mutex = 'ended'") == "1");
+
+  // An older simba still running takes the mutex after B's release: it
+  // writes only the wall-clock columns (and a new token); the boot columns
+  // B left say "released", but the row is judged on the wall clock.
+  REQUIRE(require_ok(b->release("ended", "B", k_timeout)).changed);
+  exec_sql(h, "UPDATE simba_mutex SET owner_id = 'old2', acquired_at = " + std::to_string(wall) +
+                ", ttl_at = " + std::to_string(wall + 50000) +
+                ", transition_at = " + std::to_string(wall + 60000) +
+                ", fencing_token = fencing_token + 1 WHERE mutex = 'ended'");
+  r = require_ok(b->acquire("ended", "B", 10000, 2000, k_timeout));
+  CHECK_FALSE(r.changed);
+  CHECK(r.observed.lease.owner_id == "old2");
+
+  // A lease stamped by an earlier boot is over, whatever its times say.
+  exec_sql(h, "INSERT INTO simba_mutex VALUES ('rebooted', 'gone', 0, " + std::to_string(wall + 3600000) +
+                ", " + std::to_string(wall + 3600000) +
+                ", 9000, '00000000-0000-0000-0000-000000000000', 0, 999999999999, 999999999999, 9000)");
+  r = require_ok(b->acquire("rebooted", "B", 10000, 2000, k_timeout));
+  CHECK(r.changed);
+  CHECK(r.observed.lease.fencing_token > 9000);
+  sqlite3_close(h);
 }
