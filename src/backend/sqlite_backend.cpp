@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
 #include <atomic>
 #include <vector>
 #include <chrono>
@@ -547,6 +548,10 @@ public:
     return write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       Decision d;
       d.lease = cur;
+      if (cur.free_at(now) && held_before_reopen(mutex, contender, now)) {
+        d.lease = m_before_reopen->lease; // not before it would have ended
+        return d;
+      }
       if (cur.free_at(now)) {
         d.write = true;
         d.lease.owner_id = contender;
@@ -609,10 +614,24 @@ public:
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
+    if (std::optional<Reply> r = get_once(mutex, timeout_ms)) return *r;
+    if (std::optional<Reply> failed = reopen()) return *failed;
+    std::optional<Reply> r = get_once(mutex, timeout_ms);
+    if (!r) return Reply::failure(Reply::Status::failed, "the database " + m_path + " was replaced again");
+    if (r->ok()) r->error = reopened_note();
+    return *r;
+  }
+
+  std::optional<Reply> get_once(const std::string& mutex, int64_t timeout_ms) {
+    if (!m_db) return std::nullopt;
     set_busy_timeout(timeout_ms);
     read_clocks();
     Row row;
     if (int rc = select_row(mutex, row); rc != SQLITE_OK) return fail_from_rc(rc);
+    if (database_replaced()) {
+      remember_before_reopen(mutex, lease_of(row, m_clocks));
+      return std::nullopt;
+    }
     Reply r;
     r.status = Reply::Status::ok;
     r.observed.now = m_clocks.boot + m_boot_to_wall;
@@ -621,8 +640,14 @@ public:
   }
 
   Listing list(int64_t timeout_ms) override {
-    set_busy_timeout(timeout_ms);
     Listing out;
+    if (!m_db || database_replaced()) {
+      if (std::optional<Reply> failed = reopen()) {
+        out.error = failed->error;
+        return out;
+      }
+    }
+    set_busy_timeout(timeout_ms);
     sqlite3_stmt* s = stmt(k_list, k_sql_list);
     if (!s) {
       out.error = sqlite3_errmsg(m_db);
@@ -668,6 +693,7 @@ public:
         return -1;
       }
     }
+    m_waiting = waiting;
     if (waiting && m_waiter_file.empty()) {
       join_queue();
       // A read (no write lock), once queued.
@@ -724,6 +750,53 @@ private:
     int64_t diff = m_clocks.wall - m_clocks.boot;
     if (!m_boot_to_wall_known || std::abs(diff - m_boot_to_wall) >= k_wall_step_ms) m_boot_to_wall = diff;
     m_boot_to_wall_known = true;
+  }
+
+  // Whether the file at the path is another one than the database we have
+  // open, or none: `rm -rf $SIMBA_HOME`, or a file moved over it. Our
+  // connection would go on with the unlinked file while new processes use
+  // a new one. One stat() per operation; the inode of a file we hold open
+  // cannot be reused meanwhile.
+  bool database_replaced() const {
+    struct stat st;
+    return stat(m_path.c_str(), &st) != 0 || st.st_dev != m_dev || st.st_ino != m_ino;
+  }
+
+  // Opens the path again (creating directory and file, as a new process
+  // does), and sets the wake-ups up again there; a failure, when it cannot.
+  std::optional<Reply> reopen() {
+    close_database();
+    try {
+      open_database();
+    } catch (const Error& e) {
+      close_database();
+      return Reply::failure(Reply::Status::failed,
+                            "the database " + m_path + " was removed or replaced: " + e.what());
+    }
+    watch_again();
+    return std::nullopt;
+  }
+
+  std::string reopened_note() const {
+    return "the database " + m_path + " was removed or replaced; opened anew";
+  }
+
+  // The lease that was valid in the database before it was replaced: a
+  // waiter does not take the mutex in the new file before that lease would
+  // have ended (its owner's CMD may run until then), nor does anyone else
+  // whom this process serves. Only for others' leases: our own is lost.
+  void remember_before_reopen(const std::string& mutex, const core::Lease& lease) {
+    if (!lease.free_at(m_clocks.boot)) m_before_reopen = MutexLease{mutex, lease};
+  }
+
+  bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now) {
+    if (!m_before_reopen || m_before_reopen->mutex != mutex) return false;
+    const core::Lease& l = m_before_reopen->lease;
+    if (l.free_at(now)) {
+      m_before_reopen.reset();
+      return false;
+    }
+    return l.owner_id != contender;
   }
 
   void close_database() {
@@ -854,8 +927,24 @@ private:
   // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
   // it: one writer at a time, so their order is the order of the writes)
   // and the lease, let `decide` compute the new lease on the boot clock,
-  // write it, commit.
+  // write it, commit. When the file at the path is no longer the database
+  // we have open (removed or replaced: see database_replaced()), open the
+  // path again and run the operation there: an owner's lease is then gone
+  // (its guard says so: lost), a waiter contends with the processes that
+  // use the new file.
   template <typename Decide> Reply write_op(const std::string& mutex, int64_t timeout_ms, Decide decide) {
+    if (std::optional<Reply> r = write_once(mutex, timeout_ms, decide)) return *r;
+    if (std::optional<Reply> failed = reopen()) return *failed;
+    std::optional<Reply> r = write_once(mutex, timeout_ms, decide);
+    if (!r) return Reply::failure(Reply::Status::failed, "the database " + m_path + " was replaced again");
+    if (r->ok()) r->error = reopened_note();
+    return *r;
+  }
+
+  // nullopt: the database was replaced (nothing written; see write_op).
+  template <typename Decide>
+  std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide) {
+    if (!m_db) return std::nullopt; // an earlier reopen failed
     set_busy_timeout(timeout_ms);
     int rc = run(k_begin, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK) {
@@ -870,6 +959,11 @@ private:
       Reply f = fail_from_rc(rc);
       rollback_if_open();
       return f;
+    }
+    if (database_replaced()) {
+      rollback_if_open();
+      remember_before_reopen(mutex, lease_of(row, m_clocks));
+      return std::nullopt;
     }
     core::Lease cur = lease_of(row, m_clocks);
 
@@ -916,6 +1010,16 @@ private:
     if (fd >= 0) close(fd);
     m_broadcast_wd = inotify_add_watch(m_watch_fd, file.c_str(), IN_CLOSE_WRITE);
     return m_broadcast_wd >= 0;
+  }
+
+  // After a reopen: the notify directory may have gone with the database.
+  void watch_again() {
+    if (m_watch_fd < 0) return;
+    leave_queue();
+    if (m_broadcast_wd >= 0) inotify_rm_watch(m_watch_fd, m_broadcast_wd);
+    m_broadcast_wd = -1;
+    watch_broadcast();
+    if (m_waiting) join_queue();
   }
 
   void join_queue() {
@@ -1007,6 +1111,8 @@ private:
   bool m_boot_to_wall_known = false;
   dev_t m_dev = 0;              // the database file we have open
   ino_t m_ino = 0;
+  std::optional<MutexLease> m_before_reopen; // see remember_before_reopen()
+  bool m_waiting = false;       // the last watch() was a waiter's
 };
 
 } // namespace

@@ -524,3 +524,61 @@ TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-cloc
   CHECK(r.observed.lease.fencing_token > 9000);
   sqlite3_close(h);
 }
+
+TEST_CASE("sqlite: a database removed or replaced under its users: the owner's lease is gone, a waiter opens the path again and waits out the old lease") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string dir = t.path + "/state";
+  std::string db = dir + "/simba.db";
+  auto a = open_backend("sqlite://" + db);
+  auto w = open_backend("sqlite://" + db);
+  Reply held = require_ok(a->acquire("m", "A", 800, 400, k_timeout));
+  REQUIRE(held.changed);
+  REQUIRE_FALSE(require_ok(w->acquire("m", "W", 800, 400, k_timeout)).changed);
+
+  std::filesystem::remove_all(dir); // rm -rf $SIMBA_HOME
+
+  // The waiter: the path again (a new, empty database), but the lease it
+  // saw is still A's until it would have ended.
+  Reply r = require_ok(w->acquire("m", "W", 800, 400, k_timeout));
+  CHECK_FALSE(r.changed);
+  CHECK(r.observed.lease.owner_id == "A");
+  CHECK(r.observed.lease.transition_at - r.observed.now > 0);
+  CHECK(r.observed.lease.transition_at - r.observed.now <= 1200);
+  CHECK(std::filesystem::exists(db));
+
+  // The owner: its lease is gone, whatever it would renew.
+  Reply g = require_ok(a->guard("m", "A", 800, 400, k_timeout));
+  CHECK_FALSE(g.changed);
+  CHECK_FALSE(g.observed.lease.owned_by("A", g.observed.now));
+  CHECK(g.error.find("removed or replaced") != std::string::npos);
+  CHECK_FALSE(require_ok(a->guard("m", "A", 800, 400, k_timeout)).observed.lease.owned_by("A", g.observed.now));
+
+  // Once the old lease is over, the waiter takes the mutex in the new file,
+  // with a larger token.
+  sleep_ms(1300);
+  r = require_ok(w->acquire("m", "W", 800, 400, k_timeout));
+  CHECK(r.changed);
+  CHECK(r.observed.lease.fencing_token > held.observed.lease.fencing_token);
+  auto fresh = open_backend("sqlite://" + db); // a new process sees it
+  CHECK(require_ok(fresh->get("m", k_timeout)).observed.lease.owner_id == "W");
+
+  // Another database moved over the path (a backup put back, with no WAL
+  // of its own): W's lease is gone too.
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open((t.path + "/other.db").c_str(), &h) == SQLITE_OK);
+  exec_sql(h, "CREATE TABLE simba_mutex(mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, "
+              "acquired_at INTEGER, ttl_at INTEGER, transition_at INTEGER, "
+              "fencing_token INTEGER NOT NULL) WITHOUT ROWID");
+  exec_sql(h, "INSERT INTO simba_mutex VALUES ('x', '', 0, 0, 0, 5)");
+  sqlite3_close(h);
+  unlink((db + "-wal").c_str());
+  unlink((db + "-shm").c_str());
+  REQUIRE(std::rename((t.path + "/other.db").c_str(), db.c_str()) == 0);
+  g = require_ok(w->guard("m", "W", 800, 400, k_timeout));
+  CHECK_FALSE(g.observed.lease.owned_by("W", g.observed.now));
+  auto listing = w->list(k_timeout);
+  REQUIRE(listing.ok);
+  REQUIRE(listing.mutexes.size() == 1);
+  CHECK(listing.mutexes[0].mutex == "x");
+}
