@@ -216,9 +216,9 @@ bool is_busy(int rc) {
 // path again (an inode in use cannot be reused meanwhile).
 sqlite3* open_database_file(const std::string& abs, struct stat& identity) {
   std::string dir = dir_name(abs);
-  make_directories(dir);
   struct stat st;
   bool exists = stat(abs.c_str(), &st) == 0;
+  if (!exists) make_directories(dir); // again: it may have gone with the file
   if (const char* fs = network_fs_name(exists ? abs : dir))
     throw UnavailableError("refusing the database " + abs + " on a network filesystem (" + fs +
                            "): SQLite locking is not safe there; use a local path or Redis");
