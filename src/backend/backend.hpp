@@ -26,7 +26,8 @@ struct Reply {
   Status status = Status::failed;
   core::Observed observed; // lease and backend now, when ok
   bool changed = false;    // ok and the call changed the lease (acquired, renewed, released)
-  std::string error;       // when not ok: one line for the log
+  std::string error;       // when not ok: one line for the log; when ok, an optional
+                           // remark on the lease (e.g. why it is gone)
 
   bool ok() const { return status == Status::ok; }
   static Reply failure(Status s, std::string e) {

@@ -7,6 +7,8 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
+#include <atomic>
 #include <vector>
 #include <chrono>
 #include <random>
@@ -28,31 +30,41 @@
 namespace simba::backend {
 namespace {
 
-// SQLite's own clock in epoch milliseconds; `julianday('now')` is fixed for
-// one run of a statement, so every use within a statement agrees.
-#define SIMBA_SQL_NOW "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
-
+// The lease table. The wall-clock columns (acquired_at, ttl_at,
+// transition_at: epoch ms) place a lease on the calendar for people and are
+// what a simba of the first wave reads and writes; the boot_ columns time it
+// on CLOCK_BOOTTIME of the boot `boot_id` (see Clocks). `boot_token` is the
+// fencing token the boot_ columns were written with: a row whose token
+// differs was last written by an older simba, which leaves the boot_
+// columns as they were (see lease_of()).
 constexpr const char* k_sql_schema =
     "CREATE TABLE IF NOT EXISTS simba_mutex("
     "mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, acquired_at INTEGER, "
-    "ttl_at INTEGER, transition_at INTEGER, fencing_token INTEGER NOT NULL) WITHOUT ROWID";
+    "ttl_at INTEGER, transition_at INTEGER, fencing_token INTEGER NOT NULL, "
+    "boot_id TEXT, boot_acquired_at INTEGER, boot_ttl_at INTEGER, boot_transition_at INTEGER, "
+    "boot_token INTEGER) WITHOUT ROWID";
 
-// One row with the clock, joined with the mutex's lease if it exists.
-constexpr const char* k_sql_select =
-    "SELECT n.now, m.owner_id, m.acquired_at, m.ttl_at, m.transition_at, m.fencing_token "
-    "FROM (SELECT " SIMBA_SQL_NOW " AS now) n LEFT JOIN simba_mutex m ON m.mutex = ?1";
+// Added in place to a table made by an older simba (migrate_schema()).
+constexpr const char* k_boot_columns[] = {"boot_id TEXT", "boot_acquired_at INTEGER",
+                                          "boot_ttl_at INTEGER", "boot_transition_at INTEGER",
+                                          "boot_token INTEGER"};
 
-// All leases; a single row of NULLs (besides the clock) when the table is empty.
-constexpr const char* k_sql_list =
-    "SELECT n.now, m.mutex, m.owner_id, m.acquired_at, m.ttl_at, m.transition_at, "
-    "m.fencing_token FROM (SELECT " SIMBA_SQL_NOW " AS now) n LEFT JOIN simba_mutex m "
-    "ORDER BY m.mutex";
+#define SIMBA_SQL_ROW                                                                              \
+  "owner_id, acquired_at, ttl_at, transition_at, fencing_token, boot_id, boot_acquired_at, "      \
+  "boot_ttl_at, boot_transition_at, boot_token"
+
+constexpr const char* k_sql_select = "SELECT " SIMBA_SQL_ROW " FROM simba_mutex WHERE mutex = ?1";
+
+constexpr const char* k_sql_list = "SELECT mutex, " SIMBA_SQL_ROW " FROM simba_mutex ORDER BY mutex";
 
 constexpr const char* k_sql_upsert =
-    "INSERT INTO simba_mutex(mutex, owner_id, acquired_at, ttl_at, transition_at, fencing_token) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(mutex) DO UPDATE SET "
+    "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ") "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(mutex) DO UPDATE SET "
     "owner_id = excluded.owner_id, acquired_at = excluded.acquired_at, ttl_at = excluded.ttl_at, "
-    "transition_at = excluded.transition_at, fencing_token = excluded.fencing_token";
+    "transition_at = excluded.transition_at, fencing_token = excluded.fencing_token, "
+    "boot_id = excluded.boot_id, boot_acquired_at = excluded.boot_acquired_at, "
+    "boot_ttl_at = excluded.boot_ttl_at, boot_transition_at = excluded.boot_transition_at, "
+    "boot_token = excluded.boot_token";
 
 // Filesystem magic numbers (linux/magic.h) of the network filesystems on
 // which SQLite's locking is not safe.
@@ -140,6 +152,40 @@ std::string fnv1a_hex(const std::string& s) {
   return buf;
 }
 
+// Test hook: the wall clock SQLite sees (julianday('now'), and the VFS's
+// clock) runs a set number of milliseconds ahead of the system's (behind,
+// when negative), as after a step of the system clock, which a test cannot
+// make. A copy of the default VFS with only its clock replaced, installed
+// as the default for connections opened from then on; set from
+// SIMBA_TEST_WALL_CLOCK_SHIFT_MS at the first open, or by the backend tests.
+std::atomic<int64_t> g_wall_shift_ms{0};
+sqlite3_vfs* g_system_vfs = nullptr;
+sqlite3_vfs g_shifted_vfs;
+
+int shifted_time_int64(sqlite3_vfs*, sqlite3_int64* out) {
+  int rc = g_system_vfs->xCurrentTimeInt64(g_system_vfs, out);
+  *out += g_wall_shift_ms.load();
+  return rc;
+}
+
+int shifted_time(sqlite3_vfs*, double* out) {
+  sqlite3_int64 ms = 0;
+  int rc = shifted_time_int64(nullptr, &ms);
+  *out = double(ms) / 86400000.0;
+  return rc;
+}
+
+void install_shifted_clock() {
+  if (g_system_vfs) return;
+  g_system_vfs = sqlite3_vfs_find(nullptr);
+  g_shifted_vfs = *g_system_vfs;
+  g_shifted_vfs.zName = "simba-shifted-clock";
+  g_shifted_vfs.pNext = nullptr;
+  g_shifted_vfs.xCurrentTime = shifted_time;
+  g_shifted_vfs.xCurrentTimeInt64 = shifted_time_int64;
+  sqlite3_vfs_register(&g_shifted_vfs, 1);
+}
+
 // Process-wide settings, before SQLite initializes itself. A simba run
 // opens one connection, runs a handful of statements and exits, so the
 // memory SQLite sets up in advance is touched once and then wasted: every
@@ -154,12 +200,150 @@ void configure_sqlite() {
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   sqlite3_config(SQLITE_CONFIG_LOOKASIDE, 0, 0);
   sqlite3_config(SQLITE_CONFIG_PAGECACHE, static_cast<void*>(nullptr), 0, 0);
+  if (const char* shift = std::getenv("SIMBA_TEST_WALL_CLOCK_SHIFT_MS"))
+    testing::shift_sqlite_wall_clock(std::strtoll(shift, nullptr, 10));
 }
 
 bool is_busy(int rc) {
   int primary = rc & 0xff;
   return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
 }
+
+// Opens the database file at the absolute path `abs` (creating it and its
+// directories when missing). `identity` gets the file's device and inode as
+// found before SQLite opened it: should the path name another file by the
+// time SQLite opens it, the first operation sees a mismatch and opens the
+// path again (an inode in use cannot be reused meanwhile).
+sqlite3* open_database_file(const std::string& abs, struct stat& identity) {
+  std::string dir = dir_name(abs);
+  struct stat st;
+  bool exists = stat(abs.c_str(), &st) == 0;
+  if (!exists) make_directories(dir); // again: it may have gone with the file
+  if (const char* fs = network_fs_name(exists ? abs : dir))
+    throw UnavailableError("refusing the database " + abs + " on a network filesystem (" + fs +
+                           "): SQLite locking is not safe there; use a local path or Redis");
+  if (exists && S_ISDIR(st.st_mode))
+    throw UnavailableError("cannot open " + abs + ": " + errno_text(EISDIR));
+
+  if (!exists) {
+    int fd = open(abs.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd >= 0)
+      close(fd);
+    else if (errno != EEXIST) // EEXIST: another process was quicker
+      throw UnavailableError("cannot create " + abs + ": " + errno_text(errno));
+    if (stat(abs.c_str(), &st) != 0)
+      throw UnavailableError("cannot open " + abs + ": " + errno_text(errno));
+  }
+  identity = st;
+
+  configure_sqlite();
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(abs.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db);
+    throw UnavailableError("cannot open " + abs + ": " + msg);
+  }
+  return db;
+}
+
+// The two clocks of one operation. Leases are timed on CLOCK_BOOTTIME: every
+// process of the host shares it, it never steps (NTP, `date -s`) and it
+// counts a suspend. It starts again at a reboot, hence the boot id stored
+// with each lease: a lease of an earlier boot is over. The wall clock (the
+// one SQLite's VFS reads, epoch ms) only places a lease on the calendar for
+// people and seeds the fencing tokens (next_token()).
+struct Clocks {
+  int64_t boot = 0;
+  int64_t wall = 0;
+};
+
+// Julian day of the Unix epoch in milliseconds (SQLite's VFS clock).
+constexpr int64_t k_unix_epoch_julian_ms = 210866760000000;
+
+Clocks clocks_now(sqlite3_vfs* vfs) {
+  Clocks c;
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  c.boot = int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+  sqlite3_int64 julian_ms = 0;
+  vfs->xCurrentTimeInt64(vfs, &julian_ms);
+  c.wall = julian_ms - k_unix_epoch_julian_ms;
+  return c;
+}
+
+// A new random id at every boot; read once per process. Empty if unreadable.
+const std::string& boot_id() {
+  static const std::string id = [] {
+    char buf[64] = {};
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return std::string();
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    std::string s(buf, n > 0 ? size_t(n) : 0);
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }();
+  return id;
+}
+
+// One row of simba_mutex as stored.
+struct Row {
+  bool exists = false;
+  core::Lease wall; // the wall-clock columns
+  std::string boot_id;
+  int64_t boot_acquired_at = 0, boot_ttl_at = 0, boot_transition_at = 0;
+  bool boot_stamped = false; // boot_ columns written with this row's token
+};
+
+// The stored lease on this boot's CLOCK_BOOTTIME, the clock every decision
+// uses:
+// * stamped by this boot: its boot_ columns;
+// * stamped by an earlier boot: over (ttl_at and transition_at now at the
+//   latest), whatever its times said;
+// * not stamped (last written by a simba of the first wave, which times
+//   leases on the wall clock and may still be running during an upgrade):
+//   judged on the wall clock, as its writer judges it; its wall times are
+//   moved onto the boot clock at this operation's instant. Such a row is
+//   exposed to wall-clock steps as before; the first write by this simba
+//   stamps it.
+core::Lease lease_of(const Row& row, const Clocks& c) {
+  core::Lease l = row.wall;
+  if (!row.exists) return l;
+  if (row.boot_stamped && row.boot_id == boot_id()) {
+    l.acquired_at = row.boot_acquired_at;
+    l.ttl_at = row.boot_ttl_at;
+    l.transition_at = row.boot_transition_at;
+    return l;
+  }
+  l.acquired_at = c.boot + (row.wall.acquired_at - c.wall);
+  l.ttl_at = c.boot + (row.wall.ttl_at - c.wall);
+  l.transition_at = c.boot + (row.wall.transition_at - c.wall);
+  if (row.boot_stamped) { // an earlier boot
+    l.ttl_at = std::min(l.ttl_at, c.boot);
+    l.transition_at = std::min(l.transition_at, c.boot);
+  }
+  return l;
+}
+
+// A lease on the boot clock as replies and the wall-clock columns give it:
+// moved by `boot_to_wall` (wall minus boot clock), so that every distance
+// from `now` is the boot clock's. Every delay is computed from differences
+// with the reply's `now` (DESIGN §3), so the contend logic sees exactly the
+// boot clock; status and SIMBA_ACQUIRED_AT see calendar times.
+core::Lease on_wall_clock(core::Lease l, int64_t boot_to_wall) {
+  l.acquired_at += boot_to_wall;
+  l.ttl_at += boot_to_wall;
+  l.transition_at += boot_to_wall;
+  return l;
+}
+
+// The two clocks are read one after the other, each rounded to the
+// millisecond: their difference wobbles by a millisecond from one reading to
+// the next. It changes for real only when the wall clock steps; a smaller
+// change is the wobble, and the last difference is kept, so that a lease
+// shows the same times in every reply of a process.
+constexpr int64_t k_wall_step_ms = 10;
 
 // What an operation decided to write, if anything.
 struct Decision {
@@ -169,43 +353,87 @@ struct Decision {
 
 class SqliteBackend final : public Backend {
 public:
-  SqliteBackend(sqlite3* db, std::string path) : m_db(db), m_path(std::move(path)) {
+  explicit SqliteBackend(std::string path) : m_path(std::move(path)) {
     m_notify_dir = m_path + ".notify";
   }
 
   ~SqliteBackend() override {
     leave_queue();
     if (m_watch_fd >= 0) close(m_watch_fd);
-    for (auto& s : m_stmts) sqlite3_finalize(s);
-    sqlite3_close_v2(m_db);
+    close_database();
   }
 
   SqliteBackend(const SqliteBackend&) = delete;
   SqliteBackend& operator=(const SqliteBackend&) = delete;
 
-  // Makes sure the schema exists (creating the database when it is new);
-  // throws UnavailableError when the file cannot be used.
+  // Opens the file at the path (creating it, and its directories, when
+  // missing) and makes sure the schema exists; throws UnavailableError
+  // when the file cannot be used.
+  void open_database() {
+    struct stat identity;
+    m_db = open_database_file(m_path, identity);
+    m_dev = identity.st_dev;
+    m_ino = identity.st_ino;
+    // The connection's own VFS: its clock is the wall clock of Clocks.
+    sqlite3_file_control(m_db, "main", SQLITE_FCNTL_VFS_POINTER, &m_vfs);
+    if (!m_vfs) m_vfs = sqlite3_vfs_find(nullptr);
+    // The checkpoint when the last connection closes costs about half a
+    // millisecond per run; the automatic checkpoint on commit keeps the WAL
+    // bounded anyway.
+    sqlite3_db_config(m_db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    initialize();
+  }
+
+  // Makes sure the schema exists (creating the database when it is new,
+  // adding the boot_ columns to one made by an older simba).
   void initialize() {
     set_busy_timeout(k_open_busy_timeout_ms);
     if (sqlite3_db_readonly(m_db, "main") == 1)
       throw UnavailableError("cannot open " + m_path + " for writing: read-only");
-    sqlite3_stmt* probe = nullptr;
-    int rc = sqlite3_prepare_v3(m_db, k_sql_select, -1, SQLITE_PREPARE_PERSISTENT, &probe, nullptr);
-    if (rc == SQLITE_OK) {
-      m_stmts[k_select] = probe;
-      configure_connection();
-      return;
+    for (int attempt = 0;; ++attempt) {
+      sqlite3_stmt* probe = nullptr;
+      int rc = sqlite3_prepare_v3(m_db, k_sql_select, -1, SQLITE_PREPARE_PERSISTENT, &probe, nullptr);
+      if (rc == SQLITE_OK) {
+        m_stmts[k_select] = probe;
+        configure_connection();
+        return;
+      }
+      if ((rc & 0xff) == SQLITE_NOTADB)
+        throw UnavailableError(m_path + " is not a SQLite database");
+      std::string msg = sqlite3_errmsg(m_db);
+      if (attempt == 0 && msg.find("no such column") != std::string::npos) {
+        migrate_schema();
+        continue;
+      }
+      if (attempt > 0 || msg.find("no such table") == std::string::npos)
+        throw UnavailableError("cannot open " + m_path + ": " + msg);
+      // A new database. journal_mode is stored in the file, so it is set only
+      // here: the pragma costs a noticeable part of a run when repeated.
+      set_wal_mode();
+      exec_or_throw((std::string("BEGIN IMMEDIATE; ") + k_sql_schema + "; COMMIT").c_str());
     }
-    if ((rc & 0xff) == SQLITE_NOTADB)
-      throw UnavailableError(m_path + " is not a SQLite database");
-    std::string msg = sqlite3_errmsg(m_db);
-    if (msg.find("no such table") == std::string::npos)
-      throw UnavailableError("cannot open " + m_path + ": " + msg);
-    // A new database. journal_mode is stored in the file, so it is set only
-    // here: the pragma costs a noticeable part of a run when repeated.
-    set_wal_mode();
-    exec_or_throw((std::string("BEGIN IMMEDIATE; ") + k_sql_schema + "; COMMIT").c_str());
-    configure_connection();
+  }
+
+  // A table made by an older simba gets the boot_ columns, empty: its rows
+  // keep being judged on the wall clock (lease_of()) until this simba
+  // writes them. Older simba processes still running go on with their own
+  // columns. Several processes may migrate at once: a column another one
+  // added meanwhile is fine.
+  void migrate_schema() {
+    exec_or_throw("BEGIN IMMEDIATE");
+    for (const char* column : k_boot_columns) {
+      char* err = nullptr;
+      std::string sql = std::string("ALTER TABLE simba_mutex ADD COLUMN ") + column;
+      if (sqlite3_exec(m_db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+        std::string msg = err ? err : sqlite3_errmsg(m_db);
+        sqlite3_free(err);
+        if (msg.find("duplicate column") == std::string::npos) {
+          rollback_if_open();
+          throw UnavailableError("cannot update the schema of " + m_path + ": " + msg);
+        }
+      }
+    }
+    exec_or_throw("COMMIT");
   }
 
   // Switching to WAL needs an exclusive lock. When several processes create
@@ -320,11 +548,15 @@ public:
     return write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       Decision d;
       d.lease = cur;
+      if (cur.free_at(now) && held_before_reopen(mutex, contender, now)) {
+        d.lease = m_before_reopen->lease; // not before it would have ended
+        return d;
+      }
       if (cur.free_at(now)) {
         d.write = true;
         d.lease.owner_id = contender;
         d.lease.acquired_at = now;
-        d.lease.fencing_token = next_token(cur.fencing_token, now);
+        d.lease.fencing_token = next_token(cur.fencing_token, m_clocks.wall);
       } else if (cur.owner_id == contender) {
         d.write = true; // renewal keeps acquired_at and the token
       } else {
@@ -382,39 +614,52 @@ public:
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
+    if (std::optional<Reply> r = get_once(mutex, timeout_ms)) return *r;
+    if (std::optional<Reply> failed = reopen()) return *failed;
+    std::optional<Reply> r = get_once(mutex, timeout_ms);
+    if (!r) return Reply::failure(Reply::Status::failed, "the database " + m_path + " was replaced again");
+    if (r->ok()) r->error = reopened_note();
+    return *r;
+  }
+
+  std::optional<Reply> get_once(const std::string& mutex, int64_t timeout_ms) {
+    if (!m_db) return std::nullopt;
     set_busy_timeout(timeout_ms);
-    Reply r;
-    sqlite3_stmt* s = stmt(k_select, k_sql_select);
-    if (!s) return fail_from_db();
-    sqlite3_bind_text(s, 1, mutex.data(), static_cast<int>(mutex.size()), SQLITE_TRANSIENT);
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
-      Reply f = fail_from_rc(rc);
-      sqlite3_reset(s);
-      return f;
+    read_clocks();
+    Row row;
+    if (int rc = select_row(mutex, row); rc != SQLITE_OK) return fail_from_rc(rc);
+    if (database_replaced()) {
+      remember_before_reopen(mutex, lease_of(row, m_clocks));
+      return std::nullopt;
     }
-    r.observed.now = sqlite3_column_int64(s, 0);
-    r.observed.lease = read_lease(s, 1);
-    sqlite3_reset(s);
+    Reply r;
     r.status = Reply::Status::ok;
+    r.observed.now = m_clocks.boot + m_boot_to_wall;
+    r.observed.lease = on_wall_clock(lease_of(row, m_clocks), m_boot_to_wall);
     return r;
   }
 
   Listing list(int64_t timeout_ms) override {
-    set_busy_timeout(timeout_ms);
     Listing out;
+    if (!m_db || database_replaced()) {
+      if (std::optional<Reply> failed = reopen()) {
+        out.error = failed->error;
+        return out;
+      }
+    }
+    set_busy_timeout(timeout_ms);
     sqlite3_stmt* s = stmt(k_list, k_sql_list);
     if (!s) {
       out.error = sqlite3_errmsg(m_db);
       return out;
     }
+    read_clocks();
+    out.now = m_clocks.boot + m_boot_to_wall;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      out.now = sqlite3_column_int64(s, 0);
-      if (sqlite3_column_type(s, 1) == SQLITE_NULL) continue; // empty table
       MutexLease ml;
-      ml.mutex = column_text(s, 1);
-      ml.lease = read_lease(s, 2);
+      ml.mutex = column_text(s, 0);
+      ml.lease = on_wall_clock(lease_of(read_row(s, 1), m_clocks), m_boot_to_wall);
       out.mutexes.push_back(std::move(ml));
     }
     if (rc != SQLITE_DONE) {
@@ -448,6 +693,7 @@ public:
         return -1;
       }
     }
+    m_waiting = waiting;
     if (waiting && m_waiter_file.empty()) {
       join_queue();
       // A read (no write lock), once queued.
@@ -499,13 +745,78 @@ public:
   std::string describe() const override { return "sqlite://" + m_path; }
 
 private:
+  void read_clocks() {
+    m_clocks = clocks_now(m_vfs);
+    int64_t diff = m_clocks.wall - m_clocks.boot;
+    if (!m_boot_to_wall_known || std::abs(diff - m_boot_to_wall) >= k_wall_step_ms) m_boot_to_wall = diff;
+    m_boot_to_wall_known = true;
+  }
+
+  // Whether the file at the path is another one than the database we have
+  // open, or none: `rm -rf $SIMBA_HOME`, or a file moved over it. Our
+  // connection would go on with the unlinked file while new processes use
+  // a new one. One stat() per operation; the inode of a file we hold open
+  // cannot be reused meanwhile.
+  bool database_replaced() const {
+    struct stat st;
+    return stat(m_path.c_str(), &st) != 0 || st.st_dev != m_dev || st.st_ino != m_ino;
+  }
+
+  // Opens the path again (creating directory and file, as a new process
+  // does), and sets the wake-ups up again there; a failure, when it cannot.
+  std::optional<Reply> reopen() {
+    close_database();
+    try {
+      open_database();
+    } catch (const Error& e) {
+      close_database();
+      return Reply::failure(Reply::Status::failed,
+                            "the database " + m_path + " was removed or replaced: " + e.what());
+    }
+    watch_again();
+    return std::nullopt;
+  }
+
+  std::string reopened_note() const {
+    return "the database " + m_path + " was removed or replaced; opened anew";
+  }
+
+  // The lease that was valid in the database before it was replaced: a
+  // waiter does not take the mutex in the new file before that lease would
+  // have ended (its owner's CMD may run until then), nor does anyone else
+  // whom this process serves. Only for others' leases: our own is lost.
+  void remember_before_reopen(const std::string& mutex, const core::Lease& lease) {
+    if (!lease.free_at(m_clocks.boot)) m_before_reopen = MutexLease{mutex, lease};
+  }
+
+  bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now) {
+    if (!m_before_reopen || m_before_reopen->mutex != mutex) return false;
+    const core::Lease& l = m_before_reopen->lease;
+    if (l.free_at(now)) {
+      m_before_reopen.reset();
+      return false;
+    }
+    return l.owner_id != contender;
+  }
+
+  void close_database() {
+    for (auto& s : m_stmts) {
+      sqlite3_finalize(s);
+      s = nullptr;
+    }
+    sqlite3_close_v2(m_db);
+    m_db = nullptr;
+  }
+
   enum StmtId { k_begin, k_commit, k_rollback, k_select, k_upsert, k_list, k_stmt_count };
 
-  // Fencing tokens: a new token is max(old + 1, now_ms * 1000). With
+  // Fencing tokens: a new token is max(old + 1, wall_ms * 1000). With
   // synchronous=NORMAL a power loss may roll back the last commits, and with
-  // them the last tokens handed out; seeding from the clock in microseconds
-  // keeps the next token above any token issued before the crash, as long as
-  // the clock does not go backwards (the same reasoning as the Redis fence).
+  // them the last tokens handed out; seeding from the wall clock in
+  // microseconds keeps the next token above any token issued before the
+  // crash, as long as the wall clock does not go backwards (the same
+  // reasoning as the Redis fence). The wall clock, not the boot clock: that
+  // one starts again at every boot.
   static uint64_t next_token(uint64_t old, int64_t now) {
     uint64_t from_clock = now > 0 ? static_cast<uint64_t>(now) * 1000 : 0;
     return std::max(old + 1, from_clock);
@@ -531,15 +842,56 @@ private:
              : std::string();
   }
 
-  static core::Lease read_lease(sqlite3_stmt* s, int first) {
-    core::Lease l;
-    if (sqlite3_column_type(s, first) == SQLITE_NULL) return l; // no row
+  static Row read_row(sqlite3_stmt* s, int first) {
+    Row row;
+    row.exists = true;
+    core::Lease& l = row.wall;
     l.owner_id = column_text(s, first);
     l.acquired_at = sqlite3_column_int64(s, first + 1);
     l.ttl_at = sqlite3_column_int64(s, first + 2);
     l.transition_at = sqlite3_column_int64(s, first + 3);
     l.fencing_token = static_cast<uint64_t>(sqlite3_column_int64(s, first + 4));
-    return l;
+    row.boot_id = column_text(s, first + 5);
+    row.boot_acquired_at = sqlite3_column_int64(s, first + 6);
+    row.boot_ttl_at = sqlite3_column_int64(s, first + 7);
+    row.boot_transition_at = sqlite3_column_int64(s, first + 8);
+    row.boot_stamped = sqlite3_column_type(s, first + 9) != SQLITE_NULL &&
+                       static_cast<uint64_t>(sqlite3_column_int64(s, first + 9)) == l.fencing_token;
+    return row;
+  }
+
+  // Reads the mutex's row into `row` (exists = false: none).
+  int select_row(const std::string& mutex, Row& row) {
+    sqlite3_stmt* s = stmt(k_select, k_sql_select);
+    if (!s) return sqlite3_errcode(m_db);
+    sqlite3_bind_text(s, 1, mutex.data(), static_cast<int>(mutex.size()), SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) row = read_row(s, 0);
+    sqlite3_reset(s);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+  }
+
+  // Writes `l` (on the boot clock) on both clocks, stamped with our boot.
+  int write_row(const std::string& mutex, const core::Lease& l) {
+    sqlite3_stmt* u = stmt(k_upsert, k_sql_upsert);
+    if (!u) return sqlite3_errcode(m_db);
+    core::Lease wall = on_wall_clock(l, m_boot_to_wall);
+    const std::string& boot = boot_id();
+    auto token = static_cast<sqlite3_int64>(l.fencing_token);
+    sqlite3_bind_text(u, 1, mutex.data(), static_cast<int>(mutex.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(u, 2, l.owner_id.data(), static_cast<int>(l.owner_id.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(u, 3, wall.acquired_at);
+    sqlite3_bind_int64(u, 4, wall.ttl_at);
+    sqlite3_bind_int64(u, 5, wall.transition_at);
+    sqlite3_bind_int64(u, 6, token);
+    sqlite3_bind_text(u, 7, boot.data(), static_cast<int>(boot.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(u, 8, l.acquired_at);
+    sqlite3_bind_int64(u, 9, l.ttl_at);
+    sqlite3_bind_int64(u, 10, l.transition_at);
+    sqlite3_bind_int64(u, 11, token);
+    int rc = sqlite3_step(u);
+    sqlite3_reset(u);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
   }
 
   void exec_or_throw(const char* sql) {
@@ -577,9 +929,27 @@ private:
     if (!sqlite3_get_autocommit(m_db)) run(k_rollback, "ROLLBACK");
   }
 
-  // One operation = one BEGIN IMMEDIATE transaction: read the clock and the
-  // lease, let `decide` compute the new lease, write it, commit.
+  // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
+  // it: one writer at a time, so their order is the order of the writes)
+  // and the lease, let `decide` compute the new lease on the boot clock,
+  // write it, commit. When the file at the path is no longer the database
+  // we have open (removed or replaced: see database_replaced()), open the
+  // path again and run the operation there: an owner's lease is then gone
+  // (its guard says so: lost), a waiter contends with the processes that
+  // use the new file.
   template <typename Decide> Reply write_op(const std::string& mutex, int64_t timeout_ms, Decide decide) {
+    if (std::optional<Reply> r = write_once(mutex, timeout_ms, decide)) return *r;
+    if (std::optional<Reply> failed = reopen()) return *failed;
+    std::optional<Reply> r = write_once(mutex, timeout_ms, decide);
+    if (!r) return Reply::failure(Reply::Status::failed, "the database " + m_path + " was replaced again");
+    if (r->ok()) r->error = reopened_note();
+    return *r;
+  }
+
+  // nullopt: the database was replaced (nothing written; see write_op).
+  template <typename Decide>
+  std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide) {
+    if (!m_db) return std::nullopt; // an earlier reopen failed
     set_busy_timeout(timeout_ms);
     int rc = run(k_begin, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK) {
@@ -587,29 +957,25 @@ private:
       rollback_if_open();
       return f;
     }
-
-    sqlite3_stmt* s = stmt(k_select, k_sql_select);
-    if (!s) {
-      Reply f = fail_from_db();
-      rollback_if_open();
-      return f;
-    }
-    sqlite3_bind_text(s, 1, mutex.data(), static_cast<int>(mutex.size()), SQLITE_TRANSIENT);
-    rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
+    read_clocks();
+    Row row;
+    rc = select_row(mutex, row);
+    if (rc != SQLITE_OK) {
       Reply f = fail_from_rc(rc);
-      sqlite3_reset(s);
       rollback_if_open();
       return f;
     }
-    int64_t now = sqlite3_column_int64(s, 0);
-    core::Lease cur = read_lease(s, 1);
-    sqlite3_reset(s);
+    if (database_replaced()) {
+      rollback_if_open();
+      remember_before_reopen(mutex, lease_of(row, m_clocks));
+      return std::nullopt;
+    }
+    core::Lease cur = lease_of(row, m_clocks);
 
-    Decision d = decide(cur, now);
+    Decision d = decide(cur, m_clocks.boot);
     Reply r;
-    r.observed.now = now;
-    r.observed.lease = d.lease;
+    r.observed.now = m_clocks.boot + m_boot_to_wall;
+    r.observed.lease = on_wall_clock(d.lease, m_boot_to_wall);
 
     if (!d.write) {
       // Nothing to write: the read-only transaction just ends.
@@ -619,22 +985,8 @@ private:
       return r;
     }
 
-    sqlite3_stmt* u = stmt(k_upsert, k_sql_upsert);
-    if (!u) {
-      Reply f = fail_from_db();
-      rollback_if_open();
-      return f;
-    }
-    const core::Lease& l = d.lease;
-    sqlite3_bind_text(u, 1, mutex.data(), static_cast<int>(mutex.size()), SQLITE_TRANSIENT);
-    sqlite3_bind_text(u, 2, l.owner_id.data(), static_cast<int>(l.owner_id.size()), SQLITE_TRANSIENT);
-    sqlite3_bind_int64(u, 3, l.acquired_at);
-    sqlite3_bind_int64(u, 4, l.ttl_at);
-    sqlite3_bind_int64(u, 5, l.transition_at);
-    sqlite3_bind_int64(u, 6, static_cast<sqlite3_int64>(l.fencing_token));
-    rc = sqlite3_step(u);
-    sqlite3_reset(u);
-    if (rc != SQLITE_DONE) {
+    rc = write_row(mutex, d.lease);
+    if (rc != SQLITE_OK) {
       Reply f = fail_from_rc(rc);
       rollback_if_open();
       return f;
@@ -663,6 +1015,16 @@ private:
     if (fd >= 0) close(fd);
     m_broadcast_wd = inotify_add_watch(m_watch_fd, file.c_str(), IN_CLOSE_WRITE);
     return m_broadcast_wd >= 0;
+  }
+
+  // After a reopen: the notify directory may have gone with the database.
+  void watch_again() {
+    if (m_watch_fd < 0) return;
+    leave_queue();
+    if (m_broadcast_wd >= 0) inotify_rm_watch(m_watch_fd, m_broadcast_wd);
+    m_broadcast_wd = -1;
+    watch_broadcast();
+    if (m_waiting) join_queue();
   }
 
   void join_queue() {
@@ -735,7 +1097,7 @@ private:
     if (fd >= 0) close(fd);
   }
 
-  sqlite3* m_db;
+  sqlite3* m_db = nullptr;
   std::string m_path;
   std::string m_notify_dir;
   sqlite3_stmt* m_stmts[k_stmt_count] = {};
@@ -748,9 +1110,24 @@ private:
   int m_wal_pages = 0;       // frames in the WAL after our last commit
   bool m_look = true;        // see look_after_queueing()
   int64_t m_busy_until_ns = 0; // busy_handler gives up then
+  sqlite3_vfs* m_vfs = nullptr; // the connection's VFS: its clock is the wall clock
+  Clocks m_clocks;              // of the operation in progress
+  int64_t m_boot_to_wall = 0;   // wall minus boot clock (k_wall_step_ms)
+  bool m_boot_to_wall_known = false;
+  dev_t m_dev = 0;              // the database file we have open
+  ino_t m_ino = 0;
+  std::optional<MutexLease> m_before_reopen; // see remember_before_reopen()
+  bool m_waiting = false;       // the last watch() was a waiter's
 };
 
 } // namespace
+
+namespace testing {
+void shift_sqlite_wall_clock(int64_t ms) {
+  g_wall_shift_ms = ms;
+  install_shifted_clock();
+}
+} // namespace testing
 
 std::unique_ptr<Backend> open_sqlite(const std::string& path, const std::string& uri_for_messages) {
   (void)uri_for_messages; // messages name the resolved path, which says more
@@ -764,39 +1141,12 @@ std::unique_ptr<Backend> open_sqlite(const std::string& path, const std::string&
   if (realpath(dir.c_str(), resolved)) {
     std::string base = abs.substr(abs.rfind('/') + 1);
     abs = std::string(resolved) + (std::strcmp(resolved, "/") == 0 ? "" : "/") + base;
-    dir = resolved;
   }
-
-  struct stat st;
-  bool exists = stat(abs.c_str(), &st) == 0;
-  if (const char* fs = network_fs_name(exists ? abs : dir))
-    throw UnavailableError("refusing the database " + abs + " on a network filesystem (" + fs +
-                           "): SQLite locking is not safe there; use a local path or Redis");
-  if (exists && S_ISDIR(st.st_mode))
-    throw UnavailableError("cannot open " + abs + ": " + errno_text(EISDIR));
-
-  if (!exists) {
-    int fd = open(abs.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd >= 0)
-      close(fd);
-    else if (errno != EEXIST) // EEXIST: another process was quicker
-      throw UnavailableError("cannot create " + abs + ": " + errno_text(errno));
-  }
-
-  configure_sqlite();
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(abs.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    sqlite3_close_v2(db);
-    throw UnavailableError("cannot open " + abs + ": " + msg);
-  }
-  auto backend = std::make_unique<SqliteBackend>(db, abs);
-  // The checkpoint when the last connection closes costs about half a
-  // millisecond per run; the automatic checkpoint on commit keeps the WAL
-  // bounded anyway.
-  sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  backend->initialize();
+  if (boot_id().empty())
+    throw UnavailableError("cannot read /proc/sys/kernel/random/boot_id: SQLite leases are "
+                           "timed on the boot clock and need it");
+  auto backend = std::make_unique<SqliteBackend>(abs);
+  backend->open_database();
   return backend;
 }
 

@@ -4,6 +4,7 @@
 // this factory.
 #include "backend/backend.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,5 +16,13 @@ namespace simba::backend {
 // database cannot be used (unwritable directory, not a SQLite database,
 // network filesystem, read-only).
 std::unique_ptr<Backend> open_sqlite(const std::string& path, const std::string& uri_for_messages);
+
+namespace testing {
+// Tests only: SQLite connections opened from now on see the wall clock
+// shifted by `ms` (the system clock as after a step); the shift may be
+// changed again at any time. SIMBA_TEST_WALL_CLOCK_SHIFT_MS does the same
+// for a whole simba process.
+void shift_sqlite_wall_clock(int64_t ms);
+} // namespace testing
 
 } // namespace simba::backend

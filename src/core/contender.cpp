@@ -243,10 +243,12 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r) {
   const Observed& o = r.observed;
   if (!o.lease.owned_by(m_config.contender_id, o.now) ||
       o.lease.fencing_token != m_lease.fencing_token) {
+    std::string why = describe_owner(o, m_config.contender_id);
+    if (!r.error.empty()) why += " (" + r.error + ")"; // the backend's remark on an ok reply
     if (m_holding) {
-      return finish(now, m_child_code, {log_action(2, "lease lost during --min-hold: " + describe_owner(o, m_config.contender_id))});
+      return finish(now, m_child_code, {log_action(2, "lease lost during --min-hold: " + why)});
     }
-    return begin_stop(now, "ownership of " + m_config.mutex + " lost: " + describe_owner(o, m_config.contender_id));
+    return begin_stop(now, "ownership of " + m_config.mutex + " lost: " + why);
   }
   adopt_lease(o);
   if (m_holding && !m_hold_sent) return after_all_gone(now, {});

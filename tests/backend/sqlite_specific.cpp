@@ -5,6 +5,7 @@
 #include "support.hpp"
 
 #include "core/error.hpp"
+#include "backend/sqlite_backend.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 using simba::backend::open_backend;
+using simba::backend::Reply;
 using simba::test::k_timeout;
 using namespace simba::test;
 
@@ -139,7 +141,9 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
   sqlite3_close(h);
   // WITHOUT ROWID: the primary key is NOT NULL implicitly (one page per write)
   CHECK(cols == "mutex:TEXT:nn:pk owner_id:TEXT:nn acquired_at:INTEGER ttl_at:INTEGER "
-                "transition_at:INTEGER fencing_token:INTEGER:nn ");
+                "transition_at:INTEGER fencing_token:INTEGER:nn boot_id:TEXT "
+                "boot_acquired_at:INTEGER boot_ttl_at:INTEGER boot_transition_at:INTEGER "
+                "boot_token:INTEGER ");
 }
 
 TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acquires never") {
@@ -376,4 +380,207 @@ TEST_CASE("sqlite: a busy database fails the call within its timeout") {
   sqlite3_exec(h, "ROLLBACK", nullptr, nullptr, nullptr);
   sqlite3_close(h);
   CHECK(b->acquire("m", "A", 1000, 1000, 100).ok());
+}
+
+// The wall clock SQLite sees steps (backend::testing); leases are timed on
+// CLOCK_BOOTTIME, so a step changes only the times shown.
+struct WallClockShift {
+  explicit WallClockShift(int64_t ms) { simba::backend::testing::shift_sqlite_wall_clock(ms); }
+  ~WallClockShift() { simba::backend::testing::shift_sqlite_wall_clock(0); }
+  void to(int64_t ms) { simba::backend::testing::shift_sqlite_wall_clock(ms); }
+};
+
+TEST_CASE("sqlite: a step of the wall clock neither ends nor stretches a lease") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  WallClockShift clock(0); // before the opens: their connections see the shift
+  auto a = open_backend("sqlite://" + db);
+  auto b = open_backend("sqlite://" + db);
+  Reply mine = require_ok(a->acquire("m", "A", 10000, 2000, k_timeout));
+  REQUIRE(mine.changed);
+
+  // An hour forward (NTP step, date -s): A's lease is not over.
+  clock.to(3600000);
+  Reply other = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
+  CHECK_FALSE(other.changed);
+  CHECK(other.observed.lease.owner_id == "A");
+  CHECK(other.observed.lease.transition_at - other.observed.now > 10000);
+  // The times shown follow the wall clock: acquired a moment ago, by the
+  // clock that now reads an hour later.
+  CHECK(other.observed.now - mine.observed.now >= 3600000);
+  CHECK(other.observed.now - other.observed.lease.acquired_at >= 0);
+  CHECK(other.observed.now - other.observed.lease.acquired_at < 5000);
+  Reply renewed = require_ok(a->guard("m", "A", 10000, 2000, k_timeout));
+  CHECK(renewed.changed);
+  CHECK(renewed.observed.lease.fencing_token == mine.observed.lease.fencing_token);
+
+  // An hour back, and A renews then: its lease is not shortened for B when
+  // the clock is put right again.
+  clock.to(-3600000);
+  REQUIRE(require_ok(a->guard("m", "A", 10000, 2000, k_timeout)).changed);
+  clock.to(0);
+  other = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
+  CHECK_FALSE(other.changed);
+  CHECK(other.observed.lease.owner_id == "A");
+
+  auto listing = b->list(k_timeout);
+  REQUIRE(listing.ok);
+  REQUIRE(listing.mutexes.size() == 1);
+  CHECK(listing.mutexes[0].lease.owner_id == "A");
+  CHECK(listing.mutexes[0].lease.transition_at - listing.now > 10000);
+
+  // A released: B takes it, with a larger token.
+  REQUIRE(require_ok(a->release("m", "A", k_timeout)).changed);
+  Reply taken = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
+  CHECK(taken.changed);
+  CHECK(taken.observed.lease.fencing_token > mine.observed.lease.fencing_token);
+}
+
+namespace {
+void exec_sql(sqlite3* h, const std::string& sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+  std::string msg = err ? err : "";
+  sqlite3_free(err);
+  REQUIRE_MESSAGE(rc == SQLITE_OK, sql << ": " << msg);
+}
+
+std::string query_text(sqlite3* h, const std::string& sql) {
+  sqlite3_stmt* s = nullptr;
+  REQUIRE(sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr) == SQLITE_OK);
+  std::string out;
+  if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+    out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  else
+    out = "NULL";
+  sqlite3_finalize(s);
+  return out;
+}
+
+int64_t wall_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+} // namespace
+
+TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-clock leases keep their meaning and tokens") {
+  SKIP_UNLESS_SQLITE();
+  WallClockShift clock(0);
+  TempDir t;
+  std::string db = t.path + "/simba.db";
+  int64_t wall = wall_ms();
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+  // The table of the first wave: leases on the wall clock only.
+  exec_sql(h, "PRAGMA journal_mode=WAL");
+  exec_sql(h, "CREATE TABLE simba_mutex(mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, "
+              "acquired_at INTEGER, ttl_at INTEGER, transition_at INTEGER, "
+              "fencing_token INTEGER NOT NULL) WITHOUT ROWID");
+  auto insert = [&](const std::string& m, const std::string& owner, int64_t acquired, int64_t ttl_at,
+                    int64_t transition_at, int64_t token) {
+    exec_sql(h, "INSERT INTO simba_mutex VALUES ('" + m + "', '" + owner + "', " +
+                  std::to_string(acquired) + ", " + std::to_string(ttl_at) + ", " +
+                  std::to_string(transition_at) + ", " + std::to_string(token) + ")");
+  };
+  insert("held", "old", wall - 1000, wall + 50000, wall + 60000, 7000);
+  insert("ended", "old", wall - 20000, wall - 10000, wall - 5000, 8000);
+
+  auto b = open_backend("sqlite://" + db);
+  // Held for another minute by the wall clock, as its writer sees it.
+  Reply r = require_ok(b->acquire("held", "B", 10000, 2000, k_timeout));
+  CHECK_FALSE(r.changed);
+  CHECK(r.observed.lease.owner_id == "old");
+  CHECK(r.observed.lease.fencing_token == 7000);
+  int64_t left = r.observed.lease.transition_at - r.observed.now;
+  CHECK(left > 55000);
+  CHECK(left <= 60000);
+  // Over: taken, with a larger token; the row is now timed on the boot clock.
+  r = require_ok(b->acquire("ended", "B", 10000, 2000, k_timeout));
+  CHECK(r.changed);
+  CHECK(r.observed.lease.fencing_token > 8000);
+  CHECK(query_text(h, "SELECT boot_token = fencing_token FROM simba_mutex WHERE mutex = 'ended'") == "1");
+  CHECK(query_text(h, "SELECT boot_token FROM simba_mutex WHERE mutex = 'held'") == "NULL");
+  CHECK(query_text(h, "SELECT transition_at - " + std::to_string(wall) +
+                        " BETWEEN 11000 AND 20000 FROM simba_mutex WHERE mutex = 'ended'") == "1");
+
+  // An older simba still running takes the mutex after B's release: it
+  // writes only the wall-clock columns (and a new token); the boot columns
+  // B left say "released", but the row is judged on the wall clock.
+  REQUIRE(require_ok(b->release("ended", "B", k_timeout)).changed);
+  exec_sql(h, "UPDATE simba_mutex SET owner_id = 'old2', acquired_at = " + std::to_string(wall) +
+                ", ttl_at = " + std::to_string(wall + 50000) +
+                ", transition_at = " + std::to_string(wall + 60000) +
+                ", fencing_token = fencing_token + 1 WHERE mutex = 'ended'");
+  r = require_ok(b->acquire("ended", "B", 10000, 2000, k_timeout));
+  CHECK_FALSE(r.changed);
+  CHECK(r.observed.lease.owner_id == "old2");
+
+  // A lease stamped by an earlier boot is over, whatever its times say.
+  exec_sql(h, "INSERT INTO simba_mutex VALUES ('rebooted', 'gone', 0, " + std::to_string(wall + 3600000) +
+                ", " + std::to_string(wall + 3600000) +
+                ", 9000, '00000000-0000-0000-0000-000000000000', 0, 999999999999, 999999999999, 9000)");
+  r = require_ok(b->acquire("rebooted", "B", 10000, 2000, k_timeout));
+  CHECK(r.changed);
+  CHECK(r.observed.lease.fencing_token > 9000);
+  sqlite3_close(h);
+}
+
+TEST_CASE("sqlite: a database removed or replaced under its users: the owner's lease is gone, a waiter opens the path again and waits out the old lease") {
+  SKIP_UNLESS_SQLITE();
+  TempDir t;
+  std::string dir = t.path + "/state";
+  std::string db = dir + "/simba.db";
+  auto a = open_backend("sqlite://" + db);
+  auto w = open_backend("sqlite://" + db);
+  Reply held = require_ok(a->acquire("m", "A", 800, 400, k_timeout));
+  REQUIRE(held.changed);
+  REQUIRE_FALSE(require_ok(w->acquire("m", "W", 800, 400, k_timeout)).changed);
+
+  std::filesystem::remove_all(dir); // rm -rf $SIMBA_HOME
+
+  // The waiter: the path again (a new, empty database), but the lease it
+  // saw is still A's until it would have ended.
+  Reply r = require_ok(w->acquire("m", "W", 800, 400, k_timeout));
+  CHECK_FALSE(r.changed);
+  CHECK(r.observed.lease.owner_id == "A");
+  CHECK(r.observed.lease.transition_at - r.observed.now > 0);
+  CHECK(r.observed.lease.transition_at - r.observed.now <= 1200);
+  CHECK(std::filesystem::exists(db));
+
+  // The owner: its lease is gone, whatever it would renew.
+  Reply g = require_ok(a->guard("m", "A", 800, 400, k_timeout));
+  CHECK_FALSE(g.changed);
+  CHECK_FALSE(g.observed.lease.owned_by("A", g.observed.now));
+  CHECK(g.error.find("removed or replaced") != std::string::npos);
+  CHECK_FALSE(require_ok(a->guard("m", "A", 800, 400, k_timeout)).observed.lease.owned_by("A", g.observed.now));
+
+  // Once the old lease is over, the waiter takes the mutex in the new file,
+  // with a larger token.
+  sleep_ms(1300);
+  r = require_ok(w->acquire("m", "W", 800, 400, k_timeout));
+  CHECK(r.changed);
+  CHECK(r.observed.lease.fencing_token > held.observed.lease.fencing_token);
+  auto fresh = open_backend("sqlite://" + db); // a new process sees it
+  CHECK(require_ok(fresh->get("m", k_timeout)).observed.lease.owner_id == "W");
+
+  // Another database moved over the path (a backup put back, with no WAL
+  // of its own): W's lease is gone too.
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open((t.path + "/other.db").c_str(), &h) == SQLITE_OK);
+  exec_sql(h, "CREATE TABLE simba_mutex(mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, "
+              "acquired_at INTEGER, ttl_at INTEGER, transition_at INTEGER, "
+              "fencing_token INTEGER NOT NULL) WITHOUT ROWID");
+  exec_sql(h, "INSERT INTO simba_mutex VALUES ('x', '', 0, 0, 0, 5)");
+  sqlite3_close(h);
+  unlink((db + "-wal").c_str());
+  unlink((db + "-shm").c_str());
+  REQUIRE(std::rename((t.path + "/other.db").c_str(), db.c_str()) == 0);
+  g = require_ok(w->guard("m", "W", 800, 400, k_timeout));
+  CHECK_FALSE(g.observed.lease.owned_by("W", g.observed.now));
+  auto listing = w->list(k_timeout);
+  REQUIRE(listing.ok);
+  REQUIRE(listing.mutexes.size() == 1);
+  CHECK(listing.mutexes[0].mutex == "x");
 }

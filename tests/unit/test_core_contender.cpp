@@ -52,9 +52,57 @@ struct Harness {
   }
 };
 
+// A reply as a backend that times leases on a steady clock but shows
+// times on a wall clock that stepped by `step` ms (SQLite: CLOCK_BOOTTIME
+// leases, wall-clock display): `now` and every time move together.
+CallResult on_stepped_clock(CallResult r, int64_t step) {
+  r.observed.now += step;
+  r.observed.lease.acquired_at += step;
+  r.observed.lease.ttl_at += step;
+  r.observed.lease.transition_at += step;
+  return r;
+}
+
 } // namespace
 
 TEST_SUITE("core::Contender") {
+  TEST_CASE("a step of the backend's shown clock between replies moves no deadline and no wait") {
+    for (int64_t step : {int64_t(3600000), int64_t(-3600000)}) {
+      CAPTURE(step);
+      Harness h;
+      Contender c = make(config("me"));
+      Actions a = c.start(h.local);
+      a = h.reply(c, *find(a, K::call));
+      REQUIRE(find(a, K::start_child));
+      // The guard's reply comes from a clock an hour off: the same distances.
+      h.advance(*c.wake_at() - h.local);
+      a = c.on_timer(h.local);
+      REQUIRE(find(a, K::call));
+      int64_t sent = h.local;
+      h.advance(5);
+      a = c.on_reply(h.local, on_stepped_clock(h.backend.apply("m", "me", *find(a, K::call)), step));
+      CHECK_FALSE(find(a, K::signal_all));
+      REQUIRE(find(a, K::set_deadline));
+      CHECK(find(a, K::set_deadline)->deadline == sent + 12000 - safety_margin(10000, 2000));
+      CHECK(*c.wake_at() == sent + 10000);
+      CHECK(c.phase() == Contender::Phase::owning);
+
+      // A waiter whose replies straddle the step waits out the lease's
+      // distance in each reply, not the difference between two replies.
+      Contender w = make(config("w"), 500);
+      a = w.start(h.local);
+      CallResult busy = h.backend.apply("m", "w", *find(a, K::call));
+      a = w.on_reply(h.local, busy);
+      CHECK(*w.wake_at() == h.local + 12000 + 500);
+      h.advance(100);
+      a = w.on_notify(h.local);
+      REQUIRE(find(a, K::call));
+      a = w.on_reply(h.local, on_stepped_clock(h.backend.apply("m", "w", *find(a, K::call)), step));
+      CHECK_FALSE(find(a, K::start_child));
+      CHECK(*w.wake_at() == h.local + (h.backend.lease("m").transition_at - h.backend.now) + 500);
+    }
+  }
+
   TEST_CASE("acquire, start CMD with a deadline from the send time, release, exit with CMD's status") {
     Harness h;
     Contender c = make(config("me"));

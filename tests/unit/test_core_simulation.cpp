@@ -23,7 +23,7 @@ namespace {
 
 struct Stats {
   int starts = 0, crashes = 0, pauses = 0, errors = 0, lost_replies = 0, watchdog_kills = 0,
-      lost_leases = 0, completions = 0, hand_overs = 0;
+      lost_leases = 0, completions = 0, hand_overs = 0, clock_steps = 0;
 };
 
 class Simulation {
@@ -33,9 +33,15 @@ public:
   Simulation(uint64_t seed, int contenders, bool leaders = false, bool hand_over = false)
     : m_rng(seed), m_contenders(contenders), m_leaders(leaders), m_hand_over(hand_over) {}
 
+  // The backend's clock as its replies show it steps (an NTP step, `date
+  // -s`) while it times leases on a steady clock (SQLite: CLOCK_BOOTTIME):
+  // every reply's `now` and lease times carry the step of that moment.
+  void with_clock_steps() { m_clock_steps = true; }
+
   Stats run(int64_t until) {
     for (int i = 0; i < m_contenders; ++i) spawn_process(0);
     schedule(500, [this] { fault(); });
+    if (m_clock_steps) schedule(700, [this] { step_clock(); });
     while (!m_events.empty() && m_events.top().t <= until) {
       Event e = m_events.top();
       m_events.pop();
@@ -224,7 +230,7 @@ private:
         return;
       }
       bool was_valid = m_backend.lease("m").valid_at(m_backend.now);
-      *result = m_backend.apply("m", id, call);
+      *result = shown(m_backend.apply("m", id, call));
       if (call.op == Op::release && result->changed) {
         if (!m_hand_over || !hand_over(id)) notify_all();
       }
@@ -264,7 +270,7 @@ private:
         waiting.push_back(q.get());
     if (waiting.empty()) return false;
     Proc* q = waiting[size_t(uniform(0, int64_t(waiting.size()) - 1))];
-    auto grant = std::make_shared<CallResult>(m_backend.acquire("m", q->id, k_ttl, k_transition));
+    auto grant = std::make_shared<CallResult>(shown(m_backend.acquire("m", q->id, k_ttl, k_transition)));
     if (!grant->changed) return false;
     ++m_stats.hand_overs;
     int64_t delay = chance(0.1) ? uniform(50, 1500) : uniform(0, 5);
@@ -279,6 +285,23 @@ private:
       });
     });
     return true;
+  }
+
+  // A reply as the backend shows it: on its clock, stepped by m_step.
+  CallResult shown(CallResult r) const {
+    r.observed.now += m_step;
+    r.observed.lease.acquired_at += m_step;
+    r.observed.lease.ttl_at += m_step;
+    r.observed.lease.transition_at += m_step;
+    return r;
+  }
+
+  // Forward or back, from a few milliseconds to an hour.
+  void step_clock() {
+    int64_t size = chance(0.5) ? uniform(1, 2000) : uniform(2000, 3'600'000);
+    m_step += chance(0.5) ? size : -size;
+    ++m_stats.clock_steps;
+    schedule(m_t + uniform(200, 3000), [this] { step_clock(); });
   }
 
   void notify_all() {
@@ -404,6 +427,8 @@ private:
   }
 
   std::mt19937_64 m_rng;
+  bool m_clock_steps = false;
+  int64_t m_step = 0; // the shown clock minus the backend's steady one
   int m_contenders;
   bool m_leaders;
   bool m_hand_over;
@@ -525,5 +550,25 @@ TEST_SUITE("core::simulation") {
                       << total.lost_leases);
     CHECK(revocations > 100);
     CHECK(total.lost_leases > 20);
+  }
+
+  TEST_CASE("the backend's shown clock steps (leases on a steady clock), with the same faults: one CMD at a time, none past its lease") {
+    Stats total;
+    for (uint64_t seed = 300; seed < 330; ++seed) {
+      CAPTURE(seed);
+      Simulation sim(seed, 6, seed % 2 == 0, seed % 3 == 0);
+      sim.with_clock_steps();
+      Stats s = sim.run(120'000);
+      REQUIRE_MESSAGE(sim.violation().empty(), sim.violation());
+      CHECK(s.starts > 20);
+      total.starts += s.starts;
+      total.clock_steps += s.clock_steps;
+      total.watchdog_kills += s.watchdog_kills;
+      total.lost_leases += s.lost_leases;
+    }
+    MESSAGE("starts " << total.starts << ", clock steps " << total.clock_steps << ", watchdog kills "
+                      << total.watchdog_kills << ", leases lost " << total.lost_leases);
+    CHECK(total.clock_steps > 500);
+    CHECK(total.watchdog_kills > 5);
   }
 }
