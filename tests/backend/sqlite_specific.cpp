@@ -411,14 +411,14 @@ TEST_CASE("sqlite: a step of the wall clock neither ends nor stretches a lease")
   CHECK(other.observed.now - mine.observed.now >= 3600000);
   CHECK(other.observed.now - other.observed.lease.acquired_at >= 0);
   CHECK(other.observed.now - other.observed.lease.acquired_at < 5000);
-  Reply renewed = require_ok(a->guard("m", "A", 10000, 2000, k_timeout));
+  Reply renewed = require_ok(a->guard("m", "A", mine.observed.lease.fencing_token, 10000, 2000, k_timeout));
   CHECK(renewed.changed);
   CHECK(renewed.observed.lease.fencing_token == mine.observed.lease.fencing_token);
 
   // An hour back, and A renews then: its lease is not shortened for B when
   // the clock is put right again.
   clock.to(-3600000);
-  REQUIRE(require_ok(a->guard("m", "A", 10000, 2000, k_timeout)).changed);
+  REQUIRE(require_ok(a->guard("m", "A", mine.observed.lease.fencing_token, 10000, 2000, k_timeout)).changed);
   clock.to(0);
   other = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
   CHECK_FALSE(other.changed);
@@ -431,7 +431,7 @@ TEST_CASE("sqlite: a step of the wall clock neither ends nor stretches a lease")
   CHECK(listing.mutexes[0].lease.transition_at - listing.now > 10000);
 
   // A released: B takes it, with a larger token.
-  REQUIRE(require_ok(a->release("m", "A", k_timeout)).changed);
+  REQUIRE(require_ok(a->release("m", "A", mine.observed.lease.fencing_token, k_timeout)).changed);
   Reply taken = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
   CHECK(taken.changed);
   CHECK(taken.observed.lease.fencing_token > mine.observed.lease.fencing_token);
@@ -508,7 +508,7 @@ TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-cloc
   // An older simba still running takes the mutex after B's release: it
   // writes only the wall-clock columns (and a new token); the boot columns
   // B left say "released", but the row is judged on the wall clock.
-  REQUIRE(require_ok(b->release("ended", "B", k_timeout)).changed);
+  REQUIRE(require_ok(b->release("ended", "B", r.observed.lease.fencing_token, k_timeout)).changed);
   exec_sql(h, "UPDATE simba_mutex SET owner_id = 'old2', acquired_at = " + std::to_string(wall) +
                 ", ttl_at = " + std::to_string(wall + 50000) +
                 ", transition_at = " + std::to_string(wall + 60000) +
@@ -550,11 +550,11 @@ TEST_CASE("sqlite: a database removed or replaced under its users: the owner's l
   CHECK(std::filesystem::exists(db));
 
   // The owner: its lease is gone, whatever it would renew.
-  Reply g = require_ok(a->guard("m", "A", 800, 400, k_timeout));
+  Reply g = require_ok(a->guard("m", "A", held.observed.lease.fencing_token, 800, 400, k_timeout));
   CHECK_FALSE(g.changed);
   CHECK_FALSE(g.observed.lease.owned_by("A", g.observed.now));
   CHECK(g.error.find("removed or replaced") != std::string::npos);
-  CHECK_FALSE(require_ok(a->guard("m", "A", 800, 400, k_timeout)).observed.lease.owned_by("A", g.observed.now));
+  CHECK_FALSE(require_ok(a->guard("m", "A", held.observed.lease.fencing_token, 800, 400, k_timeout)).observed.lease.owned_by("A", g.observed.now));
 
   // Once the old lease is over, the waiter takes the mutex in the new file,
   // with a larger token.
@@ -577,7 +577,7 @@ TEST_CASE("sqlite: a database removed or replaced under its users: the owner's l
   unlink((db + "-wal").c_str());
   unlink((db + "-shm").c_str());
   REQUIRE(std::rename((t.path + "/other.db").c_str(), db.c_str()) == 0);
-  g = require_ok(w->guard("m", "W", 800, 400, k_timeout));
+  g = require_ok(w->guard("m", "W", r.observed.lease.fencing_token, 800, 400, k_timeout));
   CHECK_FALSE(g.observed.lease.owned_by("W", g.observed.now));
   auto listing = w->list(k_timeout);
   REQUIRE(listing.ok);
