@@ -14,6 +14,7 @@ namespace simba::cli {
 namespace {
 
 void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
+  cmd.allow_extras(); // cli/app.cpp: refuse_extras() says what was wrong
   add_contend_options(cmd, o.common);
   cmd.add_option("--kill-signal", o.kill_signal, "Signal that stops CMD (default TERM)");
   cmd.add_option("--kill-after", o.kill_after,
@@ -124,6 +125,8 @@ int run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "run");
   config.no_wait = o.no_wait;
+  if (o.no_wait && !o.timeout.empty())
+    throw UsageError("--no-wait and --timeout contradict each other: --no-wait never waits");
   if (!o.timeout.empty()) config.wait_timeout_ms = core::parse_duration(o.timeout, "--timeout");
   if (!o.min_hold.empty()) config.min_hold_ms = core::parse_duration(o.min_hold, "--min-hold");
   // Range-checked here rather than by a CLI11 validator: building one
