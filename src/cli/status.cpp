@@ -67,8 +67,12 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
   CLI::App* cmd = app.add_subcommand("status", k_status_description);
-  cmd->add_option("--mutex", o.common.mutex, "Only this mutex")->envname("SIMBA_MUTEX");
-  add_backend_options(*cmd, o.common);
+  cmd->footer("Usage: simba status [--mutex NAME] [--json | -q] [--backend URI]");
+  // Never from SIMBA_MUTEX: inside a job that variable names the job's own
+  // lock, and status would quietly show only that one.
+  cmd->add_option("--mutex", o.common.mutex, "Only this mutex");
+  add_backend_options(*cmd, o.common,
+                      "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");
   cmd->add_flag("--json", o.json, "JSON for programs");
   return cmd;
 }
@@ -107,14 +111,17 @@ int status_command(const StatusOptions& o) {
 
 CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
   CLI::App* cmd = app.add_subcommand("release", k_release_description);
-  cmd->add_option("--mutex", o.common.mutex, "The mutex")->envname("SIMBA_MUTEX");
-  add_backend_options(*cmd, o.common);
+  cmd->footer("Usage: simba release --mutex NAME --force [--backend URI]");
+  // Never from SIMBA_MUTEX: inside a job a bare `simba release --force`
+  // would revoke the job's own lock.
+  cmd->add_option("--mutex", o.common.mutex, "The mutex (required)");
+  add_backend_options(*cmd, o.common, "Print nothing but errors");
   cmd->add_flag("--force", o.force, "Required: the owner's command is then stopped");
   return cmd;
 }
 
 int release_command(const ReleaseOptions& o) {
-  if (o.common.mutex.empty()) throw UsageError("--mutex is required (or set SIMBA_MUTEX)");
+  if (o.common.mutex.empty()) throw UsageError("release needs --mutex NAME (it never takes SIMBA_MUTEX)");
   core::validate_mutex_name(o.common.mutex);
   if (!o.force) {
     throw UsageError("release breaks another process's lock: say --force to do it");
