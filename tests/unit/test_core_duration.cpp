@@ -63,6 +63,19 @@ TEST_SUITE("core::names") {
       CHECK_THROWS_AS(validate_mutex_name(bad), UsageError);
     }
   }
+  TEST_CASE("stored text is escaped for terminals, and the escapes read back") {
+    CHECK(escape_control("ci/deploy-prod") == "ci/deploy-prod");
+    CHECK(escape_control(std::string("a\x1b[2J\nb\x7f\\\xc3\xa9", 11)) == "a\\x1b[2J\\x0ab\\x7f\\\\\\xc3\\xa9");
+    for (std::string s : {std::string("plain"), std::string("a\x1b]0;x\x07\n\\z"), std::string(1, '\0')}) {
+      CAPTURE(s);
+      CHECK(unescape_control(escape_control(s)) == s);
+    }
+    CHECK(unescape_control("a\\x41\\x4a") == "aAJ");
+    for (const char* bad : {"a\\", "a\\q", "a\\x4", "a\\xzz"}) {
+      CAPTURE(bad);
+      CHECK_THROWS_AS(unescape_control(bad), UsageError);
+    }
+  }
   TEST_CASE("contender ids name host and pid and fit in 128 bytes") {
     std::string id = make_contender_id(4711, "build-3", 0x9f2c01aa);
     CHECK(id == "4711@build-3#9f2c01aa");
