@@ -3,6 +3,7 @@
 #include "cli/run.hpp"
 #include "cli/status.hpp"
 #include "core/error.hpp"
+#include "process/signals.hpp"
 
 #include <unistd.h>
 
@@ -49,6 +50,13 @@ public:
 private:
   static bool has_own_usage(const CLI::App* app) { return app->get_footer().rfind("Usage: ", 0) == 0; }
 };
+
+// Everything of the command is cleaned up by now (backend closed, CMD and
+// the watchdog gone): end by the signal if the outcome says so.
+int end(const Outcome& outcome) {
+  if (outcome.signal) process::end_by_signal(outcome.signal);
+  return outcome.code;
+}
 
 // The commands that run CMD take everything after "--" as CMD and let
 // CLI11 keep what it did not recognise (allow_extras): a word before "--"
@@ -141,9 +149,9 @@ int main(int argc, char** argv) {
     }
     for (CLI::App* c : {run_cmd, lead_cmd, schedule_cmd})
       if (c->parsed()) refuse_extras(*c);
-    if (run_cmd->parsed()) return run_command(run, cmd);
-    if (lead_cmd->parsed()) return lead_command(lead, cmd);
-    if (schedule_cmd->parsed()) return schedule_command(schedule, cmd);
+    if (run_cmd->parsed()) return end(run_command(run, cmd));
+    if (lead_cmd->parsed()) return end(lead_command(lead, cmd));
+    if (schedule_cmd->parsed()) return end(schedule_command(schedule, cmd));
     if (status_cmd->parsed()) return status_command(status);
     if (release_cmd->parsed()) return release_command(release);
     throw InternalError("no subcommand");

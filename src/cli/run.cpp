@@ -16,7 +16,9 @@ namespace {
 void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
   cmd.allow_extras(); // cli/app.cpp: refuse_extras() says what was wrong
   add_contend_options(cmd, o.common);
-  cmd.add_option("--kill-signal", o.kill_signal, "Signal that stops CMD (default TERM)");
+  cmd.add_option("--kill-signal", o.kill_signal,
+                 "Signal that stops CMD (default TERM); also sent, with SIGKILL after "
+                 "--kill-after, when simba gets a second INT or TERM while CMD runs");
   cmd.add_option("--kill-after", o.kill_after,
                  "SIGKILL this long after the kill signal (default: half the transition)");
   // Checked in supervise(), not by a CLI11 validator: validators cost start-up time.
@@ -42,7 +44,7 @@ core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* co
 }
 
 // Validates CMD, opens the backend, refuses re-entry, and drives the core.
-int supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
+Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
               const std::vector<std::string>& cmd) {
   // Started first, while the backend is still to be opened: its start is
   // then off the path from "acquired" to "CMD runs" (a waiter's hand-over
@@ -121,7 +123,7 @@ std::string check_reentry(const std::string& mutex, const std::string& backend_i
   return value.empty() ? entry : value + "\n" + entry;
 }
 
-int run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
+Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "run");
   config.no_wait = o.no_wait;
@@ -137,7 +139,7 @@ int run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   return supervise(config, o.supervise, cmd);
 }
 
-int lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) {
+Outcome lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "lead");
   config.mode = core::ContenderConfig::Mode::lead;
@@ -155,7 +157,7 @@ int lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) {
   return supervise(config, o.supervise, cmd);
 }
 
-int schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd) {
+Outcome schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "schedule");
   config.mode = core::ContenderConfig::Mode::schedule;
