@@ -5,6 +5,7 @@
 #include "backend/sqlite_backend.hpp"
 #include "core/error.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <functional>
@@ -25,13 +26,22 @@ using Factory = std::function<std::unique_ptr<Backend>(const Uri&)>;
 
 // Hides the user-info part ("user:password@") of a URI. The last '@' of the
 // whole string counts, since a careless password may hold '/' or '@'; a path
-// with an '@' is hidden too, which is the safe side.
+// with an '@' is hidden too, which is the safe side. Without an '@', what
+// follows the authority's last ':' is hidden unless it is a port number:
+// "redis://admin:secret" forgot the "@host", and "secret" is no port.
 std::string redact(const std::string& uri) {
   auto authority = uri.find("://");
-  size_t from = authority == std::string::npos ? 0 : authority + 3;
+  if (authority == std::string::npos) return uri;
+  size_t from = authority + 3;
   auto at = uri.rfind('@');
-  if (at == std::string::npos || at < from) return uri;
-  return uri.substr(0, from) + "***" + uri.substr(at);
+  if (at != std::string::npos && at >= from) return uri.substr(0, from) + "***" + uri.substr(at);
+  size_t end = uri.find_first_of("/?", from);
+  if (end == std::string::npos) end = uri.size();
+  size_t colon = uri.rfind(':', end);
+  if (colon == std::string::npos || colon < from || uri.find(']', colon) < end) return uri;
+  bool port = colon + 1 < end && std::all_of(uri.begin() + colon + 1, uri.begin() + end,
+                                             [](char c) { return c >= '0' && c <= '9'; });
+  return port ? uri : uri.substr(0, colon + 1) + "***" + uri.substr(end);
 }
 
 bool valid_scheme(const std::string& s) {
@@ -97,9 +107,11 @@ std::string home_dir() {
 }
 
 // $SIMBA_HOME/simba.db, else ${XDG_STATE_HOME:-$HOME/.local/state}/simba/simba.db
+// (an XDG_STATE_HOME that is not absolute counts as unset)
 std::string default_sqlite_path() {
   if (const char* s = std::getenv("SIMBA_HOME"); s && *s) return std::string(s) + "/simba.db";
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x)
+  // The XDG spec: a relative XDG_STATE_HOME is invalid and ignored.
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x && x[0] == '/')
     return std::string(x) + "/simba/simba.db";
   return home_dir() + "/.local/state/simba/simba.db";
 }

@@ -234,6 +234,9 @@ Endpoint parse_redis_uri(const std::string& scheme, const std::string& rest, con
     }
     if (e.host.empty()) bad_uri(shown, "an empty host");
     if (!port.empty()) {
+      // Never echoed: "redis://admin:secret" (no "@host") puts a password here.
+      if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        bad_uri(shown, "the port must be a number (a password goes before '@host')");
       e.port = static_cast<int>(parse_number(port, 65535, "the port", shown));
       if (e.port == 0) bad_uri(shown, "port 0");
     }

@@ -3,6 +3,7 @@
 #include "cli/run.hpp"
 #include "cli/status.hpp"
 #include "core/error.hpp"
+#include "process/signals.hpp"
 
 #include <unistd.h>
 
@@ -34,6 +35,42 @@ const char* subcommand_description(const std::string& name) {
 
 bool is_subcommand(const std::string& name) { return *subcommand_description(name) != '\0'; }
 
+// Help shows one usage line: a subcommand's own (its footer, "Usage: ..."),
+// which says where CMD goes, instead of CLI11's generic "[OPTIONS]" line.
+class UsageFormatter : public CLI::Formatter {
+public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    if (has_own_usage(app)) return app->get_footer() + "\n";
+    return CLI::Formatter::make_usage(app, std::move(name));
+  }
+  std::string make_footer(const CLI::App* app) const override {
+    return has_own_usage(app) ? "" : CLI::Formatter::make_footer(app);
+  }
+
+private:
+  static bool has_own_usage(const CLI::App* app) { return app->get_footer().rfind("Usage: ", 0) == 0; }
+};
+
+// Everything of the command is cleaned up by now (backend closed, CMD and
+// the watchdog gone): end by the signal if the outcome says so.
+int end(const Outcome& outcome) {
+  if (outcome.signal) process::end_by_signal(outcome.signal);
+  return outcome.code;
+}
+
+// The commands that run CMD take everything after "--" as CMD and let
+// CLI11 keep what it did not recognise (allow_extras): a word before "--"
+// is most likely CMD in the wrong place, a dash word an unknown option.
+void refuse_extras(const CLI::App& cmd) {
+  std::vector<std::string> extra = cmd.remaining();
+  if (extra.empty()) return;
+  const std::string& first = extra.front();
+  std::string help = "see simba " + cmd.get_name() + " --help";
+  if (first.size() > 1 && first[0] == '-') throw UsageError("unknown option '" + first + "' (" + help + ")");
+  throw UsageError("unexpected argument '" + first + "': the command to run goes after '--' (" +
+                   cmd.get_footer().substr(7) + ")");
+}
+
 // The backends compiled in: the build defines SIMBA_HAVE_REDIS when it links
 // hiredis.
 #ifdef SIMBA_HAVE_REDIS
@@ -62,6 +99,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version",
                        std::string("simba ") + SIMBA_VERSION + " (backends: " + k_backends + ")");
   app.require_subcommand(1);
+  app.formatter(std::make_shared<UsageFormatter>()); // inherited by the subcommands
 
   // Only the subcommand named on the command line gets its options: building
   // all of them costs a fifth of a millisecond on every start. The others
@@ -109,9 +147,11 @@ int main(int argc, char** argv) {
     if (has_separator && !run_cmd->parsed() && !lead_cmd->parsed() && !schedule_cmd->parsed()) {
       throw UsageError("'--' is only for commands that run CMD");
     }
-    if (run_cmd->parsed()) return run_command(run, cmd);
-    if (lead_cmd->parsed()) return lead_command(lead, cmd);
-    if (schedule_cmd->parsed()) return schedule_command(schedule, cmd);
+    for (CLI::App* c : {run_cmd, lead_cmd, schedule_cmd})
+      if (c->parsed()) refuse_extras(*c);
+    if (run_cmd->parsed()) return end(run_command(run, cmd));
+    if (lead_cmd->parsed()) return end(lead_command(lead, cmd));
+    if (schedule_cmd->parsed()) return end(schedule_command(schedule, cmd));
     if (status_cmd->parsed()) return status_command(status);
     if (release_cmd->parsed()) return release_command(release);
     throw InternalError("no subcommand");

@@ -71,7 +71,7 @@ public:
        const Command& command, const Log& log, process::Watchdog& w)
     : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_watchdog(w) {}
 
-  int run() {
+  Outcome run() {
     try {
       m_watchdog.start();
       feed(m_contender.start(process::boottime_ms()));
@@ -82,7 +82,7 @@ public:
     }
     m_watchdog.leave(); // it goes when simba exits (see leave())
     report_calls();
-    return *m_exit_code;
+    return {*m_exit_code, m_exit_signal};
   }
 
   // simba cannot go on (fork failed, out of memory...): nothing may outlive
@@ -132,7 +132,10 @@ private:
     case K::signal_all:
       if (m_started) m_child.signal_all(a.signo, m_watchdog.pid());
       return {};
-    case K::exit: m_exit_code = a.code; return {};
+    case K::exit:
+      m_exit_code = a.code;
+      m_exit_signal = a.signo;
+      return {};
     case K::log: m_log.at(a.level, a.message); return {};
     }
     return {};
@@ -355,6 +358,7 @@ private:
   bool m_started = false;
   bool m_child_exited = false;
   std::optional<int> m_exit_code;
+  int m_exit_signal = 0; // end by this signal instead of exiting with m_exit_code
   int m_notify_fd = -1;
   bool m_watching = false;
   bool m_watched_waiting = false; // the last watch() was a waiter's
@@ -366,7 +370,7 @@ private:
 
 } // namespace
 
-int drive(core::Contender& contender, const core::ContenderConfig& config,
+Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
           backend::Backend& backend, const Command& command, const Log& log,
           process::Watchdog& watchdog) {
   return Loop(contender, config, backend, command, log, watchdog).run();

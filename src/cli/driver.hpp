@@ -18,9 +18,16 @@ struct Command {
   std::vector<std::string> extra_env; // "K=V" added to simba's environment
 };
 
-// Runs `contender` to completion and returns simba's exit code. `watchdog`
-// is started (see Watchdog::start) if the caller has not started it yet.
-int drive(core::Contender& contender, const core::ContenderConfig& config,
+// How simba ends: exit with `code`, or, when `signal` is not 0, by that
+// signal (after every clean-up; see Contender::finish).
+struct Outcome {
+  int code = 0;
+  int signal = 0;
+};
+
+// Runs `contender` to completion and returns how simba ends. `watchdog` is
+// started (see Watchdog::start) if the caller has not started it yet.
+Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
           backend::Backend& backend, const Command& command, const Log& log,
           process::Watchdog& watchdog);
 

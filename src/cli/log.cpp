@@ -1,6 +1,7 @@
 #include "cli/log.hpp"
 
 #include "core/error.hpp"
+#include "core/names.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -54,7 +55,7 @@ void Log::emit(const char* level, const std::string& m, bool with_stamp) const {
     line += buf;
   }
   if (std::string(level) == "warning") line += "warning: ";
-  line += m;
+  line += core::escape_control(m); // backend data (owners) can hold anything
   line += '\n';
   write_line(line);
 }

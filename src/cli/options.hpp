@@ -21,8 +21,8 @@ struct CommonOptions {
   bool verbose = false;
 };
 
-// --backend (SIMBA_BACKEND), -q, -v.
-void add_backend_options(CLI::App& cmd, CommonOptions& o);
+// --backend (SIMBA_BACKEND), -q (described by `quiet_help`), -v.
+void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help);
 // --mutex (SIMBA_MUTEX), --ttl, --transition, --contender-id and the above.
 void add_contend_options(CLI::App& cmd, CommonOptions& o);
 

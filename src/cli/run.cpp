@@ -14,8 +14,11 @@ namespace simba::cli {
 namespace {
 
 void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
+  cmd.allow_extras(); // cli/app.cpp: refuse_extras() says what was wrong
   add_contend_options(cmd, o.common);
-  cmd.add_option("--kill-signal", o.kill_signal, "Signal that stops CMD (default TERM)");
+  cmd.add_option("--kill-signal", o.kill_signal,
+                 "Signal that stops CMD (default TERM); also sent, with SIGKILL after "
+                 "--kill-after, when simba gets a second INT or TERM while CMD runs");
   cmd.add_option("--kill-after", o.kill_after,
                  "SIGKILL this long after the kill signal (default: half the transition)");
   // Checked in supervise(), not by a CLI11 validator: validators cost start-up time.
@@ -41,7 +44,7 @@ core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* co
 }
 
 // Validates CMD, opens the backend, refuses re-entry, and drives the core.
-int supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
+Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
               const std::vector<std::string>& cmd) {
   // Started first, while the backend is still to be opened: its start is
   // then off the path from "acquired" to "CMD runs" (a waiter's hand-over
@@ -120,10 +123,12 @@ std::string check_reentry(const std::string& mutex, const std::string& backend_i
   return value.empty() ? entry : value + "\n" + entry;
 }
 
-int run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
+Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "run");
   config.no_wait = o.no_wait;
+  if (o.no_wait && !o.timeout.empty())
+    throw UsageError("--no-wait and --timeout contradict each other: --no-wait never waits");
   if (!o.timeout.empty()) config.wait_timeout_ms = core::parse_duration(o.timeout, "--timeout");
   if (!o.min_hold.empty()) config.min_hold_ms = core::parse_duration(o.min_hold, "--min-hold");
   // Range-checked here rather than by a CLI11 validator: building one
@@ -134,7 +139,7 @@ int run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   return supervise(config, o.supervise, cmd);
 }
 
-int lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) {
+Outcome lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "lead");
   config.mode = core::ContenderConfig::Mode::lead;
@@ -152,7 +157,7 @@ int lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) {
   return supervise(config, o.supervise, cmd);
 }
 
-int schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd) {
+Outcome schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "schedule");
   config.mode = core::ContenderConfig::Mode::schedule;

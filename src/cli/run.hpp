@@ -1,6 +1,7 @@
 #pragma once
 // The commands that run CMD under the mutex: run, lead, schedule. They share
 // the contend options, the kill sequence, and one way to drive the core.
+#include "cli/driver.hpp"
 #include "cli/log.hpp"
 #include "cli/options.hpp"
 
@@ -45,9 +46,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o);
 CLI::App* add_lead_command(CLI::App& app, LeadOptions& o);
 CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o);
 // `cmd`: everything after "--".
-int run_command(const RunOptions& o, const std::vector<std::string>& cmd);
-int lead_command(const LeadOptions& o, const std::vector<std::string>& cmd);
-int schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd);
+Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd);
+Outcome lead_command(const LeadOptions& o, const std::vector<std::string>& cmd);
+Outcome schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd);
 
 // The environment variable through which a simba tells the simbas it starts
 // which mutexes it holds: lines of "<mutex> <backend>". Re-entry is refused.

@@ -56,7 +56,9 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
     const core::Lease& l = m.lease;
     core::Window w = core::window_at(l, now);
     bool held = w != core::Window::idle;
-    rows.push_back({m.mutex, core::window_name(w), held && !l.owner_id.empty() ? l.owner_id : "-",
+    // Escaped: a row written by someone else must not drive the terminal.
+    rows.push_back({core::escape_control(m.mutex), core::window_name(w),
+                    held && !l.owner_id.empty() ? core::escape_control(l.owner_id) : "-",
                     l.fencing_token ? std::to_string(l.fencing_token) : "-",
                     held ? core::format_duration(now - l.acquired_at) + " ago" : "-",
                     w == core::Window::ttl ? core::format_duration(l.ttl_at - now) : "-",
@@ -78,8 +80,12 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
   CLI::App* cmd = app.add_subcommand("status", k_status_description);
-  cmd->add_option("--mutex", o.common.mutex, "Only this mutex")->envname("SIMBA_MUTEX");
-  add_backend_options(*cmd, o.common);
+  cmd->footer("Usage: simba status [--mutex NAME] [--json | -q] [--backend URI]");
+  // Never from SIMBA_MUTEX: inside a job that variable names the job's own
+  // lock, and status would quietly show only that one.
+  cmd->add_option("--mutex", o.common.mutex, "Only this mutex");
+  add_backend_options(*cmd, o.common,
+                      "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");
   cmd->add_flag("--json", o.json, "JSON for programs");
   return cmd;
 }
@@ -118,40 +124,50 @@ int status_command(const StatusOptions& o) {
 
 CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
   CLI::App* cmd = app.add_subcommand("release", k_release_description);
-  cmd->add_option("--mutex", o.common.mutex, "The mutex")->envname("SIMBA_MUTEX");
-  add_backend_options(*cmd, o.common);
+  cmd->footer("Usage: simba release --mutex NAME --force [--backend URI]");
+  // Never from SIMBA_MUTEX: inside a job a bare `simba release --force`
+  // would revoke the job's own lock.
+  cmd->add_option("--mutex", o.common.mutex, "The mutex (required)");
+  add_backend_options(*cmd, o.common, "Print nothing but errors");
   cmd->add_flag("--force", o.force, "Required: the owner's command is then stopped");
   cmd->add_option("--token", o.token,
                   "Revoke only the lease with this fencing token (as status shows it)");
   return cmd;
 }
 
+// Any mutex status shows can be released, also one whose stored name is not
+// valid (written by another tool): its name as the table shows it, escapes
+// and all, or as it is.
+constexpr size_t k_max_stored_name = 1024;
+
 int release_command(const ReleaseOptions& o) {
-  if (o.common.mutex.empty()) throw UsageError("--mutex is required (or set SIMBA_MUTEX)");
-  core::validate_mutex_name(o.common.mutex);
+  if (o.common.mutex.empty()) throw UsageError("release needs --mutex NAME (it never takes SIMBA_MUTEX)");
+  const std::string mutex = core::unescape_control(o.common.mutex);
+  if (mutex.empty() || mutex.size() > k_max_stored_name)
+    throw UsageError("--mutex must be 1 to " + std::to_string(k_max_stored_name) + " bytes");
   if (!o.force) {
     throw UsageError("release breaks another process's lock: say --force to do it");
   }
   uint64_t token = parse_token(o.token);
   auto backend = open_backend(o.common);
-  backend::Reply before = backend->get(o.common.mutex, k_admin_timeout_ms);
-  backend::Reply r = backend->force_release(o.common.mutex, token, k_admin_timeout_ms);
-  if (!r.ok()) throw UnavailableError("cannot release " + o.common.mutex + ": " + r.error);
+  backend::Reply before = backend->get(mutex, k_admin_timeout_ms);
+  backend::Reply r = backend->force_release(mutex, token, k_admin_timeout_ms);
+  if (!r.ok()) throw UnavailableError("cannot release " + core::escape_control(mutex) + ": " + r.error);
   if (!o.common.quiet) {
     if (r.changed) {
       std::string who = before.ok() && before.observed.lease.valid_at(before.observed.now)
-                          ? " (was held by " + before.observed.lease.owner_id + ")"
+                          ? " (was held by " + core::escape_control(before.observed.lease.owner_id) + ")"
                           : "";
       const core::Observed& after = r.observed;
-      std::cerr << "simba: revoked the lease of " << o.common.mutex << who
+      std::cerr << "simba: revoked the lease of " << core::escape_control(mutex) << who
                 << "; its command is being stopped, and the mutex is free in "
                 << core::format_duration(after.lease.transition_at - after.now) << '\n';
     } else if (token != 0 && r.observed.lease.valid_at(r.observed.now)) {
-      std::cerr << "simba: " << o.common.mutex << " has another lease (fencing token "
-                << r.observed.lease.fencing_token << ", held by " << r.observed.lease.owner_id
-                << "): nothing revoked\n";
+      std::cerr << "simba: " << core::escape_control(mutex) << " has another lease (fencing token "
+                << r.observed.lease.fencing_token << ", held by "
+                << core::escape_control(r.observed.lease.owner_id) << "): nothing revoked\n";
     } else {
-      std::cerr << "simba: " << o.common.mutex << " was not held\n";
+      std::cerr << "simba: " << core::escape_control(mutex) << " was not held\n";
     }
   }
   return 0;

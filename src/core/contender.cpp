@@ -30,6 +30,10 @@ Action signal_action(Action::Kind kind, int signo) {
   return a;
 }
 
+bool is_stop_signal(int signo) {
+  return signo == SIGTERM || signo == SIGINT || signo == SIGHUP || signo == SIGQUIT;
+}
+
 std::string describe_owner(const Observed& o, const std::string& me) {
   if (o.lease.revoked_at(o.now)) return "the lease was revoked (release --force)";
   if (!o.lease.valid_at(o.now)) return "the lease is gone";
@@ -481,6 +485,9 @@ Actions Contender::after_all_gone(int64_t now, Actions acts) {
 }
 
 Actions Contender::on_signal(int64_t now, int signo) {
+  bool stop = is_stop_signal(signo);
+  bool again = stop && m_stop_signal != 0; // asked to stop a second time
+  if (stop && !m_stop_signal) m_stop_signal = signo;
   switch (m_phase) {
   case Phase::contending:
     if (signo == SIGWINCH) return {};
@@ -488,7 +495,13 @@ Actions Contender::on_signal(int64_t now, int signo) {
   case Phase::owning:
   case Phase::draining:
   case Phase::stopping: {
-    bool stop = signo == SIGTERM || signo == SIGINT || signo == SIGHUP || signo == SIGQUIT;
+    if (again && (m_child_running || m_phase == Phase::draining) && !m_kill_at) {
+      // CMD did not stop on the forwarded signal: the kill sequence now.
+      m_kill_at = now + m_config.kill_after_ms;
+      return {log_action(2, "asked again to stop: the kill signal to the command and all it "
+                              "started, SIGKILL in " + format_duration(m_config.kill_after_ms)),
+              signal_action(Action::Kind::signal_all, m_config.kill_signal)};
+    }
     if (long_running() && stop) {
       m_shutdown = true;
       m_next_start_at.reset();
@@ -528,6 +541,12 @@ Actions Contender::finish(int64_t, int code, Actions acts) {
   m_phase = Phase::done;
   Action a = make(Action::Kind::exit);
   a.code = code;
+  // Asked to stop by signal N and ending with 128+N (CMD died of the
+  // forwarded N, or there was no CMD): simba ends by N itself, after its
+  // clean-up, so that a service manager sees a clean stop (systemd counts
+  // only exit 0 or death by the signal it sent). Shells still see 128+N.
+  // Not QUIT: its default action dumps simba's core.
+  if (m_stop_signal && m_stop_signal != SIGQUIT && code == 128 + m_stop_signal) a.signo = m_stop_signal;
   acts.push_back(a);
   return acts;
 }

@@ -60,7 +60,8 @@ struct Action {
     set_deadline,    // move the watchdog to `deadline` (local ms)
     signal_child,    // forward `signo` to CMD's process group
     signal_all,      // `signo` to CMD's group and every descendant (stop sequence)
-    exit,            // exit simba with `code` (nothing held, nothing running)
+    exit,            // exit simba with `code` (nothing held, nothing running);
+                     // `signo` != 0: end by that signal instead (see finish())
     log,             // `message` at `level` (0 info, 1 verbose, 2 warning,
                      // 3 notice for a person at a terminal)
   };
@@ -190,7 +191,8 @@ private:
   std::optional<int64_t> m_next_start_at; // lead: restart; schedule: next run
   int64_t m_rate_origin = 0;              // schedule fixed-rate: first tick
   int m_runs = 0;
-  bool m_shutdown = false;      // a TERM/INT/HUP/QUIT asked simba to stop
+  bool m_shutdown = false;      // a TERM/INT/HUP/QUIT asked simba to stop (lead, schedule)
+  int m_stop_signal = 0;        // the first TERM/INT/HUP/QUIT simba got (0: none)
   int m_unknown_replies = 0;    // indeterminate acquire replies (--no-wait gives up)
   bool m_announced_wait = false; // the waiting notice was given
   bool m_holding = false; // --min-hold: CMD is done, the lease is kept until acquired_at + D

@@ -7,25 +7,39 @@
 
 namespace simba::core {
 
+// A number is digits with an optional decimal fraction ("1.5"); a unit
+// follows each number, except a lone one (seconds). The total must come to
+// whole milliseconds: "1.5s" is 1500 ms, "0.5ms" is refused.
 int64_t parse_duration(std::string_view text, std::string_view what) {
   auto bad = [&](const char* why) {
     return UsageError(std::string(what) + ": invalid duration '" + std::string(text) + "' (" + why +
-                      "; use e.g. 500ms, 10s, 2m, 1h, 1m30s)");
+                      "; use e.g. 500ms, 1.5s, 10s, 2m, 1h, 1m30s)");
   };
   if (text.empty()) throw bad("empty");
   constexpr int64_t k_limit = int64_t(1) << 50; // ~35 000 years: no overflow below
   int64_t total = 0;
   size_t i = 0;
   bool bare = true;
+  auto digit = [&](size_t at) {
+    return at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]));
+  };
   while (i < text.size()) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
-      throw bad(text[i] == '-' ? "negative" : "expected a number");
-    }
-    int64_t number = 0;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-      number = number * 10 + (text[i] - '0');
-      if (number > k_limit) throw bad("too large");
+    if (!digit(i)) throw bad(text[i] == '-' ? "negative" : "expected a number");
+    // number = whole + fraction / 10^decimals
+    int64_t whole = 0, fraction = 0, scale = 1;
+    while (digit(i)) {
+      whole = whole * 10 + (text[i] - '0');
+      if (whole > k_limit) throw bad("too large");
       ++i;
+    }
+    if (i < text.size() && text[i] == '.') {
+      ++i;
+      if (!digit(i)) throw bad("expected digits after the decimal point");
+      for (; digit(i); ++i) {
+        if (scale == 1000000) throw bad("more than 6 decimals"); // keeps fraction * factor small
+        fraction = fraction * 10 + (text[i] - '0');
+        scale *= 10;
+      }
     }
     size_t unit_start = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
@@ -46,8 +60,9 @@ int64_t parse_duration(std::string_view text, std::string_view what) {
       throw bad("unknown unit");
     }
     bare = false;
-    if (number > k_limit / factor) throw bad("too large");
-    total += number * factor;
+    if (whole > k_limit / factor) throw bad("too large");
+    if (fraction * factor % scale != 0) throw bad("not a whole number of milliseconds");
+    total += whole * factor + fraction * factor / scale;
     if (total > k_limit) throw bad("too large");
   }
   return total;

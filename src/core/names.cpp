@@ -8,19 +8,9 @@ namespace simba::core {
 
 namespace {
 
+// For an error message: escaped, and cut after 40 bytes.
 std::string printable(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s.substr(0, 40)) {
-    if (c >= 0x20 && c < 0x7f) {
-      out += char(c);
-    } else {
-      char buf[8];
-      snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  if (s.size() > 40) out += "...";
-  return out;
+  return escape_control(s.substr(0, 40)) + (s.size() > 40 ? "..." : "");
 }
 
 } // namespace
@@ -52,6 +42,47 @@ void validate_contender_label(std::string_view label) {
                        "': printable characters without spaces only");
     }
   }
+}
+
+std::string escape_control(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += char(c);
+    } else {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string unescape_control(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\') {
+      out += s[i];
+    } else if (i + 1 < s.size() && s[i + 1] == '\\') {
+      out += '\\';
+      ++i;
+    } else if (i + 3 < s.size() && s[i + 1] == 'x' && hex(s[i + 2]) >= 0 && hex(s[i + 3]) >= 0) {
+      out += char(hex(s[i + 2]) * 16 + hex(s[i + 3]));
+      i += 3;
+    } else {
+      throw UsageError("invalid escape in '" + escape_control(s) + "': use \\xNN or \\\\");
+    }
+  }
+  return out;
 }
 
 std::string default_contender_label(long pid, std::string_view host) {

@@ -31,4 +31,14 @@ std::string make_owner_id(std::string_view label, uint64_t instance);
 // no instance part (an id an older simba stored).
 std::string_view label_of(std::string_view owner_id);
 
+// Text read from a backend (names, owners) may hold anything another writer
+// put there. For a terminal or a text log: every byte outside printable
+// ASCII becomes \xNN and a backslash \\, so that no stored value can move
+// the cursor, clear the screen or forge a line. No valid name or id holds a
+// backslash, so valid ones come out as they are.
+std::string escape_control(std::string_view s);
+// The inverse, for a name typed as status showed it. Throws UsageError for a
+// backslash not followed by "\\" or "xNN".
+std::string unescape_control(std::string_view s);
+
 } // namespace simba::core

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdio>
 #include <cerrno>
 #include <cstring>
 
@@ -95,6 +96,19 @@ bool SignalChannel::is_forwarded(int signo) {
   default:
     return false;
   }
+}
+
+void end_by_signal(int signo) {
+  // Buffered output first: a signal's death skips exit()'s flushing.
+  fflush(nullptr);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(signo, &dfl, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signo);
+  sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  raise(signo);
 }
 
 int parse_signal(const std::string& text) {

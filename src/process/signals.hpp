@@ -32,6 +32,10 @@ private:
   sigset_t m_original{};
 };
 
+// Ends the process by `signo` (default action, unblocked), as if it had
+// not been caught. Returns only if that signal does not end a process.
+void end_by_signal(int signo);
+
 // "TERM", "SIGTERM", "15" -> 15; throws UsageError otherwise.
 int parse_signal(const std::string& text);
 // 15 -> "SIGTERM"

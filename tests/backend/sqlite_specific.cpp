@@ -270,6 +270,13 @@ TEST_CASE("sqlite: relative and default paths") {
     CHECK(open_backend("")->describe() == "sqlite://" + t.path + "/h/.local/state/simba/simba.db");
     CHECK(mode_of(t.path + "/h/.local/state/simba") == 0700);
   }
+  {
+    // A relative XDG_STATE_HOME is invalid (XDG spec): ignored.
+    ScopedEnv home("SIMBA_HOME", nullptr);
+    ScopedEnv xdg("XDG_STATE_HOME", "relative/state");
+    ScopedEnv h("HOME", (t.path + "/h").c_str());
+    CHECK(open_backend("")->describe() == "sqlite://" + t.path + "/h/.local/state/simba/simba.db");
+  }
 }
 
 TEST_CASE("sqlite: a file that is not a SQLite database is refused") {

@@ -64,3 +64,13 @@ one_line
 assert_exit 64 bounded "$SIMBA" status --backend "redis://127.0.0.1:99999"
 assert_exit 64 bounded "$SIMBA" status --backend "redis://127.0.0.1/x"
 assert_exit 64 bounded "$SIMBA" status --backend "redis://127.0.0.1?nonsense=1"
+
+# A password without "@host" (the user forgot it) is not a port, and is
+# never echoed back: in the URI shown or in the reason.
+for bad in "redis://admin:wrong-pw-17" "redis://admin:wrong-pw-17/0" "redis://:wrong-pw-17?timeout=1s"; do
+  assert_exit 64 bounded "$SIMBA" status --backend "$bad"
+  no_secret
+  one_line
+  assert_exit 64 bounded "$SIMBA" run --mutex m --backend "$bad" -- true
+  no_secret
+done

@@ -72,6 +72,10 @@ done
 grep -E "^delta[[:space:]]+held[[:space:]]" "$T/out" >/dev/null ||
   fail "the table does not show delta as held: $(cat -- "$T/out")"
 assert_exit 0 simba_bounded status -q # one is held
+# SIMBA_MUTEX (set for every CMD under simba) does not narrow the listing.
+SIMBA_MUTEX=alpha assert_exit 0 simba_bounded status
+mapfile -t lines <"$T/out"
+((${#lines[@]} == 5)) || fail "with SIMBA_MUTEX set, expected all 4 mutexes, got: $(cat -- "$T/out")"
 assert_exit 0 simba_bounded status --json
 assert_eq "alpha beta/one delta gamma@x" \
   "$(jq -r '[.mutexes[].mutex] | sort | join(" ")' "$T/out")" "mutexes in status --json"

@@ -52,9 +52,31 @@ check 64 run --mutex $'a\nb' -- true
 # No command.
 check 64 run --mutex m --
 
+# CMD before "--", an unknown option, contradicting options: the line says
+# what is wrong.
+check 64 run --mutex m true
+grep -q "unexpected argument 'true': the command to run goes after '--'" "$T/err" ||
+  fail "CMD before '--': $(cat -- "$T/err")"
+check 64 lead --mutex m sleep 1
+grep -q "goes after '--'" "$T/err" || fail "lead, CMD before '--': $(cat -- "$T/err")"
+check 64 run --mutex m --tiemout 5s -- true
+grep -q "unknown option '--tiemout'" "$T/err" || fail "unknown option: $(cat -- "$T/err")"
+check 64 run --mutex m --no-wait --timeout 5s -- true
+grep -q -- "--no-wait and --timeout" "$T/err" || fail "--no-wait --timeout: $(cat -- "$T/err")"
+check 64 run --mutex m --timeout 1.5ms -- true
+check 64 run --mutex m --ttl 0.0001s -- true
+
+# release never takes the mutex from SIMBA_MUTEX (inside a job it names the
+# job's own lock): it needs --mutex.
+SIMBA_MUTEX=m check 64 release --force
+grep -q "needs --mutex" "$T/err" || fail "release without --mutex: $(cat -- "$T/err")"
+
 # The command cannot be started: acquired, then released at once.
 check 127 run --mutex m -- /nonexistent-cmd
 check 126 run --mutex m -- /etc/passwd
+
+# Decimal durations that come to whole milliseconds are fine.
+assert_exit 0 simba_bounded run --mutex m --ttl 1.5s --transition 0.5s --timeout 2.5s -- true
 
 # The boundary itself is fine: 128 bytes, every allowed character class.
 assert_exit 0 simba_bounded run --mutex "$(printf 'x%.0s' {1..128})" -- true

@@ -528,6 +528,74 @@ TEST_SUITE("core::Contender") {
     REQUIRE(find(a, K::exit));
     CHECK(find(a, K::exit)->code == 69);
   }
+
+  TEST_CASE("asked to stop by TERM/INT/HUP, simba ends by that signal when the exit code is 128+N") {
+    // CMD died of the forwarded TERM: the exit action says "end by SIGTERM".
+    Harness h;
+    Contender c = make(config("me"));
+    Actions a = h.reply(c, *find(c.start(h.local), K::call));
+    REQUIRE(find(a, K::start_child));
+    a = c.on_signal(h.local, SIGTERM);
+    REQUIRE(find(a, K::signal_child));
+    a = c.on_child_exit(h.local, 128 + SIGTERM, false);
+    a = h.reply(c, *find(a, K::call)); // the release
+    REQUIRE(find(a, K::exit));
+    CHECK(find(a, K::exit)->code == 128 + SIGTERM);
+    CHECK(find(a, K::exit)->signo == SIGTERM);
+
+    // CMD handled it and exited 0: a plain exit 0.
+    Harness h2;
+    Contender d = make(config("me"));
+    a = h2.reply(d, *find(d.start(h2.local), K::call));
+    d.on_signal(h2.local, SIGTERM);
+    a = h2.reply(d, *find(d.on_child_exit(h2.local, 0, false), K::call));
+    REQUIRE(find(a, K::exit));
+    CHECK(find(a, K::exit)->code == 0);
+    CHECK(find(a, K::exit)->signo == 0);
+
+    // Waiting: cancelled by INT, ends by SIGINT. USR1 cancels with 138 but
+    // is no request to stop: a plain exit.
+    for (int sig : {SIGINT, SIGUSR1}) {
+      Harness h3;
+      h3.backend.acquire("m", "other", 10000, 2000);
+      Contender w = make(config("me"));
+      h3.reply(w, *find(w.start(h3.local), K::call));
+      a = w.on_signal(h3.local, sig);
+      REQUIRE(find(a, K::exit));
+      CHECK(find(a, K::exit)->code == 128 + sig);
+      CHECK(find(a, K::exit)->signo == (sig == SIGINT ? SIGINT : 0));
+    }
+
+    // QUIT: its default action dumps a core: exit 131, no signal.
+    Harness h4;
+    h4.backend.acquire("m", "other", 10000, 2000);
+    Contender q = make(config("me"));
+    h4.reply(q, *find(q.start(h4.local), K::call));
+    a = q.on_signal(h4.local, SIGQUIT);
+    REQUIRE(find(a, K::exit));
+    CHECK(find(a, K::exit)->signo == 0);
+  }
+
+  TEST_CASE("a second TERM while CMD still runs starts the kill sequence") {
+    Harness h;
+    Contender c = make(config("me"));
+    Actions a = h.reply(c, *find(c.start(h.local), K::call));
+    a = c.on_signal(h.local, SIGTERM);
+    REQUIRE(find(a, K::signal_child)); // forwarded, CMD ignores it
+    CHECK(!find(a, K::signal_all));
+    h.advance(300);
+    a = c.on_signal(h.local, SIGTERM);
+    const Action* kill = find(a, K::signal_all);
+    REQUIRE(kill);
+    CHECK(kill->signo == SIGTERM); // the kill signal, to the whole tree
+    CHECK(*c.wake_at() == h.local + 1000);
+    // A third one meanwhile changes nothing: the sequence runs.
+    CHECK(!find(c.on_signal(h.local + 100, SIGTERM), K::signal_all));
+    h.advance(1000);
+    a = c.on_timer(h.local);
+    REQUIRE(find(a, K::signal_all));
+    CHECK(find(a, K::signal_all)->signo == SIGKILL);
+  }
 }
 
 TEST_SUITE("core::Contender identity") {

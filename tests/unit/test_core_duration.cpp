@@ -18,8 +18,19 @@ TEST_SUITE("core::duration") {
     CHECK(parse_duration("0", "x") == 0);
   }
   TEST_CASE("a bare number is seconds") { CHECK(parse_duration("7", "x") == 7000); }
+  TEST_CASE("decimal fractions that come to whole milliseconds") {
+    CHECK(parse_duration("1.5s", "x") == 1500);
+    CHECK(parse_duration("0.25s", "x") == 250);
+    CHECK(parse_duration("1.5", "x") == 1500);
+    CHECK(parse_duration("0.5m", "x") == 30000);
+    CHECK(parse_duration("1.25h", "x") == 4500000);
+    CHECK(parse_duration("1m0.5s", "x") == 60500);
+    CHECK(parse_duration("2.0ms", "x") == 2);
+    CHECK(parse_duration("0.001s", "x") == 1);
+  }
   TEST_CASE("bad input is a usage error naming the option") {
-    for (const char* bad : {"", "10x", "-1s", "s", "1.5s", "10 s", "1m30", "ms", "99999999999999h"}) {
+    for (const char* bad : {"", "10x", "-1s", "s", "10 s", "1m30", "ms", "99999999999999h",
+                            "1.", ".5s", "1.5ms", "0.0001s", "1.0000001h", "1.2.3s"}) {
       CAPTURE(bad);
       try {
         parse_duration(bad, "--ttl");
@@ -50,6 +61,19 @@ TEST_SUITE("core::names") {
                             std::string("a\nb"), std::string("a*b"), std::string("é")}) {
       CAPTURE(bad);
       CHECK_THROWS_AS(validate_mutex_name(bad), UsageError);
+    }
+  }
+  TEST_CASE("stored text is escaped for terminals, and the escapes read back") {
+    CHECK(escape_control("ci/deploy-prod") == "ci/deploy-prod");
+    CHECK(escape_control(std::string("a\x1b[2J\nb\x7f\\\xc3\xa9", 11)) == "a\\x1b[2J\\x0ab\\x7f\\\\\\xc3\\xa9");
+    for (std::string s : {std::string("plain"), std::string("a\x1b]0;x\x07\n\\z"), std::string(1, '\0')}) {
+      CAPTURE(s);
+      CHECK(unescape_control(escape_control(s)) == s);
+    }
+    CHECK(unescape_control("a\\x41\\x4a") == "aAJ");
+    for (const char* bad : {"a\\", "a\\q", "a\\x4", "a\\xzz"}) {
+      CAPTURE(bad);
+      CHECK_THROWS_AS(unescape_control(bad), UsageError);
     }
   }
   TEST_CASE("owner ids are the label plus an instance id, and fit in 128 bytes") {
