@@ -244,7 +244,8 @@ TEST_SUITE("core::Contender") {
     h.advance(*c.wake_at() - h.local);
     int guards = 0;
     bool stopped = false;
-    while (!stopped) {
+    for (int turn = 0; !stopped; ++turn) {
+      REQUIRE_MESSAGE(turn < 100, "no kill signal after 100 timer turns"); // bounded, not a hang
       a = c.on_timer(h.local);
       if (const Action* call = find(a, K::call)) {
         ++guards;
