@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -105,9 +106,20 @@ public:
   }
 
 private:
+  // Executes `actions` and what they lead to, up to a second backend call
+  // in one turn of the loop: that call and what follows it wait in
+  // m_deferred until the loop has polled (signals, timers, wake-ups) and
+  // handled what it found. However the machine chains calls, simba never
+  // goes from a reply to the next call without that look (a signal must not
+  // wait for a backend that keeps answering).
   void feed(const core::Actions& actions) {
     std::deque<core::Action> queue(actions.begin(), actions.end());
     while (!queue.empty() && !m_exit_code) {
+      if (queue.front().kind == core::Action::Kind::call && m_called_this_turn) {
+        if (!m_deferred_at) m_deferred_at = process::boottime_ms();
+        m_deferred.insert(m_deferred.end(), queue.begin(), queue.end());
+        return;
+      }
       core::Action a = std::move(queue.front());
       queue.pop_front();
       core::Actions more = execute(a);
@@ -115,10 +127,20 @@ private:
     }
   }
 
+  // After the poll: what waited for it goes on. (The machine sends no other
+  // call while the deferred one is, for it, in flight.)
+  void resume_deferred() {
+    if (m_deferred.empty() || m_exit_code) return;
+    core::Actions actions(m_deferred.begin(), m_deferred.end());
+    m_deferred.clear();
+    feed(actions);
+  }
+
   core::Actions execute(const core::Action& a) {
     using K = core::Action::Kind;
     switch (a.kind) {
     case K::call: {
+      m_called_this_turn = true;
       core::CallResult r = call(a); // `now` is when the reply came, not the send time
       return m_contender.on_reply(process::boottime_ms(), r);
     }
@@ -158,13 +180,18 @@ private:
     ++m_calls;
     const std::string& mutex = m_config.mutex;
     const std::string& id = m_config.contender_id;
+    // A deferred call keeps the end its timeout had: it never runs past the
+    // kill point the machine counted it against.
+    int64_t timeout = a.timeout_ms;
+    if (m_deferred_at) timeout = std::max<int64_t>(1, timeout - (process::boottime_ms() - *m_deferred_at));
+    m_deferred_at.reset();
     switch (a.op) {
     case core::Op::acquire:
-      return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, a.timeout_ms));
+      return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::guard:
-      return to_call_result(m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, a.timeout_ms));
+      return to_call_result(m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::release:
-      return to_call_result(m_backend.release(mutex, id, a.token, a.timeout_ms));
+      return to_call_result(m_backend.release(mutex, id, a.token, timeout));
     }
     return {};
   }
@@ -273,6 +300,8 @@ private:
       int64_t left = *at - process::boottime_ms();
       timeout = left <= 0 ? 0 : int(std::min<int64_t>(left, 60000));
     }
+    if (!m_deferred.empty()) timeout = 0; // a look at the events, then on
+    m_called_this_turn = false;
     int n = ::poll(fds, nfds, timeout);
     if (n < 0 && errno != EINTR) throw InternalError(std::string("poll: ") + strerror(errno));
     // Overdue timers first: after simba was stopped or hung, the deadline
@@ -297,6 +326,8 @@ private:
       else
         feed(m_contender.on_notify(process::boottime_ms()));
     }
+    if (m_exit_code) return;
+    resume_deferred();
     if (m_exit_code) return;
     fire_timer();
     if (!m_exit_code) check_all_gone();
@@ -365,6 +396,9 @@ private:
   bool m_leave_pending = false;   // an owner still holds its place (upkeep_at)
   bool m_upkeep_pending = false;  // CMD started, upkeep_at() not reached yet
   uint64_t m_calls = 0; // backend calls (lease operations)
+  std::deque<core::Action> m_deferred;   // a call and what follows it, until after the poll (feed())
+  bool m_called_this_turn = false;      // a backend call was made since the last poll
+  std::optional<int64_t> m_deferred_at; // when the deferred call was put off
   int64_t m_started_at = 0;
 };
 

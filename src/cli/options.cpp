@@ -37,7 +37,9 @@ void add_contend_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--mutex", o.mutex, "Name of the mutex (1-128 of [A-Za-z0-9._:/@-])")
     ->envname("SIMBA_MUTEX");
   add_backend_options(cmd, o, "Print nothing but errors");
-  cmd.add_option("--ttl", o.ttl, "Lease time to live; the owner renews it (default 10s)");
+  cmd.add_option("--ttl", o.ttl,
+                 "Lease time to live; the owner renews it (default 10s; at least 250ms, and enough "
+                 "that ttl + transition - margin - kill-after >= 500ms: see man simba)");
   cmd.add_option("--transition", o.transition,
                  "Buffer after the TTL before others may take over (default 2s)");
   cmd.add_option("--contender-id", o.contender_id,

@@ -3,6 +3,7 @@
 #include "cli/driver.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/timing_limits.hpp"
 #include "process/child.hpp"
 #include "process/signals.hpp"
 
@@ -39,6 +40,7 @@ core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* co
                      ") must be shorter than --transition (" +
                      core::format_duration(config.transition_ms) + ")");
   }
+  core::check_timing_room(config); // no room to renew: refuse rather than spin
   config.kill_signal = process::parse_signal(o.kill_signal);
   return config;
 }

@@ -147,7 +147,9 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
       return release_then_exit(now, exit_code::k_unavailable,
                                {log_action(2, "backend unavailable: " + r.error)});
     }
-    return retry_acquire_later(now, 0, {log_action(2, "acquire: no answer in time (" + r.error + "); asking again")});
+    // Not at once: a backend that keeps failing that way is not asked in a loop.
+    return retry_acquire_later(now, m_config.retry_ms,
+                               {log_action(2, "acquire: no answer in time (" + r.error + "); asking again")});
   }
   if (r.status == CallResult::Status::failed) {
     if (m_config.no_wait) {
@@ -164,8 +166,10 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
     adopt_lease(o);
     if (kill_point() <= now) {
       // The reply came so late that the lease would have to be stopped at
-      // once: renew before starting anything.
-      return call(now, Op::acquire, {log_action(2, "acquire reply came too late to use; renewing")});
+      // once: renew before starting anything -- after a retry period, or a
+      // backend slower than the lease would be asked in a loop.
+      return retry_acquire_later(now, m_config.retry_ms,
+                                 {log_action(2, "acquire reply came too late to use; renewing")});
     }
     m_phase = Phase::owning;
     return on_owned(now, {log_action(long_running() ? 0 : 1,

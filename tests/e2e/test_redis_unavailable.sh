@@ -20,7 +20,8 @@ one_line() {
 # Nothing listening: refused at once.
 port=$OWN_REDIS_PORT
 closed=$((port == 65535 ? port - 1 : port + 1))
-while redis_ping "$closed"; do closed=$((closed - 2)); done
+for ((i = 0; i < 50; i++)); do redis_ping "$closed" || break; closed=$((closed - 2)); done
+redis_ping "$closed" && skip "found no closed port near $port"
 t0=$(now_ms)
 assert_exit 69 bounded "$SIMBA" run --mutex m --backend "redis://:wrong-pw-17@127.0.0.1:$closed" -- true
 (($(now_ms) - t0 < 1500)) || fail "connection refused took $(($(now_ms) - t0)) ms"

@@ -293,7 +293,8 @@ TEST_SUITE("core::Contender") {
     h.advance(*c.wake_at() - h.local);
     int guards = 0;
     bool stopped = false;
-    while (!stopped) {
+    for (int turn = 0; !stopped; ++turn) {
+      REQUIRE_MESSAGE(turn < 100, "no kill signal after 100 timer turns"); // bounded, not a hang
       a = c.on_timer(h.local);
       if (const Action* call = find(a, K::call)) {
         ++guards;
@@ -363,7 +364,7 @@ TEST_SUITE("core::Contender") {
     lost.error = "timeout";
     a = c.on_reply(h.local + 2000, lost);
     CHECK(!find(a, K::start_child));
-    h.advance(2000);
+    h.advance(2000 + 250); // asks again after a retry period
     a = c.on_timer(h.local);
     REQUIRE(find(a, K::call));
     a = h.reply(c, *find(a, K::call));
@@ -517,7 +518,7 @@ TEST_SUITE("core::Contender") {
     lost.error = "timeout";
     a = c.on_reply(h.local, lost);
     CHECK(!find(a, K::exit));
-    h.advance(1);
+    h.advance(250); // a retry period
     a = c.on_timer(h.local);
     REQUIRE(find(a, K::call));
     a = c.on_reply(h.local + 2000, lost);
@@ -684,5 +685,48 @@ TEST_SUITE("core::Contender identity") {
     CHECK(find(a, K::call)->token == 0);
     a = h2.reply(d, *find(a, K::call));
     CHECK_FALSE(h2.backend.lease("m").valid_at(h2.backend.now));
+  }
+}
+
+TEST_SUITE("core::Contender") {
+  // A backend slower than the lease, or one that keeps timing out, must not
+  // be asked in a loop: with the retry at once, `simba run --ttl 1ms
+  // --transition 1ms` spun a core and grew the WAL to gigabytes.
+  TEST_CASE("a retry after a too-late or unknown acquire reply waits a retry period") {
+    for (bool unknown : {false, true}) {
+      CAPTURE(unknown);
+      Harness h;
+      ContenderConfig cfg = config("me");
+      Contender c = make(cfg);
+      Actions a = c.start(h.local);
+      REQUIRE(find(a, K::call));
+      if (unknown) {
+        h.backend.apply("m", "me", *find(a, K::call)); // applied; the answer is lost
+        CallResult lost;
+        lost.status = CallResult::Status::indeterminate;
+        lost.error = "timeout";
+        h.advance(cfg.call_timeout_ms);
+        a = c.on_reply(h.local, lost);
+      } else {
+        // The reply comes after the kill point of the lease it grants.
+        int64_t life = cfg.ttl_ms + cfg.transition_ms - safety_margin(cfg.ttl_ms, cfg.transition_ms) -
+                       cfg.kill_after_ms;
+        a = h.reply(c, *find(a, K::call), life + 1);
+      }
+      CHECK(!find(a, K::start_child));
+      CHECK(!find(a, K::call));
+      CHECK(c.phase() == Contender::Phase::contending);
+      REQUIRE(c.wake_at());
+      CHECK(*c.wake_at() == h.local + cfg.retry_ms);
+      CHECK(c.on_timer(h.local + cfg.retry_ms - 1).empty());
+      h.advance(cfg.retry_ms);
+      a = c.on_timer(h.local);
+      REQUIRE(find(a, K::call));
+      CHECK(find(a, K::call)->op == Op::acquire);
+      // In time now: a renewal of the same lease, and CMD starts.
+      a = h.reply(c, *find(a, K::call), 10);
+      REQUIRE(find(a, K::start_child));
+      CHECK(find(a, K::start_child)->lease.fencing_token == 1);
+    }
   }
 }

@@ -48,7 +48,10 @@ struct World {
   }
   // Executes actions as a driver would: calls answered at once, CMD started.
   void run(Actions acts) {
-    while (!acts.empty()) {
+    // Bounded: a machine that keeps answering with actions is a failure
+    // (the call -> reply -> call chain of a spinning contender), not a hang.
+    for (int round = 0; !acts.empty(); ++round) {
+      REQUIRE_MESSAGE(round < 1000, "actions still chained after 1000 rounds");
       Actions next;
       for (const Action& a : acts) {
         if (a.kind == K::call) {
@@ -72,8 +75,10 @@ struct World {
   void start() { run(c.start(local)); }
   // Lets virtual time pass, firing timers as they come.
   void until(int64_t t) {
+    int timers = 0;
     while (auto at = c.wake_at()) {
       if (*at > t || exit_code) break;
+      REQUIRE_MESSAGE(++timers < 100000, "timers keep firing: a loop in virtual time");
       advance_to(std::max(*at, local));
       run(c.on_timer(local));
     }

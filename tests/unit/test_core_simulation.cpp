@@ -42,7 +42,14 @@ public:
     for (int i = 0; i < m_contenders; ++i) spawn_process(0);
     schedule(500, [this] { fault(); });
     if (m_clock_steps) schedule(700, [this] { step_clock(); });
-    while (!m_events.empty() && m_events.top().t <= until) {
+    // Bounded: a contender that chains calls without end (each answered in
+    // virtual time that barely moves) is a violation, not a hang.
+    for (uint64_t n = 0; !m_events.empty() && m_events.top().t <= until; ++n) {
+      if (n >= k_max_events) {
+        m_violation = "more than " + std::to_string(k_max_events) + " events before t=" +
+                      std::to_string(until) + ": a loop?";
+        break;
+      }
       Event e = m_events.top();
       m_events.pop();
       m_t = e.t;
@@ -73,6 +80,7 @@ public:
 private:
   static constexpr int64_t k_backend_base = 1'700'000'000'000;
   static constexpr int64_t k_ttl = 1000, k_transition = 500, k_kill_after = 200;
+  static constexpr uint64_t k_max_events = 1'000'000; // a run has a few thousand
 
   struct Event {
     int64_t t;

@@ -279,12 +279,14 @@ TEST_SUITE("process::Child") {
   }
 }
 
+namespace {
+bool foreground_of_terminal() { return isatty(0) && tcgetpgrp(0) == getpgrp(); }
+} // namespace
+
 TEST_SUITE("process::Child") {
-  TEST_CASE("on a terminal CMD is the foreground group until it exits") {
-    if (!isatty(0) || tcgetpgrp(0) != getpgrp()) {
-      MESSAGE("skipped: not the foreground of a terminal");
-      return;
-    }
+  // Skipped (and counted so by doctest) unless run in the foreground of a terminal.
+  TEST_CASE("on a terminal CMD is the foreground group until it exits" *
+            doctest::skip(!foreground_of_terminal())) {
     Child c;
     const char* script = "read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/self/stat; test \"$pgrp\" = \"$tpgid\"";
     c.spawn("/bin/sh", {"sh", "-c", script}, base_env(), current_mask());
@@ -298,11 +300,8 @@ TEST_SUITE("process::Child") {
   // an interactive shell (or `script`) would report as a stopped job. Run it
   // as: SIMBA_TEST_JOB_CONTROL=1 timeout 10 script -qec 'simba_unit_tests -tc="*Ctrl-Z*"' /dev/null
   // (script itself stops when its child stops, hence the timeout).
-  TEST_CASE("on a terminal, Ctrl-Z stops simba with CMD and resumes both") {
-    if (!std::getenv("SIMBA_TEST_JOB_CONTROL") || !isatty(0) || tcgetpgrp(0) != getpgrp()) {
-      MESSAGE("skipped: needs SIMBA_TEST_JOB_CONTROL=1 and the foreground of a terminal");
-      return;
-    }
+  TEST_CASE("on a terminal, Ctrl-Z stops simba with CMD and resumes both" *
+            doctest::skip(!std::getenv("SIMBA_TEST_JOB_CONTROL") || !foreground_of_terminal())) {
     Child c;
     // CMD checks it owns the terminal, stops itself as Ctrl-Z would, and
     // checks again after being continued.
