@@ -31,10 +31,10 @@ using Factory = std::function<std::unique_ptr<Backend>(const Uri&)>;
 // "redis://admin:secret" forgot the "@host", and "secret" is no port.
 std::string redact(const std::string& uri) {
   auto authority = uri.find("://");
-  if (authority == std::string::npos) return uri;
-  size_t from = authority + 3;
+  size_t from = authority == std::string::npos ? 0 : authority + 3;
   auto at = uri.rfind('@');
   if (at != std::string::npos && at >= from) return uri.substr(0, from) + "***" + uri.substr(at);
+  if (authority == std::string::npos) return uri;
   size_t end = uri.find_first_of("/?", from);
   if (end == std::string::npos) end = uri.size();
   size_t colon = uri.rfind(':', end);
