@@ -146,12 +146,13 @@ bool descendants_via_children(pid_t root, pid_t spare, std::vector<ProcInfo>& ou
     std::vector<pid_t> kids;
     if (!children_from_proc(queue[i], kids)) return false;
     for (pid_t kid : kids) {
-      if (kid == spare || kid == root) continue;
+      if (kid == root) continue;
       if (std::find(queue.begin(), queue.end(), kid) != queue.end()) continue;
+      queue.push_back(kid);
+      if (kid == spare) continue; // not listed, but its children are
       ProcInfo info;
       if (!read_stat(kid, info)) continue; // exited meanwhile
       out.push_back(info);
-      queue.push_back(kid);
     }
   }
   return true;
@@ -166,8 +167,8 @@ void descendants_via_scan(pid_t root, pid_t spare, std::vector<ProcInfo>& out) {
     auto range = std::equal_range(procs.begin(), procs.end(), ProcInfo{0, queue[i], 0, 0},
                                   [](const ProcInfo& a, const ProcInfo& b) { return a.ppid < b.ppid; });
     for (auto it = range.first; it != range.second; ++it) {
-      if (it->pid == spare || it->pid == root) continue;
-      out.push_back(*it);
+      if (it->pid == root) continue;
+      if (it->pid != spare) out.push_back(*it);
       queue.push_back(it->pid);
     }
   }
