@@ -9,10 +9,12 @@
 # watchdog alone must act), and CMD exiting with the daemon left behind.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-# CMD: starts the daemon ($1: its pid file), then waits ($2 = wait) or exits.
+# CMD: starts the daemon ($1: its pid file), then waits ($2 = wait), or
+# exits once $0/go exists.
 cmd='( setsid flock "$0/overlap" sh -c "echo \$\$ >\"\$0\"; exec sleep 300" "$1" & )
 while [ ! -s "$1" ]; do sleep 0.01; done
 [ "$2" = wait ] && exec sleep 300
+while [ ! -e "$0/go" ]; do sleep 0.01; done
 exit 0'
 # The next holder's CMD: fails when the daemon still holds the lock.
 check='flock -n "$0/overlap" true || { echo "the daemon still holds the lock" >&2; exit 1; }'
@@ -75,6 +77,7 @@ finish_waiter sigstop
 # 3. CMD exits 0 and leaves the daemon: stopped before the release.
 start_holder leftover exit
 start_waiter leftover
+touch "$T/go"
 wait_for 10 pid_dead "$holder"
 rc=0
 wait "$holder" || rc=$?
