@@ -124,7 +124,7 @@ std::string resolve_command(const std::string& name) {
   throw Error(exit_code::k_not_found, "command not found: " + name);
 }
 
-Child::Child(Watchdog* watchdog) : m_watchdog(watchdog) {
+Child::Child(Watchdog* watchdog) : m_watchdog(watchdog && Watchdog::can_spawn() ? watchdog : nullptr) {
   // Descendants that leave CMD's group (setsid, double fork) re-parent to
   // us instead of init, so they can still be found and stopped.
   prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -28,7 +28,8 @@ class Watchdog;
 class Child {
 public:
   // Makes this process a child subreaper (so descendants that leave CMD's
-  // process group are still ours to stop) and notes whether stdin is our
+  // process group are still ours to stop, also when the watchdog, CMD's
+  // parent and their first subreaper, is gone) and notes whether stdin is our
   // controlling terminal with us in the foreground. With `watchdog`, CMD is
   // started as its child; without, as ours.
   explicit Child(Watchdog* watchdog = nullptr);

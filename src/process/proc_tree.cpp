@@ -222,7 +222,7 @@ bool is_alive(pid_t pid) {
 
 std::vector<ProcInfo> descendants(pid_t root, pid_t spare) {
   // One walk is not atomic: a process whose parent exits mid-walk moves to
-  // the subreaper (us) after we read our children and before we read its
+  // its subreaper (the watchdog, or us) after we read that one's children and before we read its
   // old parent's, and is missed. A process moves once per parent death, so
   // two walks in a row that agree on the living set are a true picture.
   std::vector<ProcInfo> prev = walk(root, spare);

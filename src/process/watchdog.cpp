@@ -519,6 +519,12 @@ void reap_children(Watchdog::Shared& shared, long supervisor) {
   // Orphans of CMD's tree come to us, not to simba: they must not go to
   // init with simba when it dies.
   sys(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1);
+  // SIGCHLD at its default: ignored (inherited so from simba's caller), the
+  // kernel would reap our children itself and CMD's exit would be lost.
+  struct {
+    unsigned long handler, flags, restorer, mask;
+  } default_action{};
+  sys(SYS_rt_sigaction, SIGCHLD, &default_action, nullptr, sizeof default_action.mask);
   // Own process group: signals meant for simba's group (and a terminal's
   // Ctrl-C / Ctrl-Z) must not reach the watchdog; nor may any other signal
   // but SIGKILL and SIGSTOP, which nobody can block.
@@ -736,7 +742,10 @@ void Watchdog::set_deadline(int64_t deadline_ms) {
   arm(deadline_ms);
 }
 
+bool Watchdog::can_spawn() { return k_share_memory; }
+
 pid_t Watchdog::spawn(int (*entry)(void*), void* arg, void* stack_top) {
+  if (!k_share_memory) throw InternalError("watchdog: spawn needs a watchdog that shares memory");
   start();
   SpawnRequest request{entry, arg, stack_top, -1};
   m_stops_seen = 0; // the watchdog counts the new CMD's stops from 0

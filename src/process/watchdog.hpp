@@ -54,6 +54,10 @@ public:
   // Returns its pid. Throws InternalError when it cannot (the watchdog is
   // gone, clone failed). Starts the watchdog when it is not running.
   pid_t spawn(int (*entry)(void*), void* arg, void* stack_top);
+  // False where the watchdog is a fork (no system-call stubs for the
+  // architecture): it cannot run code on simba's memory, so CMD stays
+  // simba's child there, and a daemon CMD started outlives a killed simba.
+  static bool can_spawn();
   // CMD's exit, relayed: true once `pid` (the last spawn()) has exited;
   // `wait_status` is as waitpid() gives it.
   bool take_exit(pid_t pid, int& wait_status) const;
