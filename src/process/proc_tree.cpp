@@ -95,11 +95,12 @@ void parse_pids(const std::string& text, std::vector<pid_t>& out) {
   }
 }
 
-bool children_from_proc(pid_t pid, std::vector<pid_t>& out) {
+bool children_from_proc(pid_t pid, std::vector<pid_t>& out, bool single_thread = false) {
   char path[64];
-  // Our own children, on every CMD exit: simba starts no threads, so they
-  // are all its main thread's, one file instead of a walk of task/.
-  if (pid == getpid()) {
+  // Our own children and the watchdog's, on every CMD exit: neither starts
+  // threads, so they are all its main thread's, one file instead of a walk
+  // of task/.
+  if (pid == getpid() || single_thread) {
     std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", int(pid), int(pid));
     std::string text;
     if (read_file(path, text)) {
@@ -144,7 +145,7 @@ bool descendants_via_children(pid_t root, pid_t spare, std::vector<ProcInfo>& ou
   std::vector<pid_t> queue{root};
   for (size_t i = 0; i < queue.size(); ++i) {
     std::vector<pid_t> kids;
-    if (!children_from_proc(queue[i], kids)) return false;
+    if (!children_from_proc(queue[i], kids, queue[i] == spare)) return false;
     for (pid_t kid : kids) {
       if (kid == root) continue;
       if (std::find(queue.begin(), queue.end(), kid) != queue.end()) continue;

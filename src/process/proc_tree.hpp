@@ -22,7 +22,8 @@ bool is_alive(pid_t pid);
 
 // Every descendant of `root` (transitively), except `spare` itself (the
 // watchdog: what runs below it, CMD and its orphans, is listed). Zombies
-// are included (their state says so).
+// are included (their state says so). `spare` starts no threads: its
+// children are all its main thread's.
 std::vector<ProcInfo> descendants(pid_t root, pid_t spare = -1);
 
 // Sends `signo` to every descendant of `root` except `spare` itself, and

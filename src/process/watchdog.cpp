@@ -618,8 +618,10 @@ void reap_children(Watchdog::Shared& shared, long supervisor) {
       uint64_t expirations = 0;
       sys(SYS_read, tfd, &expirations, sizeof expirations);
     }
-    if (fds[0].revents || (have_timer && fds[2].revents)) check();
+    // A spawn first: simba waits for its answer (CMD checks its own start
+    // against the kill point), then the deadline.
     if (fds[0].revents) serve_spawn(shared, channel);
+    if (fds[0].revents || (have_timer && fds[2].revents)) check();
   }
 }
 
