@@ -158,7 +158,11 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
 
   pid_t pid;
   if (m_watchdog) {
-    // The watchdog blocks every signal; the child restores `signal_mask`.
+    // The watchdog clones the child (CLONE_VM|CLONE_VFORK, on the same
+    // stack) and answers once it has exec'd or failed; we wait for that
+    // answer in a system call, so the child's few libc calls (all
+    // async-signal-safe) meet no libc state of ours in use. The watchdog
+    // blocks every signal; the child restores `signal_mask`.
     m_watchdog->start();
     args.parent = m_watchdog->pid();
     pid = m_watchdog->spawn(child_main, &args, reinterpret_cast<void*>(top));
