@@ -70,7 +70,7 @@ class Loop {
 public:
   Loop(core::Contender& c, const core::ContenderConfig& config, backend::Backend& b,
        const Command& command, const Log& log, process::Watchdog& w)
-    : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_watchdog(w) {}
+    : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_child(&w), m_watchdog(w) {}
 
   Outcome run() {
     try {

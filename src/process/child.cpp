@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "process/clock.hpp"
 #include "process/proc_tree.hpp"
+#include "process/watchdog.hpp"
 
 namespace simba::process {
 namespace {
@@ -48,7 +49,7 @@ struct SpawnArgs {
   char* const* argv;
   char* const* envp;
   const sigset_t* mask;
-  pid_t parent;
+  pid_t parent;            // who clones us: simba, or the watchdog
   int tty;
   int64_t not_after_ms;    // CLOCK_BOOTTIME: too late to start CMD from then on
   volatile int exec_errno; // written by the child when execve fails
@@ -59,7 +60,7 @@ int child_main(void* raw) {
   setpgid(0, 0);
   if (a->tty >= 0) tcsetpgrp(a->tty, getpid()); // all signals blocked here
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != a->parent) _exit(127); // simba died before PDEATHSIG was set
+  if (getppid() != a->parent) _exit(127); // the parent died before PDEATHSIG was set
 
   // simba installs no handlers (signals come through a signalfd); the only
   // disposition of its own is the ignored SIGPIPE. Other ignored signals
@@ -123,7 +124,7 @@ std::string resolve_command(const std::string& name) {
   throw Error(exit_code::k_not_found, "command not found: " + name);
 }
 
-Child::Child() {
+Child::Child(Watchdog* watchdog) : m_watchdog(watchdog && Watchdog::can_spawn() ? watchdog : nullptr) {
   // Descendants that leave CMD's group (setsid, double fork) re-parent to
   // us instead of init, so they can still be found and stopped.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -155,22 +156,35 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
   // Stacks grow down on every Linux target we build for; keep it 16-aligned.
   auto top = reinterpret_cast<uintptr_t>(g_child_stack + k_child_stack_size) & ~uintptr_t(15);
 
-  // No signal may run a handler in the child while it shares our memory;
-  // the child restores `signal_mask` just before execve.
-  sigset_t all, old;
-  sigfillset(&all);
-  sigprocmask(SIG_SETMASK, &all, &old);
-  // CLONE_VM|CLONE_VFORK: no page-table copy, and we resume only once the
-  // child has exec'd or failed, so `args` stays valid and exec_errno is set.
-  pid_t pid = clone(child_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
-  int clone_errno = errno;
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0)
-    throw InternalError(std::string("cannot start ") + path + ": clone: " + std::strerror(clone_errno));
+  pid_t pid;
+  if (m_watchdog) {
+    // The watchdog clones the child (CLONE_VM|CLONE_VFORK, on the same
+    // stack) and answers once it has exec'd or failed; we wait for that
+    // answer in a system call, so the child's few libc calls (all
+    // async-signal-safe) meet no libc state of ours in use. The watchdog
+    // blocks every signal; the child restores `signal_mask`.
+    m_watchdog->start();
+    args.parent = m_watchdog->pid();
+    pid = m_watchdog->spawn(child_main, &args, reinterpret_cast<void*>(top));
+  } else {
+    // No signal may run a handler in the child while it shares our memory;
+    // the child restores `signal_mask` just before execve.
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    // CLONE_VM|CLONE_VFORK: no page-table copy, and we resume only once the
+    // child has exec'd or failed, so `args` stays valid and exec_errno is set.
+    pid = clone(child_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+    int clone_errno = errno;
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (pid < 0)
+      throw InternalError(std::string("cannot start ") + path + ": clone: " + std::strerror(clone_errno));
+  }
 
   if (args.exec_errno != 0) {
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    // The watchdog reaps its own children.
+    while (!m_watchdog && waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
     if (m_tty >= 0) set_foreground(m_tty, getpgrp());
     int err = args.exec_errno;
@@ -192,6 +206,25 @@ void Child::signal_all(int signo, pid_t spare) const {
   proc_tree::signal_descendants(getpid(), signo, spare, m_pid);
 }
 
+// Job control from a terminal (Ctrl-Z, background read/write): stop simba
+// too so the shell sees the job stopped, then resume CMD with us.
+void Child::follow_stop(int signo) {
+  if ((signo != SIGTSTP && signo != SIGTTIN && signo != SIGTTOU) || !isatty(0)) return;
+  if (m_tty >= 0) set_foreground(m_tty, getpgrp());
+  raise(SIGSTOP);
+  // Continued: `fg` made us the foreground group, `bg` did not.
+  m_tty = (tcgetpgrp(0) == getpgrp()) ? 0 : -1;
+  if (m_tty >= 0) set_foreground(m_tty, m_pid);
+  kill(-m_pid, SIGCONT);
+}
+
+void Child::exited(int st, ExitStatus& status) {
+  status.signaled = WIFSIGNALED(st);
+  status.code = status.signaled ? WTERMSIG(st) : WEXITSTATUS(st);
+  m_exited = true;
+  if (m_tty >= 0) set_foreground(m_tty, getpgrp());
+}
+
 bool Child::reap(ExitStatus& status, pid_t spare) {
   (void)spare; // every reaped pid is collected; the spare's owner tolerates ECHILD
   bool cmd_exited = false;
@@ -203,34 +236,24 @@ bool Child::reap(ExitStatus& status, pid_t spare) {
       break; // ECHILD
     }
     if (pid == 0) break;
-    if (pid != m_pid || m_exited) continue; // orphans, the watchdog: collected
-
+    // Orphans and the watchdog are collected. CMD comes here when it is
+    // our child, or when its parent, the watchdog, died (PDEATHSIG).
+    if (pid != m_pid || m_exited) continue;
     if (WIFSTOPPED(st)) {
-      int stop = WSTOPSIG(st);
-      // Job control from a terminal (Ctrl-Z, background read/write): stop
-      // simba too so the shell sees the job stopped, then resume CMD with us.
-      if ((stop == SIGTSTP || stop == SIGTTIN || stop == SIGTTOU) && isatty(0)) {
-        if (m_tty >= 0) set_foreground(m_tty, getpgrp());
-        raise(SIGSTOP);
-        // Continued: `fg` made us the foreground group, `bg` did not.
-        m_tty = (tcgetpgrp(0) == getpgrp()) ? 0 : -1;
-        if (m_tty >= 0) set_foreground(m_tty, m_pid);
-        kill(-m_pid, SIGCONT);
-      }
-      continue;
+      follow_stop(WSTOPSIG(st));
+    } else if (WIFEXITED(st) || WIFSIGNALED(st)) {
+      exited(st, status);
+      cmd_exited = true;
     }
-    if (WIFEXITED(st)) {
-      status.signaled = false;
-      status.code = WEXITSTATUS(st);
-    } else if (WIFSIGNALED(st)) {
-      status.signaled = true;
-      status.code = WTERMSIG(st);
-    } else {
-      continue;
+  }
+  // The watchdog's child: what it relayed.
+  int signo = 0, st = 0;
+  if (m_watchdog && m_pid > 0 && !m_exited) {
+    if (m_watchdog->take_stop(signo)) follow_stop(signo);
+    if (m_watchdog->take_exit(m_pid, st)) {
+      exited(st, status);
+      cmd_exited = true;
     }
-    m_exited = true;
-    cmd_exited = true;
-    if (m_tty >= 0) set_foreground(m_tty, getpgrp());
   }
   return cmd_exited;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // CMD: spawned directly (no shell), in its own process group, with
 // PR_SET_PDEATHSIG(SIGKILL), as the terminal's foreground group when simba
-// has the terminal (DESIGN §7).
+// has the terminal (DESIGN §7). With a watchdog, CMD is the watchdog's
+// child (see watchdog.hpp: what CMD starts then cannot outlive a killed
+// simba); its exits and stops come to us relayed.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -21,12 +23,16 @@ struct ExitStatus {
   int shell_code() const { return signaled ? 128 + code : code; }
 };
 
+class Watchdog;
+
 class Child {
 public:
   // Makes this process a child subreaper (so descendants that leave CMD's
-  // process group are still ours to stop) and notes whether stdin is our
-  // controlling terminal with us in the foreground.
-  Child();
+  // process group are still ours to stop, also when the watchdog, CMD's
+  // parent and their first subreaper, is gone) and notes whether stdin is our
+  // controlling terminal with us in the foreground. With `watchdog`, CMD is
+  // started as its child; without, as ours.
+  explicit Child(Watchdog* watchdog = nullptr);
   ~Child(); // takes the terminal back if CMD had it
 
   // Starts `path` with `argv` and the environment `env` ("K=V" strings) in a
@@ -44,7 +50,7 @@ public:
 
   // Sends `signo` to CMD's whole process group and to every other descendant
   // of simba (those that moved to groups of their own), except `spare`
-  // (the watchdog).
+  // (the watchdog; what runs below it is signalled).
   void signal_all(int signo, pid_t spare = -1) const;
   // Sends `signo` to CMD's process group only (forwarding).
   void signal_group(int signo) const;
@@ -55,10 +61,14 @@ public:
   // hands the terminal back and continues CMD.
   bool reap(ExitStatus& status, pid_t spare = -1);
 
-  // True while any descendant of simba other than `spare` is alive.
+  // True while any descendant of simba other than `spare` itself is alive.
   bool descendants_alive(pid_t spare = -1) const;
 
 private:
+  void follow_stop(int signo);
+  void exited(int wait_status, ExitStatus& status);
+
+  Watchdog* m_watchdog = nullptr;
   pid_t m_pid = -1;
   bool m_exited = false;
   int m_tty = -1; // our controlling terminal when we were in the foreground

@@ -95,11 +95,12 @@ void parse_pids(const std::string& text, std::vector<pid_t>& out) {
   }
 }
 
-bool children_from_proc(pid_t pid, std::vector<pid_t>& out) {
+bool children_from_proc(pid_t pid, std::vector<pid_t>& out, bool single_thread = false) {
   char path[64];
-  // Our own children, on every CMD exit: simba starts no threads, so they
-  // are all its main thread's, one file instead of a walk of task/.
-  if (pid == getpid()) {
+  // Our own children and the watchdog's, on every CMD exit: neither starts
+  // threads, so they are all its main thread's, one file instead of a walk
+  // of task/.
+  if (pid == getpid() || single_thread) {
     std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", int(pid), int(pid));
     std::string text;
     if (read_file(path, text)) {
@@ -144,14 +145,15 @@ bool descendants_via_children(pid_t root, pid_t spare, std::vector<ProcInfo>& ou
   std::vector<pid_t> queue{root};
   for (size_t i = 0; i < queue.size(); ++i) {
     std::vector<pid_t> kids;
-    if (!children_from_proc(queue[i], kids)) return false;
+    if (!children_from_proc(queue[i], kids, queue[i] == spare)) return false;
     for (pid_t kid : kids) {
-      if (kid == spare || kid == root) continue;
+      if (kid == root) continue;
       if (std::find(queue.begin(), queue.end(), kid) != queue.end()) continue;
+      queue.push_back(kid);
+      if (kid == spare) continue; // not listed, but its children are
       ProcInfo info;
       if (!read_stat(kid, info)) continue; // exited meanwhile
       out.push_back(info);
-      queue.push_back(kid);
     }
   }
   return true;
@@ -166,8 +168,8 @@ void descendants_via_scan(pid_t root, pid_t spare, std::vector<ProcInfo>& out) {
     auto range = std::equal_range(procs.begin(), procs.end(), ProcInfo{0, queue[i], 0, 0},
                                   [](const ProcInfo& a, const ProcInfo& b) { return a.ppid < b.ppid; });
     for (auto it = range.first; it != range.second; ++it) {
-      if (it->pid == spare || it->pid == root) continue;
-      out.push_back(*it);
+      if (it->pid == root) continue;
+      if (it->pid != spare) out.push_back(*it);
       queue.push_back(it->pid);
     }
   }
@@ -221,7 +223,7 @@ bool is_alive(pid_t pid) {
 
 std::vector<ProcInfo> descendants(pid_t root, pid_t spare) {
   // One walk is not atomic: a process whose parent exits mid-walk moves to
-  // the subreaper (us) after we read our children and before we read its
+  // its subreaper (the watchdog, or us) after we read that one's children and before we read its
   // old parent's, and is missed. A process moves once per parent death, so
   // two walks in a row that agree on the living set are a true picture.
   std::vector<ProcInfo> prev = walk(root, spare);

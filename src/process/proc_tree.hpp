@@ -20,18 +20,20 @@ bool read_stat(pid_t pid, ProcInfo& out);
 // True when `pid` exists and is neither a zombie nor dead.
 bool is_alive(pid_t pid);
 
-// Every descendant of `root` (transitively), except `spare` and everything
-// below it. Zombies are included (their state says so).
+// Every descendant of `root` (transitively), except `spare` itself (the
+// watchdog: what runs below it, CMD and its orphans, is listed). Zombies
+// are included (their state says so). `spare` starts no threads: its
+// children are all its main thread's.
 std::vector<ProcInfo> descendants(pid_t root, pid_t spare = -1);
 
-// Sends `signo` to every descendant of `root` except `spare`'s subtree, and
+// Sends `signo` to every descendant of `root` except `spare` itself, and
 // to the process group of each descendant that leads one. ESRCH is ignored.
 // Returns how many of them were alive (not zombies) when signalled.
 // Members of `signalled_group` (and of groups led by descendants, which are
 // signalled as groups) are not signalled again one by one.
 int signal_descendants(pid_t root, int signo, pid_t spare = -1, pid_t signalled_group = 0);
 
-// True while any descendant of `root` other than `spare`'s subtree is alive.
+// True while any descendant of `root` other than `spare` itself is alive.
 bool any_descendant_alive(pid_t root, pid_t spare = -1);
 
 } // namespace simba::process::proc_tree

@@ -8,7 +8,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -31,6 +33,10 @@
 // the watchdog's own mapping, and calls no libc function — libc's errno and
 // locks belong to simba's thread. It makes its system calls itself. Where
 // this file has no system-call stub for the architecture it forks instead.
+// The one libc function it calls is clone() (spawn): an assembly wrapper
+// around the system call that takes no lock and writes errno only when the
+// call fails, while simba waits for the answer (a return to a new stack
+// cannot be written in C).
 //
 // Known cost of sharing: when the kernel's OOM killer picks simba, it also
 // kills every process sharing simba's memory, so the watchdog too; CMD then
@@ -61,6 +67,25 @@ struct Watchdog::Shared {
   // deadline and setting the timer, the window in which the supervisor may
   // set the timer too (see check()).
   int32_t pause_before_setting_ms;
+
+  // spawn(): the request the supervisor leaves before it wakes us; it
+  // waits for our answer on the channel, so the request stays valid.
+  std::atomic<SpawnRequest*> spawn_request;
+  // CMD's exits and stops, relayed (we are its parent): the last CMD
+  // spawned; the one that exited and its wait status (the status is stored
+  // first); how often CMD stopped, and by which signal the last time.
+  std::atomic<int32_t> cmd_pid;
+  std::atomic<int32_t> exited_pid;
+  std::atomic<int32_t> exit_status;
+  std::atomic<uint32_t> stops;
+  std::atomic<int32_t> stop_signal;
+};
+
+struct Watchdog::SpawnRequest {
+  int (*entry)(void*);
+  void* arg;
+  void* stack_top;
+  long pid; // the answer: the new process, or -1
 };
 
 namespace {
@@ -337,15 +362,20 @@ struct Mandate {
   bool holds() const { return !deadline || deadline->load() == fired_on; }
 };
 
-// SIGKILLs every descendant of the supervisor (but the watchdog) and every
-// process group one of them leads. Returns how many were alive.
-int wd_kill_pass(Walk& w, long supervisor, long self, const Mandate& mandate) {
+// SIGKILLs every descendant of `root` (but the watchdog itself: below it
+// are CMD and what CMD started) and every process group one of them leads.
+// Returns how many were alive.
+int wd_kill_pass(Walk& w, long root, long self, const Mandate& mandate) {
   w.count = 0;
-  w.queue[w.count++] = supervisor;
+  w.queue[w.count++] = root;
   int alive = 0;
   for (int i = 0; i < w.count; ++i) {
     wd_each_child(w, w.queue[i], [&](long kid) {
-      if (kid == self || w.known(kid) || !mandate.holds()) return;
+      if (w.known(kid) || !mandate.holds()) return;
+      if (kid == self) {
+        if (w.count < Walk::k_max) w.queue[w.count++] = kid;
+        return;
+      }
       Stat st;
       if (!wd_read_stat(kid, st)) return; // gone meanwhile
       if (st.pgrp == kid && kid > 1) wd_kill(-kid, SIGKILL);
@@ -357,13 +387,15 @@ int wd_kill_pass(Walk& w, long supervisor, long self, const Mandate& mandate) {
   return alive;
 }
 
-void kill_everything(long supervisor, long pgid, bool by_scan, const Mandate& mandate = {}) {
+// Kills CMD's group and every descendant of `root`: the supervisor (whose
+// tree holds ours) while it lives, ourselves once it died.
+void kill_everything(long root, long pgid, bool by_scan, const Mandate& mandate = {}) {
   if (pgid > 1) wd_kill(-pgid, SIGKILL);
   long self = sys(SYS_getpid);
   Walk w;
   if (by_scan) w.children_files = 0;
   for (int pass = 0; pass < k_kill_passes && mandate.holds(); ++pass)
-    if (wd_kill_pass(w, supervisor, self, mandate) == 0) break;
+    if (wd_kill_pass(w, root, self, mandate) == 0) break;
 }
 
 // k_no_deadline disarms the timer.
@@ -386,29 +418,97 @@ struct Args {
 
 
 
-// Closes every descriptor but `a` and `b` (-1: none).
-void close_all_but(long a, long b) {
-  if (a > b) {
-    long t = a;
-    a = b;
-    b = t;
+bool parse_fd(const char* s, long& out) {
+  if (*s == '0' && s[1] == 0) {
+    out = 0;
+    return true;
   }
-  bool closed = false;
-#ifdef SYS_close_range
-  // The gaps below a, between a and b, and above b.
-  closed = true;
-  long from = 0;
-  for (long keep : {a, b}) {
-    if (keep < 0) continue;
-    if (keep > from) closed = closed && sys(SYS_close_range, from, keep - 1, 0) == 0;
-    from = keep + 1;
+  return parse_pid(s, out);
+}
+
+// Closes every close-on-exec descriptor but `a` and `b`. What stays is what
+// simba inherited (its stdin, stdout, stderr, any other the caller passed)
+// and is CMD's to inherit in turn (spawn). The others are simba's own (a
+// database, a socket): holding them would keep them open past simba.
+void close_private_fds(long a, long b) {
+  long dir = wd_open(Path().add("/proc/self/fd"), O_DIRECTORY);
+  if (dir < 0) return;
+  char dents[1024];
+  for (;;) {
+    long n = sys(SYS_getdents64, dir, dents, sizeof dents);
+    if (n == -EINTR) continue;
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      auto* d = reinterpret_cast<Dirent64*>(dents + off);
+      off += d->reclen;
+      long fd = -1;
+      if (!parse_fd(d->name, fd) || fd == dir || fd == a || fd == b) continue;
+      long flags = sys(SYS_fcntl, fd, F_GETFD);
+      if (flags >= 0 && (flags & FD_CLOEXEC)) sys(SYS_close, fd);
+    }
   }
-  closed = closed && sys(SYS_close_range, from, ~0U, 0) == 0;
-#endif
-  if (!closed) {
-    for (long fd = 0; fd < 65536; ++fd) // kernels before 5.9
-      if (fd != a && fd != b) sys(SYS_close, fd);
+  sys(SYS_close, dir);
+}
+
+// A SIGCHLD descriptor: we are CMD's parent and the subreaper of all below.
+long make_child_signal_fd() {
+  uint64_t mask = uint64_t(1) << (SIGCHLD - 1); // the kernel's sigset
+  return sys(SYS_signalfd4, -1, &mask, sizeof mask, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+// Runs the supervisor's spawn() request, if any, and answers it.
+void serve_spawn(Watchdog::Shared& shared, long channel) {
+  Watchdog::SpawnRequest* req = shared.spawn_request.exchange(nullptr);
+  if (!req) return;
+  // A new CMD: what is relayed from now on is its own.
+  shared.stops.store(0);
+  shared.exited_pid.store(0);
+  long pid = ::clone(req->entry, req->stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, req->arg);
+  if (pid > 0) shared.cmd_pid.store(int32_t(pid));
+  req->pid = pid > 0 ? pid : -1;
+  char done = 1;
+  sys(SYS_sendto, channel, &done, 1, MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
+}
+
+// Reaps every child that exited (CMD, or an orphan of CMD's tree that came
+// to us) and relays CMD's exit and stops to the supervisor.
+void reap_children(Watchdog::Shared& shared, long supervisor) {
+  for (;;) {
+    siginfo_t info{};
+    long r = sys(SYS_waitid, P_ALL, 0, &info, WEXITED | WSTOPPED | WNOHANG, nullptr);
+    if (r == -EINTR) continue;
+    if (r < 0 || info.si_pid == 0) return;
+    if (info.si_pid != shared.cmd_pid.load()) continue;
+    int status = info.si_status & 0x7f;
+    switch (info.si_code) {
+    case CLD_STOPPED:
+      shared.stop_signal.store(info.si_status);
+      shared.stops.fetch_add(1);
+      break;
+    case CLD_EXITED: status = (info.si_status & 0xff) << 8; [[fallthrough]];
+    case CLD_KILLED:
+    case CLD_DUMPED:
+      if (info.si_code == CLD_DUMPED) status |= 0x80;
+      shared.exit_status.store(status);
+      shared.exited_pid.store(info.si_pid);
+      break;
+    default: continue;
+    }
+    wd_kill(supervisor, SIGCHLD); // as if CMD were its child
   }
+}
+
+// The supervisor died (kill -9, a crash): kill CMD's group and everything
+// below us, then go. Its pid may already name someone else: our own
+// subtree is what we walk.
+[[noreturn]] void outlive_supervisor(Watchdog::Shared& shared) {
+  long pgid = shared.pgid.load();
+  if (pgid > 1) wd_kill(-pgid, SIGKILL);
+  siginfo_t info{};
+  // No child at all (the common end of a run): nothing to walk.
+  if (sys(SYS_waitid, P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT, nullptr) != -ECHILD)
+    kill_everything(sys(SYS_getpid), pgid, shared.walk_by_scan);
+  wd_exit();
 }
 
 // The watchdog process. Never returns. No libc from here on (see the top).
@@ -416,6 +516,15 @@ void close_all_but(long a, long b) {
   Watchdog::Shared& shared = *args.shared;
   long supervisor = args.supervisor;
   sys(SYS_prctl, PR_SET_NAME, "simba-watchdog");
+  // Orphans of CMD's tree come to us, not to simba: they must not go to
+  // init with simba when it dies.
+  sys(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1);
+  // SIGCHLD at its default: ignored (inherited so from simba's caller), the
+  // kernel would reap our children itself and CMD's exit would be lost.
+  struct {
+    unsigned long handler, flags, restorer, mask;
+  } default_action{};
+  sys(SYS_rt_sigaction, SIGCHLD, &default_action, nullptr, sizeof default_action.mask);
   // Own process group: signals meant for simba's group (and a terminal's
   // Ctrl-C / Ctrl-Z) must not reach the watchdog; nor may any other signal
   // but SIGKILL and SIGSTOP, which nobody can block.
@@ -423,12 +532,10 @@ void close_all_but(long a, long b) {
   unsigned long all = ~0UL;
   sys(SYS_rt_sigprocmask, SIG_SETMASK, &all, nullptr, sizeof all);
 
-  // Keep only the channel and the timer: holding simba's other descriptors
-  // (a lock file, the backend socket, a caller's stdout pipe) would leak
-  // them.
   long channel = args.channel;
   long tfd = args.timer;
-  close_all_but(channel, tfd);
+  close_private_fds(channel, tfd);
+  long children = make_child_signal_fd();
 
   // Our own timer when the supervisor could not make one: it then wakes us
   // to arm it.
@@ -479,8 +586,8 @@ void close_all_but(long a, long b) {
       timeout.tv_nsec = long(left % 1000) * 1000000L;
       ptimeout = &timeout;
     }
-    pollfd fds[2] = {{int(channel), POLLIN, 0}, {int(tfd), POLLIN, 0}};
-    long n = sys(SYS_ppoll, fds, have_timer ? 2 : 1, ptimeout, nullptr, 0);
+    pollfd fds[3] = {{int(channel), POLLIN, 0}, {int(children), POLLIN, 0}, {int(tfd), POLLIN, 0}};
+    long n = sys(SYS_ppoll, fds, have_timer ? 3 : 2, ptimeout, nullptr, 0);
     if (n < 0) {
       if (n == -EINTR) continue;
       // Cannot wait: failing safe means killing now, and again until
@@ -496,20 +603,25 @@ void close_all_but(long a, long b) {
         long r = sys(SYS_recvfrom, channel, wake, sizeof wake, MSG_DONTWAIT, nullptr, nullptr);
         if (r > 0 || r == -EINTR) continue;
         if (r == -EAGAIN || r == -EWOULDBLOCK) break;
-        // The channel closed. After stop() nothing is left to kill; else the
-        // supervisor died (kill -9, crash): its descendants are re-parented
-        // away, CMD's group is what we can still name.
-        long pgid = shared.pgid.load();
-        if (pgid > 1) wd_kill(-pgid, SIGKILL);
-        wd_exit();
+        // The channel closed: the supervisor exited or died.
+        outlive_supervisor(shared);
       }
     }
+    if (fds[1].revents) {
+      signalfd_siginfo drained[4];
+      while (sys(SYS_read, children, drained, sizeof drained) > 0) {
+      }
+      reap_children(shared, supervisor);
+    }
     // Both a wake-up and the timer mean: look at the deadline.
-    if (have_timer && fds[1].revents) {
+    if (have_timer && fds[2].revents) {
       uint64_t expirations = 0;
       sys(SYS_read, tfd, &expirations, sizeof expirations);
     }
-    if (fds[0].revents || (have_timer && fds[1].revents)) check();
+    // A spawn first: simba waits for its answer (CMD checks its own start
+    // against the kill point), then the deadline.
+    if (fds[0].revents) serve_spawn(shared, channel);
+    if (fds[0].revents || (have_timer && fds[2].revents)) check();
   }
 }
 
@@ -546,6 +658,11 @@ void Watchdog::start() {
   shared()->walk_by_scan = std::getenv("SIMBA_TEST_PROC_SCAN") != nullptr;
   const char* pause = std::getenv("SIMBA_TEST_WATCHDOG_PAUSE_MS");
   shared()->pause_before_setting_ms = pause ? std::atoi(pause) % 1000 : 0;
+  shared()->spawn_request.store(nullptr);
+  shared()->cmd_pid.store(0);
+  shared()->exited_pid.store(0);
+  shared()->stops.store(0);
+  m_stops_seen = 0;
   // A SEQPACKET socket rather than a pipe: send(MSG_NOSIGNAL) never raises
   // SIGPIPE whatever the caller's disposition. Closing our end is the
   // "supervisor gone" signal; its end closing tells us the watchdog died.
@@ -625,6 +742,43 @@ void Watchdog::set_deadline(int64_t deadline_ms) {
   start();
   shared()->deadline_ms.store(deadline_ms);
   arm(deadline_ms);
+}
+
+bool Watchdog::can_spawn() { return k_share_memory; }
+
+pid_t Watchdog::spawn(int (*entry)(void*), void* arg, void* stack_top) {
+  if (!k_share_memory) throw InternalError("watchdog: spawn needs a watchdog that shares memory");
+  start();
+  SpawnRequest request{entry, arg, stack_top, -1};
+  m_stops_seen = 0; // the watchdog counts the new CMD's stops from 0
+  shared()->spawn_request.store(&request);
+  char answer = 0;
+  ssize_t n = -1;
+  if (wake()) {
+    do {
+      n = ::recv(m_fd, &answer, 1, 0);
+    } while (n < 0 && errno == EINTR);
+  }
+  shared()->spawn_request.store(nullptr);
+  // Gone before its answer: whatever it started died with it (PDEATHSIG).
+  if (n != 1) throw InternalError("watchdog: gone while starting CMD");
+  if (request.pid < 0) throw InternalError("watchdog: clone failed");
+  return pid_t(request.pid);
+}
+
+bool Watchdog::take_exit(pid_t pid, int& wait_status) const {
+  if (!m_region || pid <= 0 || shared()->exited_pid.load() != pid) return false;
+  wait_status = shared()->exit_status.load();
+  return true;
+}
+
+bool Watchdog::take_stop(int& signo) {
+  if (!m_region) return false;
+  uint32_t stops = shared()->stops.load();
+  if (stops == m_stops_seen) return false;
+  m_stops_seen = stops;
+  signo = shared()->stop_signal.load();
+  return true;
 }
 
 void Watchdog::set_group(pid_t pgid) {

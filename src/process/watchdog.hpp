@@ -3,9 +3,15 @@
 // process group (and every descendant of the supervisor) at the lease
 // deadline unless the supervisor moved the deadline forward. It does not
 // depend on the supervisor running: a SIGSTOPped or hung simba still cannot
-// keep CMD alive past its lease. When the supervisor dies (its end of the
-// pipe closes) the watchdog kills CMD's process group at once: PDEATHSIG only
-// reaches CMD itself, not CMD's own children.
+// keep CMD alive past its lease.
+//
+// It is also CMD's parent and a child subreaper (spawn()): whatever CMD
+// starts, a setsid'd daemon after a double fork included, stays below it
+// when its own parent exits. So when the supervisor dies (kill -9: its end
+// of the channel closes) the watchdog still finds and kills all of it at
+// once; were simba the subreaper, its death would hand those orphans to
+// init, out of anyone's reach. It relays CMD's exits and stops to the
+// supervisor (take_exit(), take_stop(), announced by a SIGCHLD).
 #include <sys/types.h>
 
 #include <cstdint>
@@ -40,9 +46,29 @@ public:
   // so the watchdog, its last user, tears it down, not simba's exit path.
   void leave();
 
+  // Runs entry(arg), on the stack that ends at `stack_top`, in a new
+  // process that is the watchdog's child (clone with CLONE_VM|CLONE_VFORK:
+  // it returns once that process has exec'd or exited). `entry` must
+  // call execve or _exit. The new process inherits simba's descriptors as
+  // they were when the watchdog started, less the close-on-exec ones.
+  // Returns its pid. Throws InternalError when it cannot (the watchdog is
+  // gone, clone failed). Starts the watchdog when it is not running.
+  pid_t spawn(int (*entry)(void*), void* arg, void* stack_top);
+  // False where the watchdog is a fork (no system-call stubs for the
+  // architecture): it cannot run code on simba's memory, so CMD stays
+  // simba's child there, and a daemon CMD started outlives a killed simba.
+  static bool can_spawn();
+  // CMD's exit, relayed: true once `pid` (the last spawn()) has exited;
+  // `wait_status` is as waitpid() gives it.
+  bool take_exit(pid_t pid, int& wait_status) const;
+  // CMD's stops (Ctrl-Z), relayed: true when it stopped again since the
+  // last call, with the stopping signal.
+  bool take_stop(int& signo);
+
   pid_t pid() const { return m_pid; }
 
-  struct Shared; // what the two share (watchdog.cpp)
+  struct Shared;       // what the two share (watchdog.cpp)
+  struct SpawnRequest; // spawn()'s request (watchdog.cpp)
 
 private:
   bool alive() const;
@@ -56,6 +82,7 @@ private:
   char* m_region = nullptr;   // the Shared block and the watchdog's stack; kept for a restart
   pid_t m_pgid = 0;           // CMD's group, for a restarted watchdog
   bool m_left = false;        // leave(): the channel stays open until exit
+  uint32_t m_stops_seen = 0;  // take_stop()
 };
 
 } // namespace simba::process

@@ -6,9 +6,14 @@
 //   start <token> <contender> <ns> <pid>
 //   overlap <token> <contender> <ns> <pid>
 //   end <token> <contender> <ns> <pid>
-// Usage: simba_chaos_cmd LOG LOCKFILE MILLISECONDS
+// With "daemon" it also leaves a daemon behind (setsid and a double fork)
+// that keeps the flock held and ignores SIGTERM: it must die with CMD's
+// lease like CMD itself (simba's leftover handling, or its watchdog when
+// simba is killed), or the next CMD records "overlap".
+// Usage: simba_chaos_cmd LOG LOCKFILE MILLISECONDS [daemon]
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -40,11 +45,30 @@ void on_term(int) {
   _exit(143);
 }
 
+// A daemon as a shell script makes one: fork, setsid, fork again, the
+// middle process exits. It inherits the locked descriptor: the lock stays
+// held while it lives.
+void leave_daemon() {
+  pid_t middle = fork();
+  if (middle < 0) _exit(122);
+  if (middle == 0) {
+    setsid();
+    if (fork() == 0) {
+      signal(SIGTERM, SIG_IGN);
+      signal(SIGINT, SIG_IGN);
+      for (;;) pause();
+    }
+    _exit(0);
+  }
+  waitpid(middle, nullptr, 0);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: simba_chaos_cmd LOG LOCKFILE MILLISECONDS\n");
+  bool daemon = argc == 5 && std::string(argv[4]) == "daemon";
+  if (argc != 4 && !daemon) {
+    fprintf(stderr, "usage: simba_chaos_cmd LOG LOCKFILE MILLISECONDS [daemon]\n");
     return 2;
   }
   const char* token = getenv("SIMBA_FENCING_TOKEN");
@@ -61,6 +85,7 @@ int main(int argc, char** argv) {
     flock(lock, LOCK_EX); // keep going: the checker reports it
   }
   record("start");
+  if (daemon) leave_daemon();
   long ms = atol(argv[3]);
   timespec d{ms / 1000, (ms % 1000) * 1000000};
   while (nanosleep(&d, &d) != 0) {

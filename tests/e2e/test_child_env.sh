@@ -10,10 +10,10 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 
-# dump FILE: the CMD that writes its SIMBA_* variables (and its parent's pid)
-# to FILE, one NAME=VALUE per line.
+# dump FILE: the CMD that writes its SIMBA_* variables (and simba's pid: the
+# parent of CMD's parent, simba's watchdog) to FILE, one NAME=VALUE per line.
 dump() {
-  printf '%s\n' sh -c 'env | grep "^SIMBA_" >"$0"; echo "PARENT_PID=$PPID" >>"$0"' "$1"
+  printf '%s\n' sh -c 'env | grep "^SIMBA_" >"$0"; read -r _ _ _ s _ </proc/$PPID/stat; echo "PARENT_PID=$s" >>"$0"' "$1"
 }
 
 # var FILE NAME: the value of NAME in FILE ("" when missing).

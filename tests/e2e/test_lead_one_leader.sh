@@ -8,7 +8,8 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 log=$T/log
-# CMD: records "start PID PPID TOKEN NS" (PPID is the simba that started it),
+# CMD: records "start PID SIMBA TOKEN NS" (SIMBA is the simba that started
+# it: the parent of CMD's parent, simba's watchdog),
 # keeps a background child, and records "end ..." on TERM. It holds an
 # exclusive flock on $T/excl for its lifetime (the background child inherits
 # the descriptor): a CMD that starts while any process of another CMD still
@@ -18,7 +19,8 @@ cat >"$T/cmd.sh" <<'EOF'
 log=$1 dir=$2
 exec 9>>"$dir/excl"
 flock -n 9 || echo "OVERLAP $$ $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
-echo "start $$ $PPID $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
+read -r _ _ _ simba _ <"/proc/$PPID/stat"
+echo "start $$ $simba $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
 sleep 300 &
 echo $! >"$dir/child.$$"
 trap 'trap "" TERM INT; echo "end $$ $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"; exit 0' TERM INT

@@ -8,14 +8,16 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 log=$T/log
-# CMD: "start PID PPID TOKEN NS", then holds an exclusive flock on $T/excl
+# CMD: "start PID SIMBA TOKEN NS" (SIMBA: the parent of CMD's parent, simba's
+# watchdog), then holds an exclusive flock on $T/excl
 # until it dies (the kernel drops the lock the moment the process exits): a
 # CMD that starts while another is still alive records OVERLAP.
 cat >"$T/cmd.sh" <<'EOF'
 log=$1 dir=$2
 exec 9>>"$dir/excl"
 flock -n 9 || echo "OVERLAP $$ $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
-echo "start $$ $PPID $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
+read -r _ _ _ simba _ <"/proc/$PPID/stat"
+echo "start $$ $simba $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
 exec sleep 300
 EOF
 

@@ -50,7 +50,7 @@ touch \"\$0\"; sleep 1; exit 0" "$T/holding" "$pidfile" &
 check group 'sleep 300 & echo $! >"$1"'
 # In a session (and process group) of its own.
 check session 'setsid sh -c "echo \$\$ >\"\$0\"; exec sleep 300" "$1" &'
-# A daemon: double fork (reparented to simba, the subreaper) and setsid.
+# A daemon: double fork (reparented to the watchdog, the subreaper) and setsid.
 check daemon '( setsid sh -c "echo \$\$ >\"\$0\"; exec sleep 300" "$1" & )'
 
 # Without a waiter: simba exits 0, the leftover is gone, the mutex free.

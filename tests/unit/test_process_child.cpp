@@ -4,6 +4,7 @@
 #include "process/clock.hpp"
 #include "process/proc_tree.hpp"
 #include "process/signals.hpp"
+#include "process/watchdog.hpp"
 
 #include <doctest/doctest.h>
 
@@ -242,13 +243,13 @@ TEST_SUITE("process::Child") {
         3000));
   }
 
-  TEST_CASE("signal_all spares the given process") {
+  TEST_CASE("signal_all spares the given process, not what runs below it") {
     Child c;
     c.spawn(resolve_command("sleep"), {"sleep", "30"}, base_env(), current_mask());
     pid_t spare = fork();
     REQUIRE(spare >= 0);
     if (spare == 0) {
-      // A grandchild under the spare must be spared too.
+      // A grandchild under the spare (the watchdog: CMD runs below it) is not.
       if (fork() == 0) {
         pause();
         _exit(0);
@@ -264,7 +265,7 @@ TEST_SUITE("process::Child") {
     REQUIRE(wait_exit(c, st, 3000));
     CHECK(st.code == SIGKILL);
     CHECK(proc_tree::is_alive(spare));
-    CHECK(proc_tree::is_alive(spare_child));
+    CHECK(wait_until([&] { return !proc_tree::is_alive(spare_child); }, 3000));
     CHECK_FALSE(c.descendants_alive(spare));
     CHECK(c.descendants_alive());
 
@@ -287,13 +288,18 @@ TEST_SUITE("process::Child") {
   // Skipped (and counted so by doctest) unless run in the foreground of a terminal.
   TEST_CASE("on a terminal CMD is the foreground group until it exits" *
             doctest::skip(!foreground_of_terminal())) {
-    Child c;
-    const char* script = "read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/self/stat; test \"$pgrp\" = \"$tpgid\"";
-    c.spawn("/bin/sh", {"sh", "-c", script}, base_env(), current_mask());
-    ExitStatus st;
-    REQUIRE(wait_exit(c, st, 5000));
-    CHECK(st.code == 0);
-    CHECK(tcgetpgrp(0) == getpgrp());
+    for (bool by_watchdog : {false, true}) {
+      CAPTURE(by_watchdog);
+      Watchdog w;
+      Child c(by_watchdog ? &w : nullptr);
+      const char* script = "read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/self/stat; test \"$pgrp\" = \"$tpgid\"";
+      c.spawn("/bin/sh", {"sh", "-c", script}, base_env(), current_mask());
+      ExitStatus st;
+      REQUIRE(wait_exit(c, st, 5000));
+      CHECK(st.code == 0);
+      CHECK(tcgetpgrp(0) == getpgrp());
+      w.stop();
+    }
   }
 
   // Opt-in: this stops the test binary itself (as Ctrl-Z stops simba), which
@@ -302,7 +308,9 @@ TEST_SUITE("process::Child") {
   // (script itself stops when its child stops, hence the timeout).
   TEST_CASE("on a terminal, Ctrl-Z stops simba with CMD and resumes both" *
             doctest::skip(!std::getenv("SIMBA_TEST_JOB_CONTROL") || !foreground_of_terminal())) {
-    Child c;
+    // CMD as the watchdog's child: its stop comes relayed.
+    Watchdog w;
+    Child c(std::getenv("SIMBA_TEST_JOB_CONTROL_DIRECT") ? nullptr : &w);
     // CMD checks it owns the terminal, stops itself as Ctrl-Z would, and
     // checks again after being continued.
     const char* script =
@@ -326,6 +334,7 @@ TEST_SUITE("process::Child") {
     CHECK(st.code == 7);
     CHECK(tcgetpgrp(0) == getpgrp());
     waitpid(helper, nullptr, 0);
+    w.stop();
   }
 }
 

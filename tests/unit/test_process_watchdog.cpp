@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <ctime>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,36 @@ int open_fds(pid_t pid) {
     if (ent->d_name[0] != '.') ++n;
   closedir(dir);
   return n;
+}
+
+// Our descriptors without FD_CLOEXEC.
+int inheritable_fds() {
+  int n = 0;
+  for (int fd = 0; fd < 1024; ++fd) {
+    int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0 && !(flags & FD_CLOEXEC)) ++n;
+  }
+  return n;
+}
+
+// Whether `pid` has a descriptor open on `path`.
+bool holds_file(pid_t pid, const std::string& path) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return false;
+  bool found = false;
+  while (dirent* ent = readdir(d)) {
+    char target[512];
+    ssize_t n = readlink((dir + "/" + ent->d_name).c_str(), target, sizeof target - 1);
+    if (n > 0 && path == std::string(target, size_t(n))) found = true;
+  }
+  closedir(d);
+  return found;
+}
+
+pid_t getppid_of(pid_t pid) {
+  proc_tree::ProcInfo info;
+  return proc_tree::read_stat(pid, info) ? info.ppid : -1;
 }
 
 char state_of(pid_t pid) {
@@ -268,12 +300,14 @@ TEST_SUITE("process::Watchdog") {
     w.stop();
   }
 
-  TEST_CASE("arming sets the shared timer: the watchdog is not woken and keeps two descriptors") {
+  TEST_CASE("arming sets the shared timer: the watchdog is not woken and keeps three descriptors of its own") {
+    int inherited = inheritable_fds();
     Watchdog w;
     w.start();
     pid_t wd = w.pid();
-    // Settled: asleep in its poll with only the channel and the timer open.
-    REQUIRE(wait_until([&] { return open_fds(wd) == 2 && state_of(wd) == 'S'; }, 2000));
+    // Settled: asleep in its poll with only the channel, the timer and its
+    // SIGCHLD descriptor open, besides what CMD is to inherit.
+    REQUIRE(wait_until([&] { return open_fds(wd) == inherited + 3 && state_of(wd) == 'S'; }, 2000));
     long switches = voluntary_switches(wd);
     REQUIRE(switches > 0);
     Child c;
@@ -452,6 +486,100 @@ TEST_SUITE("process::Watchdog") {
         2000));
     CHECK(boottime_ms() - t0 < 1000);
     // Collect the watchdog (re-parented to us) once it has exited.
+    wait_until(
+        [&] {
+          while (waitpid(-1, nullptr, WNOHANG) > 0) {
+          }
+          return !proc_tree::any_descendant_alive(getpid());
+        },
+        2000);
+  }
+}
+
+TEST_SUITE("process::Watchdog") {
+  TEST_CASE("CMD started by the watchdog: its exit status comes relayed") {
+    Watchdog w;
+    Child c(&w);
+    c.spawn("/bin/sh", {"sh", "-c", "exit 3"}, base_env(), current_mask());
+    CHECK(getppid_of(c.pid()) == w.pid());
+    ExitStatus st;
+    REQUIRE(wait_until([&] { return c.reap(st); }, 3000));
+    CHECK_FALSE(st.signaled);
+    CHECK(st.code == 3);
+    c.spawn("/bin/sh", {"sh", "-c", "kill -TERM $$"}, base_env(), current_mask());
+    REQUIRE(wait_until([&] { return c.reap(st); }, 3000));
+    CHECK(st.signaled);
+    CHECK(st.code == SIGTERM);
+    CHECK(st.shell_code() == 128 + SIGTERM);
+    w.stop();
+  }
+
+  TEST_CASE("CMD inherits our inheritable descriptors, not the close-on-exec ones") {
+    int keep = open("/dev/null", O_RDONLY);
+    std::string hidden = "/tmp/simba-hidden-" + std::to_string(getpid());
+    int hide = open(hidden.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    REQUIRE(keep >= 0);
+    REQUIRE(hide >= 0);
+    Watchdog w;
+    Child c(&w);
+    std::string script = "test -e /proc/self/fd/" + std::to_string(keep) + " && ! test -e /proc/self/fd/" +
+                         std::to_string(hide);
+    c.spawn("/bin/sh", {"sh", "-c", script}, base_env(), current_mask());
+    ExitStatus st;
+    REQUIRE(wait_until([&] { return c.reap(st); }, 3000));
+    CHECK(st.shell_code() == 0);
+    // Nor does the watchdog hold the close-on-exec one.
+    CHECK_FALSE(holds_file(w.pid(), hidden));
+    w.stop();
+    close(keep);
+    close(hide);
+    unlink(hidden.c_str());
+  }
+
+  TEST_CASE("the supervisor's death kills a daemon CMD started (setsid, double fork)") {
+    prctl(PR_SET_CHILD_SUBREAPER, 1); // what is left comes to us, to be reaped
+    std::string pidfile = "/tmp/simba-daemon-" + std::to_string(getpid());
+    unlink(pidfile.c_str());
+    pid_t sub = fork();
+    REQUIRE(sub >= 0);
+    if (sub == 0) {
+      // The sub-supervisor: CMD starts the daemon and waits; then an exit
+      // without any clean-up (as after kill -9).
+      try {
+        Watchdog w;
+        Child c(&w);
+        w.set_deadline(boottime_ms() + 30000);
+        c.spawn("/bin/sh",
+                {"sh", "-c", "( setsid sh -c 'echo $$ >\"$0.tmp\"; mv \"$0.tmp\" \"$0\"; exec sleep 300' \"$0\" & ); exec sleep 300",
+                 pidfile},
+                base_env(), current_mask());
+        w.set_group(c.pgid());
+        int64_t until = boottime_ms() + 3000;
+        while (access(pidfile.c_str(), F_OK) != 0 && boottime_ms() < until) usleep(2000);
+        _exit(0);
+      } catch (...) {
+      }
+      _exit(1);
+    }
+    int st = 0;
+    REQUIRE(waitpid(sub, &st, 0) == sub);
+    REQUIRE(WIFEXITED(st));
+    REQUIRE(WEXITSTATUS(st) == 0);
+    pid_t daemon = 0;
+    {
+      std::ifstream in(pidfile);
+      in >> daemon;
+    }
+    unlink(pidfile.c_str());
+    REQUIRE(daemon > 0);
+    CHECK(wait_until(
+        [&] {
+          while (waitpid(-1, nullptr, WNOHANG) > 0) {
+          }
+          return !proc_tree::is_alive(daemon);
+        },
+        1000));
+    if (proc_tree::is_alive(daemon)) kill(daemon, SIGKILL);
     wait_until(
         [&] {
           while (waitpid(-1, nullptr, WNOHANG) > 0) {
