@@ -10,7 +10,8 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 log=$T/log
 cat >"$T/cmd.sh" <<'EOF'
 log=$1
-echo "start $$ $PPID $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
+read -r _ _ _ simba _ <"/proc/$PPID/stat" # the parent is simba's watchdog
+echo "start $$ $simba $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
 trap 'trap "" TERM INT; echo "end $$ $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"; exit 0' TERM INT
 sleep 300 &
 while :; do wait; done

@@ -7,13 +7,15 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 log=$T/log
-# CMD: records "start PID PPID TOKEN OWNER", holds an exclusive flock for
+# CMD: records "start PID SIMBA TOKEN OWNER" (SIMBA: its simba, the parent of
+# its parent, the watchdog), holds an exclusive flock for
 # its lifetime (OVERLAP when another CMD holds it), runs until TERM.
 cat >"$T/cmd.sh" <<'EOF'
 log=$1 dir=$2
 exec 9>>"$dir/excl"
 flock -n 9 || echo "OVERLAP $$" >>"$log"
-echo "start $$ $PPID $SIMBA_FENCING_TOKEN $SIMBA_OWNER_ID" >>"$log"
+read -r _ _ _ simba _ <"/proc/$PPID/stat"
+echo "start $$ $simba $SIMBA_FENCING_TOKEN $SIMBA_OWNER_ID" >>"$log"
 trap 'echo "end $$" >>"$log"; exit 0' TERM INT
 while :; do sleep 0.1; done
 EOF

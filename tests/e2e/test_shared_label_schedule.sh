@@ -12,7 +12,8 @@ cat >"$T/cmd.sh" <<'EOF'
 log=$1 dir=$2
 exec 9>>"$dir/excl"
 flock -n 9 || echo "OVERLAP $$" >>"$log"
-echo "run $PPID $SIMBA_FENCING_TOKEN $SIMBA_OWNER_ID" >>"$log"
+read -r _ _ _ simba _ <"/proc/$PPID/stat" # the parent is simba's watchdog
+echo "run $simba $SIMBA_FENCING_TOKEN $SIMBA_OWNER_ID" >>"$log"
 sleep 0.15
 EOF
 
