@@ -1,4 +1,4 @@
--- release: KEYS = hash, fence; ARGV = contender. Only the valid owner's
+-- release: KEYS = hash, fence, marker; ARGV = contender. Only the valid owner's
 -- own lease ends, at once, and the mutex goes to the first live waiter
 -- (common.lua: hand_over), or, with nobody waiting, the hash goes (the fence
 -- counter keeps the token). The reply is the lease after the call: the new
@@ -8,7 +8,7 @@ local l = read_lease(KEYS[1], KEYS[2])
 if not valid(l, now) or l.owner ~= ARGV[1] then
   return reply(now, false, l)
 end
-if hand_over(KEYS[1], KEYS[2], now, now_us, l.token, ARGV[1]) then
+if hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, ARGV[1]) then
   return reply(now, true, read_lease(KEYS[1], KEYS[2]))
 end
 redis.call('DEL', KEYS[1])
