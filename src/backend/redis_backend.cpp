@@ -85,9 +85,9 @@ struct Endpoint {
   long db = 0;
   std::string prefix = k_default_prefix;
   int64_t timeout_ms = k_default_timeout_ms;
-  // No new lease while the server has been up for less than a lease: it may
-  // have lost a running one (lua/acquire.lua). Off only for a server that
-  // cannot lose data, or for tests that restart their own.
+  // No new lease after the server may have lost a running one (a restart,
+  // a failover, a flush: lua/common.lua, quarantine_end). Off only for a
+  // server that cannot lose data, or for tests that restart their own.
   bool quarantine = true;
 };
 
