@@ -42,6 +42,11 @@ restart_own_redis # on the dump: the fence of m is there, B's lease is not
 "$SIMBA" run --mutex m --ttl 10s -- sh -c 'date +%s%3N >"$0"; echo "$SIMBA_FENCING_TOKEN" >>"$1"' \
   "$T/c.start" "$T/tokens" &
 c=$!
+# status says why nobody holds it, and until when.
+"$SIMBA" status --mutex m --json >"$T/status.json"
+grep -q '"state":"quarantine"' "$T/status.json" || fail "status after the restart: $(<"$T/status.json")"
+"$SIMBA" status --mutex m | grep -E '^m +quarantine +- ' >&2 ||
+  fail "status table after the restart: $("$SIMBA" status --mutex m)"
 wait_for 20 pid_dead "$b_cmd"
 rc=0
 wait "$holder" || rc=$?
