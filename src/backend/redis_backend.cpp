@@ -49,6 +49,13 @@ constexpr int64_t k_subscribe_wait_ms = 250;
 // Joining or leaving the queue of waiters: best effort, bounded.
 constexpr int64_t k_queue_timeout_ms = 250;
 constexpr const char* k_scan_count = "1000";
+// The database's marker (lua/common.lua: "The server run"). One per
+// database, not per prefix: a restart or a FLUSHDB loses every prefix's
+// leases at once, and a first use of each prefix (every test has its own)
+// need not wait a quarantine. No hash tag: Redis Cluster would need one per
+// slot.
+const std::string k_marker = "simba:server";
+constexpr int k_min_redis_major = 5;
 // The error text of a request that ran out of time (compared, not shown).
 const std::string k_timed_out = "timed out";
 
@@ -78,9 +85,9 @@ struct Endpoint {
   long db = 0;
   std::string prefix = k_default_prefix;
   int64_t timeout_ms = k_default_timeout_ms;
-  // No new lease while the server has been up for less than a lease: it may
-  // have lost a running one (lua/acquire.lua). Off only for a server that
-  // cannot lose data, or for tests that restart their own.
+  // No new lease after the server may have lost a running one (a restart,
+  // a failover, a flush: lua/common.lua, quarantine_end). Off only for a
+  // server that cannot lose data, or for tests that restart their own.
   bool quarantine = true;
 };
 
@@ -483,13 +490,17 @@ bool as_string(const redisReply* r, std::string& s) {
   return false;
 }
 
-// owner, acquired_at, ttl_at, transition_at, token at elements[first..first+4]
+// owner, acquired_at, ttl_at, transition_at, token, quarantine at
+// elements[first..first+5]
+constexpr size_t k_lease_fields = 6;
 bool read_lease(const redisReply* r, size_t first, core::Lease& l) {
-  int64_t token = 0;
+  int64_t token = 0, quarantine = 0;
   bool ok = as_string(r->element[first], l.owner_id) && as_int(r->element[first + 1], l.acquired_at) &&
             as_int(r->element[first + 2], l.ttl_at) &&
-            as_int(r->element[first + 3], l.transition_at) && as_int(r->element[first + 4], token);
+            as_int(r->element[first + 3], l.transition_at) && as_int(r->element[first + 4], token) &&
+            as_int(r->element[first + 5], quarantine);
   l.fencing_token = static_cast<uint64_t>(token);
+  l.quarantine = quarantine != 0;
   return ok;
 }
 
@@ -521,9 +532,7 @@ public:
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
-    Reply r = run(lua::k_acquire, mutex,
-                  {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
-                   m_ep.quarantine ? "1" : "0"},
+    Reply r = run(lua::k_acquire, mutex, {contender, std::to_string(ttl_ms), std::to_string(transition_ms)},
                   timeout_ms);
     // The script took the new owner out of the queue: no dequeue call.
     if (r.ok() && r.changed && mutex == m_queued && contender == m_queued_as) m_queued.clear();
@@ -602,15 +611,15 @@ public:
       }
     } while (cursor != "0");
 
-    std::vector<std::string> keys;
+    std::vector<std::string> keys{k_marker};
     for (const std::string& n : names) {
       keys.push_back(hash_key(n));
       keys.push_back(hash_key(n) + ":fence");
     }
-    Exchange x = call_script(lua::k_list, keys, {}, deadline);
+    Exchange x = call_script(lua::k_list, keys, script_args({}), deadline);
     const redisReply* r = answer(x, out.error);
     if (!r) return out;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 5 * names.size() ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + k_lease_fields * names.size() ||
         !as_int(r->element[0], out.now)) {
       out.error = "unexpected reply from the list script";
       return out;
@@ -624,7 +633,7 @@ public:
         out.mutexes.clear();
         return out;
       }
-      i += 5;
+      i += k_lease_fields;
       out.mutexes.push_back(std::move(ml));
     }
     out.ok = true; // std::set: sorted by name already
@@ -637,12 +646,12 @@ public:
   // the contender's wake-up channel, on which a release wakes the first of
   // the queued waiters (lua/common.lua).
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override {
-    std::string channel = hash_key(mutex) + ":released";
+    std::string channel = channel_name(mutex, "released");
     if (channel != m_channel) {
       leave_queue();
       m_sub.close();
       m_channel = channel;
-      m_wake_channel = hash_key(mutex) + ":wake:" + contender;
+      m_wake_channel = channel_name(mutex, "wake:" + contender);
       m_sub_mutex = mutex;
       m_sub_contender = contender;
       m_resubscribe_at = 0;
@@ -685,7 +694,8 @@ public:
     m_resubscribe_at = now + k_resubscribe_interval_ms;
 
     int64_t deadline = now + std::min(m_ep.timeout_ms, k_subscribe_wait_ms);
-    // Channels are not per database: no SELECT.
+    // Channels are server-wide (SELECT does not matter to them): their
+    // names carry the database (channel_name()).
     if (!connect(m_sub, deadline, false, false).empty()) return false;
     // A message that comes after the confirmations was published after the
     // server handled the SUBSCRIBE, so after this moment: a hand-over's
@@ -771,6 +781,22 @@ private:
 
   std::string hash_key(const std::string& mutex) const { return m_ep.prefix + "{" + mutex + "}"; }
 
+  // lua/common.lua: channel()
+  std::string channel_name(const std::string& mutex, const std::string& suffix) const {
+    return hash_key(mutex) + ":db" + std::to_string(m_ep.db) + ":" + suffix;
+  }
+
+  // What lua/common.lua takes off the end of every script's arguments: the
+  // database, and the run of the server this connection talks to ("": no
+  // quarantine).
+  std::vector<std::string> script_args(std::vector<std::string> args) const {
+    args.push_back(std::to_string(m_ep.db));
+    args.push_back(server_run());
+    return args;
+  }
+
+  std::string server_run() const { return m_ep.quarantine ? m_server.run_id : ""; }
+
   // "<prefix>{NAME}:fence" -> NAME, "" if the key is not one of ours.
   std::string mutex_of_fence(const std::string& key) const {
     static const std::string k_tail = "}:fence";
@@ -833,6 +859,13 @@ private:
         hello.push_back({"AUTH", m_ep.user, m_ep.password});
     }
     if (select && m_ep.db != 0) hello.push_back({"SELECT", std::to_string(m_ep.db)});
+    // The main connection learns which server run it talks to, and whether
+    // that server may evict a lease, in the same write: no round trip of
+    // its own (its answer also proves that a Redis answers).
+    if (select) {
+      hello.push_back({"INFO", "server"});
+      hello.push_back({"INFO", "memory"});
+    }
     if (hello.empty() && verify) hello.push_back({"PING"});
     if (hello.empty()) return "";
     Exchange x = c.exchange(hello, deadline);
@@ -858,14 +891,59 @@ private:
         c.close();
         return m_where + " does not answer like a Redis server";
       }
+      if (cmd == "INFO") {
+        std::string why = hello[i][1] == "server" ? learn_server(text) : check_eviction(text);
+        if (!why.empty()) {
+          c.close();
+          return why;
+        }
+      }
     }
+    return "";
+  }
+
+  // INFO's "name:value" line, "" when missing.
+  static std::string info_field(const std::string& info, const std::string& name) {
+    size_t at = info.rfind(name + ":", 0) == 0 ? 0 : info.find("\n" + name + ":");
+    if (at == std::string::npos) return "";
+    if (at != 0) ++at;
+    at += name.size() + 1;
+    return info.substr(at, info.find_first_of("\r\n", at) - at);
+  }
+
+  // INFO server: the run_id the scripts compare with the database's marker
+  // (lua/common.lua: quarantine_end), and the version the scripts need.
+  std::string learn_server(const std::string& info) {
+    std::string run_id = info_field(info, "run_id");
+    std::string version = info_field(info, "redis_version");
+    if (run_id.empty() || version.empty()) return m_where + " does not answer like a Redis server";
+    // Scripts that read TIME and then write need effects replication, the
+    // default from Redis 5.
+    if (std::atoi(version.c_str()) < k_min_redis_major)
+      return "Redis at " + m_where + " is version " + version + ": simba needs Redis " +
+             std::to_string(k_min_redis_major) + ".0 or newer";
+    m_server.run_id = run_id;
+    return "";
+  }
+
+  // INFO memory: an allkeys-* policy may evict a running lease (any key
+  // may go), and nothing would tell. The volatile-* policies take only keys
+  // with a TTL, and simba's leases have none.
+  std::string check_eviction(const std::string& info) const {
+    std::string policy = info_field(info, "maxmemory_policy");
+    if (policy.rfind("allkeys-", 0) == 0)
+      return "Redis at " + m_where + " has maxmemory-policy " + policy +
+             ", which may evict a running lease: use noeviction or a volatile-* policy";
     return "";
   }
 
   // One request on the main connection: reconnects first when needed, and
   // once more when a dead connection refused the request before any byte
   // of it left.
-  Exchange call(const std::vector<Command>& commands, int64_t deadline) {
+  // `script`: the last command is a script, whose last argument is the
+  // server run (script_args()); it is set for the connection it goes on,
+  // which may be a new one (a restarted server has another run).
+  Exchange call(std::vector<Command> commands, int64_t deadline, bool script = false) {
     for (int attempt = 0;; ++attempt) {
       if (m_conn.is_open() && m_conn.stale()) m_conn.close();
       if (!m_conn.is_open()) {
@@ -873,6 +951,7 @@ private:
         x.error = connect(m_conn, deadline, true, false);
         if (!x.error.empty()) return x; // Reach::not_sent
       }
+      if (script) commands.back().back() = server_run();
       Exchange x = m_conn.exchange(commands, deadline);
       if (x.ok || x.reach != Reach::not_sent || attempt > 0 || mono_ms() >= deadline) {
         if (!x.ok) x.error = describe_failure(x.error);
@@ -896,7 +975,7 @@ private:
     Command cmd{"EVALSHA", s.sha1, std::to_string(keys.size())};
     cmd.insert(cmd.end(), keys.begin(), keys.end());
     cmd.insert(cmd.end(), args.begin(), args.end());
-    Exchange x = ping_first ? call({{"PING"}, cmd}, deadline) : call({cmd}, deadline);
+    Exchange x = ping_first ? call({{"PING"}, cmd}, deadline, true) : call({cmd}, deadline, true);
     if (ping_first && x.ok) {
       // A refusal of the PING (NOAUTH...) is the answer; else the script's.
       x.replies.erase(x.replies.begin() + (is_error(x.replies[0].get()) ? 1 : 0));
@@ -905,7 +984,7 @@ private:
         reply_text(x.replies[0].get()).rfind("NOSCRIPT", 0) == 0) {
       cmd[0] = "EVAL";
       cmd[1] = s.text;
-      x = call({cmd}, deadline);
+      x = call({cmd}, deadline, true);
     }
     return x;
   }
@@ -913,7 +992,8 @@ private:
   Reply run(const lua::Script& s, const std::string& mutex, const std::vector<std::string>& args,
             int64_t timeout_ms, bool ping_first = false) {
     std::string hash = hash_key(mutex);
-    Exchange x = call_script(s, {hash, hash + ":fence"}, args, call_deadline(timeout_ms), ping_first);
+    Exchange x = call_script(s, {hash, hash + ":fence", k_marker}, script_args(args),
+                             call_deadline(timeout_ms), ping_first);
     if (!x.ok) {
       return Reply::failure(x.reach == Reach::not_sent ? Reply::Status::failed
                                                       : Reply::Status::indeterminate,
@@ -925,7 +1005,8 @@ private:
     if (is_error(r)) return Reply::failure(Reply::Status::failed, scrub(reply_text(r)));
     Reply out;
     int64_t changed = 0;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 7 || !as_int(r->element[0], out.observed.now) ||
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + k_lease_fields ||
+        !as_int(r->element[0], out.observed.now) ||
         !as_int(r->element[1], changed) || !read_lease(r, 2, out.observed.lease))
       return Reply::failure(Reply::Status::failed,
                             std::string("unexpected reply from the ") + s.name + " script");
@@ -939,8 +1020,11 @@ private:
   std::string m_describe; // the URI without the password
   Connection m_conn;      // requests
   Connection m_sub;       // the subscription of watch()
-  std::string m_channel;      // <hash>:released
-  std::string m_wake_channel; // <hash>:wake:<contender>
+  struct {
+    std::string run_id; // of the server m_conn talks to (INFO at connect)
+  } m_server;
+  std::string m_channel;      // <hash>:db<N>:released
+  std::string m_wake_channel; // <hash>:db<N>:wake:<contender>
   std::string m_queued;       // the mutex whose queue we are in, if any
   std::string m_queued_as;
   std::string m_sub_mutex;      // the mutex and contender of the subscription

@@ -26,7 +26,8 @@ nlohmann::json to_json(const backend::MutexLease& m, int64_t now) {
   // the --contender-id the owner was given (the owner id without its instance)
   j["label"] = owned ? nlohmann::json(std::string(core::label_of(l.owner_id))) : nlohmann::json(nullptr);
   j["fencing_token"] = l.fencing_token;
-  j["acquired_at"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.acquired_at);
+  bool acquired = w != core::Window::idle && w != core::Window::quarantine;
+  j["acquired_at"] = acquired ? nlohmann::json(l.acquired_at) : nlohmann::json(nullptr);
   j["ttl_at"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.ttl_at);
   j["transition_at"] =
     w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.transition_at);
@@ -60,7 +61,8 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
     rows.push_back({core::escape_control(m.mutex), core::window_name(w),
                     held && !l.owner_id.empty() ? core::escape_control(l.owner_id) : "-",
                     l.fencing_token ? std::to_string(l.fencing_token) : "-",
-                    held ? core::format_duration(now - l.acquired_at) + " ago" : "-",
+                    held && w != core::Window::quarantine ? core::format_duration(now - l.acquired_at) + " ago"
+                                                          : "-",
                     w == core::Window::ttl ? core::format_duration(l.ttl_at - now) : "-",
                     held ? core::format_duration(l.transition_at - now) : "-"});
   }

@@ -12,6 +12,10 @@ struct Lease {
   int64_t ttl_at = 0;
   int64_t transition_at = 0;
   uint64_t fencing_token = 0; // kept after release; 0 = never acquired
+  // No owner, and no new lease before transition_at: the backend may have
+  // lost a lease whose CMD still runs (Redis after a restart, a failover or
+  // a flush). Otherwise like a revoked lease.
+  bool quarantine = false;
 
   // A lease is valid (someone owns it) while transition_at has not passed.
   bool valid_at(int64_t now) const { return !owner_id.empty() && now < transition_at; }
@@ -26,11 +30,11 @@ struct Lease {
   }
 };
 
-enum class Window { ttl, transition, revoked, idle };
+enum class Window { ttl, transition, revoked, quarantine, idle };
 
 inline Window window_at(const Lease& lease, int64_t now) {
   if (lease.free_at(now)) return Window::idle;
-  if (lease.revoked_at(now)) return Window::revoked;
+  if (lease.revoked_at(now)) return lease.quarantine ? Window::quarantine : Window::revoked;
   return now < lease.ttl_at ? Window::ttl : Window::transition;
 }
 
@@ -39,6 +43,7 @@ inline const char* window_name(Window w) {
   case Window::ttl: return "held";
   case Window::transition: return "transition";
   case Window::revoked: return "revoked";
+  case Window::quarantine: return "quarantine";
   case Window::idle: return "free";
   }
   return "?";

@@ -3,6 +3,7 @@
 // test sets: the fake of the contend tests and the simulation.
 #include "core/contender.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -11,6 +12,9 @@ namespace simba::test {
 class FakeBackend {
 public:
   int64_t now = 1'700'000'000'000; // backend clock (epoch ms)
+  // Tokens never below the clock in microseconds, as the Redis backend
+  // seeds them: they keep increasing when the counter is lost.
+  bool clock_seeded_tokens = false;
 
   core::CallResult acquire(const std::string& mutex, const std::string& who, int64_t ttl,
                            int64_t transition) {
@@ -21,7 +25,7 @@ public:
       if (!mine) {
         l.owner_id = who;
         l.acquired_at = now;
-        l.fencing_token = ++m_token;
+        l.fencing_token = next_token();
       }
       l.ttl_at = now + ttl;
       l.transition_at = l.ttl_at + transition;
@@ -85,6 +89,10 @@ public:
   const core::Lease& lease(const std::string& mutex) { return m_leases[mutex]; }
 
 private:
+  uint64_t next_token() {
+    m_token = clock_seeded_tokens ? std::max(m_token + 1, uint64_t(now) * 1000) : m_token + 1;
+    return m_token;
+  }
   core::CallResult ok(const core::Lease& l) const {
     core::CallResult r;
     r.status = core::CallResult::Status::ok;

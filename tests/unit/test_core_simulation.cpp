@@ -12,7 +12,9 @@
 #include <cmath>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 
@@ -42,6 +44,7 @@ public:
     for (int i = 0; i < m_contenders; ++i) spawn_process(0);
     schedule(500, [this] { fault(); });
     if (m_clock_steps) schedule(700, [this] { step_clock(); });
+    if (m_lossy) schedule(700, [this] { lose(); });
     // Bounded: a contender that chains calls without end (each answered in
     // virtual time that barely moves) is a violation, not a hang.
     for (uint64_t n = 0; !m_events.empty() && m_events.top().t <= until; ++n) {
@@ -76,6 +79,20 @@ public:
     return *this;
   }
   int revocations() const { return m_revocations; }
+
+  // Data loss (issue 12 §2): now and then the backend loses its newest
+  // writes (back to a snapshot: a restart from an RDB, a failover to a
+  // lagging replica; the server run changes) or all its keys (FLUSHALL; or
+  // a restart without persistence). `quarantine`: the Redis backend's rule
+  // (lua/common.lua: quarantine_end). The check is then against the leases
+  // the backend granted, not the ones it still remembers.
+  void lose_data(bool quarantine) {
+    m_lossy = true;
+    m_quarantine = quarantine;
+    m_backend.clock_seeded_tokens = true;
+    m_snapshot.clock_seeded_tokens = true;
+  }
+  int losses() const { return m_losses; }
 
 private:
   static constexpr int64_t k_backend_base = 1'700'000'000'000;
@@ -238,7 +255,7 @@ private:
         return;
       }
       bool was_valid = m_backend.lease("m").valid_at(m_backend.now);
-      *result = shown(m_backend.apply("m", id, call));
+      *result = shown(m_lossy ? apply_lossy(id, call) : m_backend.apply("m", id, call));
       if (call.op == Op::release && result->changed) {
         if (!m_hand_over || !hand_over(id)) notify_all();
       }
@@ -278,8 +295,10 @@ private:
         waiting.push_back(q.get());
     if (waiting.empty()) return false;
     Proc* q = waiting[size_t(uniform(0, int64_t(waiting.size()) - 1))];
+    if (m_lossy && quarantine_end(k_ttl + k_transition)) return false;
     auto grant = std::make_shared<CallResult>(shown(m_backend.acquire("m", q->id, k_ttl, k_transition)));
     if (!grant->changed) return false;
+    note_grant(q->id, *grant);
     ++m_stats.hand_overs;
     int64_t delay = chance(0.1) ? uniform(50, 1500) : uniform(0, 5);
     schedule(m_t + delay, [this, q, grant] {
@@ -328,8 +347,11 @@ private:
     // A new lease has a larger token; lead and schedule restart CMD within
     // the same lease, with the same token.
     bool same_lease = a.lease.fencing_token == m_last_token && p.id == m_last_starter;
-    CHECK_MESSAGE((a.lease.fencing_token > m_last_token || same_lease),
-                  "fencing token did not increase");
+    bool increased = a.lease.fencing_token > m_last_token || same_lease;
+    if (m_lossy && !increased) // a violation that the run without the quarantine expects
+      m_violation = "t=" + std::to_string(m_t) + ": fencing token did not increase";
+    else
+      CHECK_MESSAGE(increased, "fencing token did not increase");
     m_last_token = std::max(m_last_token, a.lease.fencing_token);
     m_last_starter = p.id;
     p.child_alive = true;
@@ -416,7 +438,106 @@ private:
     }
   }
 
+  // ---- data loss (lose_data) ----
+  struct Marker {
+    int run = 0;
+    int64_t until = 0, longest = 0;
+  };
+
+  CallResult unchanged(const Lease& l) const {
+    CallResult r;
+    r.status = CallResult::Status::ok;
+    r.observed.now = m_backend.now;
+    r.observed.lease = l;
+    return r;
+  }
+
+  CallResult apply_lossy(const std::string& id, const Action& call) {
+    const Lease& l = m_backend.lease("m");
+    if (call.op == Op::acquire && l.free_at(m_backend.now)) {
+      if (auto till = quarantine_end(call.ttl_ms + call.transition_ms)) {
+        Lease q;
+        q.fencing_token = l.fencing_token;
+        q.ttl_at = m_backend.now;
+        q.transition_at = *till;
+        q.quarantine = true;
+        return unchanged(q);
+      }
+    }
+    // Guard, renewal and release compare owner and token (issue 12 §1): a
+    // lease of ours that a snapshot brought back is not the one we hold.
+    auto latest = m_latest_token.find(id);
+    if (call.op != Op::acquire || !l.free_at(m_backend.now)) {
+      if (l.owner_id == id && latest != m_latest_token.end() && l.fencing_token != latest->second)
+        return unchanged(l);
+    }
+    CallResult r = m_backend.apply("m", id, call);
+    note_grant(id, r);
+    return r;
+  }
+
+  // The marker's rule: missing, or of another server run, starts a
+  // quarantine of the longest lease known + 1 s from now.
+  std::optional<int64_t> quarantine_end(int64_t lease_ms) {
+    if (!m_quarantine) return std::nullopt;
+    int64_t now = m_backend.now;
+    Marker m = m_marker.value_or(Marker{});
+    int64_t longest = std::max(m.longest, lease_ms);
+    if (!m_marker || m.run != m_run) m.until = std::max(m.until, now + longest + 1000);
+    m.run = m_run;
+    m.longest = longest;
+    m_marker = m;
+    if (now < m.until) return m.until;
+    return std::nullopt;
+  }
+
+  // The truth of "none past its lease" once the backend may forget: the
+  // latest end the backend ever gave each lease (owner, token).
+  void note_grant(const std::string& id, const CallResult& r) {
+    if (r.status != CallResult::Status::ok || !r.changed || r.observed.lease.owner_id != id) return;
+    int64_t& end = m_granted[{id, r.observed.lease.fencing_token}];
+    end = std::max(end, r.observed.lease.transition_at);
+    m_latest_token[id] = r.observed.lease.fencing_token;
+  }
+
+  void lose() {
+    int64_t now = m_backend.now;
+    int kind = int(uniform(0, 3));
+    if (kind == 0) { // snapshot, then a restart on it or a failover: another run
+      m_backend = m_snapshot;
+      m_marker = m_snapshot_marker;
+      ++m_run;
+    } else { // FLUSHALL (same run), or a restart without persistence
+      m_backend = test::FakeBackend{};
+      m_backend.clock_seeded_tokens = true;
+      m_marker.reset();
+      if (kind == 2) ++m_run;
+    }
+    m_backend.now = now;
+    ++m_losses;
+    // The next snapshot, then the next loss.
+    schedule(m_t + uniform(100, 2000), [this] {
+      m_snapshot = m_backend;
+      m_snapshot_marker = m_marker;
+    });
+    schedule(m_t + uniform(2500, 8000), [this] { lose(); });
+  }
+
+  void check_lossy() {
+    int running = 0;
+    for (auto& q : m_procs) {
+      if (!q->child_alive) continue;
+      ++running;
+      auto granted = m_granted.find({q->id, q->child_token});
+      if (granted == m_granted.end() || m_backend.now >= granted->second)
+        m_violation = "t=" + std::to_string(m_t) + ": CMD of " + q->id + " (token " +
+                      std::to_string(q->child_token) + ") runs past its lease";
+    }
+    if (running > 1) m_violation = "t=" + std::to_string(m_t) + ": two CMDs run at once";
+  }
+
   void check() {
+    if (m_lossy) return check_lossy();
     int running = 0;
     for (auto& q : m_procs) {
       if (!q->child_alive) continue;
@@ -452,6 +573,12 @@ private:
   bool m_shared_labels = false;
   bool m_force_releases = false;
   int m_revocations = 0;
+  bool m_lossy = false, m_quarantine = false;
+  int m_run = 1, m_losses = 0;
+  std::optional<Marker> m_marker = Marker{1, 0, 0}, m_snapshot_marker = Marker{1, 0, 0};
+  test::FakeBackend m_snapshot;
+  std::map<std::pair<std::string, uint64_t>, int64_t> m_granted;
+  std::map<std::string, uint64_t> m_latest_token;
 };
 
 } // namespace
@@ -578,5 +705,33 @@ TEST_SUITE("core::simulation") {
                       << total.watchdog_kills << ", leases lost " << total.lost_leases);
     CHECK(total.clock_steps > 500);
     CHECK(total.watchdog_kills > 5);
+  }
+
+  TEST_CASE("a backend that loses its newest writes or all its keys, with the quarantine: one CMD at a time, none past its lease") {
+    int losses = 0, starts = 0;
+    for (uint64_t seed = 300; seed < 330; ++seed) {
+      CAPTURE(seed);
+      Simulation sim(seed, 6, seed % 3 == 0, seed % 2 == 0);
+      sim.lose_data(true);
+      Stats s = sim.run(120'000);
+      REQUIRE_MESSAGE(sim.violation().empty(), sim.violation());
+      CHECK(s.starts > 10);
+      losses += sim.losses();
+      starts += s.starts;
+    }
+    MESSAGE("starts " << starts << ", losses " << losses);
+    CHECK(losses > 300);
+  }
+
+  TEST_CASE("a backend that loses its newest writes or all its keys, without the quarantine: the simulation sees the overlap") {
+    int broken = 0;
+    for (uint64_t seed = 300; seed < 330; ++seed) {
+      Simulation sim(seed, 6, seed % 3 == 0, seed % 2 == 0);
+      sim.lose_data(false);
+      sim.run(120'000);
+      if (!sim.violation().empty()) ++broken;
+    }
+    MESSAGE(broken << " of 30 runs broke the promise without the quarantine");
+    CHECK(broken > 15);
   }
 }

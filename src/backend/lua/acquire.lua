@@ -1,5 +1,5 @@
--- acquire: KEYS = hash, fence; ARGV = contender, ttl_ms, transition_ms,
--- quarantine (1: after a server start, see below; 0: off).
+-- acquire: KEYS = hash, fence, marker; ARGV = contender, ttl_ms,
+-- transition_ms.
 -- The rule of DESIGN §2: a new lease once transition_at has passed (or
 -- there is none), a renewal for the valid owner, otherwise the lease
 -- unchanged.
@@ -13,24 +13,12 @@ if not free(l, now) then
   end
   -- a renewal: acquired_at and the token stay
 else
-  -- A server that started less than a lease ago may have lost a lease that
-  -- is still running (no persistence, a failover): its owner's CMD may run
-  -- until that lease's end. No new lease before then (the "delayed
-  -- restart" of the Redis distlock notes), shown as a revoked lease that
-  -- ends when the quarantine does, so that waiters sleep until then.
-  -- The fence never expires: while it exists this mutex lost nothing, and
-  -- INFO (not cheap) is asked only for a mutex new to this server.
-  local up = ARGV[4] == '1' and redis.call('EXISTS', KEYS[2]) == 0 and
-      tonumber(string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)'))
-  local quarantine = ttl + transition + 1000
-  if up and up * 1000 < quarantine then
-    local started = now - up * 1000 -- the latest it can have started (whole seconds)
-    if started + quarantine > l.transition_at then
-      l.owner = ''
-      l.ttl_at = now
-      l.transition_at = started + quarantine
-    end
-    return reply(now, false, l)
+  -- No new lease while Redis may have lost one whose CMD still runs
+  -- (common.lua: quarantine_end); shown as a quarantine that ends then, so
+  -- that waiters sleep until it does.
+  local till = quarantine_end(KEYS[3], now, ttl + transition)
+  if till then
+    return reply(now, false, quarantined(l, now, till))
   end
   -- A new token: above the last one, and never below the clock in
   -- microseconds, so that tokens keep increasing when a restart lost the

@@ -1,14 +1,25 @@
 -- Prepended to every script at build time (cmake/embed_lua.cmake).
 --
 -- Layout (DESIGN §5.2): KEYS[1] = <prefix>{<mutex>}, a hash with the fields
--- owner, acquired_at, ttl_at, transition_at, token that expires at
--- transition_at; KEYS[2] = <prefix>{<mutex>}:fence, the fencing counter,
--- which never expires. A missing hash is a free mutex whose last token is the
--- counter's value; a hash with an empty owner is a revoked lease (a forced
--- release), free at its transition_at. Every script answers
---   {now_ms, changed, owner, acquired_at, ttl_at, transition_at, token}
+-- owner, acquired_at, ttl_at, transition_at, token; KEYS[2] =
+-- <prefix>{<mutex>}:fence, the fencing counter; KEYS[3] = simba:server, the
+-- database's marker (see "The server run" below). None of them has a TTL:
+-- the scripts compare transition_at, and a key without a TTL is never taken
+-- by expiry nor by a volatile-* eviction policy. A missing hash is a free
+-- mutex whose last token is the counter's value; a hash with an empty owner
+-- is a revoked lease (a forced release), free at its transition_at. Every
+-- script answers
+--   {now_ms, changed, owner, acquired_at, ttl_at, transition_at, token, quarantine}
 -- with the lease after the call and the server's clock: TIME only, never a
 -- client's clock.
+--
+-- The client appends two arguments to every script, taken off ARGV here so
+-- that each script sees only its own: the database number (channels are
+-- server-wide, so their names carry it) and the run_id of the server its
+-- connection talks to ("" with quarantine=off), from the INFO it sent when
+-- it connected.
+local SERVER_RUN = table.remove(ARGV)
+local DB = table.remove(ARGV)
 
 -- The server's clock: epoch milliseconds (lease times) and microseconds
 -- (fence seeds).
@@ -50,28 +61,90 @@ local function free(l, now)
 end
 
 local function reply(now, changed, l)
-  return {now, changed and 1 or 0, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token}
+  return {now, changed and 1 or 0, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,
+          l.quarantine and 1 or 0}
 end
 
--- Moves the windows forward from now; acquired_at and the token stay.
+-- Moves the windows forward from now; acquired_at and the token stay. No
+-- TTL: see the layout above.
 local function renew(hash, l, now, ttl, transition)
   l.ttl_at = now + ttl
   l.transition_at = l.ttl_at + transition
   redis.call('HSET', hash, 'owner', l.owner, 'acquired_at', int(l.acquired_at),
              'ttl_at', int(l.ttl_at), 'transition_at', int(l.transition_at), 'token', int(l.token))
-  redis.call('PEXPIREAT', hash, int(l.transition_at))
+end
+
+-- Channel names: per database, like the keys (PUBLISH is server-wide).
+local function channel(hash, suffix)
+  return hash .. ':db' .. DB .. ':' .. suffix
 end
 
 -- Tells a revoked owner (and whoever listens) on the mutex's channel.
 local function notify(hash)
-  redis.call('PUBLISH', hash .. ':released', '1')
+  redis.call('PUBLISH', channel(hash, 'released'), '1')
+end
+
+-- The server run (DESIGN §9, README "Safety model"). Redis may lose a lease
+-- whose owner's CMD still runs: a restart from a snapshot or an AOF that
+-- missed the last writes, a failover to a replica that missed them, a
+-- FLUSHALL or FLUSHDB. The marker KEYS[3], a hash that nothing expires or
+-- evicts, holds the run_id of the server run that last granted a lease in
+-- this database (run), the end of the quarantine in force (until, ms) and
+-- the longest lease (ttl + transition) asked for since it was written
+-- (longest, ms). A marker that is missing (a fresh or flushed database) or
+-- of another run (a restart, with or without persistence, or a promoted
+-- replica, which has a run_id of its own) means a lease may have been lost:
+-- no new lease is granted for the longest lease known + 1 s from that
+-- moment, long enough for any lost lease's owner to have stopped its CMD.
+-- In the steady state this is one HMGET inside the script.
+local k_quarantine_slack_ms = 1000
+
+-- The end of the quarantine in force at `now` for a lease of `lease_ms`,
+-- or nil; starts one when a loss shows. Called only where a new lease would
+-- be granted.
+local function quarantine_end(marker, now, lease_ms)
+  if SERVER_RUN == '' then return nil end -- quarantine=off
+  local m = redis.call('HMGET', marker, 'run', 'until', 'longest')
+  local known = tonumber(m[3]) or 0
+  local longest = math.max(known, lease_ms)
+  local till = tonumber(m[2]) or 0
+  if m[1] ~= SERVER_RUN then
+    till = math.max(till, now + longest + k_quarantine_slack_ms)
+    redis.call('HSET', marker, 'run', SERVER_RUN, 'until', int(till), 'longest', int(longest))
+  elseif longest > known then
+    redis.call('HSET', marker, 'longest', int(longest))
+  end
+  if now < till then return till end
+  return nil
+end
+
+-- What quarantine_end would answer, without writing (get, list).
+local function quarantine_seen(marker, now)
+  if SERVER_RUN == '' then return nil end
+  local m = redis.call('HMGET', marker, 'run', 'until', 'longest')
+  local till = tonumber(m[2]) or 0
+  if m[1] ~= SERVER_RUN then
+    till = math.max(till, now + (tonumber(m[3]) or 0) + k_quarantine_slack_ms)
+  end
+  if now < till then return till end
+  return nil
+end
+
+-- A free mutex shown as quarantined until `till`: no owner, not free before
+-- then (so waiters sleep until it ends), and flagged for status.
+local function quarantined(l, now, till)
+  l.owner = ''
+  l.ttl_at = now
+  l.transition_at = math.max(l.transition_at, till)
+  l.quarantine = true
+  return l
 end
 
 -- The waiters' queue: <hash>:waiters, a sorted set scored by the server's
 -- time when each waiter queued. A member is "<ttl_ms> <transition_ms>
 -- <contender>": the terms the waiter asked for, and its id (see member()).
 -- A release hands the mutex over to the first waiter that still listens on
--- its own channel <hash>:wake:<contender> (PUBLISH counts the listeners);
+-- its own channel <hash>:db<N>:wake:<contender> (PUBLISH counts the listeners);
 -- the dead ones are dropped on the way. One waiter per release: no
 -- thundering herd.
 --
@@ -90,30 +163,38 @@ local function member(contender, ttl, transition)
   return ttl .. ' ' .. transition .. ' ' .. contender
 end
 
-local function hand_over(hash, fence, now, now_us, last, skip)
+local function hand_over(hash, fence, marker, now, now_us, last, skip)
   local queue = hash .. ':waiters'
   for _ = 1, 32 do
     local first = redis.call('ZRANGE', queue, 0, 0)
     if #first == 0 then return false end
     local ttl, transition, w = string.match(first[1], '^(%d+) (%d+) (.+)$')
     if not ttl then w = first[1] end
-    local channel = hash .. ':wake:' .. w
+    local wake = channel(hash, 'wake:' .. w)
     if w == skip then
       -- not a waiter (should its own dequeue have failed)
     elseif not ttl then
-      if redis.call('PUBLISH', channel, '1') > 0 then return false end
+      if redis.call('PUBLISH', wake, '1') > 0 then return false end
+    elseif quarantine_end(marker, now, tonumber(ttl) + tonumber(transition)) then
+      -- No new lease now: only wake it; its acquire sees the quarantine
+      -- and sleeps until it ends.
+      if redis.call('PUBLISH', wake, '1') > 0 then return false end
     else
       local l = {owner = w, acquired_at = now, token = last + math.max(1, now_us - last)}
-      l.ttl_at = now + tonumber(ttl)
-      l.transition_at = l.ttl_at + tonumber(transition)
+      -- The lease is written before it is published: should a write fail
+      -- (OOM under noeviction), the script stops before anyone was told,
+      -- and nothing is rolled back in Redis.
+      redis.call('SET', fence, int(l.token))
+      renew(hash, l, now, tonumber(ttl), tonumber(transition))
       local msg = table.concat({'grant', int(now), int(l.acquired_at), int(l.ttl_at),
                                 int(l.transition_at), int(l.token)}, ' ')
-      if redis.call('PUBLISH', channel, msg) > 0 then
-        redis.call('SET', fence, int(l.token))
-        renew(hash, l, now, tonumber(ttl), tonumber(transition))
+      if redis.call('PUBLISH', wake, msg) > 0 then
         redis.call('ZREM', queue, first[1])
         return true
       end
+      -- Nobody listened: the lease written above is the next candidate's
+      -- to overwrite, or the caller's to delete.
+      last = l.token
     end
     redis.call('ZREM', queue, first[1])
   end

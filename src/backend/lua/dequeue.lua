@@ -1,4 +1,4 @@
--- dequeue: KEYS = hash, fence; ARGV = contender[, ttl_ms, transition_ms]
+-- dequeue: KEYS = hash, fence, marker; ARGV = contender[, ttl_ms, transition_ms]
 -- (the terms it queued with). Leaves the queue of waiters. A waiter leaves
 -- only while it owns nothing it knows of (simba stops calling this once it
 -- owns the mutex), so a lease a release handed it meanwhile (common.lua:
@@ -15,7 +15,7 @@ else
 end
 local l = read_lease(KEYS[1], KEYS[2])
 if valid(l, now) and l.owner == ARGV[1] then
-  if not hand_over(KEYS[1], KEYS[2], now, now_us, l.token, ARGV[1]) then redis.call('DEL', KEYS[1]) end
+  if not hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, ARGV[1]) then redis.call('DEL', KEYS[1]) end
   return reply(now, true, read_lease(KEYS[1], KEYS[2]))
 end
 return reply(now, false, l)

@@ -1,3 +1,6 @@
--- get: KEYS = hash, fence. Reads only.
+-- get: KEYS = hash, fence, marker. Reads only.
 local now = clock()
-return reply(now, false, read_lease(KEYS[1], KEYS[2]))
+local l = read_lease(KEYS[1], KEYS[2])
+local till = free(l, now) and quarantine_seen(KEYS[3], now)
+if till then quarantined(l, now, till) end
+return reply(now, false, l)
