@@ -84,6 +84,13 @@ public:
   virtual Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
                       int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) = 0;
 
+  // A guard for --min-hold, once CMD and all it started are gone: the lease
+  // is kept until now + hold_ms (no transition) and marked as only held
+  // (Lease::holding; every other write clears the mark), so that a forced
+  // release frees it at once instead of revoking it.
+  virtual Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int64_t hold_ms, int64_t timeout_ms) = 0;
+
   // Ends the lease at once if `contender` owns it (valid) and it has fencing
   // token `token`; `changed` says whether it did. Wakes the waiters
   // (notify). `token` 0: whatever lease `contender` owns (a contender whose
@@ -92,7 +99,10 @@ public:
                         int64_t timeout_ms) = 0;
 
   // Admin break-lock: ends any valid lease, or with `token` not 0 only the
-  // lease with that fencing token. Wakes waiters and the owner.
+  // lease with that fencing token. Wakes waiters and the owner. A lease
+  // that CMD still runs under is revoked (no owner, free at its
+  // transition_at: core/lease.hpp); one only held (Lease::holding) is freed
+  // at once, like a release.
   virtual Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) = 0;
 
   virtual Reply get(const std::string& mutex, int64_t timeout_ms) = 0;

@@ -490,17 +490,18 @@ bool as_string(const redisReply* r, std::string& s) {
   return false;
 }
 
-// owner, acquired_at, ttl_at, transition_at, token, quarantine at
-// elements[first..first+5]
-constexpr size_t k_lease_fields = 6;
+// owner, acquired_at, ttl_at, transition_at, token, quarantine, holding at
+// elements[first..first+6]
+constexpr size_t k_lease_fields = 7;
 bool read_lease(const redisReply* r, size_t first, core::Lease& l) {
-  int64_t token = 0, quarantine = 0;
+  int64_t token = 0, quarantine = 0, holding = 0;
   bool ok = as_string(r->element[first], l.owner_id) && as_int(r->element[first + 1], l.acquired_at) &&
             as_int(r->element[first + 2], l.ttl_at) &&
             as_int(r->element[first + 3], l.transition_at) && as_int(r->element[first + 4], token) &&
-            as_int(r->element[first + 5], quarantine);
+            as_int(r->element[first + 5], quarantine) && as_int(r->element[first + 6], holding);
   l.fencing_token = static_cast<uint64_t>(token);
   l.quarantine = quarantine != 0;
+  l.holding = holding != 0;
   return ok;
 }
 
@@ -546,6 +547,12 @@ public:
     return run(lua::k_guard, mutex,
                {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
                 std::to_string(token)},
+               timeout_ms);
+  }
+
+  Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
+             int64_t hold_ms, int64_t timeout_ms) override {
+    return run(lua::k_guard, mutex, {contender, std::to_string(hold_ms), "0", std::to_string(token), "1"},
                timeout_ms);
   }
 

@@ -36,22 +36,23 @@ namespace {
 // on CLOCK_BOOTTIME of the boot `boot_id` (see Clocks). `boot_token` is the
 // fencing token the boot_ columns were written with: a row whose token
 // differs was last written by an older simba, which leaves the boot_
-// columns as they were (see lease_of()).
+// columns as they were (see lease_of()). `holding` (1: the lease is only
+// kept for --min-hold, Lease::holding) counts only in a row so stamped.
 constexpr const char* k_sql_schema =
     "CREATE TABLE IF NOT EXISTS simba_mutex("
     "mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, acquired_at INTEGER, "
     "ttl_at INTEGER, transition_at INTEGER, fencing_token INTEGER NOT NULL, "
     "boot_id TEXT, boot_acquired_at INTEGER, boot_ttl_at INTEGER, boot_transition_at INTEGER, "
-    "boot_token INTEGER) WITHOUT ROWID";
+    "boot_token INTEGER, holding INTEGER) WITHOUT ROWID";
 
 // Added in place to a table made by an older simba (migrate_schema()).
-constexpr const char* k_boot_columns[] = {"boot_id TEXT", "boot_acquired_at INTEGER",
-                                          "boot_ttl_at INTEGER", "boot_transition_at INTEGER",
-                                          "boot_token INTEGER"};
+constexpr const char* k_added_columns[] = {"boot_id TEXT",         "boot_acquired_at INTEGER",
+                                           "boot_ttl_at INTEGER",  "boot_transition_at INTEGER",
+                                           "boot_token INTEGER",   "holding INTEGER"};
 
 #define SIMBA_SQL_ROW                                                                              \
   "owner_id, acquired_at, ttl_at, transition_at, fencing_token, boot_id, boot_acquired_at, "      \
-  "boot_ttl_at, boot_transition_at, boot_token"
+  "boot_ttl_at, boot_transition_at, boot_token, holding"
 
 constexpr const char* k_sql_select = "SELECT " SIMBA_SQL_ROW " FROM simba_mutex WHERE mutex = ?1";
 
@@ -59,12 +60,12 @@ constexpr const char* k_sql_list = "SELECT mutex, " SIMBA_SQL_ROW " FROM simba_m
 
 constexpr const char* k_sql_upsert =
     "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ") "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(mutex) DO UPDATE SET "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT(mutex) DO UPDATE SET "
     "owner_id = excluded.owner_id, acquired_at = excluded.acquired_at, ttl_at = excluded.ttl_at, "
     "transition_at = excluded.transition_at, fencing_token = excluded.fencing_token, "
     "boot_id = excluded.boot_id, boot_acquired_at = excluded.boot_acquired_at, "
     "boot_ttl_at = excluded.boot_ttl_at, boot_transition_at = excluded.boot_transition_at, "
-    "boot_token = excluded.boot_token";
+    "boot_token = excluded.boot_token, holding = excluded.holding";
 
 // Filesystem magic numbers (linux/magic.h) of the network filesystems on
 // which SQLite's locking is not safe.
@@ -421,7 +422,7 @@ public:
   // added meanwhile is fine.
   void migrate_schema() {
     exec_or_throw("BEGIN IMMEDIATE");
-    for (const char* column : k_boot_columns) {
+    for (const char* column : k_added_columns) {
       char* err = nullptr;
       std::string sql = std::string("ALTER TABLE simba_mutex ADD COLUMN ") + column;
       if (sqlite3_exec(m_db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
@@ -552,6 +553,7 @@ public:
         d.lease = m_before_reopen->lease; // not before it would have ended
         return d;
       }
+      d.lease.holding = false; // written only if d.write
       if (cur.free_at(now)) {
         d.write = true;
         d.lease.owner_id = contender;
@@ -570,6 +572,17 @@ public:
 
   Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    return renew(mutex, contender, token, ttl_ms, transition_ms, false, timeout_ms);
+  }
+
+  Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
+             int64_t hold_ms, int64_t timeout_ms) override {
+    return renew(mutex, contender, token, hold_ms, 0, true, timeout_ms);
+  }
+
+  // guard and hold: a compare-and-set on owner and token.
+  Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, bool holding, int64_t timeout_ms) {
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       Decision d;
       d.lease = cur;
@@ -577,6 +590,7 @@ public:
       d.write = true;
       d.lease.ttl_at = now + ttl_ms;
       d.lease.transition_at = d.lease.ttl_at + transition_ms;
+      d.lease.holding = holding;
       return d;
     });
     checkpoint_if_due();
@@ -602,12 +616,23 @@ public:
       Decision d;
       d.lease = cur;
       if (!cur.valid_at(now) || !token_matches(cur, token)) return d;
+      // Only held (--min-hold): nothing runs under it, it ends now.
+      if (cur.holding) {
+        end_lease(d, now);
+        return d;
+      }
       // Revocation: the owner goes, transition_at stays (core/lease.hpp).
       d.write = true;
       d.lease.owner_id.clear();
       d.lease.ttl_at = std::min(cur.ttl_at, now);
       return d;
     });
+    // A lease that ended wakes the first waiter, as a release does; a
+    // revocation tells its owner and every waiter.
+    if (r.changed && r.observed.lease.free_at(r.observed.now)) {
+      checkpoint_if_due(wake_first_waiter(mutex));
+      return r;
+    }
     if (r.changed) notify(mutex);
     checkpoint_if_due();
     return r;
@@ -830,6 +855,7 @@ private:
   // A released lease has no owner and ended now; the token stays.
   static void end_lease(Decision& d, int64_t now) {
     d.write = true;
+    d.lease.holding = false;
     d.lease.owner_id.clear();
     d.lease.transition_at = now;
     d.lease.ttl_at = std::min(d.lease.ttl_at, now);
@@ -857,6 +883,8 @@ private:
     row.boot_transition_at = sqlite3_column_int64(s, first + 8);
     row.boot_stamped = sqlite3_column_type(s, first + 9) != SQLITE_NULL &&
                        static_cast<uint64_t>(sqlite3_column_int64(s, first + 9)) == l.fencing_token;
+    // An older simba that took the mutex since leaves the column as it was.
+    l.holding = row.boot_stamped && sqlite3_column_int64(s, first + 10) != 0;
     return row;
   }
 
@@ -889,6 +917,7 @@ private:
     sqlite3_bind_int64(u, 9, l.ttl_at);
     sqlite3_bind_int64(u, 10, l.transition_at);
     sqlite3_bind_int64(u, 11, token);
+    sqlite3_bind_int(u, 12, l.holding ? 1 : 0);
     int rc = sqlite3_step(u);
     sqlite3_reset(u);
     return rc == SQLITE_DONE ? SQLITE_OK : rc;

@@ -190,6 +190,8 @@ private:
       return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::guard:
       return to_call_result(m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
+    case core::Op::hold:
+      return to_call_result(m_backend.hold(mutex, id, a.token, a.ttl_ms, timeout));
     case core::Op::release:
       return to_call_result(m_backend.release(mutex, id, a.token, timeout));
     }

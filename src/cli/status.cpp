@@ -156,11 +156,16 @@ int release_command(const ReleaseOptions& o) {
   backend::Reply r = backend->force_release(mutex, token, k_admin_timeout_ms);
   if (!r.ok()) throw UnavailableError("cannot release " + core::escape_control(mutex) + ": " + r.error);
   if (!o.common.quiet) {
-    if (r.changed) {
-      std::string who = before.ok() && before.observed.lease.valid_at(before.observed.now)
-                          ? " (was held by " + core::escape_control(before.observed.lease.owner_id) + ")"
-                          : "";
-      const core::Observed& after = r.observed;
+    const core::Observed& after = r.observed;
+    std::string who = before.ok() && before.observed.lease.valid_at(before.observed.now)
+                        ? " (was held by " + core::escape_control(before.observed.lease.owner_id) + ")"
+                        : "";
+    if (r.changed && !after.lease.revoked_at(after.now)) {
+      // Free, or handed to a waiter: the lease was only held for --min-hold
+      // (its command had ended), nothing to stop.
+      std::cerr << "simba: released " << core::escape_control(mutex) << who
+                << ": it was only held for --min-hold (its command had ended); the mutex is free now\n";
+    } else if (r.changed) {
       std::cerr << "simba: revoked the lease of " << core::escape_control(mutex) << who
                 << "; its command is being stopped, and the mutex is free in "
                 << core::format_duration(after.lease.transition_at - after.now) << '\n';

@@ -82,7 +82,7 @@ Actions Contender::call_with(int64_t now, Op op, int64_t ttl, int64_t transition
   a.timeout_ms = call_budget(now);
   a.ttl_ms = ttl;
   a.transition_ms = transition;
-  if (op == Op::guard) a.token = m_lease.fencing_token;
+  if (op == Op::guard || op == Op::hold) a.token = m_lease.fencing_token;
   if (op == Op::release) a.token = m_release_token;
   acts.push_back(a);
   return acts;
@@ -116,7 +116,8 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
   }
   switch (op) {
   case Op::acquire: return on_acquire_reply(now, r);
-  case Op::guard: return on_guard_reply(now, r);
+  case Op::guard:
+  case Op::hold: return on_guard_reply(now, r);
   case Op::release:
     if (r.status != CallResult::Status::ok) {
       return finish(now, m_exit_after_release,
@@ -482,7 +483,7 @@ Actions Contender::after_all_gone(int64_t now, Actions acts) {
       m_hold_sent = true;
       acts.push_back(log_action(1, "holding " + m_config.mutex + " for --min-hold, " +
                                        format_duration(remaining) + " more"));
-      return call_with(now, Op::guard, remaining, 0, std::move(acts));
+      return call_with(now, Op::hold, remaining, 0, std::move(acts));
     }
   }
   return release_then_exit(now, m_child_code, std::move(acts));

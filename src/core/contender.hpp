@@ -19,7 +19,9 @@
 
 namespace simba::core {
 
-enum class Op { acquire, guard, release };
+// hold: the guard that keeps the lease for --min-hold once CMD is done
+// (no transition; the backend marks the lease as only held).
+enum class Op { acquire, guard, hold, release };
 
 struct ContenderConfig {
   std::string mutex;

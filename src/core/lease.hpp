@@ -16,6 +16,9 @@ struct Lease {
   // lost a lease whose CMD still runs (Redis after a restart, a failover or
   // a flush). Otherwise like a revoked lease.
   bool quarantine = false;
+  // The owner's CMD has ended and the lease is only kept for --min-hold
+  // (nothing runs under it): a forced release frees it at once.
+  bool holding = false;
 
   // A lease is valid (someone owns it) while transition_at has not passed.
   bool valid_at(int64_t now) const { return !owner_id.empty() && now < transition_at; }

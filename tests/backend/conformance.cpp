@@ -265,6 +265,68 @@ TEST_CASE("force_release revokes: the owner goes at once, others wait until the 
   CHECK(next.observed.lease.fencing_token > a.observed.lease.fencing_token);
 }
 
+TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced release, and a waiter is woken") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("hold");
+  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  uint64_t token = a.observed.lease.fencing_token;
+  CHECK_FALSE(a.observed.lease.holding);
+  // A compare-and-set like the guard: another token or owner changes nothing.
+  CHECK_FALSE(require_ok(b->hold(m, "A", token + 1, 60000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->hold(m, "B", token, 60000, k_timeout)).changed);
+  Reply h = require_ok(b->hold(m, "A", token, 60000, k_timeout));
+  CHECK(h.changed);
+  CHECK(h.observed.lease.holding);
+  CHECK(h.observed.lease.fencing_token == token);
+  CHECK(h.observed.lease.transition_at == h.observed.lease.ttl_at); // no transition
+  CHECK(h.observed.lease.transition_at - h.observed.now == 60000);
+  CHECK(require_ok(b->get(m, k_timeout)).observed.lease.holding);
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed); // still held
+
+  auto w = open_test_backend();
+  int fd = w->watch(m, "W", true);
+  REQUIRE(fd >= 0);
+  // From another process, as `simba release --force` is: freed (or handed
+  // over to the waiter), not revoked, since nothing runs under it.
+  int status = run_in_child([&] {
+    auto admin = open_test_backend();
+    Reply f = admin->force_release(m, 0, k_timeout);
+    return f.ok() && f.changed && !f.observed.lease.revoked_at(f.observed.now);
+  });
+  CHECK(status == 0);
+  CHECK(wait_for_wakeup(*w, fd, 1000));
+  Reply got = require_ok(w->acquire(m, "W", 10000, 1000, k_timeout));
+  CHECK(got.observed.lease.owner_id == "W");
+  CHECK(got.observed.lease.fencing_token > token);
+  CHECK_FALSE(got.observed.lease.holding);
+}
+
+TEST_CASE("hold: the mark goes with the lease; a later lease is revoked by a forced release, not freed") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("hold-gone");
+  Reply a = require_ok(b->acquire(m, "A", 300, 100, k_timeout));
+  REQUIRE(require_ok(b->hold(m, "A", a.observed.lease.fencing_token, 200, k_timeout)).changed);
+  sleep_ms(260); // the hold is over
+  Reply next = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
+  REQUIRE(next.changed);
+  CHECK_FALSE(next.observed.lease.holding);
+  // B's CMD runs: a forced release revokes it (free only at its transition_at).
+  Reply f = require_ok(b->force_release(m, 0, k_timeout));
+  CHECK(f.changed);
+  CHECK(f.observed.lease.revoked_at(f.observed.now));
+  CHECK(f.observed.lease.transition_at == next.observed.lease.transition_at);
+  // A renewal clears the mark too.
+  auto c = open_test_backend();
+  auto m2 = unique_mutex("hold-renewed");
+  Reply l = require_ok(c->acquire(m2, "C", 10000, 1000, k_timeout));
+  uint64_t t = l.observed.lease.fencing_token;
+  REQUIRE(require_ok(c->hold(m2, "C", t, 5000, k_timeout)).changed);
+  Reply g = require_ok(c->guard(m2, "C", t, 10000, 1000, k_timeout));
+  CHECK(g.changed);
+  CHECK_FALSE(g.observed.lease.holding);
+  CHECK(require_ok(c->force_release(m2, 0, k_timeout)).observed.lease.revoked_at(g.observed.now + 1));
+}
+
 TEST_CASE("fencing tokens strictly increase across acquisitions, releases and expiries") {
   auto b = open_test_backend();
   auto other = open_test_backend();

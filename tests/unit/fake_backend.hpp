@@ -29,6 +29,7 @@ public:
       }
       l.ttl_at = now + ttl;
       l.transition_at = l.ttl_at + transition;
+      l.holding = false;
       r = ok(l);
       r.changed = true;
     }
@@ -43,24 +44,37 @@ public:
     return acquire(mutex, who, ttl, transition);
   }
 
+  // A guard for --min-hold: no transition, and the lease marked as only
+  // held (a forced release frees it at once).
+  core::CallResult hold(const std::string& mutex, const std::string& who, uint64_t token,
+                        int64_t hold_ms) {
+    core::CallResult r = guard(mutex, who, token, hold_ms, 0);
+    if (r.changed) r.observed.lease.holding = m_leases[mutex].holding = true;
+    return r;
+  }
+
   // `token` 0: whatever lease `who` owns (backend.hpp).
   core::CallResult release(const std::string& mutex, const std::string& who, uint64_t token = 0) {
     core::Lease& l = m_leases[mutex];
     if (!l.owned_by(who, now) || (token != 0 && l.fencing_token != token)) return ok(l);
     l.owner_id.clear();
     l.transition_at = l.ttl_at = now;
+    l.holding = false;
     core::CallResult r = ok(l);
     r.changed = true;
     return r;
   }
 
-  // Revocation; with `token` not 0, only of the lease with that token.
+  // Revocation; with `token` not 0, only of the lease with that token. A
+  // lease only held (--min-hold) ends at once: nothing runs under it.
   core::CallResult force_release(const std::string& mutex, uint64_t token = 0) {
     core::Lease& l = m_leases[mutex];
     bool was = l.valid_at(now) && (token == 0 || l.fencing_token == token);
     if (was) {
       l.owner_id.clear();
       l.ttl_at = std::min(l.ttl_at, now);
+      if (l.holding) l.transition_at = now;
+      l.holding = false;
     }
     core::CallResult r = ok(l);
     r.changed = was;
@@ -81,6 +95,7 @@ public:
     switch (a.op) {
     case core::Op::acquire: return acquire(mutex, who, a.ttl_ms, a.transition_ms);
     case core::Op::guard: return guard(mutex, who, a.token, a.ttl_ms, a.transition_ms);
+    case core::Op::hold: return hold(mutex, who, a.token, a.ttl_ms);
     case core::Op::release: return release(mutex, who, a.token);
     }
     return {};

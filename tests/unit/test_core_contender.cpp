@@ -402,11 +402,13 @@ TEST_SUITE("core::Contender") {
     a = c.on_child_exit(h.local, 4, false);
     const Action* hold = find(a, K::call);
     REQUIRE(hold);
-    CHECK(hold->op == Op::guard);
+    CHECK(hold->op == Op::hold); // the backend marks the lease as only held
+    CHECK(hold->token == h.backend.lease("m").fencing_token);
     a = h.reply(c, *hold);
     REQUIRE(find(a, K::exit));
     CHECK(find(a, K::exit)->code == 4);
     CHECK(h.backend.lease("m").transition_at == acquired + 60000);
+    CHECK(h.backend.lease("m").holding);
     h.advance(60000 - 1000 - 1);
     CHECK(h.backend.lease("m").valid_at(h.backend.now));
     h.advance(2);

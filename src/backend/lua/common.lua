@@ -1,7 +1,8 @@
 -- Prepended to every script at build time (cmake/embed_lua.cmake).
 --
 -- Layout (DESIGN §5.2): KEYS[1] = <prefix>{<mutex>}, a hash with the fields
--- owner, acquired_at, ttl_at, transition_at, token; KEYS[2] =
+-- owner, acquired_at, ttl_at, transition_at, token, holding ('1': the lease
+-- is only kept for --min-hold, core::Lease::holding); KEYS[2] =
 -- <prefix>{<mutex>}:fence, the fencing counter; KEYS[3] = simba:server, the
 -- database's marker (see "The server run" below). None of them has a TTL:
 -- the scripts compare transition_at, and a key without a TTL is never taken
@@ -9,7 +10,7 @@
 -- mutex whose last token is the counter's value; a hash with an empty owner
 -- is a revoked lease (a forced release), free at its transition_at. Every
 -- script answers
---   {now_ms, changed, owner, acquired_at, ttl_at, transition_at, token, quarantine}
+--   {now_ms, changed, owner, acquired_at, ttl_at, transition_at, token, quarantine, holding}
 -- with the lease after the call and the server's clock: TIME only, never a
 -- client's clock.
 --
@@ -40,12 +41,13 @@ local function fence_value(fence)
 end
 
 local function read_lease(hash, fence)
-  local f = redis.call('HMGET', hash, 'owner', 'acquired_at', 'ttl_at', 'transition_at', 'token')
+  local f = redis.call('HMGET', hash, 'owner', 'acquired_at', 'ttl_at', 'transition_at', 'token',
+                       'holding')
   if not f[1] then
     return {owner = '', acquired_at = 0, ttl_at = 0, transition_at = 0, token = fence_value(fence)}
   end
   return {owner = f[1], acquired_at = tonumber(f[2]) or 0, ttl_at = tonumber(f[3]) or 0,
-          transition_at = tonumber(f[4]) or 0, token = tonumber(f[5]) or 0}
+          transition_at = tonumber(f[4]) or 0, token = tonumber(f[5]) or 0, holding = f[6] == '1'}
 end
 
 -- DESIGN §2: a lease is valid while transition_at has not passed.
@@ -62,16 +64,19 @@ end
 
 local function reply(now, changed, l)
   return {now, changed and 1 or 0, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,
-          l.quarantine and 1 or 0}
+          l.quarantine and 1 or 0, l.holding and 1 or 0}
 end
 
 -- Moves the windows forward from now; acquired_at and the token stay. No
--- TTL: see the layout above.
-local function renew(hash, l, now, ttl, transition)
+-- TTL: see the layout above. `holding`: only the hold of --min-hold sets
+-- it; every other write clears it.
+local function renew(hash, l, now, ttl, transition, holding)
   l.ttl_at = now + ttl
   l.transition_at = l.ttl_at + transition
+  l.holding = holding == true
   redis.call('HSET', hash, 'owner', l.owner, 'acquired_at', int(l.acquired_at),
-             'ttl_at', int(l.ttl_at), 'transition_at', int(l.transition_at), 'token', int(l.token))
+             'ttl_at', int(l.ttl_at), 'transition_at', int(l.transition_at), 'token', int(l.token),
+             'holding', l.holding and '1' or '0')
 end
 
 -- Channel names: per database, like the keys (PUBLISH is server-wide).

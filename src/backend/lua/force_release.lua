@@ -1,14 +1,27 @@
--- force_release: KEYS = hash, fence; ARGV = token (0: any). Admin
--- break-lock of the valid lease (only the one with that fencing token),
--- as a revocation: the owner goes at once (its guard sees no owner and stops
--- CMD; the notification tells it sooner), but transition_at stays, so that
--- nobody else acquires before the revoked owner's CMD is surely stopped.
--- The hash keeps expiring at transition_at.
-local now = clock()
+-- force_release: KEYS = hash, fence, marker; ARGV = token (0: any). Admin
+-- break-lock of the valid lease (only the one with that fencing token).
+-- A lease whose CMD may still run is revoked: the owner goes at once (its
+-- guard sees no owner and stops CMD; the notification tells it sooner), but
+-- transition_at stays, so that nobody else acquires before the revoked
+-- owner's CMD is surely stopped. A lease only held for --min-hold (nothing
+-- runs under it) ends at once, like a release: the mutex goes to the first
+-- live waiter (common.lua: hand_over), or the hash goes.
+local now, now_us = clock()
 local l = read_lease(KEYS[1], KEYS[2])
 local token = tonumber(ARGV[1])
 if not valid(l, now) or (token ~= 0 and l.token ~= token) then
   return reply(now, false, l)
+end
+if l.holding then
+  if hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, l.owner) then
+    return reply(now, true, read_lease(KEYS[1], KEYS[2]))
+  end
+  redis.call('DEL', KEYS[1])
+  l.owner = ''
+  l.holding = false
+  l.ttl_at = math.min(l.ttl_at, now)
+  l.transition_at = now
+  return reply(now, true, l)
 end
 l.ttl_at = math.min(l.ttl_at, now)
 l.owner = ''

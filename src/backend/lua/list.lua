@@ -1,6 +1,6 @@
 -- list: KEYS = marker, hash1, fence1, hash2, fence2, ... (the client finds
 -- the names with SCAN). One clock for all: {now, owner1, acquired_at1,
--- ttl_at1, transition_at1, token1, quarantine1, owner2, ...}.
+-- ttl_at1, transition_at1, token1, quarantine1, holding1, owner2, ...}.
 local now = clock()
 local till = quarantine_seen(KEYS[1], now)
 local out = {now}
@@ -13,5 +13,6 @@ for i = 2, #KEYS, 2 do
   out[#out + 1] = l.transition_at
   out[#out + 1] = l.token
   out[#out + 1] = l.quarantine and 1 or 0
+  out[#out + 1] = l.holding and 1 or 0
 end
 return out
