@@ -83,6 +83,12 @@ std::string iso8601_utc_s(int64_t epoch_ms) {
   return s.substr(0, s.size() - 5) + "Z";
 }
 
+// A duration for people: whole seconds from one second on ("after 30m",
+// not "after 30m0.004s"); the JSON fields keep the milliseconds.
+std::string for_people(int64_t ms) {
+  return core::format_duration(ms < 1000 ? ms : (ms + 500) / 1000 * 1000);
+}
+
 const char* event_name(core::WaitNotice::Event e) {
   using E = core::WaitNotice::Event;
   switch (e) {
@@ -103,7 +109,7 @@ std::string holder_text(const core::WaitNotice& n, int64_t wall_now, nlohmann::o
   if (n.revoked) {
     f["revoked"] = true;
     f["free_in_ms"] = n.free_in_ms;
-    return "its lease was revoked (release --force); free in " + core::format_duration(n.free_in_ms);
+    return "its lease was revoked (release --force); free in " + for_people(n.free_in_ms);
   }
   if (n.holder_id.empty()) return "";
   std::string label(core::label_of(n.holder_id));
@@ -142,7 +148,7 @@ void Log::notice(int level, const core::WaitNotice& n) const {
     f["failures"] = n.failures;
     trouble = "backend unavailable: " + n.error;
   }
-  const std::string waited = core::format_duration(n.waited_ms);
+  const std::string waited = for_people(n.waited_ms);
   auto with = [](std::string a, const std::string& b, const char* sep = ": ") {
     return b.empty() ? a : a + sep + b;
   };
@@ -151,7 +157,7 @@ void Log::notice(int level, const core::WaitNotice& n) const {
   case E::waiting: m = with("waiting for " + n.mutex, holder); break;
   case E::still_waiting:
     m = with("still waiting for " + n.mutex + " after " + waited,
-             trouble.empty() ? holder : trouble + " (failing for " + core::format_duration(n.failing_ms) + ")");
+             trouble.empty() ? holder : trouble + " (failing for " + for_people(n.failing_ms) + ")");
     break;
   case E::gave_up:
     m = with("gave up waiting for " + n.mutex + " after " + waited, trouble.empty() ? holder : trouble);
@@ -159,15 +165,15 @@ void Log::notice(int level, const core::WaitNotice& n) const {
   case E::busy: m = with(n.mutex + " is busy (--no-wait)", holder); break;
   case E::backend_failing:
     m = "backend failing while waiting for " + n.mutex + ": " + n.error +
-        "; trying again with back-off, at most " + core::format_duration(n.retry_max_ms) + " apart";
+        "; trying again with back-off, at most " + for_people(n.retry_max_ms) + " apart";
     break;
   case E::backend_back:
-    m = "backend answers again after " + core::format_duration(n.failing_ms) + " (" +
+    m = "backend answers again after " + for_people(n.failing_ms) + " (" +
         std::to_string(n.failures) + (n.failures == 1 ? " failed try)" : " failed tries)");
     break;
   }
   if (n.gives_up_in_ms && (n.event == E::waiting || n.event == E::still_waiting)) {
-    m += " (giving up in " + core::format_duration(*n.gives_up_in_ms) + ")";
+    m += " (giving up in " + for_people(*n.gives_up_in_ms) + ")";
   }
   static const char* const k_levels[] = {"info", "verbose", "warning", "notice", "error"};
   const char* name = level >= 0 && level <= 4 ? k_levels[level] : "warning";

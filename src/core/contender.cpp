@@ -267,14 +267,16 @@ Action Contender::notice(int64_t now, WaitNotice::Event event, int level) const 
   n.waited_ms = now - m_wait_began;
   if (m_give_up_at && event != WaitNotice::Event::gave_up) n.gives_up_in_ms = std::max<int64_t>(*m_give_up_at - now, 0);
   if (m_holder_known) {
-    // The lease as last seen, aged by the local time since.
-    int64_t backend_now = m_holder_seen_backend_now + (now - m_holder_seen_at);
-    if (!m_holder.free_at(backend_now) && !m_holder.owned_by(m_config.contender_id, backend_now)) {
-      n.revoked = m_holder.revoked_at(backend_now);
+    // The holder as last seen (it has most likely renewed since), its
+    // times aged by the local time since.
+    int64_t seen = m_holder_seen_backend_now;
+    int64_t backend_now = seen + (now - m_holder_seen_at);
+    if (!m_holder.free_at(seen) && !m_holder.owned_by(m_config.contender_id, seen)) {
+      n.revoked = m_holder.revoked_at(seen);
       n.holder_id = m_holder.owner_id;
       n.holder_has_our_label = !same_label(m_holder).empty();
       if (!n.revoked) n.held_ms = backend_now - m_holder.acquired_at;
-      n.free_in_ms = m_holder.transition_at - backend_now;
+      n.free_in_ms = std::max<int64_t>(m_holder.transition_at - backend_now, 0);
     }
   }
   if (m_failures > 0) {
