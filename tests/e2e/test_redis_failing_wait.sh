@@ -19,6 +19,30 @@ simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 rcli() { redis-cli -p "$port" "$@" >/dev/null; }
 command -v redis-cli >/dev/null 2>&1 || skip "needs redis-cli"
 
+# 0. Redis paused (SIGSTOP) under a queued waiter: its acquires get no
+# answer (their outcome unknown); at --timeout, 69, and not a word about a
+# release (it tries one, in case an unanswered acquire took the lease).
+"$SIMBA" run --mutex p "${lease[@]}" -- sh -c 'touch "$0"; exec sleep 60' "$T/holding0" 2>/dev/null &
+holder=$!
+wait_file "$T/holding0" 10
+"$SIMBA" run --mutex p "${lease[@]}" --timeout 3s -- touch "$T/ran" 2>"$T/w0.err" &
+waiter=$!
+wait_for 5 grep -q "^simba: waiting for p: held by " "$T/w0.err"
+kill -STOP "$OWN_REDIS_PID"
+wait_for 10 pid_dead "$waiter"
+kill -CONT "$OWN_REDIS_PID"
+rc=0
+wait "$waiter" || rc=$?
+assert_eq 69 "$rc" "exit of a waiter whose Redis was paused ($(cat -- "$T/w0.err"))"
+grep -q "^simba: warning: backend failing while waiting for p: no answer in time" "$T/w0.err" ||
+  fail "no warning: $(cat -- "$T/w0.err")"
+grep -q "^simba: error: gave up waiting for p after 3s: backend unavailable: " "$T/w0.err" ||
+  fail "no error line: $(cat -- "$T/w0.err")"
+! grep -qi release "$T/w0.err" || fail "talks of a release of a lock it never held: $(cat -- "$T/w0.err")"
+assert_eq 3 "$(wc -l <"$T/w0.err")" "lines of the waiter ($(cat -- "$T/w0.err"))"
+kill -TERM "$holder"
+wait "$holder" || true
+
 # 1. Redis killed while a waiter is queued, --timeout 5s: 69.
 "$SIMBA" run --mutex m "${lease[@]}" -- sh -c 'touch "$0"; exec sleep 60' "$T/holding" 2>"$T/holder.err" &
 holder=$!
