@@ -142,7 +142,9 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
   // Nothing here for the hot path: an answered acquire after no failure
   // adds no action.
   Actions acts = track_backend(now, r);
-  if (r.status == CallResult::Status::ok) see_holder(now, r.observed);
+  if (r.status == CallResult::Status::ok && !r.observed.lease.owned_by(m_config.contender_id, r.observed.now)) {
+    see_holder(now, r.observed);
+  }
   if (m_cancel_code) {
     // Cancelled (signal or --timeout) while this acquire was in flight.
     bool maybe = r.status == CallResult::Status::indeterminate ||
