@@ -127,7 +127,7 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
         return finish(now, m_exit_after_release,
                       {log_action(1, "could not make sure that no lease of ours is left on " +
                                        m_config.mutex + " (" + r.error +
-                                       "); one our unanswered acquire may have taken expires by itself")});
+                                       "); a lease our unanswered acquire may have taken expires by itself")});
       }
       return finish(now, m_exit_after_release,
                     {log_action(2, "could not release " + m_config.mutex + " (" + r.error +
