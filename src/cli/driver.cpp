@@ -158,7 +158,12 @@ private:
       m_exit_code = a.code;
       m_exit_signal = a.signo;
       return {};
-    case K::log: m_log.at(a.level, a.message); return {};
+    case K::log:
+      if (a.notice)
+        m_log.notice(a.level, *a.notice);
+      else
+        m_log.at(a.level, a.message);
+      return {};
     }
     return {};
   }

@@ -3,6 +3,10 @@
 // --log-format json. Warnings always (unless -q), verbose lines only with -v.
 #include <string>
 
+namespace simba::core {
+struct WaitNotice;
+}
+
 namespace simba::cli {
 
 struct Log {
@@ -14,8 +18,13 @@ struct Log {
   void verbose_line(const std::string& m) const;
   void warning(const std::string& m) const;
   // level: 0 info, 1 verbose, 2 warning, 3 notice: printed only when stderr
-  // is a terminal, or with -v (core::Action::level)
+  // is a terminal, or with -v, 4 error: printed even with -q
+  // (core::Action::level)
   void at(int level, const std::string& m) const;
+  // A waiter's notice at `level`: one line of text, or a JSON object whose
+  // "message" is that line and whose other fields carry its parts
+  // (event, mutex, holder, held_since, waited_ms, error...).
+  void notice(int level, const core::WaitNotice& n) const;
 
 private:
   void emit(const char* level, const std::string& m, bool stamp) const;

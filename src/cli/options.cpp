@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <random>
 
 namespace simba::cli {
@@ -66,6 +67,11 @@ core::ContenderConfig contender_config(const CommonOptions& o) {
   // Never the label alone: two processes given one label must not be one
   // owner (DESIGN §9).
   c.contender_id = core::make_owner_id(c.label, kernel_random());
+  // How often `run` repeats its waiting notice (default 5m); for tests, and
+  // for logs that want it more or less often.
+  if (const char* every = std::getenv("SIMBA_WAIT_NOTICE_EVERY"); every && *every) {
+    c.notice_every_ms = core::parse_duration(every, "SIMBA_WAIT_NOTICE_EVERY");
+  }
   return c;
 }
 

@@ -77,7 +77,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", k_run_description);
   cmd->footer("Usage: simba run --mutex NAME [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
-  cmd->add_option("--timeout", o.timeout, "Give up waiting after this long (exit 75)");
+  cmd->add_option("--timeout", o.timeout,
+                  "Give up waiting after this long (exit 75; 69 if the backend is failing then)");
   cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held");
   cmd->add_option("--conflict-exit-code", o.conflict_exit_code,
                   "Exit code when not acquired (default 75)");

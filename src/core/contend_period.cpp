@@ -1,5 +1,7 @@
 #include "core/contend_period.hpp"
 
+#include <algorithm>
+
 namespace simba::core {
 
 int64_t ContendPeriod::next_delay(const Observed& o) const {
@@ -9,6 +11,16 @@ int64_t ContendPeriod::next_delay(const Observed& o) const {
   // a head start, so the contenders do not all hit the backend at once.
   int64_t low = l.transition_at == l.ttl_at ? 0 : k_jitter_low;
   return l.transition_at - o.now + m_uniform(low, k_jitter_high);
+}
+
+int64_t ContendPeriod::backoff_delay(int failures, int64_t base, int64_t cap) const {
+  int64_t d = std::max<int64_t>(base, 1);
+  int64_t top = std::max(d, cap * 2 / 3); // d plus its jitter stays within cap
+  for (int i = 1; i < failures && d < top; ++i) d *= 2;
+  d = std::min(d, top);
+  int64_t spread = d / 2;
+  // a pinned `uniform` (tests) may answer outside the range: keep it inside
+  return d + std::clamp<int64_t>(m_uniform(0, spread + 1), 0, spread);
 }
 
 } // namespace simba::core

@@ -28,6 +28,12 @@ public:
     return d < 0 ? 0 : d;
   }
 
+  // After the n-th failure in a row (n >= 1) of a waiter's acquire: d =
+  // `base` doubled n-1 times (at most 2/3 of `cap`), plus a jitter drawn in
+  // [0, d/2], so that waiters that failed together do not come back
+  // together. Never less than `base`, never more than `cap` (if cap >= base).
+  int64_t backoff_delay(int failures, int64_t base, int64_t cap) const;
+
   static constexpr int64_t k_jitter_low = -200;
   static constexpr int64_t k_jitter_high = 1000;
 

@@ -54,6 +54,7 @@ Contender::Contender(ContenderConfig config, ContendPeriod period)
 
 Actions Contender::start(int64_t now) {
   m_phase = Phase::contending;
+  m_wait_began = now;
   if (m_config.wait_timeout_ms) m_give_up_at = now + *m_config.wait_timeout_ms;
   return call(now, Op::acquire);
 }
@@ -120,6 +121,15 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
   case Op::hold: return on_guard_reply(now, r);
   case Op::release:
     if (r.status != CallResult::Status::ok) {
+      // A release with token 0 follows only an acquire whose answer never
+      // came: whether we hold anything is unknown (most likely not), and a
+      // warning about "releasing" would say we held the lock.
+      if (m_release_token == 0) {
+        return finish(now, m_exit_after_release,
+                      {log_action(1, "could not make sure that no lease of ours is left on " +
+                                       m_config.mutex + " (" + r.error +
+                                       "); a lease our unanswered acquire may have taken expires by itself")});
+      }
       return finish(now, m_exit_after_release,
                     {log_action(2, "could not release " + m_config.mutex + " (" + r.error +
                                        "); it expires by itself")});
@@ -130,37 +140,26 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
 }
 
 Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
+  // Nothing here for the hot path: an answered acquire after no failure
+  // adds no action.
+  Actions acts = track_backend(now, r);
+  if (r.status == CallResult::Status::ok && !r.observed.lease.owned_by(m_config.contender_id, r.observed.now)) {
+    see_holder(now, r.observed);
+  }
   if (m_cancel_code) {
     // Cancelled (signal or --timeout) while this acquire was in flight.
     bool maybe = r.status == CallResult::Status::indeterminate ||
                  (r.status == CallResult::Status::ok &&
                   r.observed.lease.owned_by(m_config.contender_id, r.observed.now));
-    if (maybe || m_maybe_owner) return release_then_exit(now, *m_cancel_code);
-    return finish(now, *m_cancel_code);
-  }
-  if (m_phase != Phase::contending) return {};
-  if (r.status == CallResult::Status::indeterminate) {
-    // It may have been applied: never start CMD on it. Acquire again — for
-    // the owner that is a renewal — and learn the truth.
-    m_maybe_owner = true;
-    if (m_config.no_wait && ++m_unknown_replies > 1) {
-      // --no-wait does not wait on a backend that does not answer either.
-      return release_then_exit(now, exit_code::k_unavailable,
-                               {log_action(2, "backend unavailable: " + r.error)});
+    if (m_timed_out) {
+      m_maybe_owner = m_maybe_owner || maybe;
+      return give_up(now, std::move(acts)); // this reply decides the code
     }
-    // Not at once: a backend that keeps failing that way is not asked in a loop.
-    return retry_acquire_later(now, m_config.retry_ms,
-                               {log_action(2, "acquire: no answer in time (" + r.error + "); asking again")});
+    if (maybe || m_maybe_owner) return release_then_exit(now, *m_cancel_code, std::move(acts));
+    return finish(now, *m_cancel_code, std::move(acts));
   }
-  if (r.status == CallResult::Status::failed) {
-    if (m_config.no_wait) {
-      Actions acts{log_action(2, "backend unavailable: " + r.error)};
-      if (m_maybe_owner) return release_then_exit(now, exit_code::k_unavailable, acts);
-      return finish(now, exit_code::k_unavailable, acts);
-    }
-    return retry_acquire_later(now, m_config.retry_ms,
-                               {log_action(1, "acquire failed: " + r.error + "; retrying")});
-  }
+  if (m_phase != Phase::contending) return acts;
+  if (r.status != CallResult::Status::ok) return on_acquire_failure(now, r, std::move(acts));
   const Observed& o = r.observed;
   if (o.lease.owned_by(m_config.contender_id, o.now)) {
     m_maybe_owner = true;
@@ -169,31 +168,144 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r) {
       // The reply came so late that the lease would have to be stopped at
       // once: renew before starting anything -- after a retry period, or a
       // backend slower than the lease would be asked in a loop.
-      return retry_acquire_later(now, m_config.retry_ms,
-                                 {log_action(2, "acquire reply came too late to use; renewing")});
+      acts.push_back(log_action(2, "acquire reply came too late to use; renewing"));
+      return retry_acquire_later(now, m_config.retry_ms, std::move(acts));
     }
     m_phase = Phase::owning;
-    return on_owned(now, {log_action(long_running() ? 0 : 1,
-                                     "acquired " + m_config.mutex + " (fencing token " +
-                                       std::to_string(m_lease.fencing_token) + ")")});
+    acts.push_back(log_action(long_running() ? 0 : 1,
+                              "acquired " + m_config.mutex + " (fencing token " +
+                                std::to_string(m_lease.fencing_token) + ")"));
+    return on_owned(now, std::move(acts));
   }
   m_maybe_owner = false;
-  if (m_config.no_wait) return finish(now, m_config.conflict_exit_code);
-  int64_t delay = o.lease.free_at(o.now) ? 0 : m_period.ensure_next_delay(o);
-  Actions acts;
-  if (!m_announced_wait && !o.lease.free_at(o.now)) {
-    // Once, for the person at the terminal: what we wait for.
+  return on_busy(now, o, std::move(acts));
+}
+
+// A failed acquire, or one whose outcome is unknown: tried again after a
+// back-off (ContendPeriod::backoff_delay), never at once; --no-wait gives up.
+Actions Contender::on_acquire_failure(int64_t now, const CallResult& r, Actions acts) {
+  if (r.status == CallResult::Status::indeterminate) {
+    // It may have been applied: never start CMD on it. Acquire again — for
+    // the owner that is a renewal — and learn the truth.
+    m_maybe_owner = true;
+    if (m_config.no_wait && ++m_unknown_replies > 1) {
+      // --no-wait does not wait on a backend that does not answer either.
+      acts.push_back(log_action(4, "backend unavailable: " + m_last_error));
+      return release_then_exit(now, exit_code::k_unavailable, std::move(acts));
+    }
+  } else if (m_config.no_wait) {
+    acts.push_back(log_action(4, "backend unavailable: " + m_last_error));
+    if (m_maybe_owner) return release_then_exit(now, exit_code::k_unavailable, std::move(acts));
+    return finish(now, exit_code::k_unavailable, std::move(acts));
+  }
+  acts = remind_if_due(now, std::move(acts));
+  return retry_acquire_later(
+    now, m_period.backoff_delay(m_failures, m_config.retry_ms, m_config.backoff_max_ms), std::move(acts));
+}
+
+// Keeps count of a series of failed acquires: a warning at its first, one
+// line when the backend answers again; between them, verbose lines only.
+Actions Contender::track_backend(int64_t now, const CallResult& r) {
+  if (r.status == CallResult::Status::ok) {
+    if (m_failures == 0) return {};
+    Actions acts;
+    if (!m_config.no_wait) acts.push_back(notice(now, WaitNotice::Event::backend_back, 0));
+    m_failures = 0;
+    return acts;
+  }
+  m_last_error = r.status == CallResult::Status::indeterminate ? "no answer in time (" + r.error + ")" : r.error;
+  if (m_failures++ == 0) {
+    m_failing_since = now;
+    // --no-wait says it when it gives up (on_acquire_failure)
+    if (!m_config.no_wait) return {notice(now, WaitNotice::Event::backend_failing, 2)};
+    return {};
+  }
+  return {log_action(1, "acquire failed again (" + m_last_error + "); " + std::to_string(m_failures) +
+                          " failures in a row")};
+}
+
+// The holder an answered acquire showed: for the notices.
+void Contender::see_holder(int64_t now, const Observed& o) {
+  m_holder = o.lease;
+  m_holder_seen_backend_now = o.now;
+  m_holder_seen_at = now;
+  m_holder_known = true;
+}
+
+// Another contender holds the mutex (or its revoked lease runs out).
+Actions Contender::on_busy(int64_t now, const Observed& o, Actions acts) {
+  bool free = o.lease.free_at(o.now);
+  if (m_config.no_wait) {
+    if (!free) acts.push_back(notice(now, WaitNotice::Event::busy, 0));
+    return finish(now, m_config.conflict_exit_code, std::move(acts));
+  }
+  int64_t delay = free ? 0 : m_period.ensure_next_delay(o);
+  if (!m_announced_wait && !free) {
+    // Once: what we wait for. Shown in any log (unless -q): a CI job's log
+    // without it would show nothing until the exit.
     m_announced_wait = true;
-    std::string msg =
-      o.lease.revoked_at(o.now)
-        ? "waiting for " + m_config.mutex + ": its lease was revoked; free in " +
-            format_duration(o.lease.transition_at - o.now)
-        : "waiting for " + m_config.mutex + ", held by " + o.lease.owner_id + same_label(o.lease) + " since " +
-            format_duration(o.now - o.lease.acquired_at) + " ago";
-    if (m_give_up_at) msg += " (giving up in " + format_duration(*m_give_up_at - now) + ")";
-    acts.push_back(log_action(3, msg));
+    acts.push_back(notice(now, WaitNotice::Event::waiting, 0));
+  } else {
+    acts = remind_if_due(now, std::move(acts));
   }
   return retry_acquire_later(now, delay, std::move(acts));
+}
+
+// run: the notice again every notice_every_ms of waiting (at the first reply
+// after it is due: with the holder of that moment). Not for lead and
+// schedule: a standby waits for months, and says so once.
+Actions Contender::remind_if_due(int64_t now, Actions acts) {
+  if (long_running() || m_config.notice_every_ms <= 0) return acts;
+  if (!m_remind_at) m_remind_at = m_wait_began + m_config.notice_every_ms;
+  if (now < *m_remind_at) return acts;
+  m_remind_at = now + m_config.notice_every_ms;
+  acts.push_back(notice(now, WaitNotice::Event::still_waiting, 0));
+  return acts;
+}
+
+Action Contender::notice(int64_t now, WaitNotice::Event event, int level) const {
+  WaitNotice n;
+  n.event = event;
+  n.mutex = m_config.mutex;
+  n.waited_ms = now - m_wait_began;
+  if (m_give_up_at && event != WaitNotice::Event::gave_up) n.gives_up_in_ms = std::max<int64_t>(*m_give_up_at - now, 0);
+  if (m_holder_known) {
+    // The holder as last seen (it has most likely renewed since), its
+    // times aged by the local time since.
+    int64_t seen = m_holder_seen_backend_now;
+    int64_t backend_now = seen + (now - m_holder_seen_at);
+    if (!m_holder.free_at(seen) && !m_holder.owned_by(m_config.contender_id, seen)) {
+      n.revoked = m_holder.revoked_at(seen);
+      n.holder_id = m_holder.owner_id;
+      n.holder_has_our_label = !same_label(m_holder).empty();
+      if (!n.revoked) n.held_ms = backend_now - m_holder.acquired_at;
+      n.free_in_ms = std::max<int64_t>(m_holder.transition_at - backend_now, 0);
+    }
+  }
+  if (m_failures > 0) {
+    n.error = m_last_error;
+    n.failing_ms = now - m_failing_since;
+    n.failures = m_failures;
+    n.retry_max_ms = std::max(m_config.backoff_max_ms, m_config.retry_ms);
+  }
+  Action a = log_action(level, "");
+  a.notice = std::move(n);
+  return a;
+}
+
+// --timeout passed: 69 if the backend is failing (its error says why),
+// else the conflict code, with the holder last seen.
+Actions Contender::give_up(int64_t now, Actions acts) {
+  m_timed_out = true;
+  if (m_in_flight) {
+    m_cancel_code = m_config.conflict_exit_code; // the reply decides (on_acquire_reply)
+    return acts;
+  }
+  bool failing = m_failures > 0;
+  int code = failing ? exit_code::k_unavailable : m_config.conflict_exit_code;
+  acts.push_back(notice(now, WaitNotice::Event::gave_up, failing ? 4 : 0));
+  if (m_maybe_owner) return release_then_exit(now, code, std::move(acts));
+  return finish(now, code, std::move(acts));
 }
 
 // For the person who gave two processes one --contender-id: the holder
@@ -291,9 +403,7 @@ Actions Contender::begin_stop(int64_t now, const std::string& why, Actions acts)
 Actions Contender::on_timer(int64_t now) {
   switch (m_phase) {
   case Phase::contending:
-    if (m_give_up_at && now >= *m_give_up_at) {
-      return cancel(now, m_config.conflict_exit_code);
-    }
+    if (m_give_up_at && now >= *m_give_up_at) return give_up(now);
     if (m_try_at && now >= *m_try_at && !m_in_flight) return call(now, Op::acquire);
     return {};
   case Phase::owning:
@@ -383,6 +493,9 @@ Actions Contender::on_grant(int64_t now, const CallResult& r, int64_t sent_at) {
 
 Actions Contender::on_notify(int64_t now) {
   if (m_in_flight) return {};
+  // While the backend fails, a wake-up does not cut the back-off short: a
+  // notification channel that keeps firing must not make a loop of it.
+  if (m_phase == Phase::contending && m_failures > 0) return {};
   if (m_phase == Phase::contending) return call(now, Op::acquire);
   // While we own the mutex only a forced release notifies: check at once.
   if (m_phase == Phase::owning && !m_holding) return call(now, Op::guard);
@@ -432,6 +545,8 @@ Actions Contender::after_loss(int64_t now, Actions acts) {
 
 Actions Contender::recontend(int64_t now, Actions acts) {
   m_phase = Phase::contending;
+  m_wait_began = now;
+  m_remind_at.reset();
   m_child_running = false;
   m_next_start_at.reset();
   m_guard_at.reset();
@@ -522,6 +637,7 @@ Actions Contender::on_signal(int64_t now, int signo) {
 }
 
 Actions Contender::cancel(int64_t now, int code) {
+  m_timed_out = false; // a signal decides now, not --timeout
   if (m_in_flight) {
     m_cancel_code = code;
     return {};

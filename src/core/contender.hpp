@@ -40,6 +40,13 @@ struct ContenderConfig {
   int conflict_exit_code = 75;
   int64_t call_timeout_ms = 2000;  // upper bound of one backend call
   int64_t retry_ms = 250;          // guard retry period (DESIGN §4: <= 250 ms)
+  // A waiter's acquire that failed (or got no answer) is retried after a
+  // back-off: retry_ms, doubling per failure up to this, with jitter. Only
+  // the waiter's: an owner's guard keeps retry_ms (its kill point decides).
+  int64_t backoff_max_ms = 5000;
+  // run: while waiting, the notice is given again this often (at the next
+  // reply after it is due), so that a log without a terminal shows why.
+  int64_t notice_every_ms = 5 * 60 * 1000;
   // run: one CMD, then release and exit. lead: contend forever, CMD runs
   // while owner (restart policy below). schedule: while owner, CMD every
   // `every_ms` (the seed's AbstractScheduler).
@@ -55,6 +62,34 @@ struct ContenderConfig {
 // Safety margin of DESIGN §4: 2 ms + 1% of (ttl + transition).
 int64_t safety_margin(int64_t ttl_ms, int64_t transition_ms);
 
+// What a waiter tells about its wait, for the log to word (text) or to
+// carry as fields (JSON): the mutex, its holder, how long it waited, the
+// backend's trouble. Times are durations; the log turns them into clock
+// times (core knows no clock but the monotonic one it is given).
+struct WaitNotice {
+  enum class Event {
+    waiting,          // the wait begins (and the holder at that moment)
+    still_waiting,    // run: again every notice_every_ms
+    gave_up,          // --timeout passed
+    busy,             // --no-wait found the mutex held
+    backend_failing,  // the first failed (or unanswered) acquire of a series
+    backend_back,     // the first answer after a series of failures
+  };
+  Event event = Event::waiting;
+  std::string mutex;
+  std::string holder_id;          // owner id of the holder last seen; empty: none
+  bool holder_has_our_label = false; // another simba given our --contender-id
+  bool revoked = false;           // the lease seen was revoked (release --force)
+  std::optional<int64_t> held_ms; // how long the holder has held it, now
+  int64_t free_in_ms = 0;         // revoked: until the mutex is free
+  int64_t waited_ms = 0;          // since the wait began
+  std::optional<int64_t> gives_up_in_ms; // --timeout: what is left
+  std::string error;              // the backend's last error, while it fails
+  int64_t failing_ms = 0;         // how long it has failed
+  int failures = 0;               // failed tries in this series
+  int64_t retry_max_ms = 0;       // backend_failing: the back-off's cap
+};
+
 struct Action {
   enum class Kind {
     call,            // call the backend: `op`, bounded by `timeout_ms`; then on_reply
@@ -65,7 +100,8 @@ struct Action {
     exit,            // exit simba with `code` (nothing held, nothing running);
                      // `signo` != 0: end by that signal instead (see finish())
     log,             // `message` at `level` (0 info, 1 verbose, 2 warning,
-                     // 3 notice for a person at a terminal)
+                     // 3 notice for a person at a terminal, 4 error); or,
+                     // when `notice` is set, that notice (cli/log words it)
   };
   Kind kind;
   Op op = Op::acquire;
@@ -82,6 +118,7 @@ struct Action {
   int code = 0;
   int level = 0;
   std::string message;
+  std::optional<WaitNotice> notice;
 };
 
 using Actions = std::vector<Action>;
@@ -148,6 +185,13 @@ private:
   Actions finish(int64_t now, int code, Actions acts = {});
   Actions after_all_gone(int64_t now, Actions acts);
   Actions retry_acquire_later(int64_t now, int64_t delay, Actions acts = {});
+  Actions on_acquire_failure(int64_t now, const CallResult& r, Actions acts);
+  Actions track_backend(int64_t now, const CallResult& r);
+  Actions on_busy(int64_t now, const Observed& o, Actions acts);
+  void see_holder(int64_t now, const Observed& o);
+  Action notice(int64_t now, WaitNotice::Event event, int level) const;
+  Actions give_up(int64_t now, Actions acts = {});
+  Actions remind_if_due(int64_t now, Actions acts);
   Actions cancel(int64_t now, int code);
   Actions release_then_exit(int64_t now, int code, Actions acts = {});
   Actions guard_if_due(int64_t now, Actions acts);
@@ -197,6 +241,18 @@ private:
   int m_stop_signal = 0;        // the first TERM/INT/HUP/QUIT simba got (0: none)
   int m_unknown_replies = 0;    // indeterminate acquire replies (--no-wait gives up)
   bool m_announced_wait = false; // the waiting notice was given
+  int64_t m_wait_began = 0;      // local: this wait (start, or contending again)
+  std::optional<int64_t> m_remind_at; // run, waiting: the next still_waiting notice
+  bool m_timed_out = false;      // --timeout passed (the code is chosen at the exit)
+  // The holder the last ok acquire reply showed, and when (local).
+  Lease m_holder;
+  int64_t m_holder_seen_backend_now = 0;
+  int64_t m_holder_seen_at = 0;
+  bool m_holder_known = false;
+  // A series of failed or unanswered acquire replies (0: the backend answers).
+  int m_failures = 0;
+  int64_t m_failing_since = 0;
+  std::string m_last_error;
   bool m_holding = false; // --min-hold: CMD is done, the lease is kept until acquired_at + D
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
 # --log-format json: every stderr line of run, lead and schedule is one JSON
-# object {"time": ISO-8601 UTC with ms, "pid", "level", "message"}, quotes and
+# object {"time": ISO-8601 UTC with ms, "pid", "level", "message", then a
+# waiter's notices' own fields (event, mutex, holder...)}, quotes and
 # backslashes escaped; -q prints nothing on success; text stays the default;
 # errors that end simba stay one plain line.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
@@ -23,13 +24,13 @@ for line in lines:
         o = json.loads(line)
     except ValueError as e:
         sys.exit(f"not JSON ({e}): {line!r}")
-    if list(o) != ["time", "pid", "level", "message"]:
-        sys.exit(f"keys {list(o)}, expected time, pid, level, message: {line!r}")
+    if list(o)[:4] != ["time", "pid", "level", "message"]:
+        sys.exit(f"keys {list(o)}, expected time, pid, level, message first: {line!r}")
     if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", o["time"]):
         sys.exit(f"time is not ISO-8601 UTC with ms: {line!r}")
     if o["pid"] != pid:
         sys.exit(f"pid {o['pid']}, expected {pid}: {line!r}")
-    if o["level"] not in ("info", "verbose", "warning", "notice"):
+    if o["level"] not in ("info", "verbose", "warning", "notice", "error"):
         sys.exit(f"unknown level: {line!r}")
     if not isinstance(o["message"], str) or not o["message"]:
         sys.exit(f"message is not a string: {line!r}")
@@ -48,7 +49,7 @@ grep -qP '^verbose\tacquired m \(fencing token [0-9]+\)$' "$T/run.log" ||
 grep -qP '^verbose\tcommand exited with status 0$' "$T/run.log" ||
   fail "no 'command exited' line: $(cat -- "$T/run.log")"
 
-# A holder whose id needs escaping; a waiter with -v logs the waiting notice.
+# A holder whose id needs escaping; a waiter logs the waiting notice.
 "$SIMBA" run --mutex w --contender-id 'q"u\o:te' -- sh -c ': >"$0"; exec sleep 60' "$T/held" &
 holder=$!
 wait_file "$T/held" 10
@@ -59,7 +60,7 @@ wait "$pid" || rc=$?
 assert_eq 75 "$rc" "exit of the waiter that timed out"
 check_json "$T/wait.err" "$pid" >"$T/wait.log" || fail "the waiter's log"
 # (the holder's owner id: its label and its instance id)
-grep -qF "$(printf 'notice\twaiting for w, held by q"u\\o:te#')" "$T/wait.log" ||
+grep -qF "$(printf 'info\twaiting for w: held by q"u\\o:te since ')" "$T/wait.log" ||
   fail "no escaped waiting notice: $(cat -- "$T/wait.log")"
 kill -TERM "$holder"
 wait "$holder" || true

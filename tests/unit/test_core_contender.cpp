@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "core/contender.hpp"
 #include "core/names.hpp"
 #include "fake_backend.hpp"
@@ -140,10 +141,13 @@ TEST_SUITE("core::Contender") {
     a = h.reply(c, *find(a, K::call));
     CHECK(!find(a, K::call));
     CHECK(!find(a, K::start_child));
-    // once, a notice of what it waits for
+    // once, a notice of what it waits for, in any log (level 0: info)
     REQUIRE(find(a, K::log));
-    CHECK(find(a, K::log)->level == 3);
-    CHECK(find(a, K::log)->message.find("held by other") != std::string::npos);
+    CHECK(find(a, K::log)->level == 0);
+    REQUIRE(find(a, K::log)->notice);
+    CHECK(find(a, K::log)->notice->event == WaitNotice::Event::waiting);
+    CHECK(find(a, K::log)->notice->holder_id == "other");
+    CHECK(*find(a, K::log)->notice->held_ms == 1000);
     CHECK(*c.wake_at() == h.local + 11000 + 500);
 
     ContenderConfig nw = config("me");
@@ -659,8 +663,9 @@ TEST_SUITE("core::Contender identity") {
     a = c.on_reply(h.local, h.backend.apply("m", cfg.contender_id, *find(a, K::call)));
     CHECK(!find(a, K::start_child));
     REQUIRE(find(a, K::log));
-    CHECK(find(a, K::log)->message.find("held by web1#0000000000000002 (another simba with --contender-id web1)") !=
-          std::string::npos);
+    REQUIRE(find(a, K::log)->notice);
+    CHECK(find(a, K::log)->notice->holder_id == "web1#0000000000000002");
+    CHECK(find(a, K::log)->notice->holder_has_our_label);
   }
 
   TEST_CASE("a release names the lease it held; after an acquire with no answer, any lease of ours (0)") {
@@ -729,6 +734,240 @@ TEST_SUITE("core::Contender") {
       a = h.reply(c, *find(a, K::call), 10);
       REQUIRE(find(a, K::start_child));
       CHECK(find(a, K::start_child)->lease.fencing_token == 1);
+    }
+  }
+
+  // Issue 13 §1: a failing backend while waiting (a full disk, a Redis that
+  // died, an error that never goes away) was asked four times a second
+  // forever, a warning per try, and --timeout then said "busy" (75).
+  TEST_CASE("a waiter's failing acquire backs off to the cap with jitter, warns once, says when it answers again") {
+    for (bool unknown : {false, true}) {
+      CAPTURE(unknown);
+      Harness h;
+      h.backend.acquire("m", "other", 10000, 2000);
+      ContenderConfig cfg = config("me");
+      Contender c = make(cfg, 1'000'000); // a pinned jitter: the highest the range allows
+      Actions a = c.start(h.local);
+      CallResult bad;
+      bad.status = unknown ? CallResult::Status::indeterminate : CallResult::Status::failed;
+      bad.error = "database or disk is full";
+      std::vector<int64_t> delays;
+      int warnings = 0;
+      for (int i = 0; i < 9; ++i) {
+        REQUIRE(find(a, K::call));
+        h.advance(3);
+        a = c.on_reply(h.local, bad);
+        CHECK(!find(a, K::call));
+        for (const auto& x : a) {
+          if (x.kind != K::log) continue;
+          if (x.level >= 2) ++warnings;
+          if (i == 0) {
+            REQUIRE(x.notice);
+            CHECK(x.notice->event == WaitNotice::Event::backend_failing);
+            CHECK(x.notice->error.find("database or disk is full") != std::string::npos);
+          } else {
+            CHECK(x.level == 1); // -v only
+          }
+        }
+        // a notification does not cut the back-off short
+        CHECK(c.on_notify(h.local + 1).empty());
+        REQUIRE(c.wake_at());
+        delays.push_back(*c.wake_at() - h.local);
+        h.backend.acquire("m", "other", 10000, 2000); // the holder renews meanwhile
+        h.advance(delays.back());
+        a = c.on_timer(h.local);
+      }
+      CHECK(warnings == 1);
+      // 250 doubling, each plus up to half of it, never above 5 s
+      CHECK(delays.front() == 250 + 125);
+      for (size_t i = 1; i < delays.size(); ++i) CHECK(delays[i] >= delays[i - 1]);
+      CHECK(delays.back() >= 4900);
+      CHECK(*std::max_element(delays.begin(), delays.end()) <= cfg.backoff_max_ms);
+      // The backend answers again: one line, and the wait goes on as before.
+      REQUIRE(find(a, K::call));
+      a = h.reply(c, *find(a, K::call), 3);
+      int back = 0;
+      for (const auto& x : a)
+        if (x.kind == K::log && x.notice && x.notice->event == WaitNotice::Event::backend_back) ++back;
+      CHECK(back == 1);
+      CHECK(*c.wake_at() == h.local + (h.backend.lease("m").transition_at - h.backend.now) + 1'000'000);
+    }
+  }
+
+  TEST_CASE("the back-off: at least the retry period, doubling, jitter within half of it, the cap kept") {
+    for (int64_t pin : {int64_t(0), int64_t(-5), int64_t(1'000'000)}) {
+      ContendPeriod p("me", [pin](int64_t, int64_t) { return pin; });
+      for (int n = 1; n < 40; ++n) {
+        int64_t d = p.backoff_delay(n, 250, 5000);
+        CHECK(d >= 250);
+        CHECK(d <= 5000);
+      }
+      CHECK(p.backoff_delay(1, 250, 5000) == (pin > 0 ? 375 : 250));
+      CHECK(p.backoff_delay(2, 250, 5000) == (pin > 0 ? 750 : 500));
+    }
+    // a drawn jitter stays in [0, d/2]: the range asked for
+    ContendPeriod q("me", [](int64_t lo, int64_t hi) {
+      CHECK(lo == 0);
+      CHECK(hi == 126);
+      return hi - 1;
+    });
+    CHECK(q.backoff_delay(1, 250, 5000) == 375);
+  }
+
+  TEST_CASE("--timeout while the backend fails: 69 and its error; while busy: the conflict code and the holder") {
+    for (bool failing : {true, false}) {
+      CAPTURE(failing);
+      Harness h;
+      h.backend.acquire("m", "other", 10000, 2000);
+      ContenderConfig cfg = config("me");
+      cfg.wait_timeout_ms = 3000;
+      Contender c = make(cfg);
+      Actions a = c.start(h.local);
+      a = h.reply(c, *find(a, K::call), 5); // busy: the holder is seen
+      if (failing) {
+        // A try before the give-up fails (a notification asks at once).
+        h.advance(1000);
+        a = c.on_notify(h.local);
+        REQUIRE(find(a, K::call));
+        CallResult bad;
+        bad.status = CallResult::Status::failed;
+        bad.error = "READONLY You can't write against a read only replica.";
+        h.advance(10);
+        a = c.on_reply(h.local, bad);
+        REQUIRE(c.wake_at());
+        CHECK(*c.wake_at() == h.local + 250); // the back-off, before the give-up
+        int64_t began = 5000; // Harness::local at the start
+        for (int i = 0; i < 10 && !find(a, K::exit); ++i) {
+          h.advance(*c.wake_at() - h.local);
+          a = c.on_timer(h.local);
+          if (find(a, K::call)) a = c.on_reply(h.local, bad);
+        }
+        CHECK(h.local == began + 3000);
+        REQUIRE(find(a, K::exit));
+        CHECK(find(a, K::exit)->code == 69);
+        REQUIRE(find(a, K::log));
+        CHECK(find(a, K::log)->level == 4);
+        REQUIRE(find(a, K::log)->notice);
+        CHECK(find(a, K::log)->notice->event == WaitNotice::Event::gave_up);
+        CHECK(find(a, K::log)->notice->error.find("READONLY") != std::string::npos);
+        CHECK(!find(a, K::call)); // a failed reply took nothing: no release
+      } else {
+        h.advance(3000 - 5);
+        a = c.on_timer(h.local);
+        REQUIRE(find(a, K::exit));
+        CHECK(find(a, K::exit)->code == 75);
+        REQUIRE(find(a, K::log));
+        CHECK(find(a, K::log)->level == 0);
+        REQUIRE(find(a, K::log)->notice);
+        CHECK(find(a, K::log)->notice->event == WaitNotice::Event::gave_up);
+        CHECK(find(a, K::log)->notice->holder_id == "other");
+        CHECK(*find(a, K::log)->notice->held_ms == 3000);
+        CHECK(find(a, K::log)->notice->waited_ms == 3000);
+      }
+    }
+  }
+
+  TEST_CASE("--timeout with a failing acquire in flight: its reply decides, 69") {
+    Harness h;
+    ContenderConfig cfg = config("me");
+    cfg.wait_timeout_ms = 1000;
+    Contender c = make(cfg);
+    Actions a = c.start(h.local);
+    REQUIRE(find(a, K::call));
+    CHECK(find(a, K::call)->timeout_ms == 1000);
+    h.advance(1000);
+    CHECK(c.on_timer(h.local).empty()); // waits for the reply in flight
+    CallResult lost;
+    lost.status = CallResult::Status::indeterminate;
+    lost.error = "connection closed";
+    a = c.on_reply(h.local, lost);
+    // it may have been applied: a release (of whatever our id holds), then 69
+    REQUIRE(find(a, K::call));
+    CHECK(find(a, K::call)->op == Op::release);
+    CHECK(find(a, K::call)->token == 0);
+    CallResult dead;
+    dead.status = CallResult::Status::failed;
+    dead.error = "connection refused";
+    a = c.on_reply(h.local, dead);
+    REQUIRE(find(a, K::exit));
+    CHECK(find(a, K::exit)->code == 69);
+    // nothing above -v about a release of a lock it never knew it held
+    for (const auto& x : a)
+      if (x.kind == K::log) CHECK(x.level == 1);
+  }
+
+  TEST_CASE("an owner's guard keeps the retry period whatever a waiter's back-off did") {
+    Harness h;
+    ContenderConfig cfg = config("me");
+    Contender c = make(cfg, 1'000'000);
+    Actions a = c.start(h.local);
+    CallResult bad;
+    bad.status = CallResult::Status::failed;
+    bad.error = "busy";
+    for (int i = 0; i < 5; ++i) {
+      a = c.on_reply(h.local, bad);
+      h.advance(*c.wake_at() - h.local);
+      a = c.on_timer(h.local);
+    }
+    a = h.reply(c, *find(a, K::call));
+    REQUIRE(find(a, K::start_child));
+    h.advance(*c.wake_at() - h.local);
+    a = c.on_timer(h.local);
+    REQUIRE(find(a, K::call));
+    CHECK(find(a, K::call)->op == Op::guard);
+    for (int i = 0; i < 3; ++i) {
+      a = c.on_reply(h.local, bad);
+      CHECK(*c.wake_at() == h.local + cfg.retry_ms);
+      h.advance(cfg.retry_ms);
+      a = c.on_timer(h.local);
+      REQUIRE(find(a, K::call));
+    }
+  }
+
+  TEST_CASE("run repeats its waiting notice every notice_every_ms; lead says it once") {
+    for (auto mode : {ContenderConfig::Mode::run, ContenderConfig::Mode::lead}) {
+      Harness h;
+      h.backend.acquire("m", "other", 10000, 2000);
+      ContenderConfig cfg = config("me");
+      cfg.mode = mode;
+      cfg.notice_every_ms = 30000;
+      Contender c = make(cfg);
+      Actions a = c.start(h.local);
+      std::vector<WaitNotice::Event> events;
+      std::vector<int64_t> reminded; // waited_ms of each still_waiting notice
+      int64_t began = h.local;
+      for (int i = 0; i < 12; ++i) {
+        a = h.reply(c, *find(a, K::call));
+        for (const auto& x : a) {
+          if (x.kind != K::log || !x.notice) continue;
+          events.push_back(x.notice->event);
+          if (x.notice->event == WaitNotice::Event::still_waiting) {
+            CHECK(x.notice->waited_ms == h.local - began);
+            CHECK(x.notice->holder_id == "other");
+            reminded.push_back(x.notice->waited_ms);
+          }
+        }
+        int64_t wait = *c.wake_at() - h.local;
+        h.advance(wait / 2);
+        h.backend.acquire("m", "other", 10000, 2000); // the holder renews
+        h.advance(wait - wait / 2);
+        a = c.on_timer(h.local);
+      }
+      // 12 replies 6 to 12 s apart: more than 66 s of waiting
+      REQUIRE(!events.empty());
+      CHECK(events.front() == WaitNotice::Event::waiting);
+      CHECK(h.local - began > 66000);
+      if (mode == ContenderConfig::Mode::run) {
+        REQUIRE(reminded.size() >= 2);
+        CHECK(reminded[0] >= 30000);
+        CHECK(reminded[0] < 30000 + 12000);
+        for (size_t i = 1; i < reminded.size(); ++i) {
+          CHECK(reminded[i] - reminded[i - 1] >= 30000);
+          CHECK(reminded[i] - reminded[i - 1] < 30000 + 12000);
+        }
+      } else {
+        CHECK(reminded.empty());
+      }
     }
   }
 }
