@@ -710,6 +710,29 @@ TEST_CASE("redis: FLUSHALL and FLUSHDB while a lease runs: quarantine, tokens in
   }
 }
 
+TEST_CASE("redis: an acquire that fails on a key of the wrong type leaves the fence as it was") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis server;
+  auto a = open_backend(server.guarded_uri("wt:"));
+  warm_up(*a);
+  auto m = unique_mutex("wrongtype");
+  Reply first = acquire_after_quarantine(*a, m, "A", k_ttl, k_transition);
+  require_ok(a->release(m, "A", 0, k_timeout));
+  std::string fence = "wt:{" + m + "}:fence";
+  std::string before = server.command({"GET", fence})->str;
+  // Someone else's data at the waiters' key: every acquire fails, and none
+  // may move the fence (a failing script keeps the writes it made).
+  REQUIRE(server.command({"SET", "wt:{" + m + "}:waiters", "not a sorted set"})->type == REDIS_REPLY_STATUS);
+  for (int i = 0; i < 3; ++i) {
+    Reply r = a->acquire(m, "B", k_ttl, k_transition, k_timeout);
+    CHECK_FALSE(r.ok());
+    CHECK(r.error.find("WRONGTYPE") != std::string::npos);
+  }
+  CHECK(std::string(server.command({"GET", fence})->str) == before);
+  CHECK(server.command({"EXISTS", "wt:{" + m + "}"})->integer == 0);
+  (void)first;
+}
+
 TEST_CASE("redis: at maxmemory with volatile-lru a running lease is not evicted") {
   SKIP_UNLESS_REDIS();
   OwnRedis server({"--maxmemory-policy", "volatile-lru"});
