@@ -471,14 +471,20 @@ void serve_spawn(Watchdog::Shared& shared, long channel) {
 }
 
 // Reaps every child that exited (CMD, or an orphan of CMD's tree that came
-// to us) and relays CMD's exit and stops to the supervisor.
+// to us) and relays CMD's exit and stops to the supervisor. The end of an
+// orphan is told too: the supervisor waits for all of CMD's tree to be gone
+// before it releases, and nothing else would wake it.
 void reap_children(Watchdog::Shared& shared, long supervisor) {
+  bool orphan_gone = false;
   for (;;) {
     siginfo_t info{};
     long r = sys(SYS_waitid, P_ALL, 0, &info, WEXITED | WSTOPPED | WNOHANG, nullptr);
     if (r == -EINTR) continue;
-    if (r < 0 || info.si_pid == 0) return;
-    if (info.si_pid != shared.cmd_pid.load()) continue;
+    if (r < 0 || info.si_pid == 0) break;
+    if (info.si_pid != shared.cmd_pid.load()) {
+      orphan_gone = orphan_gone || info.si_code != CLD_STOPPED;
+      continue;
+    }
     int status = info.si_status & 0x7f;
     switch (info.si_code) {
     case CLD_STOPPED:
@@ -496,6 +502,7 @@ void reap_children(Watchdog::Shared& shared, long supervisor) {
     }
     wd_kill(supervisor, SIGCHLD); // as if CMD were its child
   }
+  if (orphan_gone) wd_kill(supervisor, SIGCHLD);
 }
 
 // The supervisor died (kill -9, a crash): kill CMD's group and everything

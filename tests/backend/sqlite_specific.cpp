@@ -146,7 +146,7 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
   CHECK(cols == "mutex:TEXT:nn:pk owner_id:TEXT:nn acquired_at:INTEGER ttl_at:INTEGER "
                 "transition_at:INTEGER fencing_token:INTEGER:nn boot_id:TEXT "
                 "boot_acquired_at:INTEGER boot_ttl_at:INTEGER boot_transition_at:INTEGER "
-                "boot_token:INTEGER ");
+                "boot_token:INTEGER holding:INTEGER ");
 }
 
 TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acquires never") {
@@ -530,7 +530,7 @@ TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-cloc
   // A lease stamped by an earlier boot is over, whatever its times say.
   exec_sql(h, "INSERT INTO simba_mutex VALUES ('rebooted', 'gone', 0, " + std::to_string(wall + 3600000) +
                 ", " + std::to_string(wall + 3600000) +
-                ", 9000, '00000000-0000-0000-0000-000000000000', 0, 999999999999, 999999999999, 9000)");
+                ", 9000, '00000000-0000-0000-0000-000000000000', 0, 999999999999, 999999999999, 9000, 0)");
   r = require_ok(b->acquire("rebooted", "B", 10000, 2000, k_timeout));
   CHECK(r.changed);
   CHECK(r.observed.lease.fencing_token > 9000);

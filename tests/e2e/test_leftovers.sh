@@ -61,3 +61,20 @@ assert_exit 0 simba_bounded run --mutex m -- sh -c \
   "$T/bg2.pid"
 pid_dead "$(<"$T/bg2.pid")" || fail "the setsid sleep still runs after simba exited"
 assert_eq free "$(mutex_state m)" "mutex m at the end"
+
+# A leftover that ignores the kill signal: SIGKILL after --kill-after ends
+# it, and simba then releases and exits at once. Its death must reach simba
+# although it is no child of simba's (it was reparented to the watchdog):
+# nothing else is left to wake simba then.
+for leftover in '(trap "" TERM; echo $$ >"$0"; exec sleep 300) &' \
+  '( setsid sh -c "trap \"\" TERM; echo \$\$ >\"\$0\"; exec sleep 300" "$0" & )'; do
+  rm -f -- "$T/ignoring.pid"
+  t0=$(now_ms)
+  assert_exit 0 simba_bounded run --mutex m --transition 1s --kill-after 300ms -- sh -c "$leftover
+while [ ! -s \"\$0\" ]; do sleep 0.01; done; exit 0" "$T/ignoring.pid"
+  dt=$(($(now_ms) - t0))
+  ((dt >= 250 && dt < 3000)) ||
+    fail "simba took ${dt} ms to end after SIGKILL (300ms) of a leftover that ignores TERM ($leftover)"
+  pid_dead "$(<"$T/ignoring.pid")" || fail "the leftover that ignores TERM still runs ($leftover)"
+  assert_eq free "$(mutex_state m)" "mutex m after a leftover that ignores TERM"
+done
