@@ -177,9 +177,12 @@ bool trusted_owner(uid_t uid) { return uid == my_uid() || uid == 0; }
 std::string directory_distrust(const struct stat& st, bool may_be_public, const gid_t* shared_gid) {
   if (!trusted_owner(st.st_uid) && !(shared_gid && st.st_gid == *shared_gid))
     return "it belongs to another user (uid " + std::to_string(st.st_uid) + ")";
-  if ((st.st_mode & S_IWOTH) && !(may_be_public && (st.st_mode & S_ISVTX)))
-    return may_be_public ? "every user can write it and it is not sticky (chmod o-w, or +t)"
-                         : "every user can write it";
+  if (st.st_mode & S_IWOTH) {
+    if (!may_be_public || !(st.st_mode & S_ISVTX))
+      return may_be_public ? "every user can write it and it is not sticky (chmod o-w, or +t)"
+                           : "every user can write it";
+    return {}; // like /tmp: what its group may do, everyone may
+  }
   if (st.st_mode & S_IWGRP) {
     if (!in_group(st.st_gid))
       return "its group (gid " + std::to_string(st.st_gid) + "), which you are not in, can write it";
@@ -417,11 +420,11 @@ public:
     if (const char* fs = network_fs_name(m_dir_fd))
       throw UnavailableError("refusing the database " + m_path + " on a network filesystem (" + fs +
                              "): SQLite locking is not safe there; use a local path or Redis");
+    check_notify_directory(); // before a new database is made beside it
     struct stat file = database_file();
     m_dev = file.st_dev;
     m_ino = file.st_ino;
     m_file_mode = file.st_mode & 0666;
-    check_notify_directory();
     if (m_public) claim_wal_files(file);
     connect();
     // The connection's own VFS: its clock is the wall clock of Clocks.
@@ -945,13 +948,15 @@ public:
       m_waiting = waiting;
       m_watch_name = name;
       m_watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-      if (m_watch_fd < 0) return -1;
-      if (!watch_broadcast()) {
-        close(m_watch_fd);
-        m_watch_fd = -1;
+      if (m_watch_fd < 0) {
+        m_notify_problem = std::string("inotify: ") + errno_text(errno);
         warn_no_notification();
         return -1;
       }
+      // Best effort: without it, a forced release reaches an owner at its
+      // next renewal, a waiter at its next look. The queue is what a
+      // waiter needs (join_queue warns).
+      watch_broadcast();
     }
     m_waiting = waiting;
     if (waiting && m_waiter_file.empty()) {
