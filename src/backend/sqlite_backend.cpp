@@ -1182,6 +1182,9 @@ private:
 
   Reply fail_from_rc(int rc) {
     if (is_busy(rc)) return Reply::failure(Reply::Status::failed, "database is busy");
+    if ((rc & 0xff) == SQLITE_READONLY) // opened read-only for status: release says why
+      if (std::string denied = permission_problem(); !denied.empty())
+        return Reply::failure(Reply::Status::failed, denied);
     return Reply::failure(Reply::Status::failed, sqlite3_errmsg(m_db));
   }
   Reply fail_from_db() { return fail_from_rc(sqlite3_errcode(m_db)); }
@@ -1319,9 +1322,11 @@ private:
     return fd;
   }
 
+  // It was removed: whoever makes it next, it is checked again.
   void drop_notify_directory() {
     if (m_notify_fd >= 0) close(m_notify_fd);
     m_notify_fd = -1;
+    m_notify_checked = false;
   }
 
   // Opens `name` in the notification directory (made when missing); in a

@@ -114,6 +114,7 @@ assert_exit 0 as_user "$B" "$SIMBA_ANY" status -q --backend "sqlite:$ro/simba.db
 assert_exit 69 as_user "$B" "$SIMBA_ANY" run --backend "sqlite:$ro/simba.db" --mutex r2 -- true
 grep -q "cannot open $ro/simba.db for writing: permission denied" "$T/err" || fail "B's run: $(<"$T/err")"
 assert_exit 69 as_user "$B" "$SIMBA_ANY" release --force --backend "sqlite:$ro/simba.db" --mutex r
+grep -q "$ro/simba.db for writing: permission denied" "$T/err" || fail "B's release: $(<"$T/err")"
 assert_eq held "$(SIMBA_BACKEND=sqlite:$ro/simba.db mutex_state r)" "r after B's release"
 kill -TERM "$holder"
 wait "$holder" || true
