@@ -2,6 +2,8 @@
 // release notification through inotify on a directory beside it.
 #include "backend/sqlite_backend.hpp"
 
+#include "backend/sqlite_trust.hpp"
+
 #include "core/error.hpp"
 
 #include <sqlite3.h>
@@ -30,6 +32,12 @@
 
 namespace simba::backend {
 namespace {
+
+using sqlite_trust::directory_distrust;
+using sqlite_trust::file_distrust;
+using sqlite_trust::k_sharing_hint;
+
+uid_t my_uid() { return sqlite_trust::this_process().uid; }
 
 // The lease table. The wall-clock columns (acquired_at, ttl_at,
 // transition_at: epoch ms) place a lease on the calendar for people and are
@@ -132,75 +140,6 @@ void make_directories(const std::string& dir) {
     }
     throw UnavailableError("cannot create " + prefix + ": " + errno_text(err));
   }
-}
-
-// ---- Trust: who else could have written these files -------------------------
-//
-// Whoever can write the database, its directory or the notification
-// directory can forge leases, and can plant files where simba creates or
-// touches one (a symlink to /etc/nologin). So simba uses only what no
-// untrusted user can write (README, "Sharing a database between users"):
-// * a directory: owned by us or root; writable by its group only when we
-//   are in that group and the directory is setgid (a shared directory:
-//   everything made in it gets its group) or the group is our own primary
-//   group; writable by everyone only with the sticky bit (like /tmp: nobody
-//   removes or renames another user's files) and never the notification
-//   directory. In a shared directory the notification directory may belong
-//   to any member who made it, if it has the directory's group.
-// * the database file: a regular file, not a symlink; owned by us or root,
-//   or of the shared directory's group; writable by its group only when we
-//   are in it; never writable by everyone.
-// Everything beside the database is reached from the checked directory's
-// descriptor (openat) without following a link.
-
-uid_t my_uid() {
-  static const uid_t uid = geteuid();
-  return uid;
-}
-
-bool in_group(gid_t gid) {
-  if (gid == getegid()) return true;
-  int n = getgroups(0, nullptr);
-  if (n <= 0) return false;
-  std::vector<gid_t> groups(static_cast<size_t>(n));
-  n = getgroups(n, groups.data());
-  return n > 0 && std::find(groups.begin(), groups.begin() + n, gid) != groups.begin() + n;
-}
-
-constexpr const char* k_sharing_hint = " (see \"Sharing a database between users\" in simba(1))";
-
-bool trusted_owner(uid_t uid) { return uid == my_uid() || uid == 0; }
-
-// Why a directory may have been written by someone we do not trust; empty
-// when it is fine. `shared_gid`: the group of the shared directory it lies
-// in (the notification directory), whose members may own it.
-std::string directory_distrust(const struct stat& st, bool may_be_public, const gid_t* shared_gid) {
-  if (!trusted_owner(st.st_uid) && !(shared_gid && st.st_gid == *shared_gid))
-    return "it belongs to another user (uid " + std::to_string(st.st_uid) + ")";
-  if (st.st_mode & S_IWOTH) {
-    if (!may_be_public || !(st.st_mode & S_ISVTX))
-      return may_be_public ? "every user can write it and it is not sticky (chmod o-w, or +t)"
-                           : "every user can write it";
-    return {}; // like /tmp: what its group may do, everyone may
-  }
-  if (st.st_mode & S_IWGRP) {
-    if (!in_group(st.st_gid))
-      return "its group (gid " + std::to_string(st.st_gid) + "), which you are not in, can write it";
-    if (!(st.st_mode & S_ISGID) && st.st_gid != getegid())
-      return "its group can write it but it is not setgid (chmod g+s, or g-w)";
-  }
-  return {};
-}
-
-std::string file_distrust(const struct stat& st, const gid_t* shared_gid) {
-  if (S_ISLNK(st.st_mode)) return "it is a symbolic link (name the file itself)";
-  if (!S_ISREG(st.st_mode)) return "it is not a regular file";
-  if (!trusted_owner(st.st_uid) && !(shared_gid && st.st_gid == *shared_gid))
-    return "it belongs to another user (uid " + std::to_string(st.st_uid) + ")";
-  if (st.st_mode & S_IWOTH) return "every user can write it (chmod o-w)";
-  if ((st.st_mode & S_IWGRP) && !in_group(st.st_gid))
-    return "its group (gid " + std::to_string(st.st_gid) + "), which you are not in, can write it";
-  return {};
 }
 
 // Test hook: SIMBA_TEST_FSTYPE=nfs (or smb, cifs) makes the check below
