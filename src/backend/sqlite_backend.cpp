@@ -332,7 +332,8 @@ struct Decision {
 
 class SqliteBackend final : public Backend {
 public:
-  SqliteBackend(std::string path, const SqliteOpen& how) : m_path(std::move(path)), m_how(how) {
+  SqliteBackend(std::string path, const SqliteOpen& how)
+      : m_path(std::move(path)), m_given_path(m_path), m_how(how) {
     m_base = base_name(m_path);
     m_notify_name = m_base + ".notify";
     m_notify_dir = m_path + ".notify";
@@ -446,6 +447,7 @@ public:
   // 0600; 0660 in a shared directory (setgid, writable by its group), for
   // the group's other members.
   void create_database_file() {
+    check_links_on_the_way();
     mode_t mode = m_group_shared ? 0660 : 0600;
     int fd = openat(m_dir_fd, m_base.c_str(),
                     O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
@@ -455,6 +457,26 @@ public:
     }
     if (m_group_shared) fchmod(fd, mode); // the umask may have taken the group's bits
     close(fd);
+  }
+
+  // A database is made only where the path leads through links we trust:
+  // another user's symlink on the way (planted in /tmp, say) could make root
+  // create its files in any directory root may write. Checked when the
+  // file is made (not on the hot path); links inside a link's target are
+  // not followed here.
+  void check_links_on_the_way() const {
+    const std::string dir = dir_name(m_given_path);
+    for (size_t pos = 1; pos <= dir.size();) {
+      size_t next = dir.find('/', pos);
+      if (next == std::string::npos) next = dir.size();
+      std::string prefix = dir.substr(0, next);
+      pos = next + 1;
+      struct stat st;
+      if (lstat(prefix.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != my_uid() && st.st_uid != 0)
+        throw UnavailableError("refusing to create " + m_given_path + ": the path goes through " + prefix +
+                               ", a symbolic link of another user (uid " + std::to_string(st.st_uid) +
+                               ")" + k_sharing_hint);
+    }
   }
 
   const gid_t* shared_gid() const { return m_group_shared ? &m_dir_st.st_gid : nullptr; }
@@ -1407,6 +1429,7 @@ private:
 
   sqlite3* m_db = nullptr;
   std::string m_path;       // absolute, its directory resolved
+  std::string m_given_path; // absolute, as given
   SqliteOpen m_how;
   std::string m_base;       // the file's name in its directory
   std::string m_notify_name; // the notification directory's name there

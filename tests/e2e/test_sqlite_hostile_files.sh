@@ -117,6 +117,16 @@ refused "symbolic link" "$SIMBA" status
 assert_eq 0 "$(stat -c %s "$rootfile")" "size of the file behind the simba.db link"
 rm -f -- "$pub/simba.db"
 
+# ... a directory reached through the attacker's symlink: no database is made
+# where it leads (a directory root may write)
+rootdir=$T/rootdir
+mkdir -m 700 "$rootdir"
+as_user "$X" ln -s "$rootdir" "$pub/link"
+refused "the path goes through $pub/link, a symbolic link of another user" \
+  "$SIMBA" run --backend "sqlite:$pub/link/simba.db" --mutex m -- touch "$T/ran"
+assert_eq "" "$(ls -A -- "$rootdir")" "files made behind the attacker's link"
+rm -f -- "$pub/link"
+
 # --- links in a notification directory simba trusts are never followed ----------
 priv=$T/priv
 mkdir -m 700 "$priv"
