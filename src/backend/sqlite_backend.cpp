@@ -562,8 +562,8 @@ public:
   // status by a user who may only read the database: the -shm file cannot be
   // set up when missing (or in an unwritable directory), and SQLite says
   // "readonly". Without a -wal file holding anything, the database file is
-  // all there is: read it as immutable (no locks, no -shm; a write made
-  // meanwhile may be missed, which a look at the status may).
+  // all there is: read it as immutable (no locks, no -shm: a write at that
+  // very moment may be missed, as by a look a moment earlier).
   bool open_immutable() {
     struct stat st;
     if (fstatat(m_dir_fd, (m_base + "-wal").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > 0)
