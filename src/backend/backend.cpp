@@ -22,7 +22,7 @@ struct Uri {
   std::string shown;  // the URI with any password hidden, for messages
 };
 
-using Factory = std::function<std::unique_ptr<Backend>(const Uri&)>;
+using Factory = std::function<std::unique_ptr<Backend>(const Uri&, Access)>;
 
 // Hides the user-info part ("user:password@") of a URI. The last '@' of the
 // whole string counts, since a careless password may hold '/' or '@'; a path
@@ -69,7 +69,7 @@ Uri parse_uri(const std::string& uri) {
 }
 
 // sqlite:///abs/path.db, sqlite:/abs/path.db, sqlite:relative.db
-std::unique_ptr<Backend> open_sqlite_uri(const Uri& u) {
+std::unique_ptr<Backend> open_sqlite_uri(const Uri& u, Access access) {
   std::string path = u.rest;
   if (path.rfind("//", 0) == 0) {
     // An authority part: only the empty one (sqlite:///abs) is meaningful.
@@ -84,12 +84,17 @@ std::unique_ptr<Backend> open_sqlite_uri(const Uri& u) {
     throw UsageError("invalid backend URI '" + u.shown + "': no database path (sqlite:PATH)");
   if (path.back() == '/')
     throw UsageError("invalid backend URI '" + u.shown + "': the path names a directory, not a file");
-  return open_sqlite(path, u.shown);
+  SqliteOpen how;
+  how.create_file = access == Access::use;
+  how.read_only_ok = access == Access::inspect;
+  return open_sqlite(path, how);
 }
 
 // redis://[[user]:password@]host[:port][/db][?prefix=...&timeout=...],
 // redis+unix:///path.sock[?db=N&prefix=...&timeout=...]
-std::unique_ptr<Backend> open_redis_uri(const Uri& u) { return open_redis(u.scheme, u.rest, u.shown); }
+std::unique_ptr<Backend> open_redis_uri(const Uri& u, Access) {
+  return open_redis(u.scheme, u.rest, u.shown);
+}
 
 const std::map<std::string, Factory>& factories() {
   static const std::map<std::string, Factory> map = {
@@ -118,16 +123,19 @@ std::string default_sqlite_path() {
 
 } // namespace
 
-std::unique_ptr<Backend> open_backend(const std::string& uri) {
+std::unique_ptr<Backend> open_backend(const std::string& uri, Access access) {
   if (uri.empty()) {
-    std::string path = default_sqlite_path();
-    return open_sqlite(path, "sqlite:" + path);
+    // The default location is the one place simba makes when missing.
+    SqliteOpen how;
+    how.create_directories = how.create_file = access == Access::use;
+    how.read_only_ok = access == Access::inspect;
+    return open_sqlite(default_sqlite_path(), how);
   }
   Uri u = parse_uri(uri);
   auto it = factories().find(u.scheme);
   if (it == factories().end())
     throw UsageError("unknown backend '" + u.scheme + "' in '" + u.shown + "': " + k_expected);
-  return it->second(u);
+  return it->second(u, access);
 }
 
 } // namespace simba::backend

@@ -144,15 +144,28 @@ public:
   // acquire would otherwise do on that path (SQLite: the WAL checkpoint).
   virtual void upkeep() {}
 
+  // A warning the user should see once (e.g. SQLite: this waiter cannot use
+  // the release notification, its hand-overs will be slow); empty when
+  // there is none. The driver asks after every watch().
+  virtual std::string take_warning() { return {}; }
+
   // Identity of the backend for messages and re-entry detection: the URI with
   // any password removed (e.g. "sqlite:///home/u/.local/state/simba/simba.db").
   virtual std::string describe() const = 0;
 };
 
+// What opening a backend may do. `use` (run, lead, schedule): a missing
+// SQLite database is created, and so is the default location's directory
+// (never the directory of a path the user gave: a typo must not make a lock
+// namespace of its own). `inspect` (status, release): nothing is created; a
+// missing database is an error, and one that may only be read is opened
+// read-only.
+enum class Access { use, inspect };
+
 // Opens the backend named by `uri` (empty: the default SQLite file, DESIGN
 // §5.1). Throws UsageError for an unknown scheme or malformed URI,
-// UnavailableError when it cannot be opened (unwritable directory, not a
-// SQLite database, network filesystem, cannot connect).
-std::unique_ptr<Backend> open_backend(const std::string& uri);
+// UnavailableError when it cannot be opened (missing or untrusted
+// directory, not a SQLite database, network filesystem, cannot connect).
+std::unique_ptr<Backend> open_backend(const std::string& uri, Access access = Access::use);
 
 } // namespace simba::backend

@@ -2,12 +2,15 @@
 // release notification through inotify on a directory beside it.
 #include "backend/sqlite_backend.hpp"
 
+#include "backend/sqlite_trust.hpp"
+
 #include "core/error.hpp"
 
 #include <sqlite3.h>
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <atomic>
 #include <vector>
 #include <chrono>
@@ -29,6 +32,12 @@
 
 namespace simba::backend {
 namespace {
+
+using sqlite_trust::directory_distrust;
+using sqlite_trust::file_distrust;
+using sqlite_trust::k_sharing_hint;
+
+uid_t my_uid() { return sqlite_trust::this_process().uid; }
 
 // The lease table. The wall-clock columns (acquired_at, ttl_at,
 // transition_at: epoch ms) place a lease on the calendar for people and are
@@ -83,7 +92,13 @@ constexpr int64_t k_look_timeout_ms = 100;
 // Opening may race with another process creating the database.
 constexpr int k_open_busy_timeout_ms = 5000;
 
-std::string errno_text(int err) { return std::strerror(err); }
+// strerror(), lower case ("permission denied"), for the middle of a line.
+std::string errno_text(int err) {
+  std::string t = std::strerror(err);
+  if (!t.empty() && t[0] >= 'A' && t[0] <= 'Z' && !(t.size() > 1 && t[1] >= 'A' && t[1] <= 'Z'))
+    t[0] = static_cast<char>(t[0] - 'A' + 'a');
+  return t;
+}
 
 std::string dir_name(const std::string& path) {
   auto slash = path.rfind('/');
@@ -91,6 +106,8 @@ std::string dir_name(const std::string& path) {
   if (slash == 0) return "/";
   return path.substr(0, slash);
 }
+
+std::string base_name(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 std::string absolute_path(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
@@ -101,7 +118,7 @@ std::string absolute_path(const std::string& path) {
 }
 
 // mkdir -p with mode 0700 for every directory it creates; existing ones are
-// left as they are.
+// left as they are. Only for the default location (SqliteOpen).
 void make_directories(const std::string& dir) {
   struct stat st;
   if (stat(dir.c_str(), &st) == 0) {
@@ -128,14 +145,14 @@ void make_directories(const std::string& dir) {
 
 // Test hook: SIMBA_TEST_FSTYPE=nfs (or smb, cifs) makes the check below
 // believe the database is on that filesystem, since tests cannot mount one.
-const char* network_fs_name(const std::string& path) {
+const char* network_fs_name(int dir_fd) {
   if (const char* fake = std::getenv("SIMBA_TEST_FSTYPE")) {
     std::string f = fake;
     if (f == "nfs") return "NFS";
     if (f == "smb" || f == "cifs" || f == "smb2") return "SMB/CIFS";
   }
   struct statfs sf;
-  if (statfs(path.c_str(), &sf) != 0) return nullptr; // the open will report it
+  if (fstatfs(dir_fd, &sf) != 0) return nullptr; // the open will report it
   long type = static_cast<long>(static_cast<unsigned int>(sf.f_type));
   if (type == k_nfs_magic) return "NFS";
   if (type == k_smb_magic || type == k_cifs_magic || type == k_smb2_magic) return "SMB/CIFS";
@@ -208,44 +225,6 @@ void configure_sqlite() {
 bool is_busy(int rc) {
   int primary = rc & 0xff;
   return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
-}
-
-// Opens the database file at the absolute path `abs` (creating it and its
-// directories when missing). `identity` gets the file's device and inode as
-// found before SQLite opened it: should the path name another file by the
-// time SQLite opens it, the first operation sees a mismatch and opens the
-// path again (an inode in use cannot be reused meanwhile).
-sqlite3* open_database_file(const std::string& abs, struct stat& identity) {
-  std::string dir = dir_name(abs);
-  struct stat st;
-  bool exists = stat(abs.c_str(), &st) == 0;
-  if (!exists) make_directories(dir); // again: it may have gone with the file
-  if (const char* fs = network_fs_name(exists ? abs : dir))
-    throw UnavailableError("refusing the database " + abs + " on a network filesystem (" + fs +
-                           "): SQLite locking is not safe there; use a local path or Redis");
-  if (exists && S_ISDIR(st.st_mode))
-    throw UnavailableError("cannot open " + abs + ": " + errno_text(EISDIR));
-
-  if (!exists) {
-    int fd = open(abs.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd >= 0)
-      close(fd);
-    else if (errno != EEXIST) // EEXIST: another process was quicker
-      throw UnavailableError("cannot create " + abs + ": " + errno_text(errno));
-    if (stat(abs.c_str(), &st) != 0)
-      throw UnavailableError("cannot open " + abs + ": " + errno_text(errno));
-  }
-  identity = st;
-
-  configure_sqlite();
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(abs.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    sqlite3_close_v2(db);
-    throw UnavailableError("cannot open " + abs + ": " + msg);
-  }
-  return db;
 }
 
 // The two clocks of one operation. Leases are timed on CLOCK_BOOTTIME: every
@@ -354,7 +333,10 @@ struct Decision {
 
 class SqliteBackend final : public Backend {
 public:
-  explicit SqliteBackend(std::string path) : m_path(std::move(path)) {
+  SqliteBackend(std::string path, const SqliteOpen& how)
+      : m_path(std::move(path)), m_given_path(m_path), m_how(how) {
+    m_base = base_name(m_path);
+    m_notify_name = m_base + ".notify";
     m_notify_dir = m_path + ".notify";
   }
 
@@ -362,19 +344,30 @@ public:
     leave_queue();
     if (m_watch_fd >= 0) close(m_watch_fd);
     close_database();
+    drop_notify_directory();
+    if (m_dir_fd >= 0) close(m_dir_fd);
   }
 
   SqliteBackend(const SqliteBackend&) = delete;
   SqliteBackend& operator=(const SqliteBackend&) = delete;
 
-  // Opens the file at the path (creating it, and its directories, when
-  // missing) and makes sure the schema exists; throws UnavailableError
-  // when the file cannot be used.
+  // Opens the database at the path: its directory (checked: see Trust; the
+  // default location's made when missing), the file (checked; created when
+  // allowed), the notification directory (checked, if it exists), then the
+  // connection and the schema. Throws UnavailableError when the database
+  // cannot be used.
   void open_database() {
-    struct stat identity;
-    m_db = open_database_file(m_path, identity);
-    m_dev = identity.st_dev;
-    m_ino = identity.st_ino;
+    open_directory();
+    if (const char* fs = network_fs_name(m_dir_fd))
+      throw UnavailableError("refusing the database " + m_path + " on a network filesystem (" + fs +
+                             "): SQLite locking is not safe there; use a local path or Redis");
+    check_notify_directory(); // before a new database is made beside it
+    struct stat file = database_file();
+    m_dev = file.st_dev;
+    m_ino = file.st_ino;
+    m_file_mode = file.st_mode & 0666;
+    if (m_public) claim_wal_files(file);
+    connect();
     // The connection's own VFS: its clock is the wall clock of Clocks.
     sqlite3_file_control(m_db, "main", SQLITE_FCNTL_VFS_POINTER, &m_vfs);
     if (!m_vfs) m_vfs = sqlite3_vfs_find(nullptr);
@@ -385,12 +378,231 @@ public:
     initialize();
   }
 
+  // The database's directory, as a descriptor everything beside the
+  // database is opened from. The path is resolved once (one database, one
+  // name: describe() serves re-entry detection).
+  void open_directory() {
+    if (m_dir_fd >= 0) close(m_dir_fd);
+    m_dir_fd = -1;
+    std::string dir = dir_name(m_path);
+    int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && m_how.create_directories) {
+      make_directories(dir);
+      fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      int err = errno;
+      if (err == ENOENT && !m_how.create_file)
+        throw UnavailableError("no simba database at " + m_path + " (no directory " + dir + ")");
+      if (err == ENOENT)
+        throw UnavailableError("the directory " + dir +
+                               " of the database does not exist (simba makes only the default "
+                               "location's; create it, or check the path)");
+      throw UnavailableError("cannot open the directory " + dir + ": " + errno_text(err));
+    }
+    m_dir_fd = fd;
+    if (fstat(fd, &m_dir_st) != 0)
+      throw UnavailableError("cannot open the directory " + dir + ": " + errno_text(errno));
+    if (std::string why = directory_distrust(m_dir_st, true, nullptr); !why.empty())
+      throw UnavailableError("refusing the database directory " + dir + ": " + why + k_sharing_hint);
+    // Its group's writing was accepted above only for one of our groups.
+    m_group_shared = (m_dir_st.st_mode & S_IWGRP) && (m_dir_st.st_mode & S_ISGID);
+    m_public = (m_dir_st.st_mode & S_IWOTH) != 0; // and sticky
+    if (!m_resolved) resolve_path(dir);
+  }
+
+  void resolve_path(const std::string& dir) {
+    m_resolved = true;
+    char link[64];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", m_dir_fd);
+    char buf[PATH_MAX];
+    ssize_t n = readlink(link, buf, sizeof buf - 1);
+    std::string resolved;
+    if (n > 0 && buf[0] == '/') {
+      resolved.assign(buf, static_cast<size_t>(n));
+    } else if (realpath(dir.c_str(), buf)) { // no /proc
+      resolved = buf;
+    } else {
+      return;
+    }
+    m_path = resolved + (resolved == "/" ? "" : "/") + m_base;
+    m_notify_dir = m_path + ".notify";
+  }
+
+  // The database file, checked; created when missing and allowed.
+  struct stat database_file() {
+    struct stat st;
+    if (fstatat(m_dir_fd, m_base.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno != ENOENT) throw UnavailableError("cannot open " + m_path + ": " + errno_text(errno));
+      if (!m_how.create_file) throw UnavailableError("no simba database at " + m_path);
+      create_database_file();
+      if (fstatat(m_dir_fd, m_base.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        throw UnavailableError("cannot open " + m_path + ": " + errno_text(errno));
+    }
+    if (S_ISDIR(st.st_mode)) throw UnavailableError("cannot open " + m_path + ": " + errno_text(EISDIR));
+    if (std::string why = file_distrust(st, shared_gid()); !why.empty())
+      throw UnavailableError("refusing the database " + m_path + ": " + why + k_sharing_hint);
+    return st;
+  }
+
+  // 0600; 0660 in a shared directory (setgid, writable by its group), for
+  // the group's other members.
+  void create_database_file() {
+    check_links_on_the_way();
+    mode_t mode = m_group_shared ? 0660 : 0600;
+    int fd = openat(m_dir_fd, m_base.c_str(),
+                    O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+    if (fd < 0) {
+      if (errno == EEXIST) return; // another process was quicker (checked by the caller)
+      throw UnavailableError("cannot create " + m_path + ": " + errno_text(errno));
+    }
+    if (m_group_shared) fchmod(fd, mode); // the umask may have taken the group's bits
+    close(fd);
+  }
+
+  // A database is made only where the path leads through links we trust:
+  // another user's symlink on the way (planted in /tmp, say) could make root
+  // create its files in any directory root may write. Checked when the
+  // file is made (not on the hot path); links inside a link's target are
+  // not followed here.
+  void check_links_on_the_way() const {
+    const std::string dir = dir_name(m_given_path);
+    for (size_t pos = 1; pos <= dir.size();) {
+      size_t next = dir.find('/', pos);
+      if (next == std::string::npos) next = dir.size();
+      std::string prefix = dir.substr(0, next);
+      pos = next + 1;
+      struct stat st;
+      if (lstat(prefix.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != my_uid() && st.st_uid != 0)
+        throw UnavailableError("refusing to create " + m_given_path + ": the path goes through " + prefix +
+                               ", a symbolic link of another user (uid " + std::to_string(st.st_uid) +
+                               ")" + k_sharing_hint);
+    }
+  }
+
+  const gid_t* shared_gid() const { return m_group_shared ? &m_dir_st.st_gid : nullptr; }
+
+  std::string notify_distrust(const struct stat& st) const {
+    if (S_ISLNK(st.st_mode)) return "it is a symbolic link";
+    if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+    return directory_distrust(st, false, shared_gid());
+  }
+
+  // An existing notification directory is checked now (refused: exit 69);
+  // a missing one when it is made (notify_directory()).
+  void check_notify_directory() {
+    struct stat st;
+    m_notify_checked = false;
+    if (fstatat(m_dir_fd, m_notify_name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+    if (std::string why = notify_distrust(st); !why.empty())
+      throw UnavailableError("refusing the notification directory " + m_notify_dir + ": " + why +
+                             k_sharing_hint);
+    m_notify_checked = true;
+  }
+
+  // In a directory everyone may write (sticky, like /tmp) another user
+  // could make the -wal or -shm file before SQLite does; SQLite opens them
+  // without following a link, but would use a file someone else made. So
+  // they must be ours or the database owner's, and are made here (before
+  // anyone else can) when missing.
+  void claim_wal_files(const struct stat& db) {
+    for (const char* suffix : {"-wal", "-shm"}) {
+      std::string name = m_base + suffix;
+      if (m_how.create_file) {
+        int fd = openat(m_dir_fd, name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                        m_file_mode);
+        if (fd >= 0) {
+          close(fd);
+          continue;
+        }
+      }
+      struct stat st;
+      if (fstatat(m_dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue; // SQLite's turn
+      if (!S_ISREG(st.st_mode) || (st.st_uid != db.st_uid && st.st_uid != my_uid()) ||
+          (st.st_mode & S_IWOTH))
+        throw UnavailableError("refusing the database " + m_path + ": its " + suffix +
+                               " file was made by another user (uid " + std::to_string(st.st_uid) +
+                               ") in a directory everyone can write" + k_sharing_hint);
+    }
+  }
+
+  void connect() {
+    configure_sqlite();
+    int rc = sqlite3_open_v2(m_path.c_str(), &m_db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = permission_problem();
+      if (msg.empty()) msg = "cannot open " + m_path + ": " + (m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc));
+      close_database();
+      throw UnavailableError(msg);
+    }
+  }
+
+  // Which of the database's files we lack the permission for, as an error
+  // line; empty when none (then it is another problem).
+  std::string permission_problem() const {
+    bool missing = false;
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::string name = m_base + suffix;
+      if (faccessat(m_dir_fd, name.c_str(), R_OK | W_OK, AT_EACCESS) == 0) continue;
+      if (errno == ENOENT) {
+        missing = true;
+        continue;
+      }
+      int err = errno;
+      if (err == EACCES && faccessat(m_dir_fd, name.c_str(), R_OK, AT_EACCESS) == 0)
+        return "cannot open " + m_path + suffix + " for writing: " + errno_text(err);
+      return "cannot open " + m_path + suffix + ": " + errno_text(err);
+    }
+    if (missing && faccessat(m_dir_fd, ".", W_OK, AT_EACCESS) != 0)
+      return "cannot create the -wal and -shm files of " + m_path + " in " + dir_name(m_path) + ": " +
+             errno_text(errno);
+    return {};
+  }
+
+  // status by a user who may only read the database: the -shm file cannot be
+  // set up when missing (or in an unwritable directory), and SQLite says
+  // "readonly". Without a -wal file holding anything, the database file is
+  // all there is: read it as immutable (no locks, no -shm: a write at that
+  // very moment may be missed, as by a look a moment earlier).
+  bool open_immutable() {
+    struct stat st;
+    if (fstatat(m_dir_fd, (m_base + "-wal").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > 0)
+      return false;
+    close_database();
+    std::string uri = "file:";
+    for (unsigned char c : m_path) {
+      if (c == '%' || c == '?' || c == '#' || c < 0x21 || c > 0x7e) {
+        char hex[4];
+        std::snprintf(hex, sizeof hex, "%%%02X", c);
+        uri += hex;
+      } else {
+        uri += static_cast<char>(c);
+      }
+    }
+    uri += "?immutable=1";
+    int rc = sqlite3_open_v2(uri.c_str(), &m_db,
+                             SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                             nullptr);
+    if (rc != SQLITE_OK) {
+      close_database();
+      return false;
+    }
+    sqlite3_file_control(m_db, "main", SQLITE_FCNTL_VFS_POINTER, &m_vfs);
+    if (!m_vfs) m_vfs = sqlite3_vfs_find(nullptr);
+    return true;
+  }
+
   // Makes sure the schema exists (creating the database when it is new,
   // adding the boot_ columns to one made by an older simba).
   void initialize() {
     set_busy_timeout(k_open_busy_timeout_ms);
-    if (sqlite3_db_readonly(m_db, "main") == 1)
-      throw UnavailableError("cannot open " + m_path + " for writing: read-only");
+    bool read_only = sqlite3_db_readonly(m_db, "main") == 1;
+    if (read_only && !m_how.read_only_ok) {
+      std::string msg = permission_problem();
+      throw UnavailableError(msg.empty() ? "cannot open " + m_path + " for writing: read-only" : msg);
+    }
+    bool immutable = false;
     for (int attempt = 0;; ++attempt) {
       sqlite3_stmt* probe = nullptr;
       int rc = sqlite3_prepare_v3(m_db, k_sql_select, -1, SQLITE_PREPARE_PERSISTENT, &probe, nullptr);
@@ -401,7 +613,17 @@ public:
       }
       if ((rc & 0xff) == SQLITE_NOTADB)
         throw UnavailableError(m_path + " is not a SQLite database");
+      if (read_only && !immutable && (rc & 0xff) == SQLITE_READONLY && open_immutable()) {
+        immutable = true;
+        set_busy_timeout(k_open_busy_timeout_ms);
+        continue;
+      }
       std::string msg = sqlite3_errmsg(m_db);
+      if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY ||
+          sqlite3_system_errno(m_db) == EACCES)
+        if (std::string denied = permission_problem(); !denied.empty()) throw UnavailableError(denied);
+      if (!m_how.create_file && msg.find("no such table") != std::string::npos)
+        throw UnavailableError("no simba database at " + m_path + " (the file has no simba_mutex table)");
       if (attempt == 0 && msg.find("no such column") != std::string::npos) {
         migrate_schema();
         continue;
@@ -709,14 +931,18 @@ public:
     if (m_watch_fd < 0 || name != m_watch_name) {
       leave_queue();
       if (m_watch_fd >= 0) close(m_watch_fd);
+      m_waiting = waiting;
       m_watch_name = name;
       m_watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-      if (m_watch_fd < 0) return -1;
-      if (!watch_broadcast()) {
-        close(m_watch_fd);
-        m_watch_fd = -1;
+      if (m_watch_fd < 0) {
+        m_notify_problem = std::string("inotify: ") + errno_text(errno);
+        warn_no_notification();
         return -1;
       }
+      // Best effort: without it, a forced release reaches an owner at its
+      // next renewal, a waiter at its next look. The queue is what a
+      // waiter needs (join_queue warns).
+      watch_broadcast();
     }
     m_waiting = waiting;
     if (waiting && m_waiter_file.empty()) {
@@ -730,6 +956,8 @@ public:
   }
 
   bool look_after_queueing() const override { return m_look; }
+
+  std::string take_warning() override { return std::exchange(m_warning, std::string()); }
 
   void upkeep() override { checkpoint_if_due(); }
 
@@ -789,8 +1017,11 @@ private:
 
   // Opens the path again (creating directory and file, as a new process
   // does), and sets the wake-ups up again there; a failure, when it cannot.
+  // Its directory too, which existed when we started: not a typo.
   std::optional<Reply> reopen() {
     close_database();
+    drop_notify_directory();
+    m_how.create_directories = m_how.create_file;
     try {
       open_database();
     } catch (const Error& e) {
@@ -941,6 +1172,9 @@ private:
 
   Reply fail_from_rc(int rc) {
     if (is_busy(rc)) return Reply::failure(Reply::Status::failed, "database is busy");
+    if ((rc & 0xff) == SQLITE_READONLY) // opened read-only for status: release says why
+      if (std::string denied = permission_problem(); !denied.empty())
+        return Reply::failure(Reply::Status::failed, denied);
     return Reply::failure(Reply::Status::failed, sqlite3_errmsg(m_db));
   }
   Reply fail_from_db() { return fail_from_rc(sqlite3_errcode(m_db)); }
@@ -1035,14 +1269,101 @@ private:
     return r;
   }
 
+  // ---- The notification directory -------------------------------------------
+  // Everything in it is opened from its descriptor, never following a link
+  // (O_NOFOLLOW; O_NONBLOCK: a FIFO must not hang us). Files are made with
+  // the database's permissions, the directory with the matching search
+  // bits, so that whoever may use the database may use them (in a shared
+  // directory the group's setgid bit gives them its group).
+  mode_t file_mode() const { return m_file_mode; }
+  mode_t dir_mode() const { return m_file_mode | ((m_file_mode & 0444) >> 2); }
+  // More than the owner's bits: the umask must not take them away (one
+  // fchmod per file made; none for a private database).
+  bool shared_modes() const { return m_file_mode != 0600; }
+
+  // The notification directory's descriptor (made when missing and
+  // `create`), or -1 (m_notify_problem says why, unless it is just missing).
+  int notify_directory(bool create) {
+    if (m_notify_fd >= 0) return m_notify_fd;
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(m_dir_fd, m_notify_name.c_str(), flags);
+    bool made = false;
+    if (fd < 0 && errno == ENOENT && create) {
+      made = mkdirat(m_dir_fd, m_notify_name.c_str(), dir_mode()) == 0;
+      fd = openat(m_dir_fd, m_notify_name.c_str(), flags);
+    }
+    if (fd < 0) {
+      if (errno != ENOENT || create) m_notify_problem = m_notify_dir + ": " + errno_text(errno);
+      return -1;
+    }
+    if (made && shared_modes()) fchmod(fd, dir_mode() | (m_dir_st.st_mode & S_ISGID));
+    if (!m_notify_checked) { // made (by anyone) after the open's check
+      struct stat st;
+      std::string why = fstat(fd, &st) != 0 ? errno_text(errno) : notify_distrust(st);
+      if (!why.empty()) {
+        close(fd);
+        m_notify_problem = "refusing " + m_notify_dir + ": " + why;
+        return -1;
+      }
+      m_notify_checked = true;
+    }
+    m_notify_fd = fd;
+    m_notify_scanned = false;
+    return fd;
+  }
+
+  // It was removed: whoever makes it next, it is checked again.
+  void drop_notify_directory() {
+    if (m_notify_fd >= 0) close(m_notify_fd);
+    m_notify_fd = -1;
+    m_notify_checked = false;
+  }
+
+  // Opens `name` in the notification directory (made when missing); in a
+  // new one, once, when the one we had open was removed meanwhile.
+  int open_in_notify(const std::string& name, int flags) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      int dir = notify_directory(true);
+      if (dir < 0) return -1;
+      int fd = openat(dir, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, file_mode());
+      if (fd >= 0) {
+        if ((flags & O_CREAT) && shared_modes()) fchmod(fd, file_mode()); // EPERM: not ours, fine
+        return fd;
+      }
+      if (errno != ENOENT) {
+        m_notify_problem = m_notify_dir + "/" + name + ": " + errno_text(errno);
+        return -1;
+      }
+      drop_notify_directory();
+    }
+    return -1;
+  }
+
+  // Watches the file open at `fd` (the very file, not whatever its name
+  // leads to by then).
+  int watch_fd(int fd, uint32_t mask) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return inotify_add_watch(m_watch_fd, path, mask);
+  }
+
+  // A waiter that cannot use the notification waits on its timer alone:
+  // it says so once.
+  void warn_no_notification() {
+    if (m_warned || !m_waiting) return;
+    m_warned = true;
+    m_warning = "cannot use the release notification (" +
+                (m_notify_problem.empty() ? m_notify_dir : m_notify_problem) +
+                "): waiting without it, hand-overs will be slow";
+  }
+
   // IN_CLOSE_WRITE on the broadcast file: a forced release. Created when
   // missing (opened read-only, which raises no IN_CLOSE_WRITE).
   bool watch_broadcast() {
-    mkdir(m_notify_dir.c_str(), 0700); // EEXIST is the usual case
-    std::string file = m_notify_dir + "/" + m_watch_name;
-    int fd = open(file.c_str(), O_CREAT | O_RDONLY | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd >= 0) close(fd);
-    m_broadcast_wd = inotify_add_watch(m_watch_fd, file.c_str(), IN_CLOSE_WRITE);
+    int fd = open_in_notify(m_watch_name, O_CREAT | O_RDONLY);
+    if (fd < 0) return false;
+    m_broadcast_wd = watch_fd(fd, IN_CLOSE_WRITE);
+    close(fd);
     return m_broadcast_wd >= 0;
   }
 
@@ -1062,16 +1383,18 @@ private:
     char name[96];
     snprintf(name, sizeof name, "%s.w.%020lld.%ld", m_watch_name.c_str(),
              (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, long(getpid()));
-    std::string path = m_notify_dir + "/" + name;
-    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd < 0) return; // best effort: the timed wake-up remains
+    int fd = open_in_notify(name, O_CREAT | O_EXCL | O_RDWR);
+    if (fd < 0) { // the timed wake-up remains
+      warn_no_notification();
+      return;
+    }
     // Held while we wait: the kernel drops it the instant we die, which is
     // how a releaser tells a live waiter from a dead one (a pid may be reused).
     flock(fd, LOCK_EX);
     m_waiter_fd = fd;
     m_waiter_file = name;
     // IN_ATTRIB: a releaser touched it (our turn).
-    m_waiter_wd = inotify_add_watch(m_watch_fd, path.c_str(), IN_ATTRIB);
+    m_waiter_wd = watch_fd(fd, IN_ATTRIB);
   }
 
   void leave_queue() {
@@ -1079,37 +1402,49 @@ private:
     // The watch first: unlinking raises IN_ATTRIB too.
     if (m_waiter_wd >= 0) inotify_rm_watch(m_watch_fd, m_waiter_wd);
     m_waiter_wd = -1;
-    unlink((m_notify_dir + "/" + m_waiter_file).c_str());
+    if (m_notify_fd >= 0) unlinkat(m_notify_fd, m_waiter_file.c_str(), 0);
     close(m_waiter_fd);
     m_waiter_fd = -1;
     m_waiter_file.clear();
+  }
+
+  // The names in the notification directory that start with `prefix`.
+  std::vector<std::string> names_in_notify(int dir, const std::string& prefix) {
+    std::vector<std::string> names;
+    if (m_notify_scanned) lseek(dir, 0, SEEK_SET);
+    m_notify_scanned = true;
+    alignas(8) char buf[8192];
+    for (;;) {
+      ssize_t n = getdents64(dir, buf, sizeof buf);
+      if (n <= 0) break;
+      for (ssize_t off = 0; off < n;) {
+        auto* e = reinterpret_cast<struct dirent64*>(buf + off);
+        if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
+        off += e->d_reclen;
+      }
+    }
+    return names;
   }
 
   // Wakes the first waiter of `mutex` that is alive; removes the files of
   // waiters that died (kill -9) on the way. One waiter per release: the
   // others keep sleeping (no thundering herd).
   bool wake_first_waiter(const std::string& mutex) {
-    std::string prefix = fnv1a_hex(mutex) + ".w.";
-    DIR* dir = opendir(m_notify_dir.c_str());
-    if (!dir) return false;
-    std::vector<std::string> waiters;
-    while (dirent* e = readdir(dir)) {
-      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) waiters.emplace_back(e->d_name);
-    }
-    closedir(dir);
+    int dir = notify_directory(false);
+    if (dir < 0) return false;
+    std::vector<std::string> waiters = names_in_notify(dir, fnv1a_hex(mutex) + ".w.");
     std::sort(waiters.begin(), waiters.end()); // by enqueue time
     for (const std::string& w : waiters) {
       long pid = std::strtol(w.c_str() + w.rfind('.') + 1, nullptr, 10);
-      std::string path = m_notify_dir + "/" + w;
       if (pid == long(getpid())) continue;
-      int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-      if (fd < 0) continue; // it just left the queue
+      int fd = openat(dir, w.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+      if (fd < 0) continue; // it just left the queue (or is not a waiter's file)
       bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0; // a live waiter holds it
-      if (dead) unlink(path.c_str());
+      if (dead) unlinkat(dir, w.c_str(), 0);
+      // IN_ATTRIB: that waiter tries now. The file we opened, not a name.
+      bool woke = !dead && futimens(fd, nullptr) == 0;
       close(fd);
-      if (dead) continue;
-      // IN_ATTRIB: that waiter tries now.
-      if (utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return true;
+      if (woke) return true;
     }
     return false;
   }
@@ -1117,18 +1452,29 @@ private:
   // Closing a file opened for writing raises IN_CLOSE_WRITE for the
   // watchers. Best effort: the waiters' timed wake-up remains.
   void notify(const std::string& mutex) {
-    std::string file = m_notify_dir + "/" + fnv1a_hex(mutex);
-    int fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd < 0 && errno == ENOENT) {
-      mkdir(m_notify_dir.c_str(), 0700);
-      fd = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0600);
-    }
+    int fd = open_in_notify(fnv1a_hex(mutex), O_CREAT | O_WRONLY);
     if (fd >= 0) close(fd);
   }
 
   sqlite3* m_db = nullptr;
-  std::string m_path;
-  std::string m_notify_dir;
+  std::string m_path;       // absolute, its directory resolved
+  std::string m_given_path; // absolute, as given
+  SqliteOpen m_how;
+  std::string m_base;       // the file's name in its directory
+  std::string m_notify_name; // the notification directory's name there
+  std::string m_notify_dir; // its path, for messages
+  int m_dir_fd = -1;        // the database's directory (O_PATH), checked
+  struct stat m_dir_st {};
+  bool m_group_shared = false; // the directory is setgid, and writable by its group (ours)
+  bool m_public = false;       // everyone may write the directory (sticky)
+  bool m_resolved = false;     // m_path resolved (open_directory)
+  mode_t m_file_mode = 0600;   // the database's permissions
+  int m_notify_fd = -1;        // the notification directory, once opened
+  bool m_notify_checked = false; // it was checked (see Trust)
+  bool m_notify_scanned = false; // read before: seek back first
+  std::string m_notify_problem;  // why it could not be used
+  std::string m_warning;         // for take_warning()
+  bool m_warned = false;
   sqlite3_stmt* m_stmts[k_stmt_count] = {};
   int m_watch_fd = -1;
   std::string m_watch_name;
@@ -1158,23 +1504,12 @@ void shift_sqlite_wall_clock(int64_t ms) {
 }
 } // namespace testing
 
-std::unique_ptr<Backend> open_sqlite(const std::string& path, const std::string& uri_for_messages) {
-  (void)uri_for_messages; // messages name the resolved path, which says more
-  std::string abs = absolute_path(path);
-  std::string dir = dir_name(abs);
-  make_directories(dir);
-
-  // Resolve symlinks in the directory so that one database has one name
-  // (describe() is used for re-entry detection).
-  char resolved[PATH_MAX];
-  if (realpath(dir.c_str(), resolved)) {
-    std::string base = abs.substr(abs.rfind('/') + 1);
-    abs = std::string(resolved) + (std::strcmp(resolved, "/") == 0 ? "" : "/") + base;
-  }
+std::unique_ptr<Backend> open_sqlite(const std::string& path, const SqliteOpen& how) {
   if (boot_id().empty())
     throw UnavailableError("cannot read /proc/sys/kernel/random/boot_id: SQLite leases are "
                            "timed on the boot clock and need it");
-  auto backend = std::make_unique<SqliteBackend>(abs);
+  // Messages name the absolute path (resolved once its directory is open).
+  auto backend = std::make_unique<SqliteBackend>(absolute_path(path), how);
   backend->open_database();
   return backend;
 }

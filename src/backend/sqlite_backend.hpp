@@ -10,12 +10,19 @@
 
 namespace simba::backend {
 
-// Opens (creating if missing: directory 0700, file 0600) the database at
-// `path` (absolute or relative to the cwd). `uri_for_messages` is how the
-// user named it, for error messages. Throws UnavailableError when the
-// database cannot be used (unwritable directory, not a SQLite database,
-// network filesystem, read-only).
-std::unique_ptr<Backend> open_sqlite(const std::string& path, const std::string& uri_for_messages);
+// What opening may do (backend.hpp, Access).
+struct SqliteOpen {
+  bool create_directories = false; // mkdir -p the directory (0700): the default location only
+  bool create_file = false;        // create a missing database (0600; 0660 in a shared directory)
+  bool read_only_ok = false;       // a database we may only read is opened read-only (status)
+};
+
+// Opens the database at `path` (absolute or relative to the cwd). Throws
+// UnavailableError when the database cannot be used: missing (and not to be
+// created), its directory missing, a directory or file another user could
+// have written (README: "Sharing a database between users"), a symlink, not
+// a SQLite database, a network filesystem, no permission.
+std::unique_ptr<Backend> open_sqlite(const std::string& path, const SqliteOpen& how);
 
 namespace testing {
 // Tests only: SQLite connections opened from now on see the wall clock

@@ -278,6 +278,12 @@ private:
     m_leave_pending = false;
     m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, w);
     m_watched_waiting = w;
+    warn_from_backend();
+  }
+
+  // e.g. a waiter that cannot use the release notification (once)
+  void warn_from_backend() {
+    if (std::string w = m_backend.take_warning(); !w.empty()) m_log.warning(w);
   }
 
   void maybe_watch() {
@@ -286,6 +292,7 @@ private:
     m_watching = true;
     m_watched_waiting = waiting();
     m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, m_watched_waiting);
+    warn_from_backend();
     // A release may have happened before the watch: look once now, unless
     // the backend saw the mutex held after queueing us (a waiter).
     bool look = !waiting() || m_backend.look_after_queueing();

@@ -75,8 +75,8 @@ core::ContenderConfig contender_config(const CommonOptions& o) {
   return c;
 }
 
-std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o) {
-  return backend::open_backend(o.backend);
+std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o, backend::Access access) {
+  return backend::open_backend(o.backend, access);
 }
 
 core::ContendPeriod::Uniform random_uniform() {

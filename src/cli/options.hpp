@@ -30,7 +30,9 @@ void add_contend_options(CLI::App& cmd, CommonOptions& o);
 // durations, contender id; a default id from pid, host and a random nonce).
 core::ContenderConfig contender_config(const CommonOptions& o);
 
-std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o);
+// `inspect` (status, release): creates nothing (backend::Access).
+std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o,
+                                               backend::Access access = backend::Access::use);
 
 // A uniform integer source for the jitter, seeded from the kernel.
 core::ContendPeriod::Uniform random_uniform();

@@ -94,7 +94,7 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
 
 int status_command(const StatusOptions& o) {
   if (!o.common.mutex.empty()) core::validate_mutex_name(o.common.mutex);
-  auto backend = open_backend(o.common);
+  auto backend = open_backend(o.common, backend::Access::inspect);
   std::vector<backend::MutexLease> mutexes;
   int64_t now = 0;
   if (o.common.mutex.empty()) {
@@ -151,7 +151,7 @@ int release_command(const ReleaseOptions& o) {
     throw UsageError("release breaks another process's lock: say --force to do it");
   }
   uint64_t token = parse_token(o.token);
-  auto backend = open_backend(o.common);
+  auto backend = open_backend(o.common, backend::Access::inspect);
   backend::Reply before = backend->get(mutex, k_admin_timeout_ms);
   backend::Reply r = backend->force_release(mutex, token, k_admin_timeout_ms);
   if (!r.ok()) throw UnavailableError("cannot release " + core::escape_control(mutex) + ": " + r.error);

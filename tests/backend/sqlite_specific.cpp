@@ -87,11 +87,15 @@ TEST_CASE("uri: a password never appears in an error") {
   }
 }
 
-TEST_CASE("sqlite: a fresh path gets directories 0700 and a file 0600") {
+TEST_CASE("sqlite: the default location gets directories 0700 and a file 0600") {
   SKIP_UNLESS_SQLITE();
   TempDir t;
   std::string db = t.path + "/a/b/simba.db";
-  auto b = open_backend("sqlite://" + db);
+  std::unique_ptr<simba::backend::Backend> b;
+  {
+    ScopedEnv home("SIMBA_HOME", (t.path + "/a/b").c_str());
+    b = open_backend("");
+  }
   CHECK(b->describe() == "sqlite://" + db);
   CHECK(mode_of(t.path + "/a") == 0700);
   CHECK(mode_of(t.path + "/a/b") == 0700);
@@ -249,6 +253,7 @@ TEST_CASE("sqlite: relative and default paths") {
   REQUIRE(chdir(t.path.c_str()) == 0);
   std::string desc;
   try {
+    REQUIRE(mkdir("rel", 0700) == 0);
     desc = open_backend("sqlite:rel/x.db")->describe();
   } catch (...) {
     REQUIRE(chdir(cwd) == 0);
@@ -321,19 +326,25 @@ TEST_CASE("sqlite: a directory that cannot be created is refused") {
   std::string file = t.path + "/plain";
   std::ofstream(file) << "x";
   // A parent that is a regular file fails for root too.
-  std::string msg =
-      error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + file + "/x/simba.db"); });
-  CHECK(msg.find("cannot create " + file) != std::string::npos);
-  CHECK(msg.find("Not a directory") != std::string::npos);
+  std::string msg;
+  {
+    ScopedEnv home("SIMBA_HOME", (file + "/x").c_str());
+    msg = error_of<simba::UnavailableError>([&] { open_backend(""); });
+  }
+  CHECK(msg.find(file + "/x") != std::string::npos);
+  CHECK(msg.find("not a directory") != std::string::npos);
 
   if (geteuid() != 0) {
     std::string ro = t.path + "/ro";
     REQUIRE(mkdir(ro.c_str(), 0500) == 0);
-    std::string m2 =
-        error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + ro + "/sub/simba.db"); });
-    CHECK(m2.find("Permission denied") != std::string::npos);
+    std::string m2;
+    {
+      ScopedEnv home("SIMBA_HOME", (ro + "/sub").c_str());
+      m2 = error_of<simba::UnavailableError>([&] { open_backend(""); });
+    }
+    CHECK(m2.find("permission denied") != std::string::npos);
     std::string m3 = error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + ro + "/simba.db"); });
-    CHECK(m3.find("Permission denied") != std::string::npos);
+    CHECK(m3.find("permission denied") != std::string::npos);
     chmod(ro.c_str(), 0700);
   } else {
     MESSAGE("running as root: the permission case is covered by the file-as-parent case only");
@@ -344,6 +355,7 @@ TEST_CASE("sqlite: several processes creating the same new database at once") {
   SKIP_UNLESS_SQLITE();
   TempDir t;
   std::string uri = "sqlite://" + t.path + "/new/simba.db";
+  REQUIRE(mkdir((t.path + "/new").c_str(), 0700) == 0);
   std::fflush(nullptr);
   std::vector<pid_t> pids;
   for (int i = 0; i < 6; ++i) {
@@ -542,6 +554,7 @@ TEST_CASE("sqlite: a database removed or replaced under its users: the owner's l
   TempDir t;
   std::string dir = t.path + "/state";
   std::string db = dir + "/simba.db";
+  REQUIRE(mkdir(dir.c_str(), 0700) == 0);
   auto a = open_backend("sqlite://" + db);
   auto w = open_backend("sqlite://" + db);
   Reply held = require_ok(a->acquire("m", "A", 800, 400, k_timeout));

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,7 +30,15 @@ inline std::string backend_uri() {
 
 inline bool backend_is_sqlite() { return backend_uri().rfind("sqlite:", 0) == 0; }
 
+// The SQLite database's directory is made here: simba makes only the
+// default location's (a typo'd path must not become a lock namespace).
 inline std::unique_ptr<backend::Backend> open_test_backend() {
+  if (backend_is_sqlite()) {
+    std::string path = backend_uri().substr(backend_uri().find(':') + 1);
+    if (path.rfind("//", 0) == 0) path = path.substr(2);
+    auto slash = path.rfind('/');
+    if (slash != std::string::npos && slash > 0) mkdir(path.substr(0, slash).c_str(), 0700);
+  }
   return backend::open_backend(backend_uri());
 }
 

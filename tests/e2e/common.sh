@@ -179,10 +179,15 @@ pid_dead() {
 }
 
 # mutex_state MUTEX: held, transition or free ("free" when status does not
-# list it). Uses the environment's SIMBA_BACKEND.
+# list it, or when there is no SQLite database at all: status creates
+# none). Uses the environment's SIMBA_BACKEND.
 mutex_state() {
   local json
-  json=$("$SIMBA" status --mutex "$1" --json) || fail "simba status --mutex $1 --json failed"
+  if ! json=$("$SIMBA" status --mutex "$1" --json 2>"$T/status.err"); then
+    grep -q 'no simba database at' "$T/status.err" && { echo free; return; }
+    cat -- "$T/status.err" >&2
+    fail "simba status --mutex $1 --json failed"
+  fi
   if command -v jq >/dev/null 2>&1; then
     jq -r --arg m "$1" \
       '[.mutexes[]? | select(.mutex == $m) | .state] | first // "free"' <<<"$json"

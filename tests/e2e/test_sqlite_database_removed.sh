@@ -10,6 +10,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 export SIMBA_BACKEND="sqlite:$T/state/simba.db"
+mkdir -m 700 "$T/state"
 
 # alive PID: running and not a zombie (for the waiter's CMD)
 cat >"$T/alive.sh" <<'SH'

@@ -13,6 +13,7 @@ assert_eq "$project" "$version" "version in --version vs CMakeLists.txt"
 [[ ! -s $T/err ]] || fail "--version printed on stderr: $(cat -- "$T/err")"
 
 [[ $backends == sqlite* ]] || fail "sqlite is not listed: [$backends]"
+assert_exit 0 "$SIMBA" run --backend "sqlite:$T/v.db" --mutex m -- true
 assert_exit 0 "$SIMBA" status --backend "sqlite:$T/v.db"
 # A backend that is compiled in fails to connect (69); one that is not is a
 # usage error (64).
