@@ -85,9 +85,7 @@ struct Watchdog::SpawnRequest {
   int (*entry)(void*);
   void* arg;
   void* stack_top;
-  // The answer: the new process, or -1; 0 until the watchdog answers (it
-  // stores it before it sends the byte that wakes us).
-  std::atomic<long> pid;
+  long pid; // the answer: the new process, or -1
 };
 
 namespace {
@@ -467,7 +465,7 @@ void serve_spawn(Watchdog::Shared& shared, long channel) {
   shared.exited_pid.store(0);
   long pid = ::clone(req->entry, req->stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, req->arg);
   if (pid > 0) shared.cmd_pid.store(int32_t(pid));
-  req->pid.store(pid > 0 ? pid : -1);
+  req->pid = pid > 0 ? pid : -1;
   char done = 1;
   sys(SYS_sendto, channel, &done, 1, MSG_DONTWAIT | MSG_NOSIGNAL, nullptr, 0);
 }
@@ -755,45 +753,15 @@ void Watchdog::set_deadline(int64_t deadline_ms) {
 
 bool Watchdog::can_spawn() { return k_share_memory; }
 
-namespace {
-
-// The watchdog answers a spawn within a fraction of a millisecond (a clone
-// and CMD's exec). Sleeping in recv() until then adds a wake-up across
-// CPUs to every run, about 0.1 ms on the bench's VM (README "Speed"): so
-// while another CPU can run the watchdog, look for its answer for a short
-// while first (at most about half a millisecond). On one CPU that would
-// only keep the watchdog waiting.
-bool another_cpu() {
-  static const bool several = [] {
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 1;
-  }();
-  return several;
-}
-
-constexpr int k_answer_spins = 20000;
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-} // namespace
-
 pid_t Watchdog::spawn(int (*entry)(void*), void* arg, void* stack_top) {
   if (!k_share_memory) throw InternalError("watchdog: spawn needs a watchdog that shares memory");
   start();
-  SpawnRequest request{entry, arg, stack_top, {0}};
+  SpawnRequest request{entry, arg, stack_top, -1};
   m_stops_seen = 0; // the watchdog counts the new CMD's stops from 0
   shared()->spawn_request.store(&request);
   char answer = 0;
   ssize_t n = -1;
   if (wake()) {
-    for (int i = 0; i < k_answer_spins && another_cpu() && request.pid.load() == 0; ++i) cpu_relax();
-    // The byte follows the answer at once: this recv hardly ever sleeps now.
     do {
       n = ::recv(m_fd, &answer, 1, 0);
     } while (n < 0 && errno == EINTR);
@@ -801,8 +769,8 @@ pid_t Watchdog::spawn(int (*entry)(void*), void* arg, void* stack_top) {
   shared()->spawn_request.store(nullptr);
   // Gone before its answer: whatever it started died with it (PDEATHSIG).
   if (n != 1) throw InternalError("watchdog: gone while starting CMD");
-  if (request.pid.load() < 0) throw InternalError("watchdog: clone failed");
-  return pid_t(request.pid.load());
+  if (request.pid < 0) throw InternalError("watchdog: clone failed");
+  return pid_t(request.pid);
 }
 
 bool Watchdog::take_exit(pid_t pid, int& wait_status) const {
