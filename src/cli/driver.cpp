@@ -304,8 +304,9 @@ private:
     if (m_exit_code) return;
     // may have been set up again, or the role changed (waiter / owner)
     if (m_watching) rewatch();
-    pollfd fds[2] = {{m_signals.fd(), POLLIN, 0}, {m_notify_fd, POLLIN, 0}};
-    int nfds = m_notify_fd >= 0 ? 2 : 1;
+    // A descriptor of -1 is skipped by poll: no wake-up channel, no CMD.
+    int exit_fd = m_started && !m_child_exited ? m_child.exit_fd() : -1;
+    pollfd fds[3] = {{m_signals.fd(), POLLIN, 0}, {m_notify_fd, POLLIN, 0}, {exit_fd, POLLIN, 0}};
     int timeout = -1;
     auto at = m_contender.wake_at();
     if (auto w = watch_at(); w && (!at || *w < *at)) at = w;
@@ -316,7 +317,7 @@ private:
     }
     if (!m_deferred.empty()) timeout = 0; // a look at the events, then on
     m_called_this_turn = false;
-    int n = ::poll(fds, nfds, timeout);
+    int n = ::poll(fds, 3, timeout);
     if (n < 0 && errno != EINTR) throw InternalError(std::string("poll: ") + strerror(errno));
     // Overdue timers first: after simba was stopped or hung, the deadline
     // that passed meanwhile decides, not the events that queued up.
@@ -333,7 +334,9 @@ private:
       }
     }
     if (m_exit_code) return;
-    if (nfds == 2 && n > 0 && (fds[1].revents & POLLIN) && m_backend.drain_wakeups()) {
+    if (n > 0 && (fds[2].revents & POLLIN)) reap(); // CMD exited (Child::exit_fd)
+    if (m_exit_code) return;
+    if (n > 0 && (fds[1].revents & POLLIN) && m_backend.drain_wakeups()) {
       // Handed the mutex by the release (Backend::take_grant): no acquire.
       if (auto g = m_backend.take_grant())
         take_grant(*g);

@@ -1,10 +1,12 @@
 #include "process/child.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -134,6 +136,18 @@ Child::Child(Watchdog* watchdog) : m_watchdog(watchdog && Watchdog::can_spawn() 
 
 Child::~Child() {
   if (m_tty >= 0 && m_pid > 0 && !m_exited) set_foreground(m_tty, getpgrp());
+  close_exit_fd();
+}
+
+void Child::close_exit_fd() {
+  if (m_exit_fd >= 0) close(m_exit_fd);
+  m_exit_fd = -1;
+}
+
+bool Child::exit_fd_ready() const {
+  if (m_exit_fd < 0) return false;
+  pollfd p{m_exit_fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
 }
 
 void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
@@ -195,6 +209,8 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
   // resumes us only after that).
   m_pid = pid;
   m_exited = false;
+  close_exit_fd();
+  if (m_watchdog) m_exit_fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
 }
 
 void Child::signal_group(int signo) const {
@@ -222,6 +238,7 @@ void Child::exited(int st, ExitStatus& status) {
   status.signaled = WIFSIGNALED(st);
   status.code = status.signaled ? WTERMSIG(st) : WEXITSTATUS(st);
   m_exited = true;
+  close_exit_fd();
   if (m_tty >= 0) set_foreground(m_tty, getpgrp());
 }
 
@@ -250,7 +267,16 @@ bool Child::reap(ExitStatus& status, pid_t spare) {
   int signo = 0, st = 0;
   if (m_watchdog && m_pid > 0 && !m_exited) {
     if (m_watchdog->take_stop(signo)) follow_stop(signo);
-    if (m_watchdog->take_exit(m_pid, st)) {
+    bool known = m_watchdog->take_exit(m_pid, st);
+    if (!known && exit_fd_ready()) {
+      // CMD has exited and the watchdog has not told yet: read the status
+      // while CMD is a zombie. If the watchdog reaped it meanwhile (or the
+      // status is not ours to read), its relay is on the way: wait for its
+      // SIGCHLD, without the descriptor, which stays readable.
+      known = proc_tree::zombie_wait_status(m_pid, st) || m_watchdog->take_exit(m_pid, st);
+      if (!known) close_exit_fd();
+    }
+    if (known) {
       exited(st, status);
       cmd_exited = true;
     }

@@ -45,6 +45,13 @@ public:
              int64_t not_after_ms = INT64_MAX);
 
   pid_t pid() const { return m_pid; }
+  // When CMD is the watchdog's child: a descriptor (a pidfd) that becomes
+  // readable when CMD exits. We then read its status from /proc while it is
+  // a zombie (reap()), waking with the watchdog rather than after its
+  // relay: one wake-up fewer between CMD's end and the release. -1
+  // otherwise (our own child, a kernel without pidfd_open, after the exit):
+  // the relay's SIGCHLD alone.
+  int exit_fd() const { return m_exit_fd; }
   pid_t pgid() const { return m_pid; }
   bool running() const { return m_pid > 0 && !m_exited; }
 
@@ -67,8 +74,11 @@ public:
 private:
   void follow_stop(int signo);
   void exited(int wait_status, ExitStatus& status);
+  void close_exit_fd();
+  bool exit_fd_ready() const;
 
   Watchdog* m_watchdog = nullptr;
+  int m_exit_fd = -1;
   pid_t m_pid = -1;
   bool m_exited = false;
   int m_tty = -1; // our controlling terminal when we were in the foreground

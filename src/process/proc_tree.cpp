@@ -216,6 +216,29 @@ bool read_stat(pid_t pid, ProcInfo& out) {
   return parse_stat(buf, size_t(n), out);
 }
 
+bool zombie_wait_status(pid_t pid, int& wait_status) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+  std::string text;
+  if (!read_file(path, text)) return false;
+  auto close_paren = text.rfind(')');
+  if (close_paren == std::string::npos) return false;
+  // Fields 3 to 52 follow comm: the state first, exit_code last.
+  const char* p = text.c_str() + close_paren + 1;
+  char state = 0;
+  long value = 0;
+  for (int field = 3; field <= 52; ++field) {
+    while (*p == ' ') ++p;
+    if (!*p) return false;
+    if (field == 3) state = *p;
+    if (field == 52) value = std::strtol(p, nullptr, 10);
+    while (*p && *p != ' ' && *p != '\n') ++p;
+  }
+  if (state != 'Z') return false;
+  wait_status = int(value);
+  return true;
+}
+
 bool is_alive(pid_t pid) {
   ProcInfo info;
   return read_stat(pid, info) && info.state != 'Z' && info.state != 'X';

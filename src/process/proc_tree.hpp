@@ -17,6 +17,11 @@ struct ProcInfo {
 // Reads /proc/PID/stat. False when the process is gone (or unreadable).
 bool read_stat(pid_t pid, ProcInfo& out);
 
+// The wait status (as waitpid gives it) of `pid` while it is a zombie not
+// yet reaped by its parent: field 52 of /proc/PID/stat (exit_code, Linux
+// 3.5). False when it is no zombie, gone, or its fields are not ours to read.
+bool zombie_wait_status(pid_t pid, int& wait_status);
+
 // True when `pid` exists and is neither a zombie nor dead.
 bool is_alive(pid_t pid);
 

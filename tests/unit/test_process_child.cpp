@@ -358,3 +358,31 @@ TEST_SUITE("process::Child") {
     unlink(marker.c_str());
   }
 }
+
+TEST_SUITE("process::proc_tree") {
+  TEST_CASE("a zombie's wait status is read from /proc until its parent reaps it") {
+    for (int how : {0, 7, -SIGTERM}) {
+      CAPTURE(how);
+      pid_t pid = fork();
+      REQUIRE(pid >= 0);
+      if (pid == 0) {
+        if (how < 0) raise(-how);
+        _exit(how);
+      }
+      // Not reaped yet: a zombie, its status readable.
+      siginfo_t info{};
+      REQUIRE(waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == 0);
+      int st = -1;
+      REQUIRE(proc_tree::zombie_wait_status(pid, st));
+      int expected = 0;
+      REQUIRE(waitpid(pid, &expected, 0) == pid);
+      CHECK(st == expected);
+      CHECK((how < 0 ? WIFSIGNALED(st) && WTERMSIG(st) == -how : WIFEXITED(st) && WEXITSTATUS(st) == how));
+      // Reaped: gone.
+      CHECK_FALSE(proc_tree::zombie_wait_status(pid, st));
+    }
+    // A living process is no zombie.
+    int st = 0;
+    CHECK_FALSE(proc_tree::zombie_wait_status(getpid(), st));
+  }
+}
