@@ -14,7 +14,7 @@
 #include "backend/lua_scripts.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
-#include "process/clock.hpp"
+#include "sys/clock.hpp"
 
 #include <hiredis/hiredis.h>
 
@@ -707,7 +707,7 @@ public:
     // A message that comes after the confirmations was published after the
     // server handled the SUBSCRIBE, so after this moment: a hand-over's
     // lease is counted from here (see take_grant()).
-    int64_t sent_at = process::boottime_ms(); // the driver's clock
+    int64_t sent_at = sys::boottime_ms(); // the driver's clock
     if (!m_sub.send_only({{"SUBSCRIBE", m_channel, m_wake_channel}}, deadline).empty()) return false;
     // Wait for the confirmations, so that a release right after this call is
     // not missed.

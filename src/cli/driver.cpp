@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "process/child.hpp"
-#include "process/clock.hpp"
+#include "sys/clock.hpp"
 #include "process/signals.hpp"
 #include "process/watchdog.hpp"
 
@@ -75,7 +75,7 @@ public:
   Outcome run() {
     try {
       m_watchdog.start();
-      feed(m_contender.start(process::boottime_ms()));
+      feed(m_contender.start(sys::boottime_ms()));
       while (!m_exit_code) poll_once();
     } catch (...) {
       emergency_stop();
@@ -93,9 +93,9 @@ public:
     try {
       if (m_started) {
         m_child.signal_all(SIGKILL, m_watchdog.pid());
-        int64_t until = process::boottime_ms() + 2000;
+        int64_t until = sys::boottime_ms() + 2000;
         process::ExitStatus ignored;
-        while (m_child.descendants_alive(m_watchdog.pid()) && process::boottime_ms() < until) {
+        while (m_child.descendants_alive(m_watchdog.pid()) && sys::boottime_ms() < until) {
           m_child.reap(ignored, m_watchdog.pid());
           ::poll(nullptr, 0, 10);
         }
@@ -116,7 +116,7 @@ private:
     std::deque<core::Action> queue(actions.begin(), actions.end());
     while (!queue.empty() && !m_exit_code) {
       if (queue.front().kind == core::Action::Kind::call && m_called_this_turn) {
-        if (!m_deferred_at) m_deferred_at = process::boottime_ms();
+        if (!m_deferred_at) m_deferred_at = sys::boottime_ms();
         m_deferred.insert(m_deferred.end(), queue.begin(), queue.end());
         return;
       }
@@ -142,7 +142,7 @@ private:
     case K::call: {
       m_called_this_turn = true;
       core::CallResult r = call(a); // `now` is when the reply came, not the send time
-      return m_contender.on_reply(process::boottime_ms(), r);
+      return m_contender.on_reply(sys::boottime_ms(), r);
     }
     case K::start_child: return start_child(a);
     case K::set_deadline:
@@ -188,7 +188,7 @@ private:
     // A deferred call keeps the end its timeout had: it never runs past the
     // kill point the machine counted it against.
     int64_t timeout = a.timeout_ms;
-    if (m_deferred_at) timeout = std::max<int64_t>(1, timeout - (process::boottime_ms() - *m_deferred_at));
+    if (m_deferred_at) timeout = std::max<int64_t>(1, timeout - (sys::boottime_ms() - *m_deferred_at));
     m_deferred_at.reset();
     switch (a.op) {
     case core::Op::acquire:
@@ -214,15 +214,15 @@ private:
     } catch (const process::Child::TooLate&) {
       m_watchdog.disarm();
       // Counts as a CMD that ended past its kill point: the lease is lost.
-      return m_contender.on_child_exit(process::boottime_ms(), 128 + SIGKILL, false);
+      return m_contender.on_child_exit(sys::boottime_ms(), 128 + SIGKILL, false);
     } catch (const Error& e) {
       m_watchdog.disarm();
       m_log.warning(e.what());
-      return m_contender.on_child_exit(process::boottime_ms(), e.code(), false);
+      return m_contender.on_child_exit(sys::boottime_ms(), e.code(), false);
     }
     m_watchdog.set_group(m_child.pgid());
     m_started = true;
-    m_started_at = process::boottime_ms();
+    m_started_at = sys::boottime_ms();
     m_upkeep_pending = true;
     return {};
   }
@@ -261,7 +261,7 @@ private:
 
   void upkeep_if_due() {
     auto at = upkeep_at();
-    if (!at || process::boottime_ms() < *at) return;
+    if (!at || sys::boottime_ms() < *at) return;
     m_upkeep_pending = false; // the next rewatch() leaves the queue
     m_backend.upkeep();
   }
@@ -288,7 +288,7 @@ private:
 
   void maybe_watch() {
     auto at = watch_at();
-    if (!at || process::boottime_ms() < *at) return;
+    if (!at || sys::boottime_ms() < *at) return;
     m_watching = true;
     m_watched_waiting = waiting();
     m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, m_watched_waiting);
@@ -296,7 +296,7 @@ private:
     // A release may have happened before the watch: look once now, unless
     // the backend saw the mutex held after queueing us (a waiter).
     bool look = !waiting() || m_backend.look_after_queueing();
-    if (m_notify_fd >= 0 && look) feed(m_contender.on_notify(process::boottime_ms()));
+    if (m_notify_fd >= 0 && look) feed(m_contender.on_notify(sys::boottime_ms()));
   }
 
   void poll_once() {
@@ -312,7 +312,7 @@ private:
     if (auto w = watch_at(); w && (!at || *w < *at)) at = w;
     if (auto u = upkeep_at(); u && (!at || *u < *at)) at = u;
     if (at) {
-      int64_t left = *at - process::boottime_ms();
+      int64_t left = *at - sys::boottime_ms();
       timeout = left <= 0 ? 0 : int(std::min<int64_t>(left, 60000));
     }
     if (!m_deferred.empty()) timeout = 0; // a look at the events, then on
@@ -329,7 +329,7 @@ private:
         if (signo == SIGCHLD) {
           reap();
         } else if (signo != SIGCONT) {
-          feed(m_contender.on_signal(process::boottime_ms(), signo));
+          feed(m_contender.on_signal(sys::boottime_ms(), signo));
         }
       }
     }
@@ -341,7 +341,7 @@ private:
       if (auto g = m_backend.take_grant())
         take_grant(*g);
       else
-        feed(m_contender.on_notify(process::boottime_ms()));
+        feed(m_contender.on_notify(sys::boottime_ms()));
     }
     if (m_exit_code) return;
     resume_deferred();
@@ -355,7 +355,7 @@ private:
   // more; a call in flight tells it of the lease itself) goes back at once,
   // to the next waiter: nobody else could have it until it expired.
   void take_grant(const backend::Grant& g) {
-    core::Actions acts = m_contender.on_grant(process::boottime_ms(), to_call_result(g.reply), g.sent_at_ms);
+    core::Actions acts = m_contender.on_grant(sys::boottime_ms(), to_call_result(g.reply), g.sent_at_ms);
     using P = core::Contender::Phase;
     if (acts.empty() && m_contender.phase() != P::owning && !m_contender.call_in_flight()) {
       ++m_calls;
@@ -367,7 +367,7 @@ private:
 
   void fire_timer() {
     if (auto at = m_contender.wake_at()) {
-      int64_t now = process::boottime_ms();
+      int64_t now = sys::boottime_ms();
       if (now >= *at) feed(m_contender.on_timer(now));
     }
   }
@@ -379,7 +379,7 @@ private:
       m_child_exited = true;
       bool leftovers = m_child.descendants_alive(m_watchdog.pid());
       if (!leftovers) m_watchdog.disarm(); // nothing left for it to kill
-      feed(m_contender.on_child_exit(process::boottime_ms(), status.shell_code(), leftovers));
+      feed(m_contender.on_child_exit(sys::boottime_ms(), status.shell_code(), leftovers));
     }
   }
 
@@ -391,7 +391,7 @@ private:
     if (!m_child_exited || (p != P::draining && p != P::stopping)) return;
     if (!m_child.descendants_alive(m_watchdog.pid())) {
       m_watchdog.disarm();
-      feed(m_contender.on_all_gone(process::boottime_ms()));
+      feed(m_contender.on_all_gone(sys::boottime_ms()));
     }
   }
 

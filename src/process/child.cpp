@@ -17,7 +17,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "process/clock.hpp"
+#include "sys/clock.hpp"
 #include "process/proc_tree.hpp"
 #include "process/watchdog.hpp"
 
@@ -70,7 +70,7 @@ int child_main(void* raw) {
   signal(SIGPIPE, SIG_DFL);
   // simba may have been stopped between the lease's reply and here: a CMD
   // that would start past its kill point does not start at all.
-  if (boottime_ms() >= a->not_after_ms) {
+  if (sys::boottime_ms() >= a->not_after_ms) {
     a->exec_errno = ETIME;
     _exit(127);
   }

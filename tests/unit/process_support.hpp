@@ -1,6 +1,6 @@
 #pragma once
 // Helpers shared by the process tests (real processes, real signals).
-#include "process/clock.hpp"
+#include "sys/clock.hpp"
 
 #include <csignal>
 #include <cstdint>
@@ -20,8 +20,8 @@ inline std::vector<std::string> base_env() { return {"PATH=/usr/local/bin:/usr/b
 
 // Polls `pred` every 2 ms for up to `ms`.
 template <class Pred> bool wait_until(Pred pred, int ms) {
-  int64_t until = process::boottime_ms() + ms;
-  while (process::boottime_ms() < until) {
+  int64_t until = sys::boottime_ms() + ms;
+  while (sys::boottime_ms() < until) {
     if (pred()) return true;
     usleep(2000);
   }

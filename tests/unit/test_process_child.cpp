@@ -1,7 +1,7 @@
 #include "process_support.hpp"
 #include "core/error.hpp"
 #include "process/child.hpp"
-#include "process/clock.hpp"
+#include "sys/clock.hpp"
 #include "process/proc_tree.hpp"
 #include "process/signals.hpp"
 #include "process/watchdog.hpp"
@@ -30,8 +30,8 @@ namespace {
 
 // Reaps until CMD exits or `ms` pass.
 bool wait_exit(Child& c, ExitStatus& st, int ms) {
-  int64_t until = boottime_ms() + ms;
-  while (boottime_ms() < until) {
+  int64_t until = simba::sys::boottime_ms() + ms;
+  while (simba::sys::boottime_ms() < until) {
     if (c.reap(st)) return true;
     usleep(2000);
   }
@@ -326,10 +326,10 @@ TEST_SUITE("process::Child") {
       kill(self, SIGCONT);
       _exit(0);
     }
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     ExitStatus st;
     REQUIRE(wait_exit(c, st, 5000));
-    CHECK(boottime_ms() - t0 >= 250); // we were stopped until the helper ran
+    CHECK(simba::sys::boottime_ms() - t0 >= 250); // we were stopped until the helper ran
     CHECK_FALSE(st.signaled);
     CHECK(st.code == 7);
     CHECK(tcgetpgrp(0) == getpgrp());
@@ -344,13 +344,13 @@ TEST_SUITE("process::Child") {
     std::string marker = "/tmp/simba-toolate-" + std::to_string(getpid());
     unlink(marker.c_str());
     CHECK_THROWS_AS(c.spawn("/bin/sh", {"sh", "-c", "touch " + marker}, base_env(),
-                            current_mask(), boottime_ms() - 1),
+                            current_mask(), simba::sys::boottime_ms() - 1),
                     Child::TooLate);
     CHECK_FALSE(c.descendants_alive());
     CHECK(access(marker.c_str(), F_OK) != 0);
     // In time: it starts.
     c.spawn("/bin/sh", {"sh", "-c", "touch " + marker}, base_env(), current_mask(),
-            boottime_ms() + 10000);
+            simba::sys::boottime_ms() + 10000);
     ExitStatus st;
     for (int i = 0; i < 300 && !c.reap(st); ++i) usleep(10000);
     CHECK(st.code == 0);

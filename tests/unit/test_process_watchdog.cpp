@@ -1,6 +1,6 @@
 #include "process_support.hpp"
 #include "process/child.hpp"
-#include "process/clock.hpp"
+#include "sys/clock.hpp"
 #include "process/proc_tree.hpp"
 #include "process/watchdog.hpp"
 
@@ -29,7 +29,7 @@ namespace {
 
 
 void sleep_until(int64_t t) {
-  for (int64_t now = boottime_ms(); now < t; now = boottime_ms()) usleep(useconds_t((t - now) * 1000));
+  for (int64_t now = simba::sys::boottime_ms(); now < t; now = simba::sys::boottime_ms()) usleep(useconds_t((t - now) * 1000));
 }
 
 int64_t boottime_us() {
@@ -145,7 +145,7 @@ TEST_SUITE("process::Watchdog") {
     Child c;
     spawn_family(c);
     Watchdog w;
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.start();
     w.set_group(c.pgid());
     w.set_deadline(t0 + 200);
@@ -156,7 +156,7 @@ TEST_SUITE("process::Watchdog") {
     sleep_until(t0 + 100);
     CHECK_FALSE(c.reap(st));
     CHECK(wait_until([&] { return c.reap(st); }, 3000));
-    int64_t elapsed = boottime_ms() - t0;
+    int64_t elapsed = simba::sys::boottime_ms() - t0;
     CHECK(elapsed >= 199);
     CHECK(elapsed < 1500);
     CHECK(st.signaled);
@@ -181,7 +181,7 @@ TEST_SUITE("process::Watchdog") {
     Watchdog w;
     w.start();
     unsetenv("SIMBA_TEST_PROC_SCAN");
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.set_group(c.pgid());
     w.set_deadline(t0 + 100);
     ExitStatus st;
@@ -201,7 +201,7 @@ TEST_SUITE("process::Watchdog") {
     Child c;
     c.spawn("/bin/sh", {"sh", "-c", "sleep 30 & exec sleep 30"}, base_env(), current_mask());
     Watchdog w;
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.start();
     w.set_group(c.pgid());
     w.set_deadline(t0 + 150);
@@ -211,7 +211,7 @@ TEST_SUITE("process::Watchdog") {
     CHECK_FALSE(c.reap(st));
     CHECK(c.running());
     CHECK(wait_until([&] { return c.reap(st); }, 3000));
-    CHECK(boottime_ms() - t0 >= 499);
+    CHECK(simba::sys::boottime_ms() - t0 >= 499);
     CHECK(st.code == SIGKILL);
     CHECK(wait_until([&] { return group_members(c.pgid()) == 0; }, 2000));
     w.stop();
@@ -222,14 +222,14 @@ TEST_SUITE("process::Watchdog") {
     Child c;
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
     Watchdog w;
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.start();
     w.set_group(c.pgid());
     w.set_deadline(t0 + 20000);
     w.set_deadline(t0 + 50);
     ExitStatus st;
     CHECK(wait_until([&] { return c.reap(st); }, 3000));
-    CHECK(boottime_ms() - t0 < 1000);
+    CHECK(simba::sys::boottime_ms() - t0 < 1000);
     CHECK(st.code == SIGKILL);
     w.stop();
   }
@@ -238,7 +238,7 @@ TEST_SUITE("process::Watchdog") {
     Child c;
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
     Watchdog w;
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.start();
     w.set_group(c.pgid());
     w.set_deadline(t0 + 100);
@@ -260,7 +260,7 @@ TEST_SUITE("process::Watchdog") {
     Watchdog w;
     w.start();
     pid_t wd = w.pid();
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.set_group(c.pgid());
     w.set_deadline(t0 + 100);
     w.disarm();
@@ -273,12 +273,12 @@ TEST_SUITE("process::Watchdog") {
     // The same watchdog guards the next CMD.
     Child d;
     d.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
-    t0 = boottime_ms();
+    t0 = simba::sys::boottime_ms();
     w.set_deadline(t0 + 100);
     w.set_group(d.pgid());
     CHECK(w.pid() == wd);
     CHECK(wait_until([&] { return d.reap(st); }, 3000));
-    CHECK(boottime_ms() - t0 >= 99);
+    CHECK(simba::sys::boottime_ms() - t0 >= 99);
     CHECK(st.code == SIGKILL);
     w.stop();
   }
@@ -290,11 +290,11 @@ TEST_SUITE("process::Watchdog") {
     for (int round = 0; round < 2; ++round) {
       Child c;
       c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
-      int64_t t0 = boottime_ms();
+      int64_t t0 = simba::sys::boottime_ms();
       w.set_deadline(t0 + 100 + 100 * round); // the second one is later
       w.set_group(c.pgid());
       CHECK(wait_until([&] { return c.reap(st); }, 3000));
-      CHECK(boottime_ms() - t0 >= 99 + 100 * round);
+      CHECK(simba::sys::boottime_ms() - t0 >= 99 + 100 * round);
       CHECK(st.code == SIGKILL);
     }
     w.stop();
@@ -312,7 +312,7 @@ TEST_SUITE("process::Watchdog") {
     REQUIRE(switches > 0);
     Child c;
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.set_group(c.pgid());
     w.set_deadline(t0 + 300);
     w.set_deadline(t0 + 200); // earlier: the timer moves, still no wake-up
@@ -320,7 +320,7 @@ TEST_SUITE("process::Watchdog") {
     CHECK(voluntary_switches(wd) == switches); // it slept through both
     ExitStatus st;
     CHECK(wait_until([&] { return c.reap(st); }, 3000));
-    CHECK(boottime_ms() - t0 >= 199);
+    CHECK(simba::sys::boottime_ms() - t0 >= 199);
     CHECK(st.code == SIGKILL);
     w.stop();
   }
@@ -339,14 +339,14 @@ TEST_SUITE("process::Watchdog") {
     Child c;
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
     w.set_group(c.pgid());
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.set_deadline(t0 + 5);
     w.disarm();         // the timer still fires at t0 + 5, finds nothing,
     sleep_until(t0 + 20); // and pauses before disarming the timer
     w.set_deadline(t0 + 100); // armed here, disarmed by it at about t0 + 45
     ExitStatus st;
     CHECK(wait_until([&] { return c.reap(st); }, 2000));
-    CHECK(boottime_ms() - t0 >= 99);
+    CHECK(simba::sys::boottime_ms() - t0 >= 99);
     CHECK(st.code == SIGKILL);
     if (c.running()) kill_and_reap(c, w.pid());
     w.stop();
@@ -360,7 +360,7 @@ TEST_SUITE("process::Watchdog") {
     REQUIRE(waitpid(old, nullptr, 0) == old);
     Child c;
     c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     w.set_group(c.pgid());
     w.set_deadline(t0 + 100);
     CHECK(w.pid() != old);
@@ -372,7 +372,7 @@ TEST_SUITE("process::Watchdog") {
     // Killed while armed: a renewal (a later deadline, no wake-up) finds out.
     Child d;
     d.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
-    t0 = boottime_ms();
+    t0 = simba::sys::boottime_ms();
     w.set_deadline(t0 + 20000);
     w.set_group(d.pgid());
     pid_t second = w.pid();
@@ -400,7 +400,7 @@ TEST_SUITE("process::Watchdog") {
       {
         Watchdog w;
         w.start();
-        w.set_deadline(boottime_ms() + 30000);
+        w.set_deadline(simba::sys::boottime_ms() + 30000);
         wd = w.pid();
         w.leave();
       } // destroyed: the channel stays open
@@ -434,7 +434,7 @@ TEST_SUITE("process::Watchdog") {
     Watchdog w;
     w.start();
     w.set_group(c.pgid());
-    w.set_deadline(boottime_ms() + 20000);
+    w.set_deadline(simba::sys::boottime_ms() + 20000);
     kill_and_reap(c, w.pid());
     CHECK(proc_tree::is_alive(w.pid()));
     w.stop();
@@ -459,10 +459,10 @@ TEST_SUITE("process::Watchdog") {
         Watchdog w;
         w.start();
         w.set_group(c.pgid());
-        w.set_deadline(boottime_ms() + 30000);
+        w.set_deadline(simba::sys::boottime_ms() + 30000);
         pid_t pgid = c.pgid();
-        int64_t until = boottime_ms() + 3000;
-        while (group_members(pgid) < 2 && boottime_ms() < until) usleep(2000);
+        int64_t until = simba::sys::boottime_ms() + 3000;
+        while (group_members(pgid) < 2 && simba::sys::boottime_ms() < until) usleep(2000);
         if (write(report[1], &pgid, sizeof pgid) == ssize_t(sizeof pgid)) code = 0;
         _exit(code); // inside the scope: no destructors, the channel closes unannounced
       } catch (...) {
@@ -476,7 +476,7 @@ TEST_SUITE("process::Watchdog") {
     int st = 0;
     REQUIRE(waitpid(sub, &st, 0) == sub);
     CHECK(WIFEXITED(st));
-    int64_t t0 = boottime_ms();
+    int64_t t0 = simba::sys::boottime_ms();
     CHECK(wait_until(
         [&] {
           while (waitpid(-1, nullptr, WNOHANG) > 0) {
@@ -484,7 +484,7 @@ TEST_SUITE("process::Watchdog") {
           return group_members(pgid) == 0;
         },
         2000));
-    CHECK(boottime_ms() - t0 < 1000);
+    CHECK(simba::sys::boottime_ms() - t0 < 1000);
     // Collect the watchdog (re-parented to us) once it has exited.
     wait_until(
         [&] {
@@ -548,14 +548,14 @@ TEST_SUITE("process::Watchdog") {
       try {
         Watchdog w;
         Child c(&w);
-        w.set_deadline(boottime_ms() + 30000);
+        w.set_deadline(simba::sys::boottime_ms() + 30000);
         c.spawn("/bin/sh",
                 {"sh", "-c", "( setsid sh -c 'echo $$ >\"$0.tmp\"; mv \"$0.tmp\" \"$0\"; exec sleep 300' \"$0\" & ); exec sleep 300",
                  pidfile},
                 base_env(), current_mask());
         w.set_group(c.pgid());
-        int64_t until = boottime_ms() + 3000;
-        while (access(pidfile.c_str(), F_OK) != 0 && boottime_ms() < until) usleep(2000);
+        int64_t until = simba::sys::boottime_ms() + 3000;
+        while (access(pidfile.c_str(), F_OK) != 0 && simba::sys::boottime_ms() < until) usleep(2000);
         _exit(0);
       } catch (...) {
       }

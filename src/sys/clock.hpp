@@ -1,0 +1,18 @@
+#pragma once
+// sys/: the few operating-system facts that backend/ and process/ both
+// need, so that neither has to include the other. Today: the clock.
+#include <cstdint>
+#include <ctime>
+
+namespace simba::sys {
+
+// Milliseconds on CLOCK_BOOTTIME: monotonic, and it keeps counting during
+// suspend, so a deadline computed on it never silently stretches. The one
+// clock simba uses for deadlines, timers and call budgets alike.
+inline int64_t boottime_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+} // namespace simba::sys
