@@ -29,8 +29,8 @@
 // it, and it has its own descriptors and signal mask. Sharing memory has one
 // rule: the watchdog's code touches nothing of simba's but the Shared block,
 // which lives in the watchdog's own mapping (and a spawn request simba waits
-// on), and calls no libc function (see nolibc/syscalls.hpp). Where there is no system-call stub for the
-// architecture it forks instead.
+// on), and calls no libc function (see nolibc/syscalls.hpp). Where there is
+// no system-call stub for the architecture it forks instead.
 //
 // Known cost of sharing: when the kernel's OOM killer picks simba, it also
 // kills every process sharing simba's memory, so the watchdog too; CMD then

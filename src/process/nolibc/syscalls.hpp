@@ -9,8 +9,9 @@
 // thread (a lock simba holds when it is stopped would never be released),
 // malloc's arenas are simba's, and so is its thread descriptor (the thread id
 // it keeps for raise() and its locks). So every call below is a system
-// call instruction of our own and answers -errno instead of touching errno. tests/unit/test_process_nolibc.sh fails when an object
-// of this folder comes to call any function it does not define itself.
+// call instruction of our own and answers -errno instead of touching errno.
+// tests/unit/test_process_nolibc.sh fails when an object of this folder
+// comes to call any function it does not define itself.
 //
 // Where there is no stub for the architecture (k_raw_syscalls false) the
 // watchdog is a fork with memory of its own, and libc's syscall() is safe.

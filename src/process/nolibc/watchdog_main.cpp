@@ -187,6 +187,9 @@ bool poll_timeout(const State& s, timespec& timeout, timespec*& limit) {
   return true;
 }
 
+// The watchdog's life: it sleeps until simba wakes it (a spawn, a deadline
+// without a shared timer, or its end), a child of its changes state, or the
+// timer fires.
 [[noreturn]] void watchdog_loop(State& s) {
   for (;;) {
     timespec timeout{};
@@ -195,7 +198,8 @@ bool poll_timeout(const State& s, timespec& timeout, timespec*& limit) {
       check_deadline(s);
       continue;
     }
-    pollfd fds[3] = {{int(s.channel), POLLIN, 0}, {int(s.children), POLLIN, 0}, {int(s.tfd), POLLIN, 0}};
+    pollfd fds[3] = {
+        {int(s.channel), POLLIN, 0}, {int(s.children), POLLIN, 0}, {int(s.tfd), POLLIN, 0}};
     long n = raw::ppoll(fds, s.have_timer ? 3 : 2, limit);
     if (n < 0) {
       if (n == -EINTR) continue;

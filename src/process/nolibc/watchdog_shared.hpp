@@ -12,6 +12,7 @@
 namespace simba::process {
 
 constexpr int64_t k_no_deadline = -1;
+// Lock-free, so the watchdog never takes a lock (nor calls libatomic).
 static_assert(std::atomic<int64_t>::is_always_lock_free, "the shared block needs lock-free atomics");
 static_assert(std::atomic<int32_t>::is_always_lock_free, "the shared block needs lock-free atomics");
 
