@@ -1,6 +1,8 @@
 #pragma once
-// Walking simba's process tree through /proc: shared by Child (stopping what
-// CMD left behind) and the Watchdog (killing it at the deadline).
+// simba's process tree as Child sees it: the descendants of a process (a
+// consistent picture, not one racy walk), signalling them, and a zombie's
+// wait status. The walk itself is nolibc/proc_walk, which the watchdog's
+// kill at the deadline uses too.
 #include <sys/types.h>
 
 #include <vector>

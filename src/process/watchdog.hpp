@@ -67,8 +67,8 @@ public:
 
   pid_t pid() const { return m_pid; }
 
-  struct Shared;       // what the two share (watchdog.cpp)
-  struct SpawnRequest; // spawn()'s request (watchdog.cpp)
+  struct Shared;       // what the two share (nolibc/watchdog_shared.hpp)
+  struct SpawnRequest; // spawn()'s request (nolibc/watchdog_shared.hpp)
 
 private:
   bool alive() const;
