@@ -18,12 +18,13 @@ std::unique_ptr<Backend> open_uri(const SqliteUri& u, Access access) {
   return open_sqlite(u.path, how);
 }
 
-std::unique_ptr<Backend> open_uri(const RedisUri& u, Access) { return open_redis(u); }
+std::unique_ptr<Backend> open_uri(RedisUri&& u, Access) { return open_redis(std::move(u)); }
 
 } // namespace
 
 std::unique_ptr<Backend> open_backend(const std::string& uri, Access access) {
-  return std::visit([access](const auto& u) { return open_uri(u, access); }, parse_backend_uri(uri));
+  BackendUri parsed = parse_backend_uri(uri);
+  return std::visit([access](auto& u) { return open_uri(std::move(u), access); }, parsed);
 }
 
 } // namespace simba::backend

@@ -199,7 +199,8 @@ void parse_tcp_target(const std::string& s, RedisUri& e, bool& db_given, const s
   std::string port = parse_host(s.substr(0, slash), e, shown);
   if (!port.empty()) {
     // Never echoed: "redis://admin:secret" (no "@host") puts a password here.
-    if (!all_digits(port)) bad_uri(shown, "the port must be a number (a password goes before '@host')");
+    if (!all_digits(port))
+      bad_uri(shown, "the port must be a number (a password goes before '@host')");
     e.port = static_cast<int>(parse_number(port, 65535, "the port", shown));
     if (e.port == 0) bad_uri(shown, "port 0");
   }
@@ -233,7 +234,8 @@ RedisUri parse_redis(bool unix_socket, const std::string& rest, const std::strin
     s = s.substr(0, q);
   }
   if (e.unix_socket) {
-    if (s.empty() || s[0] != '/') bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock (no host)");
+    if (s.empty() || s[0] != '/')
+      bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock (no host)");
     if (s.back() == '/') bad_uri(shown, "the path names a directory, not a socket");
     e.path = percent_decode(s, shown);
   } else {
@@ -245,7 +247,8 @@ RedisUri parse_redis(bool unix_socket, const std::string& rest, const std::strin
     if (const char* p = std::getenv(k_redis_password_env); p && *p) e.password = p;
   }
   if (!e.user.empty() && e.password.empty())
-    bad_uri(shown, "a user name needs a password (give it in " + std::string(k_redis_password_env) + ")");
+    bad_uri(shown, std::string("a user name needs a password (give it in ") +
+                       k_redis_password_env + ")");
   return e;
 }
 
@@ -297,9 +300,9 @@ std::string redis_where(const RedisUri& u) {
 std::string redis_describe(const RedisUri& u) {
   std::string user = u.user.empty() ? "" : percent_encode(u.user) + "@";
   std::string prefix = "prefix=" + percent_encode(u.prefix);
-  std::string d = u.unix_socket
-                      ? "redis+unix://" + user + u.path + "?db=" + std::to_string(u.db) + "&" + prefix
-                      : "redis://" + user + redis_where(u) + "/" + std::to_string(u.db) + "?" + prefix;
+  std::string db = std::to_string(u.db);
+  std::string d = u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
+                                : "redis://" + user + redis_where(u) + "/" + db + "?" + prefix;
   if (!u.quarantine) d += "&quarantine=off";
   return d;
 }

@@ -81,8 +81,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Backend> open_redis(const RedisUri& uri) {
-  auto backend = std::make_unique<RedisBackend>(uri);
+std::unique_ptr<Backend> open_redis(RedisUri uri) {
+  auto backend = std::make_unique<RedisBackend>(std::move(uri));
   backend->open();
   return backend;
 }

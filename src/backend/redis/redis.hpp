@@ -24,6 +24,6 @@ namespace simba::backend {
 // UnavailableError when the server cannot be reached, refuses the
 // password, or does not speak Redis (or a Redis too old, or one that may
 // evict a lease) — within the URI's timeout.
-std::unique_ptr<Backend> open_redis(const RedisUri& uri);
+std::unique_ptr<Backend> open_redis(RedisUri uri);
 
 } // namespace simba::backend
