@@ -7,7 +7,7 @@
 // (SIMBA_TEST_BACKEND=redis...) and are skipped otherwise.
 #include "support.hpp"
 
-#include "backend/lua_scripts.hpp"
+#include "backend/redis/lua_scripts.hpp"
 #include "core/error.hpp"
 
 #include <doctest/doctest.h>
@@ -422,7 +422,7 @@ TEST_CASE("redis: embedded scripts — the SHA1s are Redis', and NOSCRIPT falls 
   REQUIRE(b->list(k_timeout).ok);
   require_ok(b->release(m, "A", 0, k_timeout));
   require_ok(b->force_release(m, 0, k_timeout));
-  namespace lua = simba::backend::lua;
+  namespace lua = simba::backend::redis::lua;
   for (const lua::Script* s : {&lua::k_acquire, &lua::k_guard, &lua::k_release,
                                &lua::k_force_release, &lua::k_get, &lua::k_list}) {
     CAPTURE(s->name);

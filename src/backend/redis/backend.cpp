@@ -1,0 +1,90 @@
+// The Redis Backend: the lease operations, each one script run on the main
+// connection; the wake-ups go to Wakeups, the listing to list_mutexes().
+#include "backend/redis/redis.hpp"
+
+#include "backend/redis/client.hpp"
+#include "backend/redis/listing.hpp"
+#include "backend/redis/wakeups.hpp"
+
+namespace simba::backend {
+namespace {
+
+using redis::Client;
+namespace lua = redis::lua;
+
+class RedisBackend final : public Backend {
+public:
+  explicit RedisBackend(RedisUri uri)
+      : m_describe(redis_describe(uri)), m_client(std::move(uri)), m_wakeups(m_client) {}
+
+  void open() { m_client.open(); }
+
+  Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                int64_t transition_ms, int64_t timeout_ms) override {
+    Reply r = m_client.run(lua::k_acquire, mutex,
+                           {contender, std::to_string(ttl_ms), std::to_string(transition_ms)},
+                           timeout_ms);
+    m_wakeups.acquired(mutex, contender, r, ttl_ms, transition_ms);
+    return r;
+  }
+
+  Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    return m_client.run(lua::k_guard, mutex,
+                        {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                         std::to_string(token)},
+                        timeout_ms);
+  }
+
+  Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
+             int64_t hold_ms, int64_t timeout_ms) override {
+    return m_client.run(lua::k_guard, mutex,
+                        {contender, std::to_string(hold_ms), "0", std::to_string(token), "1"},
+                        timeout_ms);
+  }
+
+  // A PING goes first, in the same write: Redis sends its pending answers
+  // in the reverse order of the clients' first pending answer, so with the
+  // PING's answer pending before the script runs, the message handing the
+  // mutex over goes out before our answer. Without it, our answer could go
+  // first, and on a busy CPU our exit could run before the server sent the
+  // next owner its message: a slower hand-over.
+  Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
+                int64_t timeout_ms) override {
+    return m_client.run(lua::k_release, mutex, {contender, std::to_string(token)}, timeout_ms, true);
+  }
+
+  Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    return m_client.run(lua::k_force_release, mutex, {std::to_string(token)}, timeout_ms);
+  }
+
+  Reply get(const std::string& mutex, int64_t timeout_ms) override {
+    return m_client.run(lua::k_get, mutex, {}, timeout_ms);
+  }
+
+  Listing list(int64_t timeout_ms) override { return redis::list_mutexes(m_client, timeout_ms); }
+
+  int watch(const std::string& mutex, const std::string& contender, bool waiting) override {
+    return m_wakeups.watch(mutex, contender, waiting);
+  }
+  bool look_after_queueing() const override { return m_wakeups.look_after_queueing(); }
+  bool drain_wakeups() override { return m_wakeups.drain_wakeups(); }
+  std::optional<Grant> take_grant() override { return m_wakeups.take_grant(); }
+
+  std::string describe() const override { return m_describe; }
+
+private:
+  std::string m_describe; // the URI without the password
+  Client m_client;        // before m_wakeups: leaving the queue at the end needs it
+  redis::Wakeups m_wakeups;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> open_redis(RedisUri uri) {
+  auto backend = std::make_unique<RedisBackend>(std::move(uri));
+  backend->open();
+  return backend;
+}
+
+} // namespace simba::backend

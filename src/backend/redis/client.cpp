@@ -1,0 +1,122 @@
+// The backend's requests on the main connection (client.hpp).
+#include "backend/redis/client.hpp"
+
+#include "backend/net/deadline_io.hpp"
+#include "backend/redis/server_check.hpp"
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "sys/clock.hpp"
+
+#include <algorithm>
+
+namespace simba::backend::redis {
+
+const std::string k_marker = "simba:server";
+
+Client::Client(RedisUri uri) : m_uri(std::move(uri)), m_where(redis_where(m_uri)) {}
+
+void Client::open() {
+  int64_t deadline = sys::boottime_ms() + m_uri.timeout_ms;
+  std::string err = connect(m_conn, deadline, true, true);
+  if (!err.empty()) throw UnavailableError(err);
+}
+
+std::string Client::connect(Connection& c, int64_t deadline, bool select, bool verify) {
+  std::string err = c.connect(m_uri, deadline);
+  if (!err.empty()) return scrub("cannot connect to Redis at " + m_where + ": " + err);
+  return check_server(c, m_uri, m_where, deadline, select, verify, m_run_id);
+}
+
+int64_t Client::call_deadline(int64_t timeout_ms) {
+  m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_uri.timeout_ms));
+  return sys::boottime_ms() + m_budget_ms;
+}
+
+Exchange Client::call(std::vector<Command> commands, int64_t deadline, bool script) {
+  for (int attempt = 0;; ++attempt) {
+    if (m_conn.is_open() && m_conn.stale()) m_conn.close();
+    if (!m_conn.is_open()) {
+      Exchange x;
+      x.error = connect(m_conn, deadline, true, false);
+      if (!x.error.empty()) return x; // Reach::not_sent
+    }
+    if (script) commands.back().back() = server_run();
+    Exchange x = m_conn.exchange(commands, deadline);
+    if (x.ok || x.reach != Reach::not_sent || attempt > 0 || sys::boottime_ms() >= deadline) {
+      if (!x.ok) x.error = describe_failure(x.error);
+      return x;
+    }
+  }
+}
+
+std::string Client::describe_failure(const std::string& err) const {
+  if (err == net::k_timed_out)
+    return "no answer from Redis at " + m_where + " within " + core::format_duration(m_budget_ms);
+  return scrub("Redis at " + m_where + ": " + err);
+}
+
+Exchange Client::call_script(const lua::Script& s, const std::vector<std::string>& keys,
+                             const std::vector<std::string>& args, int64_t deadline, bool ping_first) {
+  Command cmd{"EVALSHA", s.sha1, std::to_string(keys.size())};
+  cmd.insert(cmd.end(), keys.begin(), keys.end());
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  Exchange x = ping_first ? call({{"PING"}, cmd}, deadline, true) : call({cmd}, deadline, true);
+  if (ping_first && x.ok) {
+    // A refusal of the PING (NOAUTH...) is the answer; else the script's.
+    x.replies.erase(x.replies.begin() + (is_error(x.replies[0].get()) ? 1 : 0));
+  }
+  if (x.ok && is_error(x.replies[0].get()) &&
+      reply_text(x.replies[0].get()).rfind("NOSCRIPT", 0) == 0) {
+    cmd[0] = "EVAL";
+    cmd[1] = s.text;
+    x = call({cmd}, deadline, true);
+  }
+  return x;
+}
+
+Reply Client::run(const lua::Script& s, const std::string& mutex, const std::vector<std::string>& args,
+                  int64_t timeout_ms, bool ping_first) {
+  std::string hash = hash_key(mutex);
+  Exchange x = call_script(s, {hash, hash + ":fence", k_marker}, script_args(args),
+                           call_deadline(timeout_ms), ping_first);
+  if (!x.ok) {
+    return Reply::failure(x.reach == Reach::not_sent ? Reply::Status::failed
+                                                    : Reply::Status::indeterminate,
+                          x.error);
+  }
+  const redisReply* r = x.replies[0].get();
+  // Every refusal (LOADING, BUSY, NOAUTH, OOM, READONLY...) comes before
+  // the script runs; the scripts check everything before they write.
+  if (is_error(r)) return Reply::failure(Reply::Status::failed, scrub(reply_text(r)));
+  Reply out;
+  int64_t changed = 0;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + k_lease_fields ||
+      !as_int(r->element[0], out.observed.now) || !as_int(r->element[1], changed) ||
+      !read_lease(r, 2, out.observed.lease))
+    return Reply::failure(Reply::Status::failed,
+                          std::string("unexpected reply from the ") + s.name + " script");
+  out.status = Reply::Status::ok;
+  out.changed = changed != 0;
+  return out;
+}
+
+const redisReply* Client::answer(const Exchange& x, std::string& error) const {
+  if (!x.ok) {
+    error = x.error;
+    return nullptr;
+  }
+  const redisReply* r = x.replies[0].get();
+  if (is_error(r)) {
+    error = scrub(reply_text(r));
+    return nullptr;
+  }
+  return r;
+}
+
+std::vector<std::string> Client::script_args(std::vector<std::string> args) const {
+  args.push_back(std::to_string(m_uri.db));
+  args.push_back(server_run());
+  return args;
+}
+
+} // namespace simba::backend::redis

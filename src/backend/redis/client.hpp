@@ -1,0 +1,88 @@
+#pragma once
+// The backend's requests: the main connection to the server, reconnected
+// when needed, the key layout (lua/common.lua), and the Lua scripts run on
+// it with their replies read into a Reply.
+#include "backend/backend.hpp"
+#include "backend/redis/connection.hpp"
+#include "backend/redis/lua_scripts.hpp"
+#include "backend/uri.hpp"
+
+#include <string>
+#include <vector>
+
+namespace simba::backend::redis {
+
+// The database's marker (lua/common.lua: "The server run"). One per
+// database, not per prefix: a restart or a FLUSHDB loses every prefix's
+// leases at once, and a first use of each prefix (every test has its own)
+// need not wait a quarantine. No hash tag: Redis Cluster would need one per
+// slot.
+extern const std::string k_marker;
+
+class Client {
+public:
+  explicit Client(RedisUri uri);
+
+  const RedisUri& uri() const { return m_uri; }
+  const std::string& where() const { return m_where; } // host:port or socket path
+
+  // Connects and checks that a Redis answers (and accepts the password)
+  // before anything else happens: a wrong password, a server that is down,
+  // or a port where no Redis speaks end simba at once (exit 69).
+  void open();
+
+  // Connects `c` and checks the server (server_check.hpp). `select`: the
+  // main connection (SELECT, and what it learns of the server); `verify`:
+  // prove that a Redis answers even when nothing else is sent. "" or one
+  // line for the user.
+  std::string connect(Connection& c, int64_t deadline, bool select, bool verify);
+
+  // A call's whole deadline: its own timeout, capped by the URI's.
+  int64_t call_deadline(int64_t timeout_ms);
+
+  // One request on the main connection: reconnects first when needed, and
+  // once more when a dead connection refused the request before any byte
+  // of it left. `script`: the last command is a script, whose last
+  // argument is the server run (script_args()); it is set for the
+  // connection it goes on, which may be a new one (a restarted server has
+  // another run).
+  Exchange call(std::vector<Command> commands, int64_t deadline, bool script = false);
+
+  // EVALSHA, and EVAL when the server does not know the script yet (it was
+  // restarted, or SCRIPT FLUSHed): NOSCRIPT means nothing ran.
+  // `ping_first`: a PING in the same write, before the script; its answer
+  // is dropped (see RedisBackend::release()).
+  Exchange call_script(const lua::Script& s, const std::vector<std::string>& keys,
+                       const std::vector<std::string>& args, int64_t deadline,
+                       bool ping_first = false);
+
+  // A lease script on `mutex`'s keys, its answer as a Reply.
+  Reply run(const lua::Script& s, const std::string& mutex, const std::vector<std::string>& args,
+            int64_t timeout_ms, bool ping_first = false);
+
+  // The reply of a finished exchange, or nullptr with `error` set (the call
+  // failed, or the server answered with an error).
+  const redisReply* answer(const Exchange& x, std::string& error) const;
+
+  // "<prefix>{NAME}": the mutex's hash; its fence counter adds ":fence".
+  std::string hash_key(const std::string& mutex) const { return m_uri.prefix + "{" + mutex + "}"; }
+
+  // What lua/common.lua takes off the end of every script's arguments: the
+  // database, and the run of the server this connection talks to ("": no
+  // quarantine).
+  std::vector<std::string> script_args(std::vector<std::string> args) const;
+
+  std::string scrub(std::string msg) const { return redis::scrub(std::move(msg), m_uri.password); }
+
+private:
+  std::string server_run() const { return m_uri.quarantine ? m_run_id : ""; }
+  std::string describe_failure(const std::string& err) const;
+
+  RedisUri m_uri;
+  std::string m_where;
+  Connection m_conn;
+  std::string m_run_id;     // of the server m_conn talks to (INFO at connect)
+  int64_t m_budget_ms = 0;  // of the current call, for messages
+};
+
+} // namespace simba::backend::redis

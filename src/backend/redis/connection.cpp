@@ -1,0 +1,127 @@
+// A Redis connection with deadlines (connection.hpp).
+#include "backend/redis/connection.hpp"
+
+#include "backend/net/deadline_io.hpp"
+#include "sys/clock.hpp"
+
+#include <poll.h>
+
+namespace simba::backend::redis {
+namespace {
+
+void append_command(std::string& out, const Command& c) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const std::string& a : c) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  char* cmd = nullptr;
+  int len = redisFormatCommandArgv(&cmd, static_cast<int>(c.size()), argv.data(), lens.data());
+  std::unique_ptr<char, void (*)(char*)> owned(cmd, redisFreeCommand);
+  if (len < 0 || !cmd) throw std::bad_alloc();
+  out.append(cmd, static_cast<size_t>(len));
+}
+
+} // namespace
+
+std::string Connection::connect(const RedisUri& e, int64_t deadline) {
+  close();
+  timeval tv = net::to_timeval(deadline - sys::boottime_ms());
+  redisContext* c = e.unix_socket ? redisConnectUnixWithTimeout(e.path.c_str(), tv)
+                                  : redisConnectWithTimeout(e.host.c_str(), e.port, tv);
+  if (!c) return "out of memory";
+  decltype(m_ctx) ctx(c);
+  if (c->err) return c->errstr[0] ? c->errstr : "cannot connect";
+  // hiredis' connect timeout bounds the connect only. The calls below are
+  // bounded by polling against their deadline; the socket timeouts are a
+  // backstop for anything that would block anyway.
+  redisSetTimeout(c, net::to_timeval(e.timeout_ms));
+  // hiredis does not set close-on-exec: CMD must not inherit the sockets
+  // (a leftover holding the subscription would count as a listener).
+  net::set_cloexec(c->fd);
+  m_ctx = std::move(ctx);
+  return "";
+}
+
+bool Connection::stale() const { return net::readable_now(fd()); }
+
+Exchange Connection::exchange(const std::vector<Command>& commands, int64_t deadline) {
+  Exchange x;
+  std::string out;
+  for (const Command& c : commands) append_command(out, c);
+  size_t sent = 0;
+  x.error = net::send_all(fd(), out, deadline, sent);
+  if (!x.error.empty()) {
+    x.reach = sent == 0 ? Reach::not_sent : Reach::maybe_sent;
+    close();
+    return x;
+  }
+  x.reach = Reach::maybe_sent;
+  while (x.replies.size() < commands.size()) {
+    ReplyPtr r;
+    x.error = read_reply(deadline, r);
+    if (!x.error.empty()) {
+      x.replies.clear();
+      close();
+      return x;
+    }
+    x.replies.push_back(std::move(r));
+  }
+  x.ok = true;
+  return x;
+}
+
+std::string Connection::send_only(const std::vector<Command>& commands, int64_t deadline) {
+  std::string out;
+  for (const Command& c : commands) append_command(out, c);
+  size_t sent = 0;
+  std::string err = net::send_all(fd(), out, deadline, sent);
+  if (!err.empty()) close();
+  return err;
+}
+
+std::string Connection::read_reply(int64_t deadline, ReplyPtr& reply) {
+  for (;;) {
+    std::string err = take_buffered(reply);
+    if (!err.empty() || reply) return err;
+    if (!net::wait_for(fd(), POLLIN, deadline)) return net::k_timed_out;
+    err = receive(false);
+    if (!err.empty()) return err;
+  }
+}
+
+std::string Connection::read_available(std::vector<ReplyPtr>& out) {
+  std::string err = receive(true);
+  for (;;) {
+    ReplyPtr r;
+    std::string perr = take_buffered(r);
+    if (!perr.empty()) return perr;
+    if (!r) break;
+    out.push_back(std::move(r));
+  }
+  return err;
+}
+
+std::string Connection::receive(bool all) {
+  char buf[16384];
+  for (;;) {
+    size_t got = 0;
+    std::string err = net::receive_some(fd(), buf, sizeof buf, got);
+    if (!err.empty() || got == 0) return err;
+    if (redisReaderFeed(m_ctx->reader, buf, got) != REDIS_OK) return "out of memory";
+    if (!all) return "";
+  }
+}
+
+std::string Connection::take_buffered(ReplyPtr& reply) {
+  void* r = nullptr;
+  if (redisReaderGetReply(m_ctx->reader, &r) != REDIS_OK) {
+    std::string why = m_ctx->reader->errstr[0] ? m_ctx->reader->errstr : "protocol error";
+    return "not the Redis protocol (" + why + ")";
+  }
+  reply.reset(static_cast<redisReply*>(r));
+  return "";
+}
+
+} // namespace simba::backend::redis

@@ -1,0 +1,100 @@
+// Listing the mutexes (listing.hpp).
+//
+// The names come from SCAN over the fence counters, not from a set of
+// names kept by acquire: a set would be one more write on every
+// acquisition, to a key outside the mutex's hash slot. The counters never
+// expire, so every mutex ever acquired is found (like the rows SQLite
+// keeps). SCAN walks the whole keyspace, which is fine for `status`.
+#include "backend/redis/listing.hpp"
+
+#include <cstring>
+#include <set>
+
+namespace simba::backend::redis {
+namespace {
+
+constexpr const char* k_scan_count = "1000";
+
+std::string glob_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::strchr("*?[]\\", c)) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// "<prefix>{NAME}:fence" -> NAME, "" if the key is not one of ours.
+std::string mutex_of_fence(const std::string& key, const std::string& prefix) {
+  static const std::string k_tail = "}:fence";
+  size_t head = prefix.size() + 1;
+  if (key.size() <= head + k_tail.size() || key.compare(0, prefix.size(), prefix) != 0 ||
+      key[head - 1] != '{' || key.compare(key.size() - k_tail.size(), k_tail.size(), k_tail) != 0)
+    return "";
+  std::string name = key.substr(head, key.size() - head - k_tail.size());
+  return name.find_first_of("{}") == std::string::npos ? name : "";
+}
+
+// The names of the mutexes (SCAN may return a key twice: a set); false
+// with `error` set when the scan failed.
+bool scan_names(Client& client, int64_t deadline, std::set<std::string>& names, std::string& error) {
+  const std::string& prefix = client.uri().prefix;
+  std::string pattern = glob_escape(prefix) + "{*}:fence";
+  std::string cursor = "0";
+  do {
+    Exchange x = client.call({{"SCAN", cursor, "MATCH", pattern, "COUNT", k_scan_count}}, deadline);
+    const redisReply* r = client.answer(x, error);
+    if (!r) return false;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !as_string(r->element[0], cursor) ||
+        r->element[1]->type != REDIS_REPLY_ARRAY) {
+      error = "unexpected reply to SCAN";
+      return false;
+    }
+    for (size_t i = 0; i < r->element[1]->elements; ++i) {
+      std::string key;
+      if (!as_string(r->element[1]->element[i], key)) continue;
+      std::string name = mutex_of_fence(key, prefix);
+      if (!name.empty()) names.insert(name);
+    }
+  } while (cursor != "0");
+  return true;
+}
+
+} // namespace
+
+Listing list_mutexes(Client& client, int64_t timeout_ms) {
+  Listing out;
+  int64_t deadline = client.call_deadline(timeout_ms);
+  std::set<std::string> names;
+  if (!scan_names(client, deadline, names, out.error)) return out;
+
+  std::vector<std::string> keys{k_marker};
+  for (const std::string& n : names) {
+    keys.push_back(client.hash_key(n));
+    keys.push_back(client.hash_key(n) + ":fence");
+  }
+  Exchange x = client.call_script(lua::k_list, keys, client.script_args({}), deadline);
+  const redisReply* r = client.answer(x, out.error);
+  if (!r) return out;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + k_lease_fields * names.size() ||
+      !as_int(r->element[0], out.now)) {
+    out.error = "unexpected reply from the list script";
+    return out;
+  }
+  size_t i = 1;
+  for (const std::string& n : names) {
+    MutexLease ml;
+    ml.mutex = n;
+    if (!read_lease(r, i, ml.lease)) {
+      out.error = "unexpected reply from the list script";
+      out.mutexes.clear();
+      return out;
+    }
+    i += k_lease_fields;
+    out.mutexes.push_back(std::move(ml));
+  }
+  out.ok = true; // std::set: sorted by name already
+  return out;
+}
+
+} // namespace simba::backend::redis

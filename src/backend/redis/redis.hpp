@@ -1,0 +1,29 @@
+#pragma once
+// backend/redis/: the Redis backend (DESIGN §5.2), one Redis server shared
+// by many hosts. Leases live in hashes changed only by the Lua scripts of
+// lua/ (run on the server's clock, embedded at build time); a release wakes
+// the next waiter, or hands the mutex over to it, over pub/sub.
+//
+//   redis.hpp        this factory, all that open_backend() sees
+//   backend.cpp      the Backend: the lease operations, forwarding the rest
+//   client.*         the main connection: requests, scripts, the key layout
+//   connection.*     one connection with deadlines (hiredis + net/)
+//   server_check.*   what a connection sends first, the server's checks
+//   reply.*          reading hiredis' replies
+//   wakeups.*        watch(): pub/sub, the waiters' queue, grants
+//   listing.*        list(): the mutexes for `simba status`
+//   lua/             the scripts (lua/common.lua: the key layout)
+#include "backend/backend.hpp"
+#include "backend/uri.hpp"
+
+#include <memory>
+
+namespace simba::backend {
+
+// Connects to the server of `uri` (uri.hpp) and checks it. Throws
+// UnavailableError when the server cannot be reached, refuses the
+// password, or does not speak Redis (or a Redis too old, or one that may
+// evict a lease) — within the URI's timeout.
+std::unique_ptr<Backend> open_redis(RedisUri uri);
+
+} // namespace simba::backend

@@ -1,0 +1,68 @@
+// Reading Redis replies (reply.hpp).
+#include "backend/redis/reply.hpp"
+
+namespace simba::backend::redis {
+
+std::string reply_text(const redisReply* r) {
+  return r->str ? std::string(r->str, r->len) : std::string();
+}
+
+bool is_error(const redisReply* r) { return r->type == REDIS_REPLY_ERROR; }
+
+bool as_int(const redisReply* r, int64_t& v) {
+  if (r->type != REDIS_REPLY_INTEGER) return false;
+  v = r->integer;
+  return true;
+}
+
+bool as_string(const redisReply* r, std::string& s) {
+  if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) {
+    s = reply_text(r);
+    return true;
+  }
+  if (r->type == REDIS_REPLY_NIL) {
+    s.clear();
+    return true;
+  }
+  return false;
+}
+
+bool read_lease(const redisReply* r, size_t first, core::Lease& l) {
+  int64_t token = 0, quarantine = 0, holding = 0;
+  bool ok = as_string(r->element[first], l.owner_id) && as_int(r->element[first + 1], l.acquired_at) &&
+            as_int(r->element[first + 2], l.ttl_at) &&
+            as_int(r->element[first + 3], l.transition_at) && as_int(r->element[first + 4], token) &&
+            as_int(r->element[first + 5], quarantine) && as_int(r->element[first + 6], holding);
+  l.fencing_token = static_cast<uint64_t>(token);
+  l.quarantine = quarantine != 0;
+  l.holding = holding != 0;
+  return ok;
+}
+
+bool is_subscribed(const redisReply* r) {
+  return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+         r->element[0]->type == REDIS_REPLY_STRING && reply_text(r->element[0]) == "subscribe";
+}
+
+bool is_message_on(const redisReply* r, const std::string& channel) {
+  return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+         r->element[0]->type == REDIS_REPLY_STRING && reply_text(r->element[0]) == "message" &&
+         r->element[1]->type == REDIS_REPLY_STRING && reply_text(r->element[1]) == channel;
+}
+
+std::string info_field(const std::string& info, const std::string& name) {
+  size_t at = info.rfind(name + ":", 0) == 0 ? 0 : info.find("\n" + name + ":");
+  if (at == std::string::npos) return "";
+  if (at != 0) ++at;
+  at += name.size() + 1;
+  return info.substr(at, info.find_first_of("\r\n", at) - at);
+}
+
+std::string scrub(std::string msg, const std::string& password) {
+  if (password.empty()) return msg;
+  for (size_t at; (at = msg.find(password)) != std::string::npos;)
+    msg.replace(at, password.size(), "***");
+  return msg;
+}
+
+} // namespace simba::backend::redis

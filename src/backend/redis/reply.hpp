@@ -1,0 +1,42 @@
+#pragma once
+// Reading what a Redis server answers: hiredis' reply objects, owned and
+// taken apart, and the password scrubbed from any text shown.
+#include "core/lease.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace simba::backend::redis {
+
+struct ReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
+
+std::string reply_text(const redisReply* r);
+bool is_error(const redisReply* r);
+bool as_int(const redisReply* r, int64_t& v);
+// A string, a status, or nil (as "").
+bool as_string(const redisReply* r, std::string& s);
+
+// A lease as the scripts return it (lua/common.lua: reply): owner,
+// acquired_at, ttl_at, transition_at, token, quarantine, holding at
+// elements[first .. first + k_lease_fields - 1].
+constexpr size_t k_lease_fields = 7;
+bool read_lease(const redisReply* r, size_t first, core::Lease& l);
+
+// Pub/sub: the confirmation of a SUBSCRIBE; a message on `channel`.
+bool is_subscribed(const redisReply* r);
+bool is_message_on(const redisReply* r, const std::string& channel);
+
+// INFO's "name:value" line, "" when missing.
+std::string info_field(const std::string& info, const std::string& name);
+
+// Defence in depth: whatever a server or a library says, the password is
+// not repeated.
+std::string scrub(std::string msg, const std::string& password);
+
+} // namespace simba::backend::redis

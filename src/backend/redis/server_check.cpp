@@ -1,0 +1,103 @@
+// The first requests of a connection and the checks of the server
+// (server_check.hpp).
+#include "backend/redis/server_check.hpp"
+
+#include "backend/net/deadline_io.hpp"
+#include "core/duration.hpp"
+
+#include <cstdlib>
+#include <vector>
+
+namespace simba::backend::redis {
+namespace {
+
+std::vector<Command> hello_commands(const RedisUri& uri, bool select, bool verify) {
+  std::vector<Command> hello;
+  if (!uri.password.empty()) {
+    if (uri.user.empty())
+      hello.push_back({"AUTH", uri.password});
+    else
+      hello.push_back({"AUTH", uri.user, uri.password});
+  }
+  if (select && uri.db != 0) hello.push_back({"SELECT", std::to_string(uri.db)});
+  // The main connection learns which server run it talks to, and whether
+  // that server may evict a lease, in the same write: no round trip of
+  // its own (its answer also proves that a Redis answers).
+  if (select) {
+    hello.push_back({"INFO", "server"});
+    hello.push_back({"INFO", "memory"});
+  }
+  if (hello.empty() && verify) hello.push_back({"PING"});
+  return hello;
+}
+
+// INFO server: the run_id the scripts compare with the database's marker
+// (lua/common.lua: quarantine_end), and the version the scripts need.
+std::string learn_server(const std::string& info, const std::string& where, std::string& run_id) {
+  std::string id = info_field(info, "run_id");
+  std::string version = info_field(info, "redis_version");
+  if (id.empty() || version.empty()) return where + " does not answer like a Redis server";
+  // The scripts read TIME and then write: Redis replicates such a script by
+  // its effects, not by its text (a replica would read another TIME), only
+  // from 5.0 on by default (redis.replicate_commands() before).
+  if (std::atoi(version.c_str()) < k_min_redis_major)
+    return "Redis at " + where + " is version " + version + ": simba needs Redis " +
+           std::to_string(k_min_redis_major) + ".0 or newer";
+  run_id = id;
+  return "";
+}
+
+// INFO memory: an allkeys-* policy may evict a running lease (any key
+// may go), and nothing would tell. The volatile-* policies take only keys
+// with a TTL, and simba's leases have none.
+std::string check_eviction(const std::string& info, const std::string& where) {
+  std::string policy = info_field(info, "maxmemory_policy");
+  if (policy.rfind("allkeys-", 0) == 0)
+    return "Redis at " + where + " has maxmemory-policy " + policy +
+           ", which may evict a running lease: use noeviction or a volatile-* policy";
+  return "";
+}
+
+// Why the answer to hello[i] refuses the connection, or "".
+std::string refusal(const Command& hello, const redisReply* r, const RedisUri& uri,
+                    const std::string& where, std::string& run_id) {
+  const std::string& cmd = hello[0];
+  std::string text = scrub(reply_text(r), uri.password);
+  if (is_error(r)) {
+    if (text.rfind("NOAUTH", 0) == 0)
+      return "Redis at " + where + " requires a password: give it in " + k_redis_password_env;
+    if (cmd == "AUTH") return "Redis at " + where + " refused the password: " + text;
+    if (cmd == "SELECT")
+      return "Redis at " + where + " refused database " + std::to_string(uri.db) + ": " + text;
+    return "Redis at " + where + ": " + text;
+  }
+  if (cmd == "PING" && text != "PONG") return where + " does not answer like a Redis server";
+  if (cmd == "INFO")
+    return hello[1] == "server" ? learn_server(text, where, run_id) : check_eviction(text, where);
+  return "";
+}
+
+} // namespace
+
+std::string check_server(Connection& c, const RedisUri& uri, const std::string& where,
+                         int64_t deadline, bool select, bool verify, std::string& run_id) {
+  std::vector<Command> hello = hello_commands(uri, select, verify);
+  if (hello.empty()) return "";
+  Exchange x = c.exchange(hello, deadline);
+  if (!x.ok) {
+    if (x.error == net::k_timed_out)
+      return "no answer from Redis at " + where + " within " + core::format_duration(uri.timeout_ms) +
+             " (is a Redis server listening there?)";
+    return scrub("cannot talk to Redis at " + where + ": " + x.error, uri.password);
+  }
+  for (size_t i = 0; i < hello.size(); ++i) {
+    std::string why = refusal(hello[i], x.replies[i].get(), uri, where, run_id);
+    if (!why.empty()) {
+      c.close();
+      return why;
+    }
+  }
+  return "";
+}
+
+} // namespace simba::backend::redis

@@ -1,0 +1,27 @@
+#pragma once
+// What a fresh connection sends first, and the checks of the server it
+// talks to: the password (AUTH), the database (SELECT), and on the main
+// connection the server's run (INFO server: run_id, for the quarantine of
+// lua/common.lua), its version (5 or newer: see learn_server()) and its
+// eviction policy (INFO memory: none that may evict a lease). All in one
+// write: no round trip of its own.
+#include "backend/redis/connection.hpp"
+#include "backend/uri.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace simba::backend::redis {
+
+// The oldest Redis the scripts run on (learn_server() says why).
+constexpr int k_min_redis_major = 5;
+
+// Sends AUTH when there is a password, SELECT when `select` and the
+// database is not 0, and with `select` INFO server and INFO memory (setting
+// `run_id`). Their replies prove that a Redis answers; with none of them,
+// `verify` sends a PING for that (only when simba starts: a reconnect in a
+// call needs no proof). "" or one line for the user (then `c` is closed).
+std::string check_server(Connection& c, const RedisUri& uri, const std::string& where,
+                         int64_t deadline, bool select, bool verify, std::string& run_id);
+
+} // namespace simba::backend::redis

@@ -1,0 +1,169 @@
+// Wake-ups and hand-overs over pub/sub (wakeups.hpp).
+#include "backend/redis/wakeups.hpp"
+
+#include "sys/clock.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace simba::backend::redis {
+namespace {
+
+// A broken subscription is set up again at most this often.
+constexpr int64_t k_resubscribe_interval_ms = 1000;
+// How long watch() may block: it runs in the driver's loop, also while CMD
+// runs and its guard is due. Without the subscription's confirmation a
+// release just after watch() could be missed; when it is slower than this,
+// drain_wakeups() takes it later.
+constexpr int64_t k_subscribe_wait_ms = 250;
+// Joining or leaving the queue of waiters: best effort, bounded.
+constexpr int64_t k_queue_timeout_ms = 250;
+
+} // namespace
+
+void Wakeups::acquired(const std::string& mutex, const std::string& contender, const Reply& r,
+                       int64_t ttl_ms, int64_t transition_ms) {
+  // The script took the new owner out of the queue: no dequeue call.
+  if (r.ok() && r.changed && mutex == m_queued && contender == m_queued_as) m_queued.clear();
+  m_terms = {std::to_string(ttl_ms), std::to_string(transition_ms)};
+}
+
+// A second connection, subscribed to the mutex's channels. Set up when
+// first asked for (only waiters and long-running owners need it), and
+// again at most once a second after it broke. Two channels: the mutex's own
+// (a forced release tells the owner) and the contender's wake-up channel,
+// on which a release wakes the first of the queued waiters
+// (lua/common.lua).
+int Wakeups::watch(const std::string& mutex, const std::string& contender, bool waiting) {
+  std::string channel = channel_name(mutex, "released");
+  if (channel != m_channel) {
+    leave_queue();
+    m_sub.close();
+    m_channel = channel;
+    m_wake_channel = channel_name(mutex, "wake:" + contender);
+    m_sub_mutex = mutex;
+    m_sub_contender = contender;
+    m_resubscribe_at = 0;
+  }
+  if (m_sub.is_open() || subscribe()) {
+    // Queue only once subscribed: a release then always finds us listening.
+    if (waiting && m_queued.empty()) {
+      std::vector<std::string> args{contender};
+      args.insert(args.end(), m_terms.begin(), m_terms.end());
+      Reply r = m_client.run(lua::k_enqueue, mutex, args, k_queue_timeout_ms);
+      if (r.ok()) m_queued = mutex;
+      m_queued_as = contender;
+      m_queued_terms = m_terms;
+      // The script read the lease once we were queued.
+      m_look = !held_by_other(r, contender);
+    } else if (!waiting) {
+      leave_queue();
+    }
+    return m_sub.fd();
+  }
+  return -1;
+}
+
+void Wakeups::leave_queue() {
+  if (m_queued.empty()) return;
+  std::string mutex = std::move(m_queued);
+  m_queued.clear();
+  std::vector<std::string> args{m_queued_as};
+  args.insert(args.end(), m_queued_terms.begin(), m_queued_terms.end());
+  m_client.run(lua::k_dequeue, mutex, args, k_queue_timeout_ms); // best effort
+}
+
+bool Wakeups::subscribe() {
+  int64_t now = sys::boottime_ms();
+  if (now < m_resubscribe_at) return false;
+  m_resubscribe_at = now + k_resubscribe_interval_ms;
+
+  int64_t deadline = now + std::min(m_client.uri().timeout_ms, k_subscribe_wait_ms);
+  // Channels are server-wide (SELECT does not matter to them): their
+  // names carry the database (channel_name()).
+  if (!m_client.connect(m_sub, deadline, false, false).empty()) return false;
+  // A message that comes after the confirmations was published after the
+  // server handled the SUBSCRIBE, so after this moment: a hand-over's
+  // lease is counted from here (see take_grant()).
+  int64_t sent_at = sys::boottime_ms(); // the driver's clock
+  if (!m_sub.send_only({{"SUBSCRIBE", m_channel, m_wake_channel}}, deadline).empty()) return false;
+  // Wait for the confirmations, so that a release right after this call is
+  // not missed.
+  for (int i = 0; i < 2; ++i) {
+    ReplyPtr r;
+    std::string err = m_sub.read_reply(deadline, r);
+    // Unconfirmed, a release could find nobody listening and drop us from
+    // the queue: try again later (the timed wake-up covers the meantime).
+    if (!err.empty() || is_error(r.get()) || !is_subscribed(r.get())) {
+      m_sub.close();
+      return false;
+    }
+  }
+  m_subscribed_at = sent_at;
+  return true;
+}
+
+bool Wakeups::drain_wakeups() {
+  if (!m_sub.is_open()) return false;
+  std::vector<ReplyPtr> replies;
+  std::string err = m_sub.read_available(replies);
+  bool ours = false;
+  for (const ReplyPtr& r : replies) {
+    if (is_error(r.get())) err = reply_text(r.get());
+    if (is_message_on(r.get(), m_channel)) ours = true;
+    if (is_message_on(r.get(), m_wake_channel)) {
+      ours = true;
+      take_grant_message(reply_text(r->element[2]));
+    }
+  }
+  if (!err.empty()) {
+    // A release may have been missed: wake up and look. The next watch()
+    // subscribes again (not at once: a server that is down would be
+    // hammered).
+    m_sub.close();
+    m_resubscribe_at = sys::boottime_ms() + k_resubscribe_interval_ms;
+    // Not listening, a release may have dropped us from the queue (or the
+    // server lost it): queue again once subscribed again.
+    m_queued.clear();
+    return true;
+  }
+  return ours;
+}
+
+std::optional<Grant> Wakeups::take_grant() {
+  std::optional<Grant> g = std::move(m_grant);
+  m_grant.reset();
+  return g;
+}
+
+// "grant <now> <acquired_at> <ttl_at> <transition_at> <token>" on our wake
+// channel: a release made us the owner (lua/common.lua: hand_over). The
+// reply our acquire would have got, sent when we sent the SUBSCRIBE whose
+// confirmation came before the message. The release took us out of the
+// queue: no dequeue (which would end the lease). "1": only woken.
+void Wakeups::take_grant_message(const std::string& text) {
+  long long f[5];
+  char tail;
+  if (std::sscanf(text.c_str(), "grant %lld %lld %lld %lld %lld%c", &f[0], &f[1], &f[2], &f[3], &f[4],
+                  &tail) != 5)
+    return;
+  Grant g;
+  g.reply.status = Reply::Status::ok;
+  g.reply.changed = true;
+  g.reply.observed.now = f[0];
+  g.reply.observed.lease.owner_id = m_sub_contender;
+  g.reply.observed.lease.acquired_at = f[1];
+  g.reply.observed.lease.ttl_at = f[2];
+  g.reply.observed.lease.transition_at = f[3];
+  g.reply.observed.lease.fencing_token = f[4];
+  g.sent_at_ms = m_subscribed_at;
+  m_grant = std::move(g);
+  if (m_queued == m_sub_mutex) m_queued.clear();
+}
+
+// lua/common.lua: channel()
+std::string Wakeups::channel_name(const std::string& mutex, const std::string& suffix) const {
+  return m_client.hash_key(mutex) + ":db" + std::to_string(m_client.uri().db) + ":" + suffix;
+}
+
+} // namespace simba::backend::redis

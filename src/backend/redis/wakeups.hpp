@@ -1,0 +1,59 @@
+#pragma once
+// Wake-ups and hand-overs (Backend::watch and what follows it): a second
+// connection subscribed to the mutex's channels, the queue of waiters a
+// release wakes one at a time (lua/common.lua: hand_over), and the grant
+// message by which a release hands the mutex over to the first waiter.
+// RedisBackend owns one and forwards the wake-up part of the interface.
+#include "backend/backend.hpp"
+#include "backend/redis/client.hpp"
+#include "backend/redis/connection.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace simba::backend::redis {
+
+class Wakeups {
+public:
+  // `client` (the requests: enqueue, dequeue) must outlive this.
+  explicit Wakeups(Client& client) : m_client(client) {}
+  // The queue entry goes with the backend (Backend::watch).
+  ~Wakeups() { leave_queue(); }
+  Wakeups(const Wakeups&) = delete;
+  Wakeups& operator=(const Wakeups&) = delete;
+
+  // After every acquire: the script took a new owner out of the queue, and
+  // the terms are those a release hands the mutex over on, should we queue.
+  void acquired(const std::string& mutex, const std::string& contender, const Reply& r,
+                int64_t ttl_ms, int64_t transition_ms);
+
+  int watch(const std::string& mutex, const std::string& contender, bool waiting);
+  bool look_after_queueing() const { return m_look; }
+  bool drain_wakeups();
+  std::optional<Grant> take_grant();
+
+private:
+  void leave_queue();
+  bool subscribe();
+  void take_grant_message(const std::string& text);
+  std::string channel_name(const std::string& mutex, const std::string& suffix) const;
+
+  Client& m_client;
+  Connection m_sub;           // the subscription of watch()
+  std::string m_channel;      // <hash>:db<N>:released
+  std::string m_wake_channel; // <hash>:db<N>:wake:<contender>
+  std::string m_queued;       // the mutex whose queue we are in, if any
+  std::string m_queued_as;
+  std::string m_sub_mutex;      // the mutex and contender of the subscription
+  std::string m_sub_contender;
+  int64_t m_subscribed_at = 0;  // sys::boottime_ms(): when the SUBSCRIBE was sent
+  std::vector<std::string> m_terms;        // ttl and transition of our last acquire
+  std::vector<std::string> m_queued_terms; // those we queued with
+  std::optional<Grant> m_grant;            // see take_grant()
+  int64_t m_resubscribe_at = 0; // sys::boottime_ms()
+  bool m_look = true;           // see look_after_queueing()
+};
+
+} // namespace simba::backend::redis

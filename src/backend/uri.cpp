@@ -1,0 +1,310 @@
+// Backend URIs: the scheme, then one parser per scheme (uri.hpp).
+#include "backend/uri.hpp"
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <pwd.h>
+#include <unistd.h>
+
+namespace simba::backend {
+namespace {
+
+constexpr const char* k_expected =
+    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB] or "
+    "redis+unix:///PATH.sock";
+
+[[noreturn]] void bad_uri(const std::string& shown, const std::string& why) {
+  throw UsageError("invalid backend URI '" + shown + "': " + why);
+}
+
+bool all_digits(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool valid_scheme(const std::string& s) {
+  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.')
+      return false;
+  return true;
+}
+
+// ---- sqlite ------------------------------------------------------------------------
+
+std::string home_dir() {
+  if (const char* h = std::getenv("HOME"); h && *h) return h;
+  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir && *pw->pw_dir) return pw->pw_dir;
+  throw UsageError("cannot find the default database: HOME is not set; give --backend");
+}
+
+// $SIMBA_HOME/simba.db, else ${XDG_STATE_HOME:-$HOME/.local/state}/simba/simba.db
+SqliteUri default_sqlite() {
+  SqliteUri u;
+  u.default_location = true;
+  if (const char* s = std::getenv("SIMBA_HOME"); s && *s) {
+    u.path = std::string(s) + "/simba.db";
+    // The XDG spec: a relative XDG_STATE_HOME is invalid and ignored.
+  } else if (const char* x = std::getenv("XDG_STATE_HOME"); x && x[0] == '/') {
+    u.path = std::string(x) + "/simba/simba.db";
+  } else {
+    u.path = home_dir() + "/.local/state/simba/simba.db";
+  }
+  return u;
+}
+
+// `rest` follows "sqlite:": ///abs/path.db, /abs/path.db or relative.db
+SqliteUri parse_sqlite(const std::string& rest, const std::string& shown) {
+  SqliteUri u;
+  u.path = rest;
+  if (u.path.rfind("//", 0) == 0) {
+    // An authority part: only the empty one (sqlite:///abs) is meaningful.
+    if (u.path.size() == 2) bad_uri(shown, "no database path (sqlite:PATH)");
+    if (u.path[2] != '/')
+      bad_uri(shown, "a sqlite URI names a local file, not a host (sqlite:///ABSOLUTE/PATH)");
+    u.path = u.path.substr(2);
+  }
+  if (u.path.empty()) bad_uri(shown, "no database path (sqlite:PATH)");
+  if (u.path.back() == '/') bad_uri(shown, "the path names a directory, not a file");
+  return u;
+}
+
+// ---- redis -------------------------------------------------------------------------
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX escapes, so that a password or prefix may hold '@', '/', '&'...
+std::string percent_decode(const std::string& s, const std::string& shown) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    int hi = i + 2 < s.size() ? hex_digit(s[i + 1]) : -1;
+    int lo = i + 2 < s.size() ? hex_digit(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0) bad_uri(shown, "a '%' is not followed by two hex digits");
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+std::string percent_encode(const std::string& s) {
+  static const char* k_hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || std::strchr("-._~:/@", c)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += k_hex[c >> 4];
+      out += k_hex[c & 15];
+    }
+  }
+  return out;
+}
+
+long parse_number(const std::string& s, long max, const std::string& what, const std::string& shown) {
+  if (s.empty() || s.size() > 10 || !all_digits(s))
+    bad_uri(shown, what + " must be a number, got '" + s + "'");
+  long v = std::strtol(s.c_str(), nullptr, 10);
+  if (v > max) bad_uri(shown, what + " is out of range: " + s);
+  return v;
+}
+
+// "user:password", ":password" or "user" (the password then comes from
+// SIMBA_REDIS_PASSWORD).
+void parse_userinfo(const std::string& info, RedisUri& e, const std::string& shown) {
+  auto colon = info.find(':');
+  e.user = percent_decode(info.substr(0, colon), shown);
+  if (colon != std::string::npos) e.password = percent_decode(info.substr(colon + 1), shown);
+}
+
+void parse_query(const std::string& query, RedisUri& e, bool& db_given, const std::string& shown) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string::npos) amp = query.size();
+    std::string item = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) bad_uri(shown, "'" + item + "' has no value (name=value)");
+    std::string name = item.substr(0, eq);
+    std::string value = percent_decode(item.substr(eq + 1), shown);
+    if (name == "prefix") {
+      // A brace would move the hash tag: the keys of one mutex must share a
+      // cluster slot.
+      if (value.find_first_of("{}") != std::string::npos)
+        bad_uri(shown, "the prefix may not contain '{' or '}'");
+      e.prefix = value;
+    } else if (name == "timeout") {
+      e.timeout_ms = core::parse_duration(value, "timeout in the backend URI");
+      if (e.timeout_ms <= 0) bad_uri(shown, "the timeout must be positive");
+    } else if (name == "db") {
+      long db = parse_number(value, INT_MAX, "db", shown);
+      if (db_given && db != e.db) bad_uri(shown, "two different databases");
+      e.db = db;
+      db_given = true;
+    } else if (name == "quarantine") {
+      if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
+      e.quarantine = value == "on";
+    } else {
+      bad_uri(shown, "unknown parameter '" + name + "' (known: prefix, timeout, db, quarantine)");
+    }
+  }
+}
+
+// "host", "host:port", "[v6]" or "[v6]:port" into e.host; the port's text.
+std::string parse_host(std::string hostport, RedisUri& e, const std::string& shown) {
+  std::string port;
+  if (!hostport.empty() && hostport[0] == '[') { // [IPv6]:port
+    auto close = hostport.find(']');
+    if (close == std::string::npos) bad_uri(shown, "an IPv6 address lacks its ']'");
+    e.host = hostport.substr(1, close - 1);
+    std::string after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') bad_uri(shown, "expected [IPV6]:PORT");
+      port = after.substr(1);
+      if (port.empty()) bad_uri(shown, "an empty port");
+    }
+  } else {
+    auto colon = hostport.rfind(':');
+    if (colon != std::string::npos) {
+      port = hostport.substr(colon + 1);
+      if (port.empty()) bad_uri(shown, "an empty port");
+      hostport = hostport.substr(0, colon);
+    }
+    if (!hostport.empty()) e.host = hostport;
+  }
+  if (e.host.empty()) bad_uri(shown, "an empty host");
+  return port;
+}
+
+// "host[:port][/db]" of a redis:// URI, without user info and query.
+void parse_tcp_target(const std::string& s, RedisUri& e, bool& db_given, const std::string& shown) {
+  auto slash = s.find('/');
+  std::string path = slash == std::string::npos ? "" : s.substr(slash + 1);
+  std::string port = parse_host(s.substr(0, slash), e, shown);
+  if (!port.empty()) {
+    // Never echoed: "redis://admin:secret" (no "@host") puts a password here.
+    if (!all_digits(port))
+      bad_uri(shown, "the port must be a number (a password goes before '@host')");
+    e.port = static_cast<int>(parse_number(port, 65535, "the port", shown));
+    if (e.port == 0) bad_uri(shown, "port 0");
+  }
+  if (!path.empty()) {
+    e.db = parse_number(path, INT_MAX, "the database (the path)", shown);
+    db_given = true;
+  }
+}
+
+// `rest` is what follows "redis:" or "redis+unix:".
+RedisUri parse_redis(bool unix_socket, const std::string& rest, const std::string& shown) {
+  RedisUri e;
+  e.unix_socket = unix_socket;
+  std::string s = rest;
+  std::string query;
+  bool db_given = false;
+  if (s.rfind("//", 0) != 0) {
+    if (!e.unix_socket) bad_uri(shown, "expected redis://HOST[:PORT][/DB]");
+    if (s.empty() || s[0] != '/') bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock");
+    s = "//" + s; // redis+unix:/path.sock: an empty authority
+  }
+  s = s.substr(2);
+  // The last '@' ends the user info: a careless password may hold '/' or
+  // '@' (the same rule as redact()).
+  if (auto at = s.rfind('@'); at != std::string::npos) {
+    parse_userinfo(s.substr(0, at), e, shown);
+    s = s.substr(at + 1);
+  }
+  if (auto q = s.find('?'); q != std::string::npos) {
+    query = s.substr(q + 1);
+    s = s.substr(0, q);
+  }
+  if (e.unix_socket) {
+    if (s.empty() || s[0] != '/')
+      bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock (no host)");
+    if (s.back() == '/') bad_uri(shown, "the path names a directory, not a socket");
+    e.path = percent_decode(s, shown);
+  } else {
+    parse_tcp_target(s, e, db_given, shown);
+  }
+  parse_query(query, e, db_given, shown);
+
+  if (e.password.empty()) {
+    if (const char* p = std::getenv(k_redis_password_env); p && *p) e.password = p;
+  }
+  if (!e.user.empty() && e.password.empty())
+    bad_uri(shown, std::string("a user name needs a password (give it in ") +
+                       k_redis_password_env + ")");
+  return e;
+}
+
+} // namespace
+
+// Hides the user-info part ("user:password@") of a URI. The last '@' of the
+// whole string counts, since a careless password may hold '/' or '@'; a path
+// with an '@' is hidden too, which is the safe side. Without an '@', what
+// follows the authority's last ':' is hidden unless it is a port number:
+// "redis://admin:secret" forgot the "@host", and "secret" is no port.
+std::string redact(const std::string& uri) {
+  auto authority = uri.find("://");
+  size_t from = authority == std::string::npos ? 0 : authority + 3;
+  auto at = uri.rfind('@');
+  if (at != std::string::npos && at >= from) return uri.substr(0, from) + "***" + uri.substr(at);
+  if (authority == std::string::npos) return uri;
+  size_t end = uri.find_first_of("/?", from);
+  if (end == std::string::npos) end = uri.size();
+  size_t colon = uri.rfind(':', end);
+  if (colon == std::string::npos || colon < from || uri.find(']', colon) < end) return uri;
+  bool port = colon + 1 < end && std::all_of(uri.begin() + colon + 1, uri.begin() + end,
+                                             [](char c) { return c >= '0' && c <= '9'; });
+  return port ? uri : uri.substr(0, colon + 1) + "***" + uri.substr(end);
+}
+
+BackendUri parse_backend_uri(const std::string& uri) {
+  if (uri.empty()) return default_sqlite();
+  std::string shown = redact(uri);
+  auto colon = uri.find(':');
+  if (colon == std::string::npos || !valid_scheme(uri.substr(0, colon)))
+    throw UsageError("invalid backend URI '" + shown + "': " + k_expected);
+  std::string scheme;
+  for (char c : uri.substr(0, colon))
+    scheme += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string rest = uri.substr(colon + 1);
+
+  if (scheme == "sqlite") return parse_sqlite(rest, shown);
+  if (scheme == "redis") return parse_redis(false, rest, shown);
+  if (scheme == "redis+unix") return parse_redis(true, rest, shown);
+  throw UsageError("unknown backend '" + scheme + "' in '" + shown + "': " + k_expected);
+}
+
+std::string redis_where(const RedisUri& u) {
+  if (u.unix_socket) return u.path;
+  std::string host = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
+  return host + ":" + std::to_string(u.port);
+}
+
+std::string redis_describe(const RedisUri& u) {
+  std::string user = u.user.empty() ? "" : percent_encode(u.user) + "@";
+  std::string prefix = "prefix=" + percent_encode(u.prefix);
+  std::string db = std::to_string(u.db);
+  std::string d = u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
+                                : "redis://" + user + redis_where(u) + "/" + db + "?" + prefix;
+  if (!u.quarantine) d += "&quarantine=off";
+  return d;
+}
+
+} // namespace simba::backend

@@ -1,0 +1,58 @@
+#pragma once
+// Backend URIs (DESIGN §5): every scheme open_backend() accepts is parsed
+// here, in one place, into a plain struct of its own; the factory
+// (backend.cpp) then hands that struct to its backend. A malformed URI is a
+// UsageError (exit 64) naming the URI with its password hidden (redact()).
+// A new scheme is one more struct and one more case in uri.cpp.
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace simba::backend {
+
+// sqlite:PATH, sqlite:/ABS/PATH, sqlite:///ABS/PATH; "" is the default file.
+struct SqliteUri {
+  std::string path;
+  bool default_location = false; // the URI was empty: the one place simba creates
+};
+
+// redis://[[user]:password@]host[:port][/db][?prefix=...&timeout=...&db=...&quarantine=...]
+// redis+unix://[[user]:password@]/path.sock[?db=N&...] (also redis+unix:/path.sock)
+// The password may come from SIMBA_REDIS_PASSWORD instead (when the URI has none).
+struct RedisUri {
+  bool unix_socket = false;
+  std::string host = "127.0.0.1"; // TCP
+  int port = 6379;
+  std::string path; // Unix socket
+  std::string user;
+  std::string password; // never printed
+  long db = 0;
+  std::string prefix = "simba:";
+  int64_t timeout_ms = 2000;
+  // No new lease after the server may have lost a running one (a restart,
+  // a failover, a flush: redis/lua/common.lua, quarantine_end). Off only for
+  // a server that cannot lose data, or for tests that restart their own.
+  bool quarantine = true;
+};
+
+// The environment variable a Redis password may come from.
+constexpr const char* k_redis_password_env = "SIMBA_REDIS_PASSWORD";
+
+using BackendUri = std::variant<SqliteUri, RedisUri>;
+
+// Parses `uri` ("" names the default SQLite file: $SIMBA_HOME/simba.db, else
+// ${XDG_STATE_HOME:-$HOME/.local/state}/simba/simba.db). Throws UsageError for
+// an unknown scheme or a malformed URI, and when the default file has no home.
+BackendUri parse_backend_uri(const std::string& uri);
+
+// The URI with its user-info part ("user:password@") hidden, for messages.
+std::string redact(const std::string& uri);
+
+// For messages: "host:port" ("[v6]:port") or the socket's path.
+std::string redis_where(const RedisUri& u);
+
+// The URI as simba names the backend (Backend::describe()): canonical, and
+// without the password.
+std::string redis_describe(const RedisUri& u);
+
+} // namespace simba::backend
