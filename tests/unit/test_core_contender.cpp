@@ -278,6 +278,73 @@ TEST_SUITE("core::Contender") {
     CHECK(find<action::StartChild>(a));
   }
 
+  TEST_CASE("a grant the contender does not take goes back: a release with the grant's token") {
+    // A waiter (c), and the grant a release made for it.
+    Harness h;
+    h.backend.acquire("m", "other", 10000, 2000);
+    Contender c = make(config("me"));
+    Actions a = c.start(h.local);
+    a = h.reply(c, *find<action::Call>(a)); // busy: waits
+    int64_t subscribed = h.local;
+    h.backend.release("m", "other");
+    core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
+    REQUIRE(g.observed.lease.fencing_token == 2);
+    // Draining a CMD that ran under another lease: not a waiter any more.
+    Harness h2;
+    Contender d = make(config("me"));
+    a = h2.reply(d, *find<action::Call>(d.start(h2.local)));
+    REQUIRE(find<action::StartChild>(a));
+    a = d.on_child_exit(h2.local, 0, true); // it left something running
+    REQUIRE(d.phase() == Contender::Phase::draining);
+    a = d.on_grant(h2.local, g, subscribed);
+    REQUIRE(a.size() == 1);
+    const auto* back = find<action::Disown>(a);
+    REQUIRE(back);
+    CHECK(back->token == 2); // the grant's, not the lease we drain (1)
+    CHECK(back->timeout_ms == config("me").call_timeout_ms);
+    CHECK(d.phase() == Contender::Phase::draining);
+
+    // A grant that is not ours (not ok, or shows another owner) while we
+    // wait: the same, since nobody else could have that lease meanwhile.
+    CallResult failed = g;
+    failed.status = CallResult::Status::failed;
+    a = c.on_grant(h.local, failed, subscribed);
+    REQUIRE(find<action::Disown>(a));
+    CHECK(find<action::Disown>(a)->token == 2);
+    CHECK(c.phase() == Contender::Phase::contending);
+
+    // An owner keeps it (no release), and so does a contender whose call in
+    // flight will tell it of the lease.
+    Harness h3;
+    Contender e = make(config("me"));
+    a = h3.reply(e, *find<action::Call>(e.start(h3.local)));
+    REQUIRE(e.phase() == Contender::Phase::owning);
+    CHECK(e.on_grant(h3.local, g, subscribed).empty());
+    a = c.on_notify(h.local);
+    REQUIRE(find<action::Call>(a));
+    CHECK(c.on_grant(h.local, g, subscribed).empty());
+  }
+
+  TEST_CASE("an emergency stop releases whatever lease our id holds, and ends the contender") {
+    for (bool owner : {false, true}) {
+      CAPTURE(owner);
+      Harness h;
+      if (!owner) h.backend.acquire("m", "other", 10000, 2000);
+      Contender c = make(config("me"));
+      Actions a = c.start(h.local);
+      if (owner) {
+        a = h.reply(c, *find<action::Call>(a));
+        REQUIRE(c.phase() == Contender::Phase::owning);
+      } // else: the acquire is in flight, its answer unknown
+      action::Disown d = c.on_emergency();
+      CHECK(d.token == 0);
+      CHECK(d.timeout_ms == 1000);
+      CHECK(c.phase() == Contender::Phase::done);
+      CHECK(!c.call_in_flight());
+      CHECK(!c.wake_at());
+    }
+  }
+
   TEST_CASE("guard at ttl_at renews and moves the watchdog deadline") {
     Harness h;
     Contender c = make(config("me"));
