@@ -128,7 +128,8 @@ Actions Contender::on_owner_timer(int64_t now) {
     o.next_start_at.reset();
     if (rate) o.next_start_at = next_tick(now);
     if (busy) {
-      acts.push_back(action::Log{LogLevel::info, "tick skipped: the previous run is still running"});
+      acts.push_back(
+        action::Log{LogLevel::info, "tick skipped: the previous run is still running"});
     } else {
       acts = start_cmd(now, std::move(acts));
     }
@@ -138,8 +139,8 @@ Actions Contender::on_owner_timer(int64_t now) {
 
 Actions Contender::guard_if_due(int64_t now, Actions acts) {
   const Owner& o = owner();
-  if (o.guard_at && now >= *o.guard_at && !m_in_flight) return call(now, Op::guard, std::move(acts));
-  return acts;
+  if (!o.guard_at || now < *o.guard_at || m_in_flight) return acts;
+  return call(now, Op::guard, std::move(acts));
 }
 
 Actions Contender::on_owner_signal(int64_t now, int signo, bool stop, bool again) {

@@ -78,26 +78,29 @@ Actions Contender::on_acquire_failure(int64_t now, const CallResult& r, Actions 
     return finish(now, exit_code::k_unavailable, std::move(acts));
   }
   acts = remind_if_due(now, std::move(acts));
-  int64_t delay = m_period.backoff_delay(w.failures.count, m_config.retry_ms, m_config.backoff_max_ms);
+  int64_t delay =
+    m_period.backoff_delay(w.failures.count, m_config.retry_ms, m_config.backoff_max_ms);
   return retry_acquire_later(now, delay, std::move(acts));
 }
 
 // Keeps count of a series of failed acquires: a warning at its first, one
 // line when the backend answers again; between them, verbose lines only.
 Actions Contender::track_backend(int64_t now, const CallResult& r) {
+  using Event = WaitNotice::Event;
   Failures& f = waiting().failures;
   if (r.status == CallResult::Status::ok) {
     if (f.count == 0) return {};
     Actions acts;
-    if (!m_config.no_wait) acts.push_back(notice(now, WaitNotice::Event::backend_back, LogLevel::info));
+    if (!m_config.no_wait) acts.push_back(notice(now, Event::backend_back, LogLevel::info));
     f.count = 0;
     return acts;
   }
-  f.last_error = r.status == CallResult::Status::indeterminate ? "no answer in time (" + r.error + ")" : r.error;
+  bool unanswered = r.status == CallResult::Status::indeterminate;
+  f.last_error = unanswered ? "no answer in time (" + r.error + ")" : r.error;
   if (f.count++ == 0) {
     f.since = now;
     // --no-wait says it when it gives up (on_acquire_failure)
-    if (!m_config.no_wait) return {notice(now, WaitNotice::Event::backend_failing, LogLevel::warning)};
+    if (!m_config.no_wait) return {notice(now, Event::backend_failing, LogLevel::warning)};
     return {};
   }
   return {action::Log{LogLevel::verbose, "acquire failed again (" + f.last_error + "); " +
@@ -188,7 +191,8 @@ Actions Contender::give_up(int64_t now, Actions acts) {
   }
   bool failing = w.failures.count > 0;
   int code = failing ? exit_code::k_unavailable : m_config.conflict_exit_code;
-  acts.push_back(notice(now, WaitNotice::Event::gave_up, failing ? LogLevel::error : LogLevel::info));
+  LogLevel level = failing ? LogLevel::error : LogLevel::info;
+  acts.push_back(notice(now, WaitNotice::Event::gave_up, level));
   if (w.maybe_owner) return release_then_exit(now, code, std::move(acts));
   return finish(now, code, std::move(acts));
 }
