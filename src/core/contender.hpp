@@ -134,7 +134,9 @@ private:
     int64_t began = 0;                 // local: start, or contending again
     std::optional<int64_t> try_at;     // the next acquire (none while one is in flight)
     std::optional<int64_t> remind_at;  // run: the next still_waiting notice
-    bool maybe_owner = false;          // an acquire may have been applied (unanswered, or late)
+    // We may hold a lease: an acquire went unanswered or came too late, or
+    // (contending again) the lease we lost contact with may still be ours.
+    bool maybe_owner = false;
     std::optional<int> cancel_code;    // cancelled (signal, --timeout) with an acquire in flight
     bool timed_out = false;            // --timeout passed (the code is chosen at the exit)
     Failures failures;
