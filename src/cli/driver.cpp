@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <variant>
 
 extern char** environ;
 
@@ -100,7 +101,7 @@ public:
           ::poll(nullptr, 0, 10);
         }
       }
-      m_backend.release(m_config.mutex, m_config.contender_id, 0, 1000); // 0: whatever we hold
+      disown(m_contender.on_emergency());
     } catch (...) {
     }
   }
@@ -115,7 +116,7 @@ private:
   void feed(const core::Actions& actions) {
     std::deque<core::Action> queue(actions.begin(), actions.end());
     while (!queue.empty() && !m_exit_code) {
-      if (queue.front().kind == core::Action::Kind::call && m_called_this_turn) {
+      if (std::holds_alternative<core::action::Call>(queue.front()) && m_called_this_turn) {
         if (!m_deferred_at) m_deferred_at = sys::boottime_ms();
         m_deferred.insert(m_deferred.end(), queue.begin(), queue.end());
         return;
@@ -137,35 +138,49 @@ private:
   }
 
   core::Actions execute(const core::Action& a) {
-    using K = core::Action::Kind;
-    switch (a.kind) {
-    case K::call: {
-      m_called_this_turn = true;
-      core::CallResult r = call(a); // `now` is when the reply came, not the send time
-      return m_contender.on_reply(sys::boottime_ms(), r);
-    }
-    case K::start_child: return start_child(a);
-    case K::set_deadline:
-      m_watchdog.set_deadline(a.deadline);
-      return {};
-    case K::signal_child:
-      if (m_started) m_child.signal_group(a.signo);
-      return {};
-    case K::signal_all:
-      if (m_started) m_child.signal_all(a.signo, m_watchdog.pid());
-      return {};
-    case K::exit:
-      m_exit_code = a.code;
-      m_exit_signal = a.signo;
-      return {};
-    case K::log:
-      if (a.notice)
-        m_log.notice(a.level, *a.notice);
-      else
-        m_log.at(a.level, a.message);
-      return {};
-    }
+    return std::visit([this](const auto& x) { return perform(x); }, a);
+  }
+
+  core::Actions perform(const core::action::Call& a) {
+    m_called_this_turn = true;
+    core::CallResult r = call(a); // `now` is when the reply came, not the send time
+    return m_contender.on_reply(sys::boottime_ms(), r);
+  }
+  core::Actions perform(const core::action::Disown& a) {
+    disown(a);
     return {};
+  }
+  core::Actions perform(const core::action::StartChild& a) { return start_child(a); }
+  core::Actions perform(const core::action::SetDeadline& a) {
+    m_watchdog.set_deadline(a.deadline);
+    return {};
+  }
+  core::Actions perform(const core::action::SignalChild& a) {
+    if (m_started) m_child.signal_group(a.signo);
+    return {};
+  }
+  core::Actions perform(const core::action::SignalAll& a) {
+    if (m_started) m_child.signal_all(a.signo, m_watchdog.pid());
+    return {};
+  }
+  core::Actions perform(const core::action::Exit& a) {
+    m_exit_code = a.code;
+    m_exit_signal = a.signo;
+    return {};
+  }
+  core::Actions perform(const core::action::Log& a) {
+    m_log.at(int(a.level), a.message);
+    return {};
+  }
+  core::Actions perform(const core::action::Notice& a) {
+    m_log.notice(int(a.level), a.notice);
+    return {};
+  }
+
+  // A release nobody waits for (its reply is dropped).
+  void disown(const core::action::Disown& a) {
+    ++m_calls;
+    m_backend.release(m_config.mutex, m_config.contender_id, a.token, a.timeout_ms);
   }
 
   // SIMBA_CALL_COUNT_FILE (diagnostics, used by scripts/bench): at exit,
@@ -181,7 +196,7 @@ private:
     ::close(fd);
   }
 
-  core::CallResult call(const core::Action& a) {
+  core::CallResult call(const core::action::Call& a) {
     ++m_calls;
     const std::string& mutex = m_config.mutex;
     const std::string& id = m_config.contender_id;
@@ -203,7 +218,7 @@ private:
     return {};
   }
 
-  core::Actions start_child(const core::Action& a) {
+  core::Actions start_child(const core::action::StartChild& a) {
     // The watchdog first: were simba stopped right after the spawn, CMD
     // would otherwise run with nothing to stop it at the deadline.
     m_watchdog.set_deadline(a.deadline);
@@ -351,18 +366,9 @@ private:
     if (!m_exit_code) upkeep_if_due();
   }
 
-  // A lease the contender does not take (it was not waiting for one any
-  // more; a call in flight tells it of the lease itself) goes back at once,
-  // to the next waiter: nobody else could have it until it expired.
+  // A lease the contender does not take comes back as action::Disown.
   void take_grant(const backend::Grant& g) {
-    core::Actions acts = m_contender.on_grant(sys::boottime_ms(), to_call_result(g.reply), g.sent_at_ms);
-    using P = core::Contender::Phase;
-    if (acts.empty() && m_contender.phase() != P::owning && !m_contender.call_in_flight()) {
-      ++m_calls;
-      m_backend.release(m_config.mutex, m_config.contender_id,
-                        g.reply.observed.lease.fencing_token, m_config.call_timeout_ms);
-    }
-    feed(acts);
+    feed(m_contender.on_grant(sys::boottime_ms(), to_call_result(g.reply), g.sent_at_ms));
   }
 
   void fire_timer() {

@@ -19,7 +19,7 @@ struct Log {
   void warning(const std::string& m) const;
   // level: 0 info, 1 verbose, 2 warning, 3 notice: printed only when stderr
   // is a terminal, or with -v, 4 error: printed even with -q
-  // (core::Action::level)
+  // (core::LogLevel)
   void at(int level, const std::string& m) const;
   // A waiter's notice at `level`: one line of text, or a JSON object whose
   // "message" is that line and whose other fields carry its parts

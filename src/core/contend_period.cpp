@@ -4,6 +4,20 @@
 
 namespace simba::core {
 
+int64_t safety_margin(int64_t ttl_ms, int64_t transition_ms) {
+  return 2 + (ttl_ms + transition_ms) / 100;
+}
+
+OwnerTimes ContendPeriod::owner_times(const Observed& o, int64_t sent_at,
+                                      const LeaseTiming& t) const {
+  OwnerTimes w;
+  // Counted from the send, not the reply, less a margin for clock drift.
+  w.deadline = sent_at + (o.lease.transition_at - o.now) - safety_margin(t.ttl_ms, t.transition_ms);
+  w.kill_point = w.deadline - t.kill_after_ms;
+  w.guard_at = std::max(std::min(sent_at + next_delay(o), w.kill_point - t.retry_ms), sent_at);
+  return w;
+}
+
 int64_t ContendPeriod::next_delay(const Observed& o) const {
   const Lease& l = o.lease;
   if (l.owned_by(m_contender_id, o.now)) return l.ttl_at - o.now; // nextOwnerDelay

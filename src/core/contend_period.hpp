@@ -1,5 +1,7 @@
 #pragma once
-// ContendPeriod (DESIGN §3): when a contender next calls the backend.
+// The contend timing rules in one place (DESIGN §3, §4): when a waiter next
+// tries to acquire, and when an owner's lease ends, is stopped and is guarded.
+// timing_limits.hpp checks at start-up that the settings leave room for them.
 #include "core/lease.hpp"
 
 #include <cstdint>
@@ -7,6 +9,25 @@
 #include <string>
 
 namespace simba::core {
+
+// Safety margin of DESIGN §4: 2 ms + 1% of (ttl + transition).
+int64_t safety_margin(int64_t ttl_ms, int64_t transition_ms);
+
+// The settings an owner's times are counted with.
+struct LeaseTiming {
+  int64_t ttl_ms = 0;
+  int64_t transition_ms = 0;
+  int64_t kill_after_ms = 0;
+  int64_t retry_ms = 0; // a failed guard is retried this often
+};
+
+// An owner's lease in local time, for the request sent at `sent_at` whose
+// reply showed the lease ours.
+struct OwnerTimes {
+  int64_t deadline = 0;   // the lease surely ends after this
+  int64_t kill_point = 0; // CMD is stopped here: deadline - kill_after
+  int64_t guard_at = 0;   // the next guard
+};
 
 class ContendPeriod {
 public:
@@ -21,6 +42,11 @@ public:
   // [-200, 1000) ms, or [0, 1000) when the lease has no transition window.
   // Not clamped.
   int64_t next_delay(const Observed& observed) const;
+
+  // Counted from `sent_at` less the safety margin: the deadline (DESIGN §4).
+  // The guard is due at ttl_at (next_delay), or one retry period before the
+  // kill point if that is sooner, so that failed guards can be retried.
+  OwnerTimes owner_times(const Observed& owned, int64_t sent_at, const LeaseTiming& t) const;
 
   // next_delay clamped to >= 0 (the seed's ensureNextDelay).
   int64_t ensure_next_delay(const Observed& observed) const {

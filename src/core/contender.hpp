@@ -6,22 +6,23 @@
 // (cli/driver.cpp) executes the actions with real I/O; the tests drive it with
 // a fake clock and a fake backend.
 //
+// The state is one struct per phase (Waiting, Owner, ...: m_state), each with
+// only what its phase needs, plus the few fields that last across phases.
+// The timing rules are ContendPeriod's (contend_period.hpp).
+//
 // Local times (`now` arguments, deadlines) are milliseconds on a monotonic
 // clock; backend times are only ever used as differences from the backend's
 // own `now` of the same reply.
+#include "core/action.hpp"
 #include "core/contend_period.hpp"
 #include "core/lease.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
+#include <variant>
 
 namespace simba::core {
-
-// hold: the guard that keeps the lease for --min-hold once CMD is done
-// (no transition; the backend marks the lease as only held).
-enum class Op { acquire, guard, hold, release };
 
 struct ContenderConfig {
   std::string mutex;
@@ -59,70 +60,6 @@ struct ContenderConfig {
   std::optional<int> max_runs;  // schedule: release and exit after N runs
 };
 
-// Safety margin of DESIGN §4: 2 ms + 1% of (ttl + transition).
-int64_t safety_margin(int64_t ttl_ms, int64_t transition_ms);
-
-// What a waiter tells about its wait, for the log to word (text) or to
-// carry as fields (JSON): the mutex, its holder, how long it waited, the
-// backend's trouble. Times are durations; the log turns them into clock
-// times (core knows no clock but the monotonic one it is given).
-struct WaitNotice {
-  enum class Event {
-    waiting,          // the wait begins (and the holder at that moment)
-    still_waiting,    // run: again every notice_every_ms
-    gave_up,          // --timeout passed
-    busy,             // --no-wait found the mutex held
-    backend_failing,  // the first failed (or unanswered) acquire of a series
-    backend_back,     // the first answer after a series of failures
-  };
-  Event event = Event::waiting;
-  std::string mutex;
-  std::string holder_id;          // owner id of the holder last seen; empty: none
-  bool holder_has_our_label = false; // another simba given our --contender-id
-  bool revoked = false;           // the lease seen was revoked (release --force)
-  std::optional<int64_t> held_ms; // how long the holder has held it, now
-  int64_t free_in_ms = 0;         // revoked: until the mutex is free
-  int64_t waited_ms = 0;          // since the wait began
-  std::optional<int64_t> gives_up_in_ms; // --timeout: what is left
-  std::string error;              // the backend's last error, while it fails
-  int64_t failing_ms = 0;         // how long it has failed
-  int failures = 0;               // failed tries in this series
-  int64_t retry_max_ms = 0;       // backend_failing: the back-off's cap
-};
-
-struct Action {
-  enum class Kind {
-    call,            // call the backend: `op`, bounded by `timeout_ms`; then on_reply
-    start_child,     // start CMD with `lease`; the watchdog armed at `deadline`
-    set_deadline,    // move the watchdog to `deadline` (local ms)
-    signal_child,    // forward `signo` to CMD's process group
-    signal_all,      // `signo` to CMD's group and every descendant (stop sequence)
-    exit,            // exit simba with `code` (nothing held, nothing running);
-                     // `signo` != 0: end by that signal instead (see finish())
-    log,             // `message` at `level` (0 info, 1 verbose, 2 warning,
-                     // 3 notice for a person at a terminal, 4 error); or,
-                     // when `notice` is set, that notice (cli/log words it)
-  };
-  Kind kind;
-  Op op = Op::acquire;
-  int64_t timeout_ms = 0;
-  int64_t ttl_ms = 0;        // for call: the ttl/transition to ask for
-  int64_t transition_ms = 0;
-  // guard and release: only the lease with this fencing token (and our
-  // owner id); 0 for a release after an acquire whose answer never came
-  // (its token is unknown): whatever lease our id holds.
-  uint64_t token = 0;
-  Lease lease;
-  int64_t deadline = 0;
-  int signo = 0;
-  int code = 0;
-  int level = 0;
-  std::string message;
-  std::optional<WaitNotice> notice;
-};
-
-using Actions = std::vector<Action>;
-
 struct CallResult {
   enum class Status { ok, failed, indeterminate } status = Status::failed;
   Observed observed;
@@ -156,8 +93,11 @@ public:
   // A release handed the mutex over to us (a waiter): `r` is what our own
   // acquire would have answered, had we sent it at `sent_at` (a local time
   // no later than the backend's `now` in `r`: the deadline is counted from
-  // it). Ignored unless we are contending with no call in flight (the call
+  // it). Taken only while we are contending with no call in flight (the call
   // in flight then tells us: for an owner, an acquire is a renewal).
+  // Otherwise, unless we own the mutex or a call is in flight, the lease
+  // goes back at once (action::Disown with the grant's token), to the next
+  // waiter: nobody else could have it until it expired.
   Actions on_grant(int64_t now, const CallResult& r, int64_t sent_at);
   // CMD itself exited with `shell_code` (128+N for a signal);
   // `leftovers` says whether anything it started is still alive.
@@ -170,90 +110,139 @@ public:
   // When the driver must call on_timer next; nullopt: only other events.
   std::optional<int64_t> wake_at() const;
 
-  Phase phase() const { return m_phase; }
+  Phase phase() const;
   bool call_in_flight() const { return m_in_flight.has_value(); }
-  // Local deadline of the current lease (valid while owning/draining).
-  int64_t deadline() const { return m_deadline; }
-  const Lease& lease() const { return m_lease; }
+  // Owning, draining, stopping: the local deadline of the lease (else 0).
+  int64_t deadline() const;
+
+  // simba cannot go on (the driver's emergency stop): the release it makes,
+  // best effort, before it lets the error through. The contender is done.
+  action::Disown on_emergency();
 
 private:
+  // The state of each phase, with only what that phase needs
+  // (m_state; phase() names it).
+  struct Init {};
+  // A series of failed or unanswered acquire replies (count 0: the backend answers).
+  struct Failures {
+    int count = 0;
+    int64_t since = 0; // local: the first failure
+    std::string last_error;
+  };
+  // contending (contender_waiting.cpp)
+  struct Waiting {
+    int64_t began = 0;                 // local: start, or contending again
+    std::optional<int64_t> try_at;     // the next acquire (none while one is in flight)
+    std::optional<int64_t> remind_at;  // run: the next still_waiting notice
+    // We may hold a lease: an acquire went unanswered or came too late, or
+    // (contending again) the lease we lost contact with may still be ours.
+    bool maybe_owner = false;
+    std::optional<int> cancel_code;    // cancelled (signal, --timeout) with an acquire in flight
+    bool timed_out = false;            // --timeout passed (the code is chosen at the exit)
+    Failures failures;
+  };
+  // owning, draining, stopping: the lease is ours, or was until the loss
+  // that stops CMD (contender_owning.cpp).
+  struct Owner {
+    Phase stage = Phase::owning;       // owning, draining or stopping
+    Lease lease;
+    int64_t deadline = 0;              // local: the lease surely ends after this
+    int64_t kill_point = 0;            // local: CMD is stopped here
+    std::optional<int64_t> guard_at;   // owning, draining: next guard (none while one is in flight)
+    std::optional<int64_t> kill_at;    // SIGKILL due (draining, stopping, asked twice to stop)
+    bool child_running = false;        // CMD itself (not what it left) runs
+    std::optional<int64_t> next_start_at; // lead: restart; schedule: next run
+    int64_t rate_origin = 0;              // schedule fixed-rate: first tick
+    bool holding = false;   // draining, --min-hold: CMD is done, the lease is kept
+    bool hold_sent = false; // the hold call went out
+
+    // An owner's reply (acquire, guard, hold): the lease and its new times.
+    void adopt(const Lease& l, const OwnerTimes& t) {
+      lease = l;
+      deadline = t.deadline;
+      kill_point = t.kill_point;
+      guard_at = t.guard_at;
+    }
+  };
+  struct Releasing {
+    uint64_t token = 0; // see action::Call::token
+    int exit_code = 0;  // once the release is answered
+  };
+  struct Done {};
+
+  // The one call in flight.
+  struct InFlight {
+    Op op = Op::acquire;
+    int64_t sent_at = 0;
+  };
+  // The holder an answered acquire showed, for the notices: its times are
+  // aged by the local time since.
+  struct SeenHolder {
+    Lease lease;
+    int64_t backend_now = 0;
+    int64_t seen_at = 0; // local
+  };
+
+  // contender.cpp: entries shared by the phases
+  Waiting& waiting() { return std::get<Waiting>(m_state); }
+  const Waiting& waiting() const { return std::get<Waiting>(m_state); }
+  Owner& owner() { return std::get<Owner>(m_state); }
+  const Owner& owner() const { return std::get<Owner>(m_state); }
   Actions call(int64_t now, Op op, Actions acts = {});
   Actions call_with(int64_t now, Op op, int64_t ttl, int64_t transition, Actions acts);
-  Actions on_acquire_reply(int64_t now, const CallResult& r);
-  Actions on_guard_reply(int64_t now, const CallResult& r);
-  Actions begin_stop(int64_t now, const std::string& why, Actions acts = {});
+  int64_t call_budget(int64_t now) const; // a call never runs past the kill point
+  Actions on_release_reply(int64_t now, const CallResult& r);
+  Actions release_then_exit(int64_t now, int code, Actions acts = {});
   Actions finish(int64_t now, int code, Actions acts = {});
-  Actions after_all_gone(int64_t now, Actions acts);
+  OwnerTimes owner_times(const Observed& o, int64_t sent_at) const;
+  bool long_running() const { return m_config.mode != ContenderConfig::Mode::run; }
+
+  // contender_waiting.cpp
+  Actions on_acquire_reply(int64_t now, const CallResult& r, int64_t sent_at);
+  Actions on_cancelled_acquire(int64_t now, const CallResult& r, Actions acts);
+  Actions on_acquired(int64_t now, const Observed& o, int64_t sent_at, Actions acts);
   Actions retry_acquire_later(int64_t now, int64_t delay, Actions acts = {});
   Actions on_acquire_failure(int64_t now, const CallResult& r, Actions acts);
   Actions track_backend(int64_t now, const CallResult& r);
   Actions on_busy(int64_t now, const Observed& o, Actions acts);
-  void see_holder(int64_t now, const Observed& o);
-  Action notice(int64_t now, WaitNotice::Event event, int level) const;
+  Action notice(int64_t now, WaitNotice::Event event, LogLevel level) const;
+  void describe_holder(int64_t now, WaitNotice& n) const;
   Actions give_up(int64_t now, Actions acts = {});
   Actions remind_if_due(int64_t now, Actions acts);
   Actions cancel(int64_t now, int code);
-  Actions release_then_exit(int64_t now, int code, Actions acts = {});
-  Actions guard_if_due(int64_t now, Actions acts);
+  std::string same_label(const Lease& l) const;
+
+  // contender_owning.cpp
+  Actions on_owned(int64_t now, Actions acts); // a new ownership began
   Actions start_cmd(int64_t now, Actions acts = {});
-  Actions on_owned(int64_t now, Actions acts);  // a new ownership began
+  int64_t next_tick(int64_t now) const;
+  Actions on_guard_reply(int64_t now, const CallResult& r, int64_t sent_at);
+  Actions on_owner_timer(int64_t now);
+  Actions guard_if_due(int64_t now, Actions acts);
+  Actions begin_stop(int64_t now, const std::string& why, Actions acts = {});
+  Actions on_owner_signal(int64_t now, int signo, bool stop, bool again);
   Actions after_loss(int64_t now, Actions acts); // CMD is gone after a loss
   Actions recontend(int64_t now, Actions acts);
-  std::string same_label(const Lease& l) const;
-  bool long_running() const { return m_config.mode != ContenderConfig::Mode::run; }
-  int64_t next_tick(int64_t now) const;
-  // Takes the new local deadline from an owner's reply to a call sent at
-  // m_sent_at.
-  void adopt_lease(const Observed& o);
-  // The local time before which the lease in `o` surely has not ended, for
-  // a request sent at `sent_at`.
-  int64_t local_deadline(const Observed& o, int64_t sent_at) const;
-  int64_t kill_point() const { return m_deadline - m_config.kill_after_ms; }
-  int64_t call_budget(int64_t now) const; // a call never runs past the kill point
+  Actions after_all_gone(int64_t now, Actions acts);
+  Actions after_run(int64_t now, Actions acts);     // lead, schedule: restart, next run or end
+  Actions hold_or_release(int64_t now, Actions acts); // run: --min-hold, then the release
 
   ContenderConfig m_config;
   ContendPeriod m_period;
-  Phase m_phase = Phase::init;
+  std::variant<Init, Waiting, Owner, Releasing, Done> m_state;
+  std::optional<InFlight> m_in_flight;
 
-  std::optional<Op> m_in_flight;
-  int64_t m_sent_at = 0;
-  std::optional<int> m_cancel_code; // cancelled while a call was in flight
-
-  Lease m_lease;              // last lease we owned
-  bool m_maybe_owner = false; // an acquire may have been applied (indeterminate or owned)
-  int64_t m_deadline = 0;     // local: the lease surely ends after this
-  std::optional<int64_t> m_guard_at; // local: next guard (none while one is in flight)
-  std::optional<int64_t> m_try_at;   // contending: next acquire
-  std::optional<int64_t> m_give_up_at; // --timeout
-  std::optional<int64_t> m_kill_at;    // stopping/draining: SIGKILL
+  // What lasts across the phases, for the whole run of simba:
+  std::optional<int64_t> m_give_up_at; // --timeout, counted from start()
   int64_t m_last_backend_now = 0;      // backend clock of the last ok reply
   int64_t m_last_reply_at = 0;         // local time of that reply
-
-  int m_child_code = 0;  // CMD's status once it exited
-  bool m_child_running = false;
-  int m_exit_after_release = 0;
-  uint64_t m_release_token = 0; // see Action::token
-  bool m_hold_sent = false;
-  std::optional<int64_t> m_next_start_at; // lead: restart; schedule: next run
-  int64_t m_rate_origin = 0;              // schedule fixed-rate: first tick
-  int m_runs = 0;
-  bool m_shutdown = false;      // a TERM/INT/HUP/QUIT asked simba to stop (lead, schedule)
-  int m_stop_signal = 0;        // the first TERM/INT/HUP/QUIT simba got (0: none)
-  int m_unknown_replies = 0;    // indeterminate acquire replies (--no-wait gives up)
-  bool m_announced_wait = false; // the waiting notice was given
-  int64_t m_wait_began = 0;      // local: this wait (start, or contending again)
-  std::optional<int64_t> m_remind_at; // run, waiting: the next still_waiting notice
-  bool m_timed_out = false;      // --timeout passed (the code is chosen at the exit)
-  // The holder the last ok acquire reply showed, and when (local).
-  Lease m_holder;
-  int64_t m_holder_seen_backend_now = 0;
-  int64_t m_holder_seen_at = 0;
-  bool m_holder_known = false;
-  // A series of failed or unanswered acquire replies (0: the backend answers).
-  int m_failures = 0;
-  int64_t m_failing_since = 0;
-  std::string m_last_error;
-  bool m_holding = false; // --min-hold: CMD is done, the lease is kept until acquired_at + D
+  std::optional<SeenHolder> m_holder;  // kept when contending again (lead, schedule)
+  bool m_announced_wait = false;       // the waiting notice is given once
+  int m_unknown_replies = 0;           // indeterminate acquire replies (--no-wait gives up)
+  int m_runs = 0;                      // CMD's starts (schedule: --max-runs)
+  int m_child_code = 0;                // CMD's status at its last exit
+  bool m_shutdown = false;  // a TERM/INT/HUP/QUIT asked simba to stop (lead, schedule)
+  int m_stop_signal = 0;    // the first TERM/INT/HUP/QUIT simba got (0: none)
 };
 
 } // namespace simba::core

@@ -3,7 +3,8 @@
 // refused at start-up: with them every reply arrives after the kill point of
 // the lease it grants, and simba could only spin on the backend.
 //
-// A request sent at `s` gets a lease that ends, locally, at the deadline
+// The rules, as ContendPeriod::owner_times (contend_period.hpp) applies them:
+// a request sent at `s` gets a lease that ends, locally, at the deadline
 // s + ttl + transition - margin, and CMD is stopped at the kill point
 // deadline - kill_after. The owner's usable life is therefore
 //   life = ttl + transition - margin - kill_after

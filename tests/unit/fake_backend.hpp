@@ -91,7 +91,8 @@ public:
     l.transition_at = l.ttl_at + transition;
   }
 
-  core::CallResult apply(const std::string& mutex, const std::string& who, const core::Action& a) {
+  core::CallResult apply(const std::string& mutex, const std::string& who,
+                         const core::action::Call& a) {
     switch (a.op) {
     case core::Op::acquire: return acquire(mutex, who, a.ttl_ms, a.transition_ms);
     case core::Op::guard: return guard(mutex, who, a.token, a.ttl_ms, a.transition_ms);

@@ -24,6 +24,22 @@ TEST_SUITE("core::ContendPeriod") {
     ContendPeriod p("me", [](int64_t, int64_t) -> int64_t { FAIL("no jitter for the owner"); return 0; });
     CHECK(p.next_delay(observed("me", 1000, 5000, 7000)) == 4000);
   }
+  TEST_CASE("owner times: from the send, less the margin; the guard at ttl_at or a retry before the kill point") {
+    ContendPeriod p("me", [](int64_t, int64_t) -> int64_t { FAIL("no jitter for the owner"); return 0; });
+    LeaseTiming t{10000, 2000, 1000, 250};
+    // sent at local 100, answered at backend 1000 with ttl_at 11000, transition_at 13000
+    OwnerTimes w = p.owner_times(observed("me", 1000, 11000, 13000), 100, t);
+    CHECK(w.deadline == 100 + 12000 - safety_margin(10000, 2000));
+    CHECK(w.kill_point == w.deadline - 1000);
+    CHECK(w.guard_at == 100 + 10000);
+    // A long kill-after: the guard comes one retry period before the kill point.
+    t.kill_after_ms = 1900;
+    w = p.owner_times(observed("me", 1000, 11000, 13000), 100, t);
+    CHECK(w.guard_at == w.kill_point - 250);
+    // Never before the send.
+    w = p.owner_times(observed("me", 1000, 1100, 1200), 100, t);
+    CHECK(w.guard_at == 100);
+  }
   TEST_CASE("contender delay is transition_at - now + jitter in [-200, 1000)") {
     int64_t lo = 0, hi = 0;
     ContendPeriod p("me", [&](int64_t l, int64_t h) { lo = l; hi = h; return l; });

@@ -9,7 +9,6 @@
 
 using namespace simba;
 using namespace simba::core;
-using K = Action::Kind;
 
 namespace {
 
@@ -28,10 +27,18 @@ Contender make(ContenderConfig c, int64_t jitter = 0) {
   return Contender(std::move(c), ContendPeriod(id, [jitter](int64_t, int64_t) { return jitter; }));
 }
 
-const Action* find(const Actions& acts, K kind) {
+template <class T>
+const T* find(const Actions& acts) {
   for (const auto& a : acts)
-    if (a.kind == kind) return &a;
+    if (const T* x = std::get_if<T>(&a)) return x;
   return nullptr;
+}
+
+// A log line's level, or a notice's; nullopt: not a log action.
+std::optional<LogLevel> log_level(const Action& a) {
+  if (const auto* l = std::get_if<action::Log>(&a)) return l->level;
+  if (const auto* n = std::get_if<action::Notice>(&a)) return n->level;
+  return std::nullopt;
 }
 
 // Local clock == backend clock - offset; replies take `latency` ms.
@@ -46,8 +53,7 @@ struct Harness {
     backend.now += ms;
   }
   // Executes a call action as a reply after `latency` ms.
-  Actions reply(Contender& c, const Action& call, int64_t latency = 0) {
-    REQUIRE(call.kind == K::call);
+  Actions reply(Contender& c, const action::Call& call, int64_t latency = 0) {
     advance(latency);
     return c.on_reply(local, backend.apply("m", "me", call));
   }
@@ -73,18 +79,18 @@ TEST_SUITE("core::Contender") {
       Harness h;
       Contender c = make(config("me"));
       Actions a = c.start(h.local);
-      a = h.reply(c, *find(a, K::call));
-      REQUIRE(find(a, K::start_child));
+      a = h.reply(c, *find<action::Call>(a));
+      REQUIRE(find<action::StartChild>(a));
       // The guard's reply comes from a clock an hour off: the same distances.
       h.advance(*c.wake_at() - h.local);
       a = c.on_timer(h.local);
-      REQUIRE(find(a, K::call));
+      REQUIRE(find<action::Call>(a));
       int64_t sent = h.local;
       h.advance(5);
-      a = c.on_reply(h.local, on_stepped_clock(h.backend.apply("m", "me", *find(a, K::call)), step));
-      CHECK_FALSE(find(a, K::signal_all));
-      REQUIRE(find(a, K::set_deadline));
-      CHECK(find(a, K::set_deadline)->deadline == sent + 12000 - safety_margin(10000, 2000));
+      a = c.on_reply(h.local, on_stepped_clock(h.backend.apply("m", "me", *find<action::Call>(a)), step));
+      CHECK_FALSE(find<action::SignalAll>(a));
+      REQUIRE(find<action::SetDeadline>(a));
+      CHECK(find<action::SetDeadline>(a)->deadline == sent + 12000 - safety_margin(10000, 2000));
       CHECK(*c.wake_at() == sent + 10000);
       CHECK(c.phase() == Contender::Phase::owning);
 
@@ -92,14 +98,14 @@ TEST_SUITE("core::Contender") {
       // distance in each reply, not the difference between two replies.
       Contender w = make(config("w"), 500);
       a = w.start(h.local);
-      CallResult busy = h.backend.apply("m", "w", *find(a, K::call));
+      CallResult busy = h.backend.apply("m", "w", *find<action::Call>(a));
       a = w.on_reply(h.local, busy);
       CHECK(*w.wake_at() == h.local + 12000 + 500);
       h.advance(100);
       a = w.on_notify(h.local);
-      REQUIRE(find(a, K::call));
-      a = w.on_reply(h.local, on_stepped_clock(h.backend.apply("m", "w", *find(a, K::call)), step));
-      CHECK_FALSE(find(a, K::start_child));
+      REQUIRE(find<action::Call>(a));
+      a = w.on_reply(h.local, on_stepped_clock(h.backend.apply("m", "w", *find<action::Call>(a)), step));
+      CHECK_FALSE(find<action::StartChild>(a));
       CHECK(*w.wake_at() == h.local + (h.backend.lease("m").transition_at - h.backend.now) + 500);
     }
   }
@@ -108,11 +114,11 @@ TEST_SUITE("core::Contender") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::acquire);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::acquire);
     int64_t sent = h.local;
-    a = h.reply(c, *find(a, K::call), 30);
-    const Action* start = find(a, K::start_child);
+    a = h.reply(c, *find<action::Call>(a), 30);
+    const auto* start = find<action::StartChild>(a);
     REQUIRE(start);
     // deadline = send_time + (transition_at - backend_now) - margin
     CHECK(start->deadline == sent + 12000 - safety_margin(10000, 2000));
@@ -123,12 +129,12 @@ TEST_SUITE("core::Contender") {
     CHECK(*c.wake_at() == sent + 10000);
 
     a = c.on_child_exit(h.local, 3, false);
-    const Action* rel = find(a, K::call);
+    const auto* rel = find<action::Call>(a);
     REQUIRE(rel);
     CHECK(rel->op == Op::release);
     a = h.reply(c, *rel);
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 3);
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 3);
     CHECK(!h.backend.lease("m").valid_at(h.backend.now));
   }
 
@@ -138,16 +144,16 @@ TEST_SUITE("core::Contender") {
     h.advance(1000);
     Contender c = make(config("me"), 500);
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
-    CHECK(!find(a, K::call));
-    CHECK(!find(a, K::start_child));
+    a = h.reply(c, *find<action::Call>(a));
+    CHECK(!find<action::Call>(a));
+    CHECK(!find<action::StartChild>(a));
     // once, a notice of what it waits for, in any log (level 0: info)
-    REQUIRE(find(a, K::log));
-    CHECK(find(a, K::log)->level == 0);
-    REQUIRE(find(a, K::log)->notice);
-    CHECK(find(a, K::log)->notice->event == WaitNotice::Event::waiting);
-    CHECK(find(a, K::log)->notice->holder_id == "other");
-    CHECK(*find(a, K::log)->notice->held_ms == 1000);
+    REQUIRE(find<action::Notice>(a));
+    CHECK(find<action::Notice>(a)->level == LogLevel::info);
+    REQUIRE(find<action::Notice>(a));
+    CHECK(find<action::Notice>(a)->notice.event == WaitNotice::Event::waiting);
+    CHECK(find<action::Notice>(a)->notice.holder_id == "other");
+    CHECK(*find<action::Notice>(a)->notice.held_ms == 1000);
     CHECK(*c.wake_at() == h.local + 11000 + 500);
 
     ContenderConfig nw = config("me");
@@ -155,9 +161,9 @@ TEST_SUITE("core::Contender") {
     nw.conflict_exit_code = 9;
     Contender d = make(nw);
     a = d.start(h.local);
-    a = h.reply(d, *find(a, K::call));
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 9);
+    a = h.reply(d, *find<action::Call>(a));
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 9);
   }
 
   TEST_CASE("--timeout gives up with the conflict code and holds nothing") {
@@ -167,13 +173,13 @@ TEST_SUITE("core::Contender") {
     cfg.wait_timeout_ms = 3000;
     Contender c = make(cfg);
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
+    a = h.reply(c, *find<action::Call>(a));
     CHECK(*c.wake_at() == h.local + 3000);
     h.advance(3000);
     a = c.on_timer(h.local);
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 75);
-    CHECK(!find(a, K::call));
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 75);
+    CHECK(!find<action::Call>(a));
   }
 
   TEST_CASE("a release notification makes a waiter try at once") {
@@ -181,13 +187,13 @@ TEST_SUITE("core::Contender") {
     h.backend.acquire("m", "other", 10000, 2000);
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
+    a = h.reply(c, *find<action::Call>(a));
     h.advance(50);
     h.backend.release("m", "other");
     a = c.on_notify(h.local);
-    REQUIRE(find(a, K::call));
-    a = h.reply(c, *find(a, K::call));
-    CHECK(find(a, K::start_child));
+    REQUIRE(find<action::Call>(a));
+    a = h.reply(c, *find<action::Call>(a));
+    CHECK(find<action::StartChild>(a));
   }
 
   TEST_CASE("a hand-over starts CMD without a call, the deadline counted from the grant's send time") {
@@ -195,7 +201,7 @@ TEST_SUITE("core::Contender") {
     h.backend.acquire("m", "other", 10000, 2000);
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
+    a = h.reply(c, *find<action::Call>(a));
     int64_t subscribed = h.local; // what the backend reports as the send time
     h.advance(3000);
     // The release makes us the owner; the message reaches us 40 ms later.
@@ -203,8 +209,8 @@ TEST_SUITE("core::Contender") {
     core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
     h.advance(40);
     a = c.on_grant(h.local, g, subscribed);
-    CHECK(!find(a, K::call));
-    const Action* start = find(a, K::start_child);
+    CHECK(!find<action::Call>(a));
+    const auto* start = find<action::StartChild>(a);
     REQUIRE(start);
     // From the send time, not the arrival: 3040 ms of the lease are gone.
     CHECK(start->deadline == subscribed + 12000 - safety_margin(10000, 2000));
@@ -221,7 +227,7 @@ TEST_SUITE("core::Contender") {
       h.backend.acquire("m", "other", 10000, 2000);
       Contender c = make(config("me"));
       Actions a = c.start(h.local);
-      a = h.reply(c, *find(a, K::call));
+      a = h.reply(c, *find<action::Call>(a));
       int64_t subscribed = h.local;
       h.advance(waited);
       h.backend.release("m", "other");
@@ -229,12 +235,12 @@ TEST_SUITE("core::Contender") {
       a = c.on_grant(h.local, g, subscribed);
       // 12000 - 122 - 1000 - waited left before the kill point: 4878 at 6 s
       // (less than 5000: renew first), 3878 at 7 s.
-      CHECK(!find(a, K::start_child));
-      REQUIRE(find(a, K::call));
-      CHECK(find(a, K::call)->op == Op::acquire);
-      a = h.reply(c, *find(a, K::call), 10);
-      REQUIRE(find(a, K::start_child));
-      CHECK(find(a, K::start_child)->deadline == h.local - 10 + 12000 - safety_margin(10000, 2000));
+      CHECK(!find<action::StartChild>(a));
+      REQUIRE(find<action::Call>(a));
+      CHECK(find<action::Call>(a)->op == Op::acquire);
+      a = h.reply(c, *find<action::Call>(a), 10);
+      REQUIRE(find<action::StartChild>(a));
+      CHECK(find<action::StartChild>(a)->deadline == h.local - 10 + 12000 - safety_margin(10000, 2000));
     }
   }
 
@@ -243,48 +249,115 @@ TEST_SUITE("core::Contender") {
     h.backend.acquire("m", "other", 10000, 2000);
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
+    a = h.reply(c, *find<action::Call>(a));
     int64_t subscribed = h.local;
     h.advance(11500); // past the kill point the grant's lease would have
     h.backend.release("m", "other");
     core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
     a = c.on_grant(h.local, g, subscribed);
-    CHECK(!find(a, K::start_child));
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::acquire); // a renewal
-    a = h.reply(c, *find(a, K::call), 10);
-    REQUIRE(find(a, K::start_child));
-    CHECK(find(a, K::start_child)->deadline == h.local - 10 + 12000 - safety_margin(10000, 2000));
+    CHECK(!find<action::StartChild>(a));
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::acquire); // a renewal
+    a = h.reply(c, *find<action::Call>(a), 10);
+    REQUIRE(find<action::StartChild>(a));
+    CHECK(find<action::StartChild>(a)->deadline == h.local - 10 + 12000 - safety_margin(10000, 2000));
 
     // A waiter whose own try is in flight ignores the grant: the reply tells.
     Harness h2;
     h2.backend.acquire("m", "other", 10000, 2000);
     Contender d = make(config("me"));
     a = d.start(h2.local);
-    a = h2.reply(d, *find(a, K::call));
+    a = h2.reply(d, *find<action::Call>(a));
     a = d.on_notify(h2.local); // tries again
-    REQUIRE(find(a, K::call));
+    REQUIRE(find<action::Call>(a));
     h2.backend.release("m", "other");
     core::CallResult g2 = h2.backend.acquire("m", "me", 10000, 2000);
     CHECK(d.on_grant(h2.local, g2, h2.local).empty());
     CHECK(d.phase() == Contender::Phase::contending);
-    a = h2.reply(d, *find(a, K::call));
-    CHECK(find(a, K::start_child));
+    a = h2.reply(d, *find<action::Call>(a));
+    CHECK(find<action::StartChild>(a));
+  }
+
+  TEST_CASE("a grant the contender does not take goes back: a release with the grant's token") {
+    // A waiter (c), and the grant a release made for it.
+    Harness h;
+    h.backend.acquire("m", "other", 10000, 2000);
+    Contender c = make(config("me"));
+    Actions a = c.start(h.local);
+    a = h.reply(c, *find<action::Call>(a)); // busy: waits
+    int64_t subscribed = h.local;
+    h.backend.release("m", "other");
+    core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
+    REQUIRE(g.observed.lease.fencing_token == 2);
+    // Draining a CMD that ran under another lease: not a waiter any more.
+    Harness h2;
+    Contender d = make(config("me"));
+    a = h2.reply(d, *find<action::Call>(d.start(h2.local)));
+    REQUIRE(find<action::StartChild>(a));
+    a = d.on_child_exit(h2.local, 0, true); // it left something running
+    REQUIRE(d.phase() == Contender::Phase::draining);
+    a = d.on_grant(h2.local, g, subscribed);
+    REQUIRE(a.size() == 1);
+    const auto* back = find<action::Disown>(a);
+    REQUIRE(back);
+    CHECK(back->token == 2); // the grant's, not the lease we drain (1)
+    CHECK(back->timeout_ms == config("me").call_timeout_ms);
+    CHECK(d.phase() == Contender::Phase::draining);
+
+    // A grant that is not ours (not ok, or shows another owner) while we
+    // wait: the same, since nobody else could have that lease meanwhile.
+    CallResult failed = g;
+    failed.status = CallResult::Status::failed;
+    a = c.on_grant(h.local, failed, subscribed);
+    REQUIRE(find<action::Disown>(a));
+    CHECK(find<action::Disown>(a)->token == 2);
+    CHECK(c.phase() == Contender::Phase::contending);
+
+    // An owner keeps it (no release), and so does a contender whose call in
+    // flight will tell it of the lease.
+    Harness h3;
+    Contender e = make(config("me"));
+    a = h3.reply(e, *find<action::Call>(e.start(h3.local)));
+    REQUIRE(e.phase() == Contender::Phase::owning);
+    CHECK(e.on_grant(h3.local, g, subscribed).empty());
+    a = c.on_notify(h.local);
+    REQUIRE(find<action::Call>(a));
+    CHECK(c.on_grant(h.local, g, subscribed).empty());
+  }
+
+  TEST_CASE("an emergency stop releases whatever lease our id holds, and ends the contender") {
+    for (bool owner : {false, true}) {
+      CAPTURE(owner);
+      Harness h;
+      if (!owner) h.backend.acquire("m", "other", 10000, 2000);
+      Contender c = make(config("me"));
+      Actions a = c.start(h.local);
+      if (owner) {
+        a = h.reply(c, *find<action::Call>(a));
+        REQUIRE(c.phase() == Contender::Phase::owning);
+      } // else: the acquire is in flight, its answer unknown
+      action::Disown d = c.on_emergency();
+      CHECK(d.token == 0);
+      CHECK(d.timeout_ms == 1000);
+      CHECK(c.phase() == Contender::Phase::done);
+      CHECK(!c.call_in_flight());
+      CHECK(!c.wake_at());
+    }
   }
 
   TEST_CASE("guard at ttl_at renews and moves the watchdog deadline") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
-    int64_t first_deadline = find(a, K::start_child)->deadline;
+    a = h.reply(c, *find<action::Call>(a));
+    int64_t first_deadline = find<action::StartChild>(a)->deadline;
     h.advance(*c.wake_at() - h.local);
     a = c.on_timer(h.local);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::guard);
-    a = h.reply(c, *find(a, K::call), 5);
-    REQUIRE(find(a, K::set_deadline));
-    CHECK(find(a, K::set_deadline)->deadline > first_deadline);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::guard);
+    a = h.reply(c, *find<action::Call>(a), 5);
+    REQUIRE(find<action::SetDeadline>(a));
+    CHECK(find<action::SetDeadline>(a)->deadline > first_deadline);
     CHECK(h.backend.lease("m").fencing_token == 1);
   }
 
@@ -292,15 +365,15 @@ TEST_SUITE("core::Contender") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
-    int64_t deadline = find(a, K::start_child)->deadline;
+    a = h.reply(c, *find<action::Call>(a));
+    int64_t deadline = find<action::StartChild>(a)->deadline;
     h.advance(*c.wake_at() - h.local);
     int guards = 0;
     bool stopped = false;
     for (int turn = 0; !stopped; ++turn) {
       REQUIRE_MESSAGE(turn < 100, "no kill signal after 100 timer turns"); // bounded, not a hang
       a = c.on_timer(h.local);
-      if (const Action* call = find(a, K::call)) {
+      if (const auto* call = find<action::Call>(a)) {
         ++guards;
         CHECK(call->op == Op::guard);
         CHECK(h.local + call->timeout_ms <= deadline - 1000); // never past the kill point
@@ -310,7 +383,7 @@ TEST_SUITE("core::Contender") {
         a = c.on_reply(h.local, fail);
         CHECK(*c.wake_at() - h.local <= 250);
       }
-      if (const Action* sig = find(a, K::signal_all)) {
+      if (const auto* sig = find<action::SignalAll>(a)) {
         CHECK(sig->signo == SIGTERM);
         CHECK(h.local == deadline - 1000);
         stopped = true;
@@ -323,13 +396,13 @@ TEST_SUITE("core::Contender") {
     CHECK(*c.wake_at() == deadline);
     h.advance(1000);
     a = c.on_timer(h.local);
-    REQUIRE(find(a, K::signal_all));
-    CHECK(find(a, K::signal_all)->signo == SIGKILL);
+    REQUIRE(find<action::SignalAll>(a));
+    CHECK(find<action::SignalAll>(a)->signo == SIGKILL);
     a = c.on_child_exit(h.local, 137, false);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::release);
-    a = h.reply(c, *find(a, K::call));
-    CHECK(find(a, K::exit)->code == 76);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::release);
+    a = h.reply(c, *find<action::Call>(a));
+    CHECK(find<action::Exit>(a)->code == 76);
   }
 
   TEST_CASE("a reply showing another owner or no lease stops CMD at once (exit 76)") {
@@ -338,7 +411,7 @@ TEST_SUITE("core::Contender") {
       Harness h;
       Contender c = make(config("me"));
       Actions a = c.start(h.local);
-      a = h.reply(c, *find(a, K::call));
+      a = h.reply(c, *find<action::Call>(a));
       h.advance(100);
       if (forced) {
         h.backend.force_release("m");
@@ -346,14 +419,14 @@ TEST_SUITE("core::Contender") {
         h.backend.steal("m", "thief", 10000, 2000);
       }
       a = c.on_notify(h.local); // the forced release notifies the owner too
-      REQUIRE(find(a, K::call));
-      a = h.reply(c, *find(a, K::call));
-      REQUIRE(find(a, K::signal_all));
-      CHECK(find(a, K::signal_all)->signo == SIGTERM);
+      REQUIRE(find<action::Call>(a));
+      a = h.reply(c, *find<action::Call>(a));
+      REQUIRE(find<action::SignalAll>(a));
+      CHECK(find<action::SignalAll>(a)->signo == SIGTERM);
       CHECK(*c.wake_at() == h.local + 1000); // SIGKILL after kill_after
       a = c.on_child_exit(h.local + 10, 143, false);
-      a = h.reply(c, *find(a, K::call));
-      CHECK(find(a, K::exit)->code == 76);
+      a = h.reply(c, *find<action::Call>(a));
+      CHECK(find<action::Exit>(a)->code == 76);
       if (!forced) CHECK(h.backend.lease("m").owner_id == "thief");
     }
   }
@@ -362,36 +435,36 @@ TEST_SUITE("core::Contender") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    h.backend.apply("m", "me", *find(a, K::call)); // applied, but the answer was lost
+    h.backend.apply("m", "me", *find<action::Call>(a)); // applied, but the answer was lost
     CallResult lost;
     lost.status = CallResult::Status::indeterminate;
     lost.error = "timeout";
     a = c.on_reply(h.local + 2000, lost);
-    CHECK(!find(a, K::start_child));
+    CHECK(!find<action::StartChild>(a));
     h.advance(2000 + 250); // asks again after a retry period
     a = c.on_timer(h.local);
-    REQUIRE(find(a, K::call));
-    a = h.reply(c, *find(a, K::call));
-    REQUIRE(find(a, K::start_child));
-    CHECK(find(a, K::start_child)->lease.fencing_token == 1); // renewal of the same lease
+    REQUIRE(find<action::Call>(a));
+    a = h.reply(c, *find<action::Call>(a));
+    REQUIRE(find<action::StartChild>(a));
+    CHECK(find<action::StartChild>(a)->lease.fencing_token == 1); // renewal of the same lease
   }
 
   TEST_CASE("what CMD left running is stopped before the release") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
+    a = h.reply(c, *find<action::Call>(a));
     a = c.on_child_exit(h.local, 0, true);
-    REQUIRE(find(a, K::signal_all));
-    CHECK(!find(a, K::call));
+    REQUIRE(find<action::SignalAll>(a));
+    CHECK(!find<action::Call>(a));
     CHECK(h.backend.lease("m").valid_at(h.backend.now));
     h.advance(1000);
     a = c.on_timer(h.local);
-    REQUIRE(find(a, K::signal_all));
-    CHECK(find(a, K::signal_all)->signo == SIGKILL);
+    REQUIRE(find<action::SignalAll>(a));
+    CHECK(find<action::SignalAll>(a)->signo == SIGKILL);
     a = c.on_all_gone(h.local);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::release);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::release);
   }
 
   TEST_CASE("--min-hold keeps the lease until acquired_at + D and exits at once") {
@@ -400,17 +473,17 @@ TEST_SUITE("core::Contender") {
     cfg.min_hold_ms = 60000;
     Contender c = make(cfg);
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
+    a = h.reply(c, *find<action::Call>(a));
     int64_t acquired = h.backend.lease("m").acquired_at;
     h.advance(1000);
     a = c.on_child_exit(h.local, 4, false);
-    const Action* hold = find(a, K::call);
+    const auto* hold = find<action::Call>(a);
     REQUIRE(hold);
     CHECK(hold->op == Op::hold); // the backend marks the lease as only held
     CHECK(hold->token == h.backend.lease("m").fencing_token);
     a = h.reply(c, *hold);
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 4);
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 4);
     CHECK(h.backend.lease("m").transition_at == acquired + 60000);
     CHECK(h.backend.lease("m").holding);
     h.advance(60000 - 1000 - 1);
@@ -425,11 +498,11 @@ TEST_SUITE("core::Contender") {
     cfg.min_hold_ms = 500;
     Contender c = make(cfg);
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
+    a = h.reply(c, *find<action::Call>(a));
     h.advance(1000);
     a = c.on_child_exit(h.local, 0, false);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::release);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::release);
   }
 
   TEST_CASE("signals: cancel the wait (128+N, nothing held); forwarded while CMD runs") {
@@ -437,19 +510,19 @@ TEST_SUITE("core::Contender") {
     h.backend.acquire("m", "other", 10000, 2000);
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
+    a = h.reply(c, *find<action::Call>(a));
     CHECK(c.on_signal(h.local, SIGWINCH).empty());
     a = c.on_signal(h.local, SIGINT);
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 128 + SIGINT);
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 128 + SIGINT);
 
     Harness h2;
     Contender d = make(config("me"));
     a = d.start(h2.local);
-    a = h2.reply(d, *find(a, K::call));
+    a = h2.reply(d, *find<action::Call>(a));
     a = d.on_signal(h2.local, SIGUSR1);
-    REQUIRE(find(a, K::signal_child));
-    CHECK(find(a, K::signal_child)->signo == SIGUSR1);
+    REQUIRE(find<action::SignalChild>(a));
+    CHECK(find<action::SignalChild>(a)->signo == SIGUSR1);
     CHECK(d.phase() == Contender::Phase::owning);
   }
 
@@ -457,15 +530,15 @@ TEST_SUITE("core::Contender") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    h.backend.apply("m", "me", *find(a, K::call));
+    h.backend.apply("m", "me", *find<action::Call>(a));
     CallResult lost;
     lost.status = CallResult::Status::indeterminate;
     a = c.on_reply(h.local, lost);
     a = c.on_signal(h.local, SIGTERM);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::release);
-    a = h.reply(c, *find(a, K::call));
-    CHECK(find(a, K::exit)->code == 128 + SIGTERM);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::release);
+    a = h.reply(c, *find<action::Call>(a));
+    CHECK(find<action::Exit>(a)->code == 128 + SIGTERM);
     CHECK(!h.backend.lease("m").valid_at(h.backend.now));
   }
 }
@@ -475,14 +548,14 @@ TEST_SUITE("core::Contender") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
-    int64_t deadline = find(a, K::start_child)->deadline;
+    a = h.reply(c, *find<action::Call>(a));
+    int64_t deadline = find<action::StartChild>(a)->deadline;
     h.advance(deadline - h.local + 5); // simba was stopped; the watchdog killed CMD
     a = c.on_child_exit(h.local, 137, false);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::release);
-    a = h.reply(c, *find(a, K::call));
-    CHECK(find(a, K::exit)->code == 76);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::release);
+    a = h.reply(c, *find<action::Call>(a));
+    CHECK(find<action::Exit>(a)->code == 76);
   }
 }
 
@@ -491,7 +564,7 @@ TEST_SUITE("core::Contender") {
     Harness h;
     Contender owner = make(config("me"));
     Actions a = owner.start(h.local);
-    a = h.reply(owner, *find(a, K::call));
+    a = h.reply(owner, *find<action::Call>(a));
     int64_t old_end = h.backend.lease("m").transition_at;
     h.advance(100);
     CHECK(h.backend.force_release("m").changed);
@@ -499,14 +572,14 @@ TEST_SUITE("core::Contender") {
     CHECK_FALSE(h.backend.acquire("m", "waiter", 10000, 2000).changed);
     Contender waiter = make(config("waiter"));
     Actions w = waiter.start(h.local);
-    w = waiter.on_reply(h.local, h.backend.apply("m", "waiter", *find(w, K::call)));
-    CHECK(!find(w, K::start_child));
+    w = waiter.on_reply(h.local, h.backend.apply("m", "waiter", *find<action::Call>(w)));
+    CHECK(!find<action::StartChild>(w));
     CHECK(*waiter.wake_at() - h.local == old_end - h.backend.now); // jitter 0
     // the owner learns it at once (notification) and stops its CMD
     a = owner.on_notify(h.local);
-    a = h.reply(owner, *find(a, K::call));
-    REQUIRE(find(a, K::signal_all));
-    CHECK(find(a, K::signal_all)->signo == SIGTERM);
+    a = h.reply(owner, *find<action::Call>(a));
+    REQUIRE(find<action::SignalAll>(a));
+    CHECK(find<action::SignalAll>(a)->signo == SIGTERM);
     h.advance(old_end - h.backend.now);
     CHECK(h.backend.acquire("m", "waiter", 10000, 2000).changed);
   }
@@ -523,42 +596,42 @@ TEST_SUITE("core::Contender") {
     lost.status = CallResult::Status::indeterminate;
     lost.error = "timeout";
     a = c.on_reply(h.local, lost);
-    CHECK(!find(a, K::exit));
+    CHECK(!find<action::Exit>(a));
     h.advance(250); // a retry period
     a = c.on_timer(h.local);
-    REQUIRE(find(a, K::call));
+    REQUIRE(find<action::Call>(a));
     a = c.on_reply(h.local + 2000, lost);
     // the acquire may have been applied: release (best effort), then exit 69
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::release);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::release);
     a = c.on_reply(h.local + 2000, lost);
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 69);
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 69);
   }
 
   TEST_CASE("asked to stop by TERM/INT/HUP, simba ends by that signal when the exit code is 128+N") {
     // CMD died of the forwarded TERM: the exit action says "end by SIGTERM".
     Harness h;
     Contender c = make(config("me"));
-    Actions a = h.reply(c, *find(c.start(h.local), K::call));
-    REQUIRE(find(a, K::start_child));
+    Actions a = h.reply(c, *find<action::Call>(c.start(h.local)));
+    REQUIRE(find<action::StartChild>(a));
     a = c.on_signal(h.local, SIGTERM);
-    REQUIRE(find(a, K::signal_child));
+    REQUIRE(find<action::SignalChild>(a));
     a = c.on_child_exit(h.local, 128 + SIGTERM, false);
-    a = h.reply(c, *find(a, K::call)); // the release
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 128 + SIGTERM);
-    CHECK(find(a, K::exit)->signo == SIGTERM);
+    a = h.reply(c, *find<action::Call>(a)); // the release
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 128 + SIGTERM);
+    CHECK(find<action::Exit>(a)->signo == SIGTERM);
 
     // CMD handled it and exited 0: a plain exit 0.
     Harness h2;
     Contender d = make(config("me"));
-    a = h2.reply(d, *find(d.start(h2.local), K::call));
+    a = h2.reply(d, *find<action::Call>(d.start(h2.local)));
     d.on_signal(h2.local, SIGTERM);
-    a = h2.reply(d, *find(d.on_child_exit(h2.local, 0, false), K::call));
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 0);
-    CHECK(find(a, K::exit)->signo == 0);
+    a = h2.reply(d, *find<action::Call>(d.on_child_exit(h2.local, 0, false)));
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 0);
+    CHECK(find<action::Exit>(a)->signo == 0);
 
     // Waiting: cancelled by INT, ends by SIGINT. USR1 cancels with 138 but
     // is no request to stop: a plain exit.
@@ -566,42 +639,42 @@ TEST_SUITE("core::Contender") {
       Harness h3;
       h3.backend.acquire("m", "other", 10000, 2000);
       Contender w = make(config("me"));
-      h3.reply(w, *find(w.start(h3.local), K::call));
+      h3.reply(w, *find<action::Call>(w.start(h3.local)));
       a = w.on_signal(h3.local, sig);
-      REQUIRE(find(a, K::exit));
-      CHECK(find(a, K::exit)->code == 128 + sig);
-      CHECK(find(a, K::exit)->signo == (sig == SIGINT ? SIGINT : 0));
+      REQUIRE(find<action::Exit>(a));
+      CHECK(find<action::Exit>(a)->code == 128 + sig);
+      CHECK(find<action::Exit>(a)->signo == (sig == SIGINT ? SIGINT : 0));
     }
 
     // QUIT: its default action dumps a core: exit 131, no signal.
     Harness h4;
     h4.backend.acquire("m", "other", 10000, 2000);
     Contender q = make(config("me"));
-    h4.reply(q, *find(q.start(h4.local), K::call));
+    h4.reply(q, *find<action::Call>(q.start(h4.local)));
     a = q.on_signal(h4.local, SIGQUIT);
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->signo == 0);
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->signo == 0);
   }
 
   TEST_CASE("a second TERM while CMD still runs starts the kill sequence") {
     Harness h;
     Contender c = make(config("me"));
-    Actions a = h.reply(c, *find(c.start(h.local), K::call));
+    Actions a = h.reply(c, *find<action::Call>(c.start(h.local)));
     a = c.on_signal(h.local, SIGTERM);
-    REQUIRE(find(a, K::signal_child)); // forwarded, CMD ignores it
-    CHECK(!find(a, K::signal_all));
+    REQUIRE(find<action::SignalChild>(a)); // forwarded, CMD ignores it
+    CHECK(!find<action::SignalAll>(a));
     h.advance(300);
     a = c.on_signal(h.local, SIGTERM);
-    const Action* kill = find(a, K::signal_all);
+    const auto* kill = find<action::SignalAll>(a);
     REQUIRE(kill);
     CHECK(kill->signo == SIGTERM); // the kill signal, to the whole tree
     CHECK(*c.wake_at() == h.local + 1000);
     // A third one meanwhile changes nothing: the sequence runs.
-    CHECK(!find(c.on_signal(h.local + 100, SIGTERM), K::signal_all));
+    CHECK(!find<action::SignalAll>(c.on_signal(h.local + 100, SIGTERM)));
     h.advance(1000);
     a = c.on_timer(h.local);
-    REQUIRE(find(a, K::signal_all));
-    CHECK(find(a, K::signal_all)->signo == SIGKILL);
+    REQUIRE(find<action::SignalAll>(a));
+    CHECK(find<action::SignalAll>(a)->signo == SIGKILL);
   }
 }
 
@@ -618,9 +691,9 @@ TEST_SUITE("core::Contender identity") {
       cfg.label = "web1";
       Contender c = make(cfg);
       Actions a = c.start(h.local);
-      a = c.on_reply(h.local, h.backend.apply("m", mine, *find(a, K::call)));
-      REQUIRE(find(a, K::start_child));
-      uint64_t token = find(a, K::start_child)->lease.fencing_token;
+      a = c.on_reply(h.local, h.backend.apply("m", mine, *find<action::Call>(a)));
+      REQUIRE(find<action::StartChild>(a));
+      uint64_t token = find<action::StartChild>(a)->lease.fencing_token;
       // The other process with our label is no renewal of our lease.
       CHECK_FALSE(h.backend.acquire("m", theirs, 10000, 2000).changed);
 
@@ -631,21 +704,21 @@ TEST_SUITE("core::Contender identity") {
       uint64_t stolen = h.backend.lease("m").fencing_token;
       h.advance(*c.wake_at() - h.local);
       a = c.on_timer(h.local);
-      REQUIRE(find(a, K::call));
-      CHECK(find(a, K::call)->op == Op::guard);
-      CHECK(find(a, K::call)->token == token);
-      a = c.on_reply(h.local, h.backend.apply("m", mine, *find(a, K::call)));
-      REQUIRE(find(a, K::signal_all));
-      CHECK(find(a, K::signal_all)->signo == SIGTERM);
+      REQUIRE(find<action::Call>(a));
+      CHECK(find<action::Call>(a)->op == Op::guard);
+      CHECK(find<action::Call>(a)->token == token);
+      a = c.on_reply(h.local, h.backend.apply("m", mine, *find<action::Call>(a)));
+      REQUIRE(find<action::SignalAll>(a));
+      CHECK(find<action::SignalAll>(a)->signo == SIGTERM);
       CHECK(c.phase() == Contender::Phase::stopping);
 
       a = c.on_child_exit(h.local + 10, 143, false);
-      REQUIRE(find(a, K::call));
-      CHECK(find(a, K::call)->op == Op::release);
-      CHECK(find(a, K::call)->token == token); // only the lease we held
-      a = c.on_reply(h.local, h.backend.apply("m", mine, *find(a, K::call)));
-      REQUIRE(find(a, K::exit));
-      CHECK(find(a, K::exit)->code == 76);
+      REQUIRE(find<action::Call>(a));
+      CHECK(find<action::Call>(a)->op == Op::release);
+      CHECK(find<action::Call>(a)->token == token); // only the lease we held
+      a = c.on_reply(h.local, h.backend.apply("m", mine, *find<action::Call>(a)));
+      REQUIRE(find<action::Exit>(a));
+      CHECK(find<action::Exit>(a)->code == 76);
       // The lease that took ours over is still there.
       CHECK(h.backend.lease("m").owner_id == (same_id ? mine : theirs));
       CHECK(h.backend.lease("m").fencing_token == stolen);
@@ -660,37 +733,37 @@ TEST_SUITE("core::Contender identity") {
     cfg.label = "web1";
     Contender c = make(cfg);
     Actions a = c.start(h.local);
-    a = c.on_reply(h.local, h.backend.apply("m", cfg.contender_id, *find(a, K::call)));
-    CHECK(!find(a, K::start_child));
-    REQUIRE(find(a, K::log));
-    REQUIRE(find(a, K::log)->notice);
-    CHECK(find(a, K::log)->notice->holder_id == "web1#0000000000000002");
-    CHECK(find(a, K::log)->notice->holder_has_our_label);
+    a = c.on_reply(h.local, h.backend.apply("m", cfg.contender_id, *find<action::Call>(a)));
+    CHECK(!find<action::StartChild>(a));
+    REQUIRE(find<action::Notice>(a));
+    REQUIRE(find<action::Notice>(a));
+    CHECK(find<action::Notice>(a)->notice.holder_id == "web1#0000000000000002");
+    CHECK(find<action::Notice>(a)->notice.holder_has_our_label);
   }
 
   TEST_CASE("a release names the lease it held; after an acquire with no answer, any lease of ours (0)") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
-    a = h.reply(c, *find(a, K::call));
-    uint64_t token = find(a, K::start_child)->lease.fencing_token;
+    a = h.reply(c, *find<action::Call>(a));
+    uint64_t token = find<action::StartChild>(a)->lease.fencing_token;
     a = c.on_child_exit(h.local, 0, false);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->token == token);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->token == token);
 
     Harness h2;
     h2.backend.steal("m", "me", 100, 100); // an older lease of ours, long over
     h2.advance(1000);
     Contender d = make(config("me"));
     a = d.start(h2.local);
-    h2.backend.apply("m", "me", *find(a, K::call)); // applied, the answer lost
+    h2.backend.apply("m", "me", *find<action::Call>(a)); // applied, the answer lost
     CallResult lost;
     lost.status = CallResult::Status::indeterminate;
     a = d.on_reply(h2.local, lost);
     a = d.on_signal(h2.local, SIGINT);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->token == 0);
-    a = h2.reply(d, *find(a, K::call));
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->token == 0);
+    a = h2.reply(d, *find<action::Call>(a));
     CHECK_FALSE(h2.backend.lease("m").valid_at(h2.backend.now));
   }
 }
@@ -706,9 +779,9 @@ TEST_SUITE("core::Contender") {
       ContenderConfig cfg = config("me");
       Contender c = make(cfg);
       Actions a = c.start(h.local);
-      REQUIRE(find(a, K::call));
+      REQUIRE(find<action::Call>(a));
       if (unknown) {
-        h.backend.apply("m", "me", *find(a, K::call)); // applied; the answer is lost
+        h.backend.apply("m", "me", *find<action::Call>(a)); // applied; the answer is lost
         CallResult lost;
         lost.status = CallResult::Status::indeterminate;
         lost.error = "timeout";
@@ -718,22 +791,22 @@ TEST_SUITE("core::Contender") {
         // The reply comes after the kill point of the lease it grants.
         int64_t life = cfg.ttl_ms + cfg.transition_ms - safety_margin(cfg.ttl_ms, cfg.transition_ms) -
                        cfg.kill_after_ms;
-        a = h.reply(c, *find(a, K::call), life + 1);
+        a = h.reply(c, *find<action::Call>(a), life + 1);
       }
-      CHECK(!find(a, K::start_child));
-      CHECK(!find(a, K::call));
+      CHECK(!find<action::StartChild>(a));
+      CHECK(!find<action::Call>(a));
       CHECK(c.phase() == Contender::Phase::contending);
       REQUIRE(c.wake_at());
       CHECK(*c.wake_at() == h.local + cfg.retry_ms);
       CHECK(c.on_timer(h.local + cfg.retry_ms - 1).empty());
       h.advance(cfg.retry_ms);
       a = c.on_timer(h.local);
-      REQUIRE(find(a, K::call));
-      CHECK(find(a, K::call)->op == Op::acquire);
+      REQUIRE(find<action::Call>(a));
+      CHECK(find<action::Call>(a)->op == Op::acquire);
       // In time now: a renewal of the same lease, and CMD starts.
-      a = h.reply(c, *find(a, K::call), 10);
-      REQUIRE(find(a, K::start_child));
-      CHECK(find(a, K::start_child)->lease.fencing_token == 1);
+      a = h.reply(c, *find<action::Call>(a), 10);
+      REQUIRE(find<action::StartChild>(a));
+      CHECK(find<action::StartChild>(a)->lease.fencing_token == 1);
     }
   }
 
@@ -754,19 +827,21 @@ TEST_SUITE("core::Contender") {
       std::vector<int64_t> delays;
       int warnings = 0;
       for (int i = 0; i < 9; ++i) {
-        REQUIRE(find(a, K::call));
+        REQUIRE(find<action::Call>(a));
         h.advance(3);
         a = c.on_reply(h.local, bad);
-        CHECK(!find(a, K::call));
+        CHECK(!find<action::Call>(a));
         for (const auto& x : a) {
-          if (x.kind != K::log) continue;
-          if (x.level >= 2) ++warnings;
+          auto level = log_level(x);
+          if (!level) continue;
+          if (*level >= LogLevel::warning) ++warnings;
           if (i == 0) {
-            REQUIRE(x.notice);
-            CHECK(x.notice->event == WaitNotice::Event::backend_failing);
-            CHECK(x.notice->error.find("database or disk is full") != std::string::npos);
+            const auto* n = std::get_if<action::Notice>(&x);
+            REQUIRE(n);
+            CHECK(n->notice.event == WaitNotice::Event::backend_failing);
+            CHECK(n->notice.error.find("database or disk is full") != std::string::npos);
           } else {
-            CHECK(x.level == 1); // -v only
+            CHECK(*level == LogLevel::verbose); // -v only
           }
         }
         // a notification does not cut the back-off short
@@ -784,11 +859,13 @@ TEST_SUITE("core::Contender") {
       CHECK(delays.back() >= 4900);
       CHECK(*std::max_element(delays.begin(), delays.end()) <= cfg.backoff_max_ms);
       // The backend answers again: one line, and the wait goes on as before.
-      REQUIRE(find(a, K::call));
-      a = h.reply(c, *find(a, K::call), 3);
+      REQUIRE(find<action::Call>(a));
+      a = h.reply(c, *find<action::Call>(a), 3);
       int back = 0;
-      for (const auto& x : a)
-        if (x.kind == K::log && x.notice && x.notice->event == WaitNotice::Event::backend_back) ++back;
+      for (const auto& x : a) {
+        const auto* n = std::get_if<action::Notice>(&x);
+        if (n && n->notice.event == WaitNotice::Event::backend_back) ++back;
+      }
       CHECK(back == 1);
       CHECK(*c.wake_at() == h.local + (h.backend.lease("m").transition_at - h.backend.now) + 1'000'000);
     }
@@ -823,12 +900,12 @@ TEST_SUITE("core::Contender") {
       cfg.wait_timeout_ms = 3000;
       Contender c = make(cfg);
       Actions a = c.start(h.local);
-      a = h.reply(c, *find(a, K::call), 5); // busy: the holder is seen
+      a = h.reply(c, *find<action::Call>(a), 5); // busy: the holder is seen
       if (failing) {
         // A try before the give-up fails (a notification asks at once).
         h.advance(1000);
         a = c.on_notify(h.local);
-        REQUIRE(find(a, K::call));
+        REQUIRE(find<action::Call>(a));
         CallResult bad;
         bad.status = CallResult::Status::failed;
         bad.error = "READONLY You can't write against a read only replica.";
@@ -837,32 +914,32 @@ TEST_SUITE("core::Contender") {
         REQUIRE(c.wake_at());
         CHECK(*c.wake_at() == h.local + 250); // the back-off, before the give-up
         int64_t began = 5000; // Harness::local at the start
-        for (int i = 0; i < 10 && !find(a, K::exit); ++i) {
+        for (int i = 0; i < 10 && !find<action::Exit>(a); ++i) {
           h.advance(*c.wake_at() - h.local);
           a = c.on_timer(h.local);
-          if (find(a, K::call)) a = c.on_reply(h.local, bad);
+          if (find<action::Call>(a)) a = c.on_reply(h.local, bad);
         }
         CHECK(h.local == began + 3000);
-        REQUIRE(find(a, K::exit));
-        CHECK(find(a, K::exit)->code == 69);
-        REQUIRE(find(a, K::log));
-        CHECK(find(a, K::log)->level == 4);
-        REQUIRE(find(a, K::log)->notice);
-        CHECK(find(a, K::log)->notice->event == WaitNotice::Event::gave_up);
-        CHECK(find(a, K::log)->notice->error.find("READONLY") != std::string::npos);
-        CHECK(!find(a, K::call)); // a failed reply took nothing: no release
+        REQUIRE(find<action::Exit>(a));
+        CHECK(find<action::Exit>(a)->code == 69);
+        REQUIRE(find<action::Notice>(a));
+        CHECK(find<action::Notice>(a)->level == LogLevel::error);
+        REQUIRE(find<action::Notice>(a));
+        CHECK(find<action::Notice>(a)->notice.event == WaitNotice::Event::gave_up);
+        CHECK(find<action::Notice>(a)->notice.error.find("READONLY") != std::string::npos);
+        CHECK(!find<action::Call>(a)); // a failed reply took nothing: no release
       } else {
         h.advance(3000 - 5);
         a = c.on_timer(h.local);
-        REQUIRE(find(a, K::exit));
-        CHECK(find(a, K::exit)->code == 75);
-        REQUIRE(find(a, K::log));
-        CHECK(find(a, K::log)->level == 0);
-        REQUIRE(find(a, K::log)->notice);
-        CHECK(find(a, K::log)->notice->event == WaitNotice::Event::gave_up);
-        CHECK(find(a, K::log)->notice->holder_id == "other");
-        CHECK(*find(a, K::log)->notice->held_ms == 3000);
-        CHECK(find(a, K::log)->notice->waited_ms == 3000);
+        REQUIRE(find<action::Exit>(a));
+        CHECK(find<action::Exit>(a)->code == 75);
+        REQUIRE(find<action::Notice>(a));
+        CHECK(find<action::Notice>(a)->level == LogLevel::info);
+        REQUIRE(find<action::Notice>(a));
+        CHECK(find<action::Notice>(a)->notice.event == WaitNotice::Event::gave_up);
+        CHECK(find<action::Notice>(a)->notice.holder_id == "other");
+        CHECK(*find<action::Notice>(a)->notice.held_ms == 3000);
+        CHECK(find<action::Notice>(a)->notice.waited_ms == 3000);
       }
     }
   }
@@ -873,8 +950,8 @@ TEST_SUITE("core::Contender") {
     cfg.wait_timeout_ms = 1000;
     Contender c = make(cfg);
     Actions a = c.start(h.local);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->timeout_ms == 1000);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->timeout_ms == 1000);
     h.advance(1000);
     CHECK(c.on_timer(h.local).empty()); // waits for the reply in flight
     CallResult lost;
@@ -882,18 +959,18 @@ TEST_SUITE("core::Contender") {
     lost.error = "connection closed";
     a = c.on_reply(h.local, lost);
     // it may have been applied: a release (of whatever our id holds), then 69
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::release);
-    CHECK(find(a, K::call)->token == 0);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::release);
+    CHECK(find<action::Call>(a)->token == 0);
     CallResult dead;
     dead.status = CallResult::Status::failed;
     dead.error = "connection refused";
     a = c.on_reply(h.local, dead);
-    REQUIRE(find(a, K::exit));
-    CHECK(find(a, K::exit)->code == 69);
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 69);
     // nothing above -v about a release of a lock it never knew it held
     for (const auto& x : a)
-      if (x.kind == K::log) CHECK(x.level == 1);
+      if (auto level = log_level(x)) CHECK(*level == LogLevel::verbose);
   }
 
   TEST_CASE("an owner's guard keeps the retry period whatever a waiter's back-off did") {
@@ -909,18 +986,18 @@ TEST_SUITE("core::Contender") {
       h.advance(*c.wake_at() - h.local);
       a = c.on_timer(h.local);
     }
-    a = h.reply(c, *find(a, K::call));
-    REQUIRE(find(a, K::start_child));
+    a = h.reply(c, *find<action::Call>(a));
+    REQUIRE(find<action::StartChild>(a));
     h.advance(*c.wake_at() - h.local);
     a = c.on_timer(h.local);
-    REQUIRE(find(a, K::call));
-    CHECK(find(a, K::call)->op == Op::guard);
+    REQUIRE(find<action::Call>(a));
+    CHECK(find<action::Call>(a)->op == Op::guard);
     for (int i = 0; i < 3; ++i) {
       a = c.on_reply(h.local, bad);
       CHECK(*c.wake_at() == h.local + cfg.retry_ms);
       h.advance(cfg.retry_ms);
       a = c.on_timer(h.local);
-      REQUIRE(find(a, K::call));
+      REQUIRE(find<action::Call>(a));
     }
   }
 
@@ -937,14 +1014,15 @@ TEST_SUITE("core::Contender") {
       std::vector<int64_t> reminded; // waited_ms of each still_waiting notice
       int64_t began = h.local;
       for (int i = 0; i < 12; ++i) {
-        a = h.reply(c, *find(a, K::call));
+        a = h.reply(c, *find<action::Call>(a));
         for (const auto& x : a) {
-          if (x.kind != K::log || !x.notice) continue;
-          events.push_back(x.notice->event);
-          if (x.notice->event == WaitNotice::Event::still_waiting) {
-            CHECK(x.notice->waited_ms == h.local - began);
-            CHECK(x.notice->holder_id == "other");
-            reminded.push_back(x.notice->waited_ms);
+          const auto* n = std::get_if<action::Notice>(&x);
+          if (!n) continue;
+          events.push_back(n->notice.event);
+          if (n->notice.event == WaitNotice::Event::still_waiting) {
+            CHECK(n->notice.waited_ms == h.local - began);
+            CHECK(n->notice.holder_id == "other");
+            reminded.push_back(n->notice.waited_ms);
           }
         }
         int64_t wait = *c.wake_at() - h.local;

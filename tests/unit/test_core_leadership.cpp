@@ -9,7 +9,6 @@
 
 using namespace simba;
 using namespace simba::core;
-using K = Action::Kind;
 using Mode = ContenderConfig::Mode;
 
 namespace {
@@ -25,9 +24,10 @@ ContenderConfig config(Mode mode) {
   return c;
 }
 
-const Action* find(const Actions& acts, K kind) {
+template <class T>
+const T* find(const Actions& acts) {
   for (const auto& a : acts)
-    if (a.kind == kind) return &a;
+    if (const T* x = std::get_if<T>(&a)) return x;
   return nullptr;
 }
 
@@ -54,19 +54,19 @@ struct World {
       REQUIRE_MESSAGE(round < 1000, "actions still chained after 1000 rounds");
       Actions next;
       for (const Action& a : acts) {
-        if (a.kind == K::call) {
-          Actions more = c.on_reply(local, backend.apply("m", "me", a));
+        if (const auto* call = std::get_if<action::Call>(&a)) {
+          Actions more = c.on_reply(local, backend.apply("m", "me", *call));
           next.insert(next.end(), more.begin(), more.end());
-        } else if (a.kind == K::start_child) {
+        } else if (std::holds_alternative<action::StartChild>(a)) {
           CHECK_MESSAGE(!child, "two runs at once");
           child = true;
           ++starts;
-        } else if (a.kind == K::signal_all && child) {
+        } else if (const auto* sig = std::get_if<action::SignalAll>(&a); sig && child) {
           child = false;
-          Actions more = c.on_child_exit(local, 128 + a.signo, false);
+          Actions more = c.on_child_exit(local, 128 + sig->signo, false);
           next.insert(next.end(), more.begin(), more.end());
-        } else if (a.kind == K::exit) {
-          exit_code = a.code;
+        } else if (const auto* exit = std::get_if<action::Exit>(&a)) {
+          exit_code = exit->code;
         }
       }
       acts = std::move(next);
@@ -212,7 +212,7 @@ TEST_SUITE("core::lead") {
     World w(config(Mode::lead));
     w.start();
     Actions a = w.c.on_signal(w.local, SIGTERM);
-    REQUIRE(find(a, K::signal_child));
+    REQUIRE(find<action::SignalChild>(a));
     w.run(a);
     w.child_exits(143);
     REQUIRE(w.exit_code);
@@ -235,7 +235,7 @@ TEST_SUITE("core::lead") {
     World w(config(Mode::lead));
     w.start();
     Actions a = w.c.on_signal(w.local, SIGUSR1);
-    REQUIRE(find(a, K::signal_child));
+    REQUIRE(find<action::SignalChild>(a));
     w.child_exits(0); // restart never: CMD's own exit still ends it
     CHECK(*w.exit_code == 0);
   }

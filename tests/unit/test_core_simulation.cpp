@@ -199,12 +199,18 @@ private:
       p.subscribed_at = local(p);
     for (const Action& a : actions) {
       if (!p.alive) return;
-      switch (a.kind) {
-      case Action::Kind::call: send(p, a); break;
-      case Action::Kind::start_child: start_child(p, a); break;
-      case Action::Kind::set_deadline: arm_watchdog(p, a.deadline); break;
-      case Action::Kind::signal_all:
-        if (a.signo == SIGKILL) {
+      if (const auto* call = std::get_if<action::Call>(&a)) {
+        send(p, *call);
+      } else if (const auto* disown = std::get_if<action::Disown>(&a)) {
+        // as the driver does: at once, the reply dropped
+        CallResult r = m_backend.release("m", p.id, disown->token);
+        if (r.changed) notify_all();
+      } else if (const auto* start = std::get_if<action::StartChild>(&a)) {
+        start_child(p, *start);
+      } else if (const auto* move = std::get_if<action::SetDeadline>(&a)) {
+        arm_watchdog(p, move->deadline);
+      } else if (const auto* sig = std::get_if<action::SignalAll>(&a)) {
+        if (sig->signo == SIGKILL) {
           kill_child(p, 137);
         } else if (p.child_alive && !p.ignores_term) {
           uint64_t gen = p.child_gen;
@@ -212,15 +218,12 @@ private:
             if (p.child_gen == gen) kill_child(p, 143);
           });
         }
-        break;
-      case Action::Kind::exit:
+      } else if (const auto* exit = std::get_if<action::Exit>(&a)) {
         CHECK_MESSAGE(!p.child_alive, "simba exited with CMD running");
         p.alive = false;
         p.watchdog = 0;
-        if (a.code == 76) ++m_stats.lost_leases;
+        if (exit->code == 76) ++m_stats.lost_leases;
         spawn_process(uniform(0, 300));
-        break;
-      default: break;
       }
     }
     arm_timer(p);
@@ -240,12 +243,12 @@ private:
     });
   }
 
-  void send(Proc& p, const Action& a) {
+  void send(Proc& p, const action::Call& a) {
     uint64_t gen = ++p.call_gen;
     int64_t d1 = chance(0.1) ? uniform(50, 800) : uniform(0, 20);
     int64_t d2 = chance(0.1) ? uniform(50, 800) : uniform(0, 20);
     auto result = std::make_shared<CallResult>();
-    Action call = a;
+    action::Call call = a;
     std::string id = p.id;
     schedule(m_t + d1, [this, result, call, id] {
       if (chance(0.05)) {
@@ -286,7 +289,7 @@ private:
   // The Redis backend's release: the first waiter still listening (alive,
   // paused or not) becomes the owner in the release itself, and hears of
   // it (sometimes late, or while paused). Its simba gives back a lease it
-  // does not take, as the driver does.
+  // does not take (action::Disown).
   bool hand_over(const std::string& releaser) {
     std::vector<Proc*> waiting;
     for (auto& q : m_procs)
@@ -302,14 +305,7 @@ private:
     ++m_stats.hand_overs;
     int64_t delay = chance(0.1) ? uniform(50, 1500) : uniform(0, 5);
     schedule(m_t + delay, [this, q, grant] {
-      deliver(*q, [this, q, grant] {
-        Actions a = q->c->on_grant(local(*q), *grant, q->subscribed_at);
-        if (a.empty() && q->c->phase() != Contender::Phase::owning && !q->c->call_in_flight()) {
-          CallResult r = m_backend.release("m", q->id, grant->observed.lease.fencing_token);
-          if (r.changed) notify_all();
-        }
-        return a;
-      });
+      deliver(*q, [this, q, grant] { return q->c->on_grant(local(*q), *grant, q->subscribed_at); });
     });
     return true;
   }
@@ -341,7 +337,7 @@ private:
     }
   }
 
-  void start_child(Proc& p, const Action& a) {
+  void start_child(Proc& p, const action::StartChild& a) {
     CHECK_MESSAGE(!p.child_alive, "a second CMD");
     ++m_stats.starts;
     // A new lease has a larger token; lead and schedule restart CMD within
@@ -452,7 +448,7 @@ private:
     return r;
   }
 
-  CallResult apply_lossy(const std::string& id, const Action& call) {
+  CallResult apply_lossy(const std::string& id, const action::Call& call) {
     const Lease& l = m_backend.lease("m");
     if (call.op == Op::acquire && l.free_at(m_backend.now)) {
       if (auto till = quarantine_end(call.ttl_ms + call.transition_ms)) {

@@ -34,7 +34,7 @@ FirstGuard first_guard(const ContenderConfig& cfg) {
   Contender c(cfg, ContendPeriod(cfg.contender_id, [](int64_t, int64_t) { return 0; }));
   Actions a = c.start(local);
   REQUIRE(!a.empty());
-  a = c.on_reply(local, backend.apply("m", "me", a.back()));
+  a = c.on_reply(local, backend.apply("m", "me", std::get<action::Call>(a.back())));
   REQUIRE(c.phase() == Contender::Phase::owning);
   REQUIRE(c.wake_at());
   int64_t kill_point = c.deadline() - cfg.kill_after_ms;

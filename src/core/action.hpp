@@ -1,0 +1,125 @@
+#pragma once
+// What the contender asks of the driver (actions): call the backend, start or
+// signal CMD, move the watchdog, log, exit. Each action is a small struct that
+// carries only what its kind needs; `Action` is one of them.
+#include "core/lease.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace simba::core {
+
+// hold: the guard that keeps the lease for --min-hold once CMD is done
+// (no transition; the backend marks the lease as only held).
+enum class Op { acquire, guard, hold, release };
+
+// In this order cli::Log::at takes them as numbers.
+enum class LogLevel {
+  info,
+  verbose, // only with -v
+  warning,
+  notice,  // for a person: only when stderr is a terminal, or with -v
+  error,   // even with -q
+};
+
+// What a waiter tells about its wait, for the log to word (text) or to
+// carry as fields (JSON): the mutex, its holder, how long it waited, the
+// backend's trouble. Times are durations; the log turns them into clock
+// times (core knows no clock but the monotonic one it is given).
+struct WaitNotice {
+  enum class Event {
+    waiting,          // the wait begins (and the holder at that moment)
+    still_waiting,    // run: again every notice_every_ms
+    gave_up,          // --timeout passed
+    busy,             // --no-wait found the mutex held
+    backend_failing,  // the first failed (or unanswered) acquire of a series
+    backend_back,     // the first answer after a series of failures
+  };
+  Event event = Event::waiting;
+  std::string mutex;
+  std::string holder_id;          // owner id of the holder last seen; empty: none
+  bool holder_has_our_label = false; // another simba given our --contender-id
+  bool revoked = false;           // the lease seen was revoked (release --force)
+  std::optional<int64_t> held_ms; // how long the holder has held it, now
+  int64_t free_in_ms = 0;         // revoked: until the mutex is free
+  int64_t waited_ms = 0;          // since the wait began
+  std::optional<int64_t> gives_up_in_ms; // --timeout: what is left
+  std::string error;              // the backend's last error, while it fails
+  int64_t failing_ms = 0;         // how long it has failed
+  int failures = 0;               // failed tries in this series
+  int64_t retry_max_ms = 0;       // backend_failing: the back-off's cap
+};
+
+namespace action {
+
+// Call the backend, bounded by `timeout_ms`; its reply goes to
+// Contender::on_reply (one call at a time).
+struct Call {
+  Op op = Op::acquire;
+  int64_t timeout_ms = 0;
+  int64_t ttl_ms = 0;        // acquire, guard: the lease to ask for; hold: how long
+  int64_t transition_ms = 0;
+  // guard, hold, release: only the lease with this fencing token (and our
+  // owner id); 0 for a release after an acquire whose answer never came
+  // (its token is unknown): whatever lease our id holds.
+  uint64_t token = 0;
+};
+
+// Give back a lease the contender does not keep: a release at once, best
+// effort, whose reply nobody waits for (on_reply is not called). `token` as
+// in Call.
+struct Disown {
+  uint64_t token = 0;
+  int64_t timeout_ms = 0;
+};
+
+// Start CMD with `lease`; the watchdog armed at `deadline` (local ms).
+struct StartChild {
+  Lease lease;
+  int64_t deadline = 0;
+};
+
+// Move the watchdog to `deadline` (local ms).
+struct SetDeadline {
+  int64_t deadline = 0;
+};
+
+// Forward `signo` to CMD's process group.
+struct SignalChild {
+  int signo = 0;
+};
+
+// `signo` to CMD's group and every descendant (the stop sequence).
+struct SignalAll {
+  int signo = 0;
+};
+
+// Exit simba with `code` (nothing held, nothing running); `signo` != 0: end
+// by that signal instead (see Contender::finish).
+struct Exit {
+  int code = 0;
+  int signo = 0;
+};
+
+struct Log {
+  LogLevel level = LogLevel::info;
+  std::string message;
+};
+
+// A waiter's notice, which cli/log words.
+struct Notice {
+  LogLevel level = LogLevel::info;
+  WaitNotice notice;
+};
+
+} // namespace action
+
+using Action = std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
+                            action::SignalChild, action::SignalAll, action::Exit, action::Log,
+                            action::Notice>;
+using Actions = std::vector<Action>;
+
+} // namespace simba::core

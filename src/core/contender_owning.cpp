@@ -1,0 +1,276 @@
+// The owner's side of the contender (phases owning, draining, stopping):
+// CMD's runs under the lease, the guard that renews it, the stop when it is
+// lost, and what follows CMD's exit (restart, next run, --min-hold, release).
+#include "core/contender.hpp"
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <csignal>
+
+namespace simba::core {
+
+namespace {
+
+std::string describe_owner(const Observed& o, const std::string& me) {
+  if (o.lease.revoked_at(o.now)) return "the lease was revoked (release --force)";
+  if (!o.lease.valid_at(o.now)) return "the lease is gone";
+  if (o.lease.owner_id == me) {
+    return "the lease now has fencing token " + std::to_string(o.lease.fencing_token);
+  }
+  return "the lease is now held by " + o.lease.owner_id;
+}
+
+} // namespace
+
+Actions Contender::on_owned(int64_t now, Actions acts) {
+  if (m_config.mode == ContenderConfig::Mode::schedule) {
+    Owner& o = owner();
+    o.rate_origin = now + m_config.initial_delay_ms;
+    o.next_start_at = o.rate_origin;
+    if (m_config.initial_delay_ms > 0) return acts;
+    // fixed-rate: the next tick; fixed-delay: set when this run is over
+    o.next_start_at.reset();
+    if (m_config.fixed_rate) o.next_start_at = next_tick(now);
+  }
+  return start_cmd(now, std::move(acts));
+}
+
+Actions Contender::start_cmd(int64_t, Actions acts) {
+  Owner& o = owner();
+  o.child_running = true;
+  ++m_runs;
+  acts.push_back(action::StartChild{o.lease, o.deadline});
+  return acts;
+}
+
+// Fixed rate: ticks at origin + k * every; the first one after `now`.
+int64_t Contender::next_tick(int64_t now) const {
+  int64_t every = std::max<int64_t>(m_config.every_ms, 1);
+  int64_t origin = owner().rate_origin;
+  if (now < origin) return origin;
+  return origin + ((now - origin) / every + 1) * every;
+}
+
+Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent_at) {
+  if (phase() != Phase::owning && phase() != Phase::draining) return {};
+  Owner& own = owner();
+  if (r.status != CallResult::Status::ok) {
+    if (own.holding) {
+      // CMD is done; the lease stays until its own transition_at anyway.
+      return finish(now, m_child_code,
+                    {action::Log{LogLevel::warning,
+                                 "could not extend the lease for --min-hold: " + r.error}});
+    }
+    own.guard_at = now + m_config.retry_ms; // on_timer stops CMD at the kill point first
+    return {action::Log{LogLevel::warning, "guard failed: " + r.error + "; retrying"}};
+  }
+  const Observed& o = r.observed;
+  if (!o.lease.owned_by(m_config.contender_id, o.now) ||
+      o.lease.fencing_token != own.lease.fencing_token) {
+    std::string why = describe_owner(o, m_config.contender_id);
+    if (!r.error.empty()) why += " (" + r.error + ")"; // the backend's remark on an ok reply
+    if (own.holding) {
+      return finish(now, m_child_code,
+                    {action::Log{LogLevel::warning, "lease lost during --min-hold: " + why}});
+    }
+    return begin_stop(now, "ownership of " + m_config.mutex + " lost: " + why);
+  }
+  own.adopt(o.lease, owner_times(o, sent_at));
+  if (own.holding && !own.hold_sent) return after_all_gone(now, {});
+  if (own.holding) return finish(now, m_child_code);
+  return {action::SetDeadline{own.deadline},
+          action::Log{LogLevel::verbose, "renewed " + m_config.mutex + " until +" +
+                                           format_duration(o.lease.transition_at - o.now)}};
+}
+
+Actions Contender::begin_stop(int64_t now, const std::string& why, Actions acts) {
+  Owner& o = owner();
+  bool cmd_alive = o.child_running || o.stage == Phase::draining;
+  o.stage = Phase::stopping;
+  o.guard_at.reset();
+  o.next_start_at.reset();
+  if (!cmd_alive) {
+    // lead/schedule between runs: nothing to stop
+    acts.push_back(action::Log{LogLevel::warning, why});
+    return after_loss(now, std::move(acts));
+  }
+  acts.push_back(action::Log{LogLevel::warning, why + "; stopping the command"});
+  acts.push_back(action::SignalAll{m_config.kill_signal});
+  o.kill_at = std::min(now + m_config.kill_after_ms, o.deadline);
+  if (*o.kill_at <= now) {
+    acts.push_back(action::SignalAll{SIGKILL});
+    o.kill_at.reset();
+  }
+  return acts;
+}
+
+Actions Contender::on_owner_timer(int64_t now) {
+  Owner& o = owner();
+  if (o.stage == Phase::stopping) {
+    if (!o.kill_at || now < *o.kill_at) return {};
+    o.kill_at.reset();
+    return {action::SignalAll{SIGKILL}};
+  }
+  if (now >= o.kill_point) {
+    if (o.holding) return finish(now, m_child_code);
+    return begin_stop(now, "no renewal of " + m_config.mutex + " before its deadline");
+  }
+  Actions acts;
+  if (o.kill_at && now >= *o.kill_at) {
+    o.kill_at.reset();
+    acts.push_back(action::SignalAll{SIGKILL});
+  }
+  if (o.next_start_at && now >= *o.next_start_at) {
+    bool busy = o.child_running || o.stage == Phase::draining;
+    bool rate = m_config.mode == ContenderConfig::Mode::schedule && m_config.fixed_rate;
+    o.next_start_at.reset();
+    if (rate) o.next_start_at = next_tick(now);
+    if (busy) {
+      acts.push_back(
+        action::Log{LogLevel::info, "tick skipped: the previous run is still running"});
+    } else {
+      acts = start_cmd(now, std::move(acts));
+    }
+  }
+  return guard_if_due(now, std::move(acts));
+}
+
+Actions Contender::guard_if_due(int64_t now, Actions acts) {
+  const Owner& o = owner();
+  if (!o.guard_at || now < *o.guard_at || m_in_flight) return acts;
+  return call(now, Op::guard, std::move(acts));
+}
+
+Actions Contender::on_owner_signal(int64_t now, int signo, bool stop, bool again) {
+  Owner& o = owner();
+  if (again && (o.child_running || o.stage == Phase::draining) && !o.kill_at) {
+    // CMD did not stop on the forwarded signal: the kill sequence now.
+    o.kill_at = now + m_config.kill_after_ms;
+    return {action::Log{LogLevel::warning,
+                        "asked again to stop: the kill signal to the command and all it "
+                        "started, SIGKILL in " + format_duration(m_config.kill_after_ms)},
+            action::SignalAll{m_config.kill_signal}};
+  }
+  if (long_running() && stop) {
+    m_shutdown = true;
+    o.next_start_at.reset();
+    // Between runs there is nothing to forward to: release and exit.
+    if (o.stage == Phase::owning && !o.child_running) {
+      return release_then_exit(now, 128 + signo,
+                               {action::Log{LogLevel::info, "releasing " + m_config.mutex}});
+    }
+  }
+  return {action::SignalChild{signo}};
+}
+
+Actions Contender::on_child_exit(int64_t now, int shell_code, bool leftovers) {
+  m_child_code = shell_code;
+  auto* o = std::get_if<Owner>(&m_state);
+  if (!o) return {};
+  o->child_running = false;
+  if (o->stage == Phase::stopping) return leftovers ? Actions{} : on_all_gone(now);
+  if (o->stage != Phase::owning) return {};
+  if (now >= o->kill_point) {
+    // Noticed after the kill point (simba was stopped or hung; the watchdog
+    // may have killed CMD): we cannot vouch that CMD ran within its lease.
+    if (leftovers) o->stage = Phase::draining; // begin_stop stops them
+    return begin_stop(now, "command exited after the lease's kill point");
+  }
+  o->stage = Phase::draining;
+  Actions acts{action::Log{long_running() ? LogLevel::info : LogLevel::verbose,
+                           "command exited with status " + std::to_string(shell_code)}};
+  if (!leftovers) return after_all_gone(now, std::move(acts));
+  // What CMD left running still acts under the lock: stop it before the
+  // release (DESIGN §7).
+  acts.push_back(action::Log{LogLevel::verbose, "stopping what the command left running"});
+  acts.push_back(action::SignalAll{m_config.kill_signal});
+  o->kill_at = now + m_config.kill_after_ms;
+  return acts;
+}
+
+Actions Contender::on_all_gone(int64_t now) {
+  auto* o = std::get_if<Owner>(&m_state);
+  if (!o) return {};
+  o->kill_at.reset();
+  if (o->stage == Phase::stopping) return after_loss(now, {});
+  if (o->stage == Phase::draining) return after_all_gone(now, {});
+  return {};
+}
+
+Actions Contender::after_loss(int64_t now, Actions acts) {
+  // We may still own it if we only lost contact: release so others need
+  // not wait for the expiry (a no-op when someone else owns it).
+  if (!long_running()) return release_then_exit(now, exit_code::k_lost, std::move(acts));
+  if (m_shutdown) return release_then_exit(now, m_child_code, std::move(acts));
+  return recontend(now, std::move(acts));
+}
+
+Actions Contender::recontend(int64_t now, Actions acts) {
+  Waiting w;
+  w.began = now;
+  // We may still hold the lease we lost contact with: a signal before the
+  // next answer releases it.
+  w.maybe_owner = true;
+  m_state = std::move(w);
+  acts.push_back(action::Log{LogLevel::info, "contending for " + m_config.mutex + " again"});
+  if (m_in_flight) {
+    waiting().try_at = now; // after the reply in flight
+    return acts;
+  }
+  return call(now, Op::acquire, std::move(acts));
+}
+
+// CMD and all it left are gone, within the lease.
+Actions Contender::after_all_gone(int64_t now, Actions acts) {
+  if (m_config.mode != ContenderConfig::Mode::run) return after_run(now, std::move(acts));
+  return hold_or_release(now, std::move(acts));
+}
+
+Actions Contender::after_run(int64_t now, Actions acts) {
+  using Mode = ContenderConfig::Mode;
+  using R = ContenderConfig::Restart;
+  int code = m_child_code;
+  bool done = m_shutdown;
+  if (m_config.mode == Mode::lead) {
+    done = done || m_config.restart == R::never || (m_config.restart == R::on_failure && code == 0);
+  } else {
+    done = done || (m_config.max_runs && m_runs >= *m_config.max_runs);
+  }
+  if (done) {
+    acts.push_back(action::Log{LogLevel::info, "releasing " + m_config.mutex});
+    return release_then_exit(now, code, std::move(acts));
+  }
+  Owner& o = owner();
+  o.stage = Phase::owning;
+  o.kill_at.reset();
+  if (m_config.mode == Mode::lead) {
+    o.next_start_at = now + m_config.restart_delay_ms;
+    acts.push_back(action::Log{LogLevel::info, "restarting the command in " +
+                                                 format_duration(m_config.restart_delay_ms)});
+  } else if (!m_config.fixed_rate) {
+    o.next_start_at = now + m_config.every_ms;
+  }
+  return acts;
+}
+
+// --min-hold: keep the lease until acquired_at + D (backend clock), then
+// exit at once. The backend's now is estimated from the last reply.
+Actions Contender::hold_or_release(int64_t now, Actions acts) {
+  Owner& o = owner();
+  int64_t backend_now = m_last_backend_now + (now - m_last_reply_at);
+  int64_t remaining = o.lease.acquired_at + m_config.min_hold_ms - backend_now;
+  if (m_config.min_hold_ms <= 0 || remaining <= 0) {
+    return release_then_exit(now, m_child_code, std::move(acts));
+  }
+  o.holding = true;
+  o.guard_at.reset();
+  if (m_in_flight) return acts; // on_guard_reply sends the hold after this reply
+  o.hold_sent = true;
+  acts.push_back(action::Log{LogLevel::verbose, "holding " + m_config.mutex + " for --min-hold, " +
+                                                  format_duration(remaining) + " more"});
+  return call_with(now, Op::hold, remaining, 0, std::move(acts));
+}
+
+} // namespace simba::core
