@@ -79,62 +79,101 @@ constexpr const char* k_backends = "sqlite, redis";
 constexpr const char* k_backends = "sqlite";
 #endif
 
-} // namespace
-
-int main(int argc, char** argv) {
-  // Everything after the first "--" is CMD, untouched by option parsing.
-  std::vector<std::string> cmd;
+// Everything after the first "--" is CMD, untouched by option parsing;
+// options end where it begins (`parse_argc`).
+struct CommandLine {
+  int parse_argc = 0;
   bool has_separator = false;
-  int parse_argc = argc;
+  std::vector<std::string> cmd;
+  std::string wanted; // the first word that is not an option: the subcommand
+};
+
+CommandLine split_command_line(int argc, char** argv) {
+  CommandLine c;
+  c.parse_argc = argc;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--") == 0) {
-      has_separator = true;
-      parse_argc = i;
-      cmd.assign(argv + i + 1, argv + argc);
+      c.has_separator = true;
+      c.parse_argc = i;
+      c.cmd.assign(argv + i + 1, argv + argc);
       break;
     }
   }
+  for (int i = 1; i < c.parse_argc; ++i) {
+    if (argv[i][0] != '-') {
+      c.wanted = argv[i];
+      break;
+    }
+  }
+  return c;
+}
 
+// Every subcommand's options, and the CLI11 command that fills them.
+struct Subcommands {
+  RunOptions run;
+  LeadOptions lead;
+  ScheduleOptions schedule;
+  StatusOptions status;
+  ReleaseOptions release;
+  CLI::App* run_cmd = nullptr;
+  CLI::App* lead_cmd = nullptr;
+  CLI::App* schedule_cmd = nullptr;
+  CLI::App* status_cmd = nullptr;
+  CLI::App* release_cmd = nullptr;
+
+  // Only the subcommand named on the command line gets its options: building
+  // all of them costs a fifth of a millisecond on every start. The others
+  // are listed (for help and for CLI11's errors) with their descriptions only.
+  void add_to(CLI::App& app, const std::string& wanted) {
+    auto build = [&](const char* name, auto add, auto& options) -> CLI::App* {
+      if (!wanted.empty() && wanted != name && is_subcommand(wanted)) {
+        return app.add_subcommand(name, subcommand_description(name));
+      }
+      return add(app, options);
+    };
+    run_cmd = build("run", add_run_command, run);
+    lead_cmd = build("lead", add_lead_command, lead);
+    schedule_cmd = build("schedule", add_schedule_command, schedule);
+    status_cmd = build("status", add_status_command, status);
+    release_cmd = build("release", add_release_command, release);
+  }
+
+  // The parsed subcommand's exit code.
+  int run_parsed(const CommandLine& line) {
+    if (line.has_separator && !run_cmd->parsed() && !lead_cmd->parsed() &&
+        !schedule_cmd->parsed()) {
+      throw UsageError("'--' is only for commands that run CMD");
+    }
+    for (CLI::App* c : {run_cmd, lead_cmd, schedule_cmd})
+      if (c->parsed()) refuse_extras(*c);
+    if (run_cmd->parsed()) return end(run_command(run, line.cmd));
+    if (lead_cmd->parsed()) return end(lead_command(lead, line.cmd));
+    if (schedule_cmd->parsed()) return end(schedule_command(schedule, line.cmd));
+    if (status_cmd->parsed()) return status_command(status);
+    if (release_cmd->parsed()) return release_command(release);
+    throw InternalError("no subcommand");
+  }
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CommandLine line = split_command_line(argc, argv);
   CLI::App app("simba: shell-level locking and leadership", "simba");
   app.set_version_flag("--version",
                        std::string("simba ") + SIMBA_VERSION + " (backends: " + k_backends + ")");
   app.require_subcommand(1);
   app.formatter(std::make_shared<UsageFormatter>()); // inherited by the subcommands
-
-  // Only the subcommand named on the command line gets its options: building
-  // all of them costs a fifth of a millisecond on every start. The others
-  // are listed (for help and for CLI11's errors) with their descriptions only.
-  std::string wanted;
-  for (int i = 1; i < parse_argc; ++i) {
-    if (argv[i][0] != '-') {
-      wanted = argv[i];
-      break;
-    }
-  }
-  auto build = [&](const char* name, auto add, auto& options) -> CLI::App* {
-    if (!wanted.empty() && wanted != name && is_subcommand(wanted)) {
-      return app.add_subcommand(name, subcommand_description(name));
-    }
-    return add(app, options);
-  };
-  RunOptions run;
-  CLI::App* run_cmd = build("run", add_run_command, run);
-  LeadOptions lead;
-  CLI::App* lead_cmd = build("lead", add_lead_command, lead);
-  ScheduleOptions schedule;
-  CLI::App* schedule_cmd = build("schedule", add_schedule_command, schedule);
-  StatusOptions status;
-  CLI::App* status_cmd = build("status", add_status_command, status);
-  ReleaseOptions release;
-  CLI::App* release_cmd = build("release", add_release_command, release);
+  Subcommands subcommands;
+  subcommands.add_to(app, line.wanted);
 
   try {
-    if (!wanted.empty() && !is_subcommand(wanted)) {
-      throw UsageError("unknown command '" + wanted +
+    if (!line.wanted.empty() && !is_subcommand(line.wanted)) {
+      throw UsageError("unknown command '" + line.wanted +
                        "' (commands: run, lead, schedule, status, release)");
     }
     try {
-      app.parse(parse_argc, argv);
+      app.parse(line.parse_argc, argv);
     } catch (const CLI::CallForHelp& e) {
       return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
@@ -144,17 +183,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
       throw UsageError(e.what());
     }
-    if (has_separator && !run_cmd->parsed() && !lead_cmd->parsed() && !schedule_cmd->parsed()) {
-      throw UsageError("'--' is only for commands that run CMD");
-    }
-    for (CLI::App* c : {run_cmd, lead_cmd, schedule_cmd})
-      if (c->parsed()) refuse_extras(*c);
-    if (run_cmd->parsed()) return end(run_command(run, cmd));
-    if (lead_cmd->parsed()) return end(lead_command(lead, cmd));
-    if (schedule_cmd->parsed()) return end(schedule_command(schedule, cmd));
-    if (status_cmd->parsed()) return status_command(status);
-    if (release_cmd->parsed()) return release_command(release);
-    throw InternalError("no subcommand");
+    return subcommands.run_parsed(line);
   } catch (const Error& e) {
     print_error(e.what());
     return e.code();
