@@ -2,7 +2,7 @@
 #include "backend/backend.hpp"
 
 #include "backend/redis_backend.hpp"
-#include "backend/sqlite_backend.hpp"
+#include "backend/sqlite/sqlite_backend.hpp"
 #include "core/error.hpp"
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 // SQLite backend (DESIGN §5.1): leases in one table of a local database file,
 // release notification through inotify on a directory beside it.
-#include "backend/sqlite_backend.hpp"
+#include "backend/sqlite/sqlite_backend.hpp"
 
-#include "backend/sqlite_trust.hpp"
+#include "backend/sqlite/trust.hpp"
 
 #include "core/error.hpp"
 
