@@ -3,7 +3,7 @@
 #include "backend/backend.hpp"
 
 #include "backend/redis/redis.hpp"
-#include "backend/sqlite_backend.hpp"
+#include "backend/sqlite/sqlite_backend.hpp"
 #include "backend/uri.hpp"
 
 namespace simba::backend {

@@ -15,4 +15,11 @@ inline int64_t boottime_ms() {
   return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+// The same clock in nanoseconds, for budgets finer than a millisecond.
+inline int64_t boottime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 } // namespace simba::sys

@@ -5,7 +5,7 @@
 #include "support.hpp"
 
 #include "core/error.hpp"
-#include "backend/sqlite_backend.hpp"
+#include "backend/sqlite/sqlite_backend.hpp"
 
 #include <doctest/doctest.h>
 

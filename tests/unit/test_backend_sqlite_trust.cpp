@@ -2,7 +2,7 @@
 // written a directory or the database (issue 13 §5; the e2e tests
 // test_sqlite_hostile_files and test_sqlite_shared_users play them with
 // real users).
-#include "backend/sqlite_trust.hpp"
+#include "backend/sqlite/trust.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-// Whose files the SQLite backend trusts: the rules (sqlite_trust.hpp).
-#include "backend/sqlite_trust.hpp"
+// Whose files the SQLite backend trusts: the rules (trust.hpp).
+#include "backend/sqlite/trust.hpp"
 
 #include <unistd.h>
 

@@ -1,7 +1,20 @@
 #pragma once
-// The SQLite backend (DESIGN §5.1): one database file on one host. The class
-// itself is private to sqlite_backend.cpp; open_backend() reaches it through
-// this factory.
+// backend/sqlite/: the SQLite backend (DESIGN §5.1). Leases live in one table
+// of a database file on one host; releases wake waiters through inotify on
+// files in a directory beside it. open_backend() reaches it through
+// open_sqlite() below; everything else in the folder is private to it:
+//   sqlite_backend.cpp  the Backend: each operation as one write transaction,
+//                       and opening the path again when the file was replaced
+//   lease_rules         what acquire, guard, hold, release, force_release decide
+//   lease_row           a table row <-> a Lease (boot clock and wall clock)
+//   clocks              the two clocks of an operation, the boot id
+//   schema              the table, its statements, creating and migrating it
+//   connection          the SQLite connection: settings, busy handler,
+//                       statement cache, the WAL checkpoint policy
+//   database_files      the open path: directory, file, -wal/-shm, network
+//                       filesystems, symlinks, permission messages
+//   trust               whose files we trust (pure rules on a stat)
+//   waiters             the waiter queue and release notification (inotify)
 #include "backend/backend.hpp"
 
 #include <cstdint>

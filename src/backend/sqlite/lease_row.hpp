@@ -1,0 +1,52 @@
+#pragma once
+// A row of the lease table <-> a Lease on this boot's CLOCK_BOOTTIME, the
+// clock every decision uses; and a Lease moved onto the wall clock, as
+// replies and the wall-clock columns give it (schema.hpp has the columns,
+// clocks.hpp the two clocks).
+#include "backend/sqlite/clocks.hpp"
+#include "core/lease.hpp"
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+
+namespace simba::backend::sqlite {
+
+class Connection;
+
+// One row of simba_mutex as stored.
+struct Row {
+  bool exists = false;
+  core::Lease wall; // the wall-clock columns
+  std::string boot_id;
+  int64_t boot_acquired_at = 0, boot_ttl_at = 0, boot_transition_at = 0;
+  bool boot_stamped = false; // boot_ columns written with this row's token
+};
+
+// The row whose SIMBA_SQL_ROW columns start at column `first` of `s`.
+Row read_row(sqlite3_stmt* s, int first);
+
+// Reads the mutex's row into `row` (exists = false: none); an SQLite code.
+int select_row(Connection& db, const std::string& mutex, Row& row);
+
+// Writes `l` (on the boot clock) on both clocks, stamped with our boot; an
+// SQLite code.
+int write_row(Connection& db, const std::string& mutex, const core::Lease& l, int64_t boot_to_wall);
+
+// The stored lease on this boot's boot clock, at the instant `c`.
+core::Lease lease_of(const Row& row, const Clocks& c);
+
+// A lease on the boot clock as replies and the wall-clock columns give it:
+// moved by `boot_to_wall` (wall minus boot clock), so that every distance
+// from `now` is the boot clock's. Every delay is computed from differences
+// with the reply's `now` (DESIGN §3), so the contend logic sees exactly the
+// boot clock; status and SIMBA_ACQUIRED_AT see calendar times.
+inline core::Lease on_wall_clock(core::Lease l, int64_t boot_to_wall) {
+  l.acquired_at += boot_to_wall;
+  l.ttl_at += boot_to_wall;
+  l.transition_at += boot_to_wall;
+  return l;
+}
+
+} // namespace simba::backend::sqlite

@@ -1,0 +1,33 @@
+#pragma once
+// What each SQLite operation decides, given the lease as it stands at `now`
+// (both on the boot clock): the rules of backend.hpp, without I/O. The
+// backend runs each decision inside one write transaction
+// (sqlite_backend.cpp) and writes the lease only if `write`.
+#include "core/lease.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace simba::backend::sqlite {
+
+struct Decision {
+  bool write = false;
+  core::Lease lease; // the lease after the operation (unchanged if !write)
+};
+
+// A free lease becomes `contender`'s, with a new token seeded from the wall
+// clock `wall_ms`; its own lease is renewed; another's stays.
+Decision decide_acquire(const core::Lease& cur, int64_t now, const std::string& contender,
+                        int64_t ttl_ms, int64_t transition_ms, int64_t wall_ms);
+
+// guard and hold: a compare-and-set on owner and token.
+Decision decide_renew(const core::Lease& cur, int64_t now, const std::string& contender,
+                      uint64_t token, int64_t ttl_ms, int64_t transition_ms, bool holding);
+
+Decision decide_release(const core::Lease& cur, int64_t now, const std::string& contender,
+                        uint64_t token);
+
+// A lease only held (--min-hold) ends now; one CMD runs under is revoked.
+Decision decide_force_release(const core::Lease& cur, int64_t now, uint64_t token);
+
+} // namespace simba::backend::sqlite

@@ -1,0 +1,47 @@
+#pragma once
+// The lease table of the SQLite backend, the statements on it, and making
+// sure a database has it: created in a new database (in WAL mode), migrated
+// in one made by an older simba.
+//
+// The wall-clock columns (acquired_at, ttl_at, transition_at: epoch ms)
+// place a lease on the calendar for people and are what a simba of the
+// first wave reads and writes; the boot_ columns time it on CLOCK_BOOTTIME
+// of the boot `boot_id` (clocks.hpp). `boot_token` is the fencing token the
+// boot_ columns were written with: a row whose token differs was last
+// written by an older simba, which leaves the boot_ columns as they were
+// (lease_row.hpp). `holding` (1: the lease is only kept for --min-hold,
+// Lease::holding) counts only in a row so stamped.
+namespace simba::backend::sqlite {
+
+class Connection;
+class DatabaseFiles;
+
+#define SIMBA_SQL_ROW                                                                              \
+  "owner_id, acquired_at, ttl_at, transition_at, fencing_token, boot_id, boot_acquired_at, "      \
+  "boot_ttl_at, boot_transition_at, boot_token, holding"
+
+// The columns of SIMBA_SQL_ROW in this order (lease_row.cpp reads them so).
+constexpr const char* k_sql_select = "SELECT " SIMBA_SQL_ROW " FROM simba_mutex WHERE mutex = ?1";
+
+constexpr const char* k_sql_list =
+    "SELECT mutex, " SIMBA_SQL_ROW " FROM simba_mutex ORDER BY mutex";
+
+constexpr const char* k_sql_upsert =
+    "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ") "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT(mutex) DO UPDATE SET "
+    "owner_id = excluded.owner_id, acquired_at = excluded.acquired_at, ttl_at = excluded.ttl_at, "
+    "transition_at = excluded.transition_at, fencing_token = excluded.fencing_token, "
+    "boot_id = excluded.boot_id, boot_acquired_at = excluded.boot_acquired_at, "
+    "boot_ttl_at = excluded.boot_ttl_at, boot_transition_at = excluded.boot_transition_at, "
+    "boot_token = excluded.boot_token, holding = excluded.holding";
+
+#undef SIMBA_SQL_ROW
+
+// Makes sure the opened database has the table (creating it when the
+// database is new, adding the boot_ columns to one made by an older simba),
+// then configures the connection. A database we may only read is opened
+// again as immutable when it must be (files.how().read_only_ok). Throws
+// UnavailableError.
+void ensure_schema(Connection& db, const DatabaseFiles& files);
+
+} // namespace simba::backend::sqlite

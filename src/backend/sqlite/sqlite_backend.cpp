@@ -1,0 +1,345 @@
+// The SQLite backend (sqlite_backend.hpp): each operation is one write
+// transaction on the connection; the folder's other units do the rest.
+#include "backend/sqlite/sqlite_backend.hpp"
+
+#include "backend/sqlite/clocks.hpp"
+#include "backend/sqlite/connection.hpp"
+#include "backend/sqlite/database_files.hpp"
+#include "backend/sqlite/lease_row.hpp"
+#include "backend/sqlite/lease_rules.hpp"
+#include "backend/sqlite/schema.hpp"
+#include "backend/sqlite/waiters.hpp"
+#include "core/error.hpp"
+
+#include <sqlite3.h>
+
+#include <cerrno>
+#include <climits>
+#include <optional>
+#include <utility>
+#include <unistd.h>
+
+namespace simba::backend {
+namespace {
+
+using namespace sqlite;
+
+std::string absolute_path(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char buf[PATH_MAX];
+  if (!getcwd(buf, sizeof buf))
+    throw UnavailableError("cannot resolve " + path + ": " + errno_text(errno));
+  return std::string(buf) + "/" + path;
+}
+
+class SqliteBackend final : public Backend {
+public:
+  SqliteBackend(std::string path, const SqliteOpen& how)
+      : m_files(std::move(path), how), m_waiters(*this, m_files) {}
+
+  // Opens the database at the path: its directory (checked: see trust.hpp;
+  // the default location's made when missing), the notification directory
+  // (checked, if it exists: before a new database is made beside it), the
+  // file (checked; created when allowed), then the connection and the
+  // schema. Throws UnavailableError when the database cannot be used.
+  void open_database() {
+    m_files.open_directory();
+    m_waiters.check_notify_directory();
+    m_files.open_file();
+    if (int rc = m_db.open(m_files.path()); rc != SQLITE_OK) {
+      std::string msg = m_files.permission_problem();
+      if (msg.empty())
+        msg = "cannot open " + m_files.path() + ": " +
+              (m_db.db() ? m_db.errmsg() : sqlite3_errstr(rc));
+      m_db.close();
+      throw UnavailableError(msg);
+    }
+    ensure_schema(m_db, m_files);
+  }
+
+  Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                int64_t transition_ms, int64_t timeout_ms) override {
+    return write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+      if (cur.free_at(now) && held_before_reopen(mutex, contender, now))
+        return Decision{false, m_before_reopen->lease}; // not before it would have ended
+      return decide_acquire(cur, now, contender, ttl_ms, transition_ms, m_clocks.now().wall);
+    });
+  }
+
+  Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    return renew(mutex, contender, token, ttl_ms, transition_ms, false, timeout_ms);
+  }
+
+  Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
+             int64_t hold_ms, int64_t timeout_ms) override {
+    return renew(mutex, contender, token, hold_ms, 0, true, timeout_ms);
+  }
+
+  Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
+                int64_t timeout_ms) override {
+    Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+      return decide_release(cur, now, contender, token);
+    });
+    bool woke = r.changed && m_waiters.wake_first_waiter(mutex);
+    m_db.checkpoint_if_due(woke);
+    return r;
+  }
+
+  Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+      return decide_force_release(cur, now, token);
+    });
+    // A lease that ended wakes the first waiter, as a release does; a
+    // revocation tells its owner and every waiter.
+    if (r.changed && r.observed.lease.free_at(r.observed.now)) {
+      m_db.checkpoint_if_due(m_waiters.wake_first_waiter(mutex));
+      return r;
+    }
+    if (r.changed) m_waiters.notify(mutex);
+    m_db.checkpoint_if_due();
+    return r;
+  }
+
+  Reply get(const std::string& mutex, int64_t timeout_ms) override {
+    if (std::optional<Reply> r = get_once(mutex, timeout_ms)) return *r;
+    if (std::optional<Reply> failed = reopen()) return *failed;
+    std::optional<Reply> r = get_once(mutex, timeout_ms);
+    if (!r) return replaced_again();
+    if (r->ok()) r->error = reopened_note();
+    return *r;
+  }
+
+  Listing list(int64_t timeout_ms) override;
+
+  int watch(const std::string& mutex, const std::string& contender, bool waiting) override {
+    return m_waiters.watch(mutex, contender, waiting);
+  }
+  bool look_after_queueing() const override { return m_waiters.look_after_queueing(); }
+  std::string take_warning() override { return m_waiters.take_warning(); }
+  bool drain_wakeups() override { return m_waiters.drain_wakeups(); }
+
+  void upkeep() override { m_db.checkpoint_if_due(); }
+
+  std::string describe() const override { return "sqlite://" + m_files.path(); }
+
+private:
+  Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, bool holding, int64_t timeout_ms) {
+    Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+      return decide_renew(cur, now, contender, token, ttl_ms, transition_ms, holding);
+    });
+    m_db.checkpoint_if_due();
+    return r;
+  }
+
+  std::optional<Reply> get_once(const std::string& mutex, int64_t timeout_ms);
+  template <typename Decide>
+  Reply write_op(const std::string& mutex, int64_t timeout_ms, Decide decide);
+  template <typename Decide>
+  std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide);
+  Reply write_decision(const std::string& mutex, const Decision& d);
+  std::optional<Reply> reopen();
+  void remember_before_reopen(const std::string& mutex, const core::Lease& lease);
+  bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now);
+  Reply fail_from_rc(int rc);
+  Reply fail_and_roll_back(int rc);
+
+  std::string reopened_note() const {
+    return "the database " + m_files.path() + " was removed or replaced; opened anew";
+  }
+  Reply replaced_again() const {
+    return Reply::failure(Reply::Status::failed,
+                          "the database " + m_files.path() + " was replaced again");
+  }
+
+  // Destroyed in reverse: the waiters leave the queue before the connection
+  // closes, and both use the files' directory descriptor.
+  DatabaseFiles m_files;
+  Connection m_db;
+  Waiters m_waiters;
+  OperationClocks m_clocks;                  // of the operation in progress
+  std::optional<MutexLease> m_before_reopen; // see remember_before_reopen()
+};
+
+// One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
+// it: one writer at a time, so their order is the order of the writes) and
+// the lease, let `decide` compute the new lease on the boot clock, write it,
+// commit. When the file at the path is no longer the database we have open
+// (removed or replaced: DatabaseFiles::replaced()), open the path again and
+// run the operation there: an owner's lease is then gone (its guard says so:
+// lost), a waiter contends with the processes that use the new file.
+template <typename Decide>
+Reply SqliteBackend::write_op(const std::string& mutex, int64_t timeout_ms, Decide decide) {
+  if (std::optional<Reply> r = write_once(mutex, timeout_ms, decide)) return *r;
+  if (std::optional<Reply> failed = reopen()) return *failed;
+  std::optional<Reply> r = write_once(mutex, timeout_ms, decide);
+  if (!r) return replaced_again();
+  if (r->ok()) r->error = reopened_note();
+  return *r;
+}
+
+// nullopt: the database was replaced (nothing written; see write_op).
+template <typename Decide>
+std::optional<Reply> SqliteBackend::write_once(const std::string& mutex, int64_t timeout_ms,
+                                               Decide decide) {
+  if (!m_db.db()) return std::nullopt; // an earlier reopen failed
+  m_db.set_busy_timeout(timeout_ms);
+  int rc = m_db.run(k_begin, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  m_clocks.read(m_db.vfs());
+  Row row;
+  rc = select_row(m_db, mutex, row);
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  if (m_files.replaced()) {
+    m_db.rollback_if_open();
+    remember_before_reopen(mutex, lease_of(row, m_clocks.now()));
+    return std::nullopt;
+  }
+  core::Lease cur = lease_of(row, m_clocks.now());
+  return write_decision(mutex, decide(cur, m_clocks.now().boot));
+}
+
+// Writes what an operation decided, if anything, and ends its transaction.
+Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d) {
+  Reply r;
+  r.observed.now = m_clocks.reply_now();
+  r.observed.lease = on_wall_clock(d.lease, m_clocks.boot_to_wall());
+  if (!d.write) {
+    // Nothing to write: the read-only transaction just ends.
+    int rc = m_db.run(k_commit, "COMMIT");
+    if (rc != SQLITE_OK) m_db.rollback_if_open();
+    r.status = Reply::Status::ok;
+    return r;
+  }
+  int rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall());
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  rc = m_db.run(k_commit, "COMMIT");
+  if (rc != SQLITE_OK) {
+    // COMMIT may fail with the transaction still open (then rolling back
+    // makes it certain nothing was applied) or after writing part of it.
+    std::string msg = is_busy(rc) ? "database is busy" : m_db.errmsg();
+    if (!sqlite3_get_autocommit(m_db.db()) && m_db.run(k_rollback, "ROLLBACK") == SQLITE_OK)
+      return Reply::failure(Reply::Status::failed, msg);
+    return Reply::failure(Reply::Status::indeterminate, "commit failed: " + msg);
+  }
+  r.status = Reply::Status::ok;
+  r.changed = true;
+  return r;
+}
+
+std::optional<Reply> SqliteBackend::get_once(const std::string& mutex, int64_t timeout_ms) {
+  if (!m_db.db()) return std::nullopt;
+  m_db.set_busy_timeout(timeout_ms);
+  m_clocks.read(m_db.vfs());
+  Row row;
+  if (int rc = select_row(m_db, mutex, row); rc != SQLITE_OK) return fail_from_rc(rc);
+  if (m_files.replaced()) {
+    remember_before_reopen(mutex, lease_of(row, m_clocks.now()));
+    return std::nullopt;
+  }
+  Reply r;
+  r.status = Reply::Status::ok;
+  r.observed.now = m_clocks.reply_now();
+  r.observed.lease = on_wall_clock(lease_of(row, m_clocks.now()), m_clocks.boot_to_wall());
+  return r;
+}
+
+Listing SqliteBackend::list(int64_t timeout_ms) {
+  Listing out;
+  if (!m_db.db() || m_files.replaced()) {
+    if (std::optional<Reply> failed = reopen()) {
+      out.error = failed->error;
+      return out;
+    }
+  }
+  m_db.set_busy_timeout(timeout_ms);
+  sqlite3_stmt* s = m_db.stmt(k_list, k_sql_list);
+  if (!s) {
+    out.error = m_db.errmsg();
+    return out;
+  }
+  m_clocks.read(m_db.vfs());
+  out.now = m_clocks.reply_now();
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    MutexLease ml;
+    ml.mutex = column_text(s, 0);
+    ml.lease = on_wall_clock(lease_of(read_row(s, 1), m_clocks.now()), m_clocks.boot_to_wall());
+    out.mutexes.push_back(std::move(ml));
+  }
+  if (rc != SQLITE_DONE) {
+    out.error = fail_from_rc(rc).error;
+    out.mutexes.clear();
+    sqlite3_reset(s);
+    return out;
+  }
+  sqlite3_reset(s);
+  out.ok = true;
+  return out;
+}
+
+// Opens the path again (creating directory and file, as a new process does),
+// and sets the wake-ups up again there; a failure, when it cannot. Its
+// directory too, which existed when we started: not a typo.
+std::optional<Reply> SqliteBackend::reopen() {
+  m_db.close();
+  m_waiters.drop_notify_directory();
+  m_files.create_again();
+  try {
+    open_database();
+  } catch (const Error& e) {
+    m_db.close();
+    return Reply::failure(Reply::Status::failed, "the database " + m_files.path() +
+                                                     " was removed or replaced: " + e.what());
+  }
+  m_waiters.watch_again();
+  return std::nullopt;
+}
+
+// The lease that was valid in the database before it was replaced: a waiter
+// does not take the mutex in the new file before that lease would have
+// ended (its owner's CMD may run until then), nor does anyone else whom this
+// process serves. Only for others' leases: our own is lost.
+void SqliteBackend::remember_before_reopen(const std::string& mutex, const core::Lease& lease) {
+  if (!lease.free_at(m_clocks.now().boot)) m_before_reopen = MutexLease{mutex, lease};
+}
+
+bool SqliteBackend::held_before_reopen(const std::string& mutex, const std::string& contender,
+                                       int64_t now) {
+  if (!m_before_reopen || m_before_reopen->mutex != mutex) return false;
+  const core::Lease& l = m_before_reopen->lease;
+  if (l.free_at(now)) {
+    m_before_reopen.reset();
+    return false;
+  }
+  return l.owner_id != contender;
+}
+
+Reply SqliteBackend::fail_from_rc(int rc) {
+  if (is_busy(rc)) return Reply::failure(Reply::Status::failed, "database is busy");
+  if ((rc & 0xff) == SQLITE_READONLY) // opened read-only for status: release says why
+    if (std::string denied = m_files.permission_problem(); !denied.empty())
+      return Reply::failure(Reply::Status::failed, denied);
+  return Reply::failure(Reply::Status::failed, m_db.errmsg());
+}
+
+Reply SqliteBackend::fail_and_roll_back(int rc) {
+  Reply f = fail_from_rc(rc);
+  m_db.rollback_if_open();
+  return f;
+}
+
+} // namespace
+
+std::unique_ptr<Backend> open_sqlite(const std::string& path, const SqliteOpen& how) {
+  if (sqlite::boot_id().empty())
+    throw UnavailableError("cannot read /proc/sys/kernel/random/boot_id: SQLite leases are "
+                           "timed on the boot clock and need it");
+  // Messages name the absolute path (resolved once its directory is open).
+  auto backend = std::make_unique<SqliteBackend>(absolute_path(path), how);
+  backend->open_database();
+  return backend;
+}
+
+} // namespace simba::backend

@@ -1,0 +1,318 @@
+// The waiter queue and release notification of the SQLite backend
+// (waiters.hpp).
+#include "backend/sqlite/waiters.hpp"
+
+#include "backend/backend.hpp"
+#include "backend/sqlite/database_files.hpp"
+#include "backend/sqlite/trust.hpp"
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+
+namespace simba::backend::sqlite {
+namespace {
+
+// The read that follows queueing (see look_after_queueing): short, a look
+// is the fallback.
+constexpr int64_t k_look_timeout_ms = 100;
+
+std::string fnv1a_hex(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+} // namespace
+
+Waiters::~Waiters() {
+  leave_queue();
+  if (m_watch_fd >= 0) close(m_watch_fd);
+  drop_notify_directory();
+}
+
+int Waiters::watch(const std::string& mutex, const std::string& contender, bool waiting) {
+  std::string name = fnv1a_hex(mutex);
+  if (m_watch_fd < 0 || name != m_watch_name) {
+    leave_queue();
+    if (m_watch_fd >= 0) close(m_watch_fd);
+    m_waiting = waiting;
+    m_watch_name = name;
+    m_watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (m_watch_fd < 0) {
+      m_notify_problem = std::string("inotify: ") + errno_text(errno);
+      warn_no_notification();
+      return -1;
+    }
+    // Best effort: without it, a forced release reaches an owner at its
+    // next renewal, a waiter at its next look. The queue is what a
+    // waiter needs (join_queue warns).
+    watch_broadcast();
+  }
+  m_waiting = waiting;
+  if (waiting && m_waiter_file.empty()) {
+    join_queue();
+    // A read (no write lock), once queued.
+    m_look =
+        m_waiter_file.empty() || !held_by_other(m_owner.get(mutex, k_look_timeout_ms), contender);
+  } else if (!waiting) {
+    leave_queue();
+  }
+  return m_watch_fd;
+}
+
+std::string Waiters::take_warning() { return std::exchange(m_warning, std::string()); }
+
+bool Waiters::drain_wakeups() {
+  if (m_watch_fd < 0) return false;
+  bool ours = false;
+  bool lost_watch = false;
+  bool lost_place = false;
+  alignas(struct inotify_event) char buf[4096];
+  for (;;) {
+    ssize_t n = read(m_watch_fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t off = 0; off < n;) {
+      auto* ev = reinterpret_cast<struct inotify_event*>(buf + off);
+      if (ev->mask & IN_Q_OVERFLOW) ours = true; // events were lost: may be ours
+      // IN_IGNORED: the file went (someone cleaned the directory up).
+      bool gone = ev->mask & IN_IGNORED;
+      if (ev->wd == m_broadcast_wd && (gone || (ev->mask & IN_CLOSE_WRITE))) ours = true;
+      if (ev->wd == m_broadcast_wd && gone) lost_watch = true;
+      if (ev->wd == m_waiter_wd && (ev->mask & IN_ATTRIB)) ours = true;
+      if (ev->wd == m_waiter_wd && gone) lost_place = true;
+      off += static_cast<ssize_t>(sizeof(struct inotify_event) + ev->len);
+    }
+  }
+  // A file went: watch a new one (a release may have been missed
+  // meanwhile, hence the wake-up).
+  if (lost_watch) watch_broadcast();
+  if (lost_place) {
+    ours = true;
+    m_waiter_wd = -1;
+    leave_queue();
+    join_queue();
+  }
+  return ours;
+}
+
+void Waiters::check_notify_directory() {
+  struct stat st;
+  m_notify_checked = false;
+  if (fstatat(m_files.dir_fd(), m_files.notify_name().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return;
+  if (std::string why = m_files.notify_distrust(st); !why.empty())
+    throw UnavailableError("refusing the notification directory " + m_files.notify_dir() + ": " +
+                           why + sqlite_trust::k_sharing_hint);
+  m_notify_checked = true;
+}
+
+// ---- The notification directory -------------------------------------------
+// Everything in it is opened from its descriptor, never following a link
+// (O_NOFOLLOW; O_NONBLOCK: a FIFO must not hang us). Files are made with
+// the database's permissions, the directory with the matching search
+// bits, so that whoever may use the database may use them (in a shared
+// directory the group's setgid bit gives them its group).
+mode_t Waiters::file_mode() const { return m_files.file_mode(); }
+mode_t Waiters::dir_mode() const { return file_mode() | ((file_mode() & 0444) >> 2); }
+// More than the owner's bits: the umask must not take them away (one
+// fchmod per file made; none for a private database).
+bool Waiters::shared_modes() const { return file_mode() != 0600; }
+
+// The notification directory's descriptor (made when missing and
+// `create`), or -1 (m_notify_problem says why, unless it is just missing).
+int Waiters::notify_directory(bool create) {
+  if (m_notify_fd >= 0) return m_notify_fd;
+  const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  const int at = m_files.dir_fd();
+  const char* name = m_files.notify_name().c_str();
+  int fd = openat(at, name, flags);
+  bool made = false;
+  if (fd < 0 && errno == ENOENT && create) {
+    made = mkdirat(at, name, dir_mode()) == 0;
+    fd = openat(at, name, flags);
+  }
+  if (fd < 0) {
+    if (errno != ENOENT || create)
+      m_notify_problem = m_files.notify_dir() + ": " + errno_text(errno);
+    return -1;
+  }
+  if (made && shared_modes()) fchmod(fd, dir_mode() | (m_files.dir_setgid() ? S_ISGID : 0));
+  if (!m_notify_checked) { // made (by anyone) after the open's check
+    struct stat st;
+    std::string why = fstat(fd, &st) != 0 ? errno_text(errno) : m_files.notify_distrust(st);
+    if (!why.empty()) {
+      close(fd);
+      m_notify_problem = "refusing " + m_files.notify_dir() + ": " + why;
+      return -1;
+    }
+    m_notify_checked = true;
+  }
+  m_notify_fd = fd;
+  m_notify_scanned = false;
+  return fd;
+}
+
+// It was removed: whoever makes it next, it is checked again.
+void Waiters::drop_notify_directory() {
+  if (m_notify_fd >= 0) close(m_notify_fd);
+  m_notify_fd = -1;
+  m_notify_checked = false;
+}
+
+// Opens `name` in the notification directory (made when missing); in a
+// new one, once, when the one we had open was removed meanwhile.
+int Waiters::open_in_notify(const std::string& name, int flags) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int dir = notify_directory(true);
+    if (dir < 0) return -1;
+    int fd = openat(dir, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                    file_mode());
+    if (fd >= 0) {
+      if ((flags & O_CREAT) && shared_modes()) fchmod(fd, file_mode()); // EPERM: not ours, fine
+      return fd;
+    }
+    if (errno != ENOENT) {
+      m_notify_problem = m_files.notify_dir() + "/" + name + ": " + errno_text(errno);
+      return -1;
+    }
+    drop_notify_directory();
+  }
+  return -1;
+}
+
+// Watches the file open at `fd` (the very file, not whatever its name
+// leads to by then).
+int Waiters::watch_fd(int fd, uint32_t mask) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  return inotify_add_watch(m_watch_fd, path, mask);
+}
+
+// A waiter that cannot use the notification waits on its timer alone:
+// it says so once.
+void Waiters::warn_no_notification() {
+  if (m_warned || !m_waiting) return;
+  m_warned = true;
+  m_warning = "cannot use the release notification (" +
+              (m_notify_problem.empty() ? m_files.notify_dir() : m_notify_problem) +
+              "): waiting without it, hand-overs will be slow";
+}
+
+// IN_CLOSE_WRITE on the broadcast file: a forced release. Created when
+// missing (opened read-only, which raises no IN_CLOSE_WRITE).
+bool Waiters::watch_broadcast() {
+  int fd = open_in_notify(m_watch_name, O_CREAT | O_RDONLY);
+  if (fd < 0) return false;
+  m_broadcast_wd = watch_fd(fd, IN_CLOSE_WRITE);
+  close(fd);
+  return m_broadcast_wd >= 0;
+}
+
+// After a reopen: the notify directory may have gone with the database.
+void Waiters::watch_again() {
+  if (m_watch_fd < 0) return;
+  leave_queue();
+  if (m_broadcast_wd >= 0) inotify_rm_watch(m_watch_fd, m_broadcast_wd);
+  m_broadcast_wd = -1;
+  watch_broadcast();
+  if (m_waiting) join_queue();
+}
+
+void Waiters::join_queue() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts); // one host: one clock orders the queue
+  char name[96];
+  snprintf(name, sizeof name, "%s.w.%020lld.%ld", m_watch_name.c_str(),
+           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, long(getpid()));
+  int fd = open_in_notify(name, O_CREAT | O_EXCL | O_RDWR);
+  if (fd < 0) { // the timed wake-up remains
+    warn_no_notification();
+    return;
+  }
+  // Held while we wait: the kernel drops it the instant we die, which is
+  // how a releaser tells a live waiter from a dead one (a pid may be reused).
+  flock(fd, LOCK_EX);
+  m_waiter_fd = fd;
+  m_waiter_file = name;
+  // IN_ATTRIB: a releaser touched it (our turn).
+  m_waiter_wd = watch_fd(fd, IN_ATTRIB);
+}
+
+void Waiters::leave_queue() {
+  if (m_waiter_file.empty()) return;
+  // The watch first: unlinking raises IN_ATTRIB too.
+  if (m_waiter_wd >= 0) inotify_rm_watch(m_watch_fd, m_waiter_wd);
+  m_waiter_wd = -1;
+  if (m_notify_fd >= 0) unlinkat(m_notify_fd, m_waiter_file.c_str(), 0);
+  close(m_waiter_fd);
+  m_waiter_fd = -1;
+  m_waiter_file.clear();
+}
+
+// The names in the notification directory that start with `prefix`.
+std::vector<std::string> Waiters::names_in_notify(int dir, const std::string& prefix) {
+  std::vector<std::string> names;
+  if (m_notify_scanned) lseek(dir, 0, SEEK_SET);
+  m_notify_scanned = true;
+  alignas(8) char buf[8192];
+  for (;;) {
+    ssize_t n = getdents64(dir, buf, sizeof buf);
+    if (n <= 0) break;
+    for (ssize_t off = 0; off < n;) {
+      auto* e = reinterpret_cast<struct dirent64*>(buf + off);
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+        names.emplace_back(e->d_name);
+      off += e->d_reclen;
+    }
+  }
+  return names;
+}
+
+// Removes the files of waiters that died (kill -9) on the way. One waiter
+// per release: the others keep sleeping (no thundering herd).
+bool Waiters::wake_first_waiter(const std::string& mutex) {
+  int dir = notify_directory(false);
+  if (dir < 0) return false;
+  std::vector<std::string> waiters = names_in_notify(dir, fnv1a_hex(mutex) + ".w.");
+  std::sort(waiters.begin(), waiters.end()); // by enqueue time
+  for (const std::string& w : waiters) {
+    long pid = std::strtol(w.c_str() + w.rfind('.') + 1, nullptr, 10);
+    if (pid == long(getpid())) continue;
+    int fd = openat(dir, w.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue; // it just left the queue (or is not a waiter's file)
+    bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0; // a live waiter holds it
+    if (dead) unlinkat(dir, w.c_str(), 0);
+    // IN_ATTRIB: that waiter tries now. The file we opened, not a name.
+    bool woke = !dead && futimens(fd, nullptr) == 0;
+    close(fd);
+    if (woke) return true;
+  }
+  return false;
+}
+
+// Closing a file opened for writing raises IN_CLOSE_WRITE for the
+// watchers. Best effort: the waiters' timed wake-up remains.
+void Waiters::notify(const std::string& mutex) {
+  int fd = open_in_notify(fnv1a_hex(mutex), O_CREAT | O_WRONLY);
+  if (fd >= 0) close(fd);
+}
+
+} // namespace simba::backend::sqlite

@@ -1,0 +1,89 @@
+#pragma once
+// The waiter queue and release notification of the SQLite backend: the
+// Backend's wake-up part (watch, look_after_queueing, drain_wakeups,
+// take_warning) and the releases' side of it (wake_first_waiter, notify),
+// on files in the notification directory beside the database, watched with
+// inotify. The backend owns one Waiters and delegates those calls to it.
+//
+// The notify directory holds, per mutex, a broadcast file named by the
+// mutex's hash (touched by a forced release: the owner hears of it) and one
+// file per waiter, "<hash>.w.<enqueue ns>.<pid>": the FIFO of waiters. A
+// release touches only the first live waiter's file. Each contender watches
+// the files, not the directory: a directory watch would wake every waiter
+// for every other waiter's turn and every departure.
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include <string>
+#include <vector>
+
+namespace simba::backend {
+class Backend;
+}
+
+namespace simba::backend::sqlite {
+
+class DatabaseFiles;
+
+class Waiters {
+public:
+  // `owner`: the backend, whose get() looks at the mutex once queued;
+  // `files`: where the notification directory is, and who may use it.
+  Waiters(Backend& owner, const DatabaseFiles& files) : m_owner(owner), m_files(files) {}
+  ~Waiters();
+  Waiters(const Waiters&) = delete;
+  Waiters& operator=(const Waiters&) = delete;
+
+  // Backend::watch, look_after_queueing, take_warning, drain_wakeups.
+  int watch(const std::string& mutex, const std::string& contender, bool waiting);
+  bool look_after_queueing() const { return m_look; }
+  std::string take_warning();
+  bool drain_wakeups();
+
+  // A release that ended the lease: wakes the first live waiter; whether
+  // one was woken.
+  bool wake_first_waiter(const std::string& mutex);
+  // A revocation: tells the owner and every waiter.
+  void notify(const std::string& mutex);
+
+  // Opening: an existing notification directory is checked now (refused:
+  // UnavailableError); a missing one when it is made.
+  void check_notify_directory();
+  // The database is being opened again (it was replaced or removed) ...
+  void drop_notify_directory();
+  // ... and was: the watches and our place in the queue are set up there.
+  void watch_again();
+
+private:
+  mode_t file_mode() const;
+  mode_t dir_mode() const;
+  bool shared_modes() const;
+  int notify_directory(bool create);
+  int open_in_notify(const std::string& name, int flags);
+  int watch_fd(int fd, uint32_t mask);
+  void warn_no_notification();
+  bool watch_broadcast();
+  void join_queue();
+  void leave_queue();
+  std::vector<std::string> names_in_notify(int dir, const std::string& prefix);
+
+  Backend& m_owner;
+  const DatabaseFiles& m_files;
+  int m_notify_fd = -1;          // the notification directory, once opened
+  bool m_notify_checked = false; // it was checked (see trust.hpp)
+  bool m_notify_scanned = false; // read before: seek back first
+  std::string m_notify_problem;  // why it could not be used
+  std::string m_warning;         // for take_warning()
+  bool m_warned = false;
+  int m_watch_fd = -1;
+  std::string m_watch_name;
+  int m_broadcast_wd = -1;   // the watch on the broadcast file
+  int m_waiter_wd = -1;      // the watch on our own waiter file
+  std::string m_waiter_file; // our place in the queue, when waiting
+  int m_waiter_fd = -1;      // its flock says we are alive
+  bool m_look = true;        // see look_after_queueing()
+  bool m_waiting = false;    // the last watch() was a waiter's
+};
+
+} // namespace simba::backend::sqlite
