@@ -32,9 +32,11 @@ ttl_left=$(mutex_field m ttl_remaining_ms)
 trans_left=$(mutex_field m transition_remaining_ms)
 ((trans_left > ttl_left && trans_left <= 7000)) ||
   fail "transition_remaining_ms=$trans_left, expected in ($ttl_left, 7000]"
-acquired=$(mutex_field m acquired_at)
-ttl_at=$(mutex_field m ttl_at)
-transition_at=$(mutex_field m transition_at)
+# One reading of the lease: the holder's guards move ttl_at and
+# transition_at between two `status` calls.
+assert_exit 0 simba_bounded status --mutex m --json
+read -r acquired ttl_at transition_at < <(jq -r '.mutexes[] | select(.mutex == "m") |
+  "\(.acquired_at) \(.ttl_at) \(.transition_at)"' "$T/out")
 ((acquired > 0 && acquired < ttl_at && ttl_at < transition_at)) ||
   fail "expected 0 < acquired_at < ttl_at < transition_at, got $acquired, $ttl_at, $transition_at"
 assert_eq 2000 "$((transition_at - ttl_at))" "transition_at - ttl_at (default transition 2s)"
