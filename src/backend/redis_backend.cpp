@@ -12,6 +12,7 @@
 #include "backend/redis_backend.hpp"
 
 #include "backend/lua_scripts.hpp"
+#include "backend/wakeups.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "sys/clock.hpp"
@@ -507,7 +508,7 @@ bool read_lease(const redisReply* r, size_t first, core::Lease& l) {
 
 // ---- the backend ------------------------------------------------------------------
 
-class RedisBackend final : public Backend {
+class RedisBackend final : public Backend, public QueueWakeups {
 public:
   explicit RedisBackend(Endpoint e) : m_ep(std::move(e)) {
     m_where = m_ep.unix_socket ? m_ep.path
@@ -645,6 +646,11 @@ public:
     }
     out.ok = true; // std::set: sorted by name already
     return out;
+  }
+
+  Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
+    target(mutex, contender);
+    return *this;
   }
 
   // A second connection, subscribed to the mutex's channels. Set up when

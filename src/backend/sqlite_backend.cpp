@@ -3,6 +3,7 @@
 #include "backend/sqlite_backend.hpp"
 
 #include "backend/sqlite_trust.hpp"
+#include "backend/wakeups.hpp"
 
 #include "core/error.hpp"
 
@@ -331,7 +332,7 @@ struct Decision {
   core::Lease lease;
 };
 
-class SqliteBackend final : public Backend {
+class SqliteBackend final : public Backend, public QueueWakeups {
 public:
   SqliteBackend(std::string path, const SqliteOpen& how)
       : m_path(std::move(path)), m_given_path(m_path), m_how(how) {
@@ -918,6 +919,11 @@ public:
     sqlite3_reset(s);
     out.ok = true;
     return out;
+  }
+
+  Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
+    target(mutex, contender);
+    return *this;
   }
 
   // The notify directory holds, per mutex, a broadcast file named by the

@@ -1,11 +1,13 @@
 #pragma once
 // A fake of the real backend::Backend interface for the driver's test: the
 // acquisition rule of DESIGN §2 in memory (fake_backend.hpp) on the driver's
-// own clock (sys::boottime_ms()), a wake-up descriptor the test arms (a
-// timerfd: readable some milliseconds later, while the driver sleeps in
-// poll), a grant the test scripts, call counts, and hooks that run inside a
-// call (to raise a signal in the middle of one, say).
+// own clock (sys::boottime_ms()); its wake-ups (backend/wakeups.hpp) with a
+// descriptor the test arms (a timerfd: readable some milliseconds later,
+// while the driver sleeps in poll) and a grant the test scripts; call
+// counts, and hooks that run inside a call (to raise a signal in the middle
+// of one, say).
 #include "backend/backend.hpp"
+#include "backend/wakeups.hpp"
 #include "fake_backend.hpp"
 #include "sys/clock.hpp"
 
@@ -21,7 +23,7 @@
 
 namespace simba::test {
 
-class DriverFakeBackend final : public backend::Backend {
+class DriverFakeBackend final : public backend::Backend, public backend::Wakeups {
 public:
   DriverFakeBackend() : m_timer(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC)) {}
   ~DriverFakeBackend() override { ::close(m_timer); }
@@ -29,15 +31,17 @@ public:
   FakeBackend store; // the leases; its clock is set to boottime_ms() at every call
 
   // Counts of the lease operations, and the tokens the releases named.
-  int acquires = 0, guards = 0, holds = 0, releases = 0, watches = 0, drains = 0;
+  int acquires = 0, guards = 0, holds = 0, releases = 0;
+  // Of the wake-ups: wait() and own() calls, wake()s that found the
+  // descriptor readable, settle()s.
+  int waits = 0, owns = 0, wakes = 0, settles = 0;
   std::vector<uint64_t> released_tokens;
 
   // Run inside a lease operation, before it is applied (`op` says which).
   std::function<void(core::Op op)> during_call;
-  // Run inside watch() (`waiting`: a waiter's watch) and inside a
-  // drain_wakeups() that found the wake-up descriptor readable.
-  std::function<void(bool waiting)> on_watch;
-  std::function<void()> on_drain;
+  // Run inside wait() and inside a wake() that found the descriptor readable.
+  std::function<void()> on_wait;
+  std::function<void()> on_wake;
   // What look_after_queueing() answers.
   bool look = true;
   // Handed to the driver by take_grant() after the next wake-up.
@@ -97,21 +101,30 @@ public:
   }
   backend::Listing list(int64_t) override { return {}; }
 
-  int watch(const std::string&, const std::string&, bool waiting) override {
-    ++watches;
-    if (on_watch) on_watch(waiting);
+  std::string describe() const override { return "fake://driver"; }
+
+  backend::Wakeups& wakeups(const std::string&, const std::string&) override { return *this; }
+  int wait() override {
+    ++waits;
+    if (on_wait) on_wait();
     return m_timer;
   }
-  bool look_after_queueing() const override { return look; }
-  bool drain_wakeups() override {
-    uint64_t expirations = 0;
-    if (::read(m_timer, &expirations, sizeof expirations) != sizeof expirations) return false;
-    ++drains;
-    if (on_drain) on_drain();
-    return true;
+  int own() override {
+    ++owns;
+    return m_timer;
   }
-  std::optional<backend::Grant> take_grant() override { return std::exchange(grant, std::nullopt); }
-  std::string describe() const override { return "fake://driver"; }
+  void settle() override { ++settles; }
+  bool look_after_queueing() const override { return look; }
+  backend::Wake wake() override {
+    backend::Wake w;
+    uint64_t expirations = 0;
+    if (::read(m_timer, &expirations, sizeof expirations) != sizeof expirations) return w;
+    ++wakes;
+    if (on_wake) on_wake();
+    w.kind = grant ? backend::Wake::Kind::grant : backend::Wake::Kind::look;
+    if (grant) w.grant = *std::exchange(grant, std::nullopt);
+    return w;
+  }
 
 private:
   template <class F> backend::Reply apply(core::Op op, F f) {

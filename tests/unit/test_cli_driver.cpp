@@ -8,6 +8,8 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+
 #include <csignal>
 #include <string>
 
@@ -42,7 +44,13 @@ cli::Outcome drive(DriverFakeBackend& b, const cli::Command& command,
   cli::Log log{true, false, false, false}; // quiet
   core::Contender contender(config, core::ContendPeriod(config.contender_id,
                                                         [](int64_t lo, int64_t) { return lo; }));
-  return cli::drive(contender, config, b, command, log, watchdog);
+  cli::Outcome o = cli::drive(contender, config, b, command, log, watchdog);
+  // The driver leaves the watchdog to simba's exit; a test process goes on:
+  // end it and reap it, so that the next tests find no child of ours.
+  pid_t pid = watchdog.pid();
+  watchdog.stop();
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return o;
 }
 
 // Another contender holds the mutex for a minute.
@@ -64,6 +72,23 @@ TEST_SUITE("cli::driver") {
     REQUIRE(b.releases == 1);
     CHECK(b.released_tokens[0] == 1);
     CHECK(b.store.lease(k_mutex).owner_id.empty());
+    // A CMD that ends at once: no wake-ups asked for (the owner's begin at
+    // 200 ms), no settling (at 5 ms).
+    CHECK(b.waits + b.owns + b.settles == 0);
+  }
+
+  TEST_CASE("an owner whose CMD runs settles once, at 5 ms, and listens from 200 ms on") {
+    DriverFakeBackend b;
+    int64_t t0 = sys::boottime_ms();
+    b.during_call = [&](core::Op op) {
+      if (op == core::Op::release) CHECK(b.settles == 1); // before CMD ended
+    };
+    cli::Outcome o = drive(b, cli::Command{"/bin/sleep", {"sleep", "0.4"}, {}});
+    CHECK(o.code == 0);
+    CHECK(b.settles == 1);
+    CHECK(b.waits == 0);
+    CHECK(b.owns >= 1);
+    CHECK(sys::boottime_ms() - t0 >= 400);
   }
 
   TEST_CASE("hand-over: a waiter handed the mutex by the release starts CMD with no acquire of its own") {
@@ -71,23 +96,25 @@ TEST_SUITE("cli::driver") {
     held_by_other(b);
     b.look = false; // the backend saw the mutex held once we were queued
     uint64_t granted = 0;
-    b.on_watch = [&](bool waiting) {
-      if (waiting) b.wake_in(30); // the holder releases while we sleep in poll
-    };
-    b.on_drain = [&] {
+    b.on_wait = [&] {
+      if (b.waits == 1) b.wake_in(30);
+    }; // the holder releases while we sleep in poll
+    b.on_wake = [&] {
       b.hand_over(k_mutex, "other", k_me, 10000, 2000);
       granted = b.grant->reply.observed.lease.fencing_token;
     };
     int64_t t0 = sys::boottime_ms();
     cli::Outcome o = drive(b, shell("test \"$SIMBA_FENCING_TOKEN\" = 2 && exit 3"));
     CHECK(o.code == 3); // CMD ran, under the granted lease
-    CHECK(b.drains == 1);
+    CHECK(b.wakes == 1);
     CHECK(b.acquires == 1); // the first try only, which found the mutex held
     REQUIRE(b.releases == 1);
     CHECK(granted == 2);
     CHECK(b.released_tokens[0] == granted);
     CHECK(b.store.lease(k_mutex).owner_id.empty());
     CHECK(sys::boottime_ms() - t0 < 5000); // not by a timed retry (the lease had a minute)
+    CHECK(b.waits >= 1);
+    CHECK(b.owns >= 1); // as the owner, once handed the mutex
   }
 
   TEST_CASE("a grant that comes when the contender no longer waits goes back at once") {
@@ -97,8 +124,9 @@ TEST_SUITE("cli::driver") {
     stray.reply.changed = true;
     b.during_call = [&](core::Op op) {
       if (op != core::Op::acquire) return;
-      // CMD ends at 0.5 s, what it left at 1.5 s. Meanwhile (draining;
-      // the owner's watch began at 0.2 s) a release hands the mutex to our
+      // CMD ends at 0.5 s; what it left ignores the kill signal and dies
+      // of SIGKILL --kill-after (1 s) later. Meanwhile (draining; the
+      // owner listens from 0.2 s on) a release hands the mutex to our
       // queue place again: a lease with token 99.
       b.wake_in(1000);
       int64_t now = sys::boottime_ms();
@@ -107,9 +135,11 @@ TEST_SUITE("cli::driver") {
       stray.sent_at_ms = now;
       b.grant = stray;
     };
-    cli::Outcome o = drive(b, shell("/bin/sleep 1.5 & /bin/sleep 0.5"));
+    int64_t t0 = sys::boottime_ms();
+    cli::Outcome o = drive(b, shell("(trap '' TERM; exec /bin/sleep 5) & /bin/sleep 0.5"));
     CHECK(o.code == 0);
-    CHECK(b.drains == 1);
+    CHECK(sys::boottime_ms() - t0 >= 1400); // it drained until the SIGKILL
+    CHECK(b.wakes == 1);
     CHECK(b.acquires == 1);
     // The stray grant given back (its token), then our own lease (token 1).
     REQUIRE(b.releases == 2);
