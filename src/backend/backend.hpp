@@ -57,7 +57,9 @@ inline bool held_by_other(const Reply& r, const std::string& contender) {
   return r.ok() && !l.owner_id.empty() && l.owner_id != contender && !l.free_at(r.observed.now);
 }
 
-// A release handed the mutex over to a waiter (Backend::take_grant): the
+class Wakeups;
+
+// A release handed the mutex over to a waiter (Wakeups::wake()): the
 // reply the waiter's own acquire would have got, and a local time no later
 // than that reply's backend `now` (CLOCK_BOOTTIME milliseconds, the
 // driver's clock), from which the waiter counts the lease.
@@ -109,45 +111,12 @@ public:
 
   virtual Listing list(int64_t timeout_ms) = 0;
 
-  // Wake-up channel: a file descriptor that becomes readable (POLLIN) when
-  // `contender` should look at `mutex` again. -1 if there is none (the timed
-  // wake-up is then the only one). The driver calls watch() before every
-  // poll: it returns the current fd, and may set the channel up again when
-  // it broke (a lost subscription; at most about once a second), returning
-  // -1 meanwhile. When the fd is readable the driver calls drain_wakeups(),
-  // which returns true if the event concerns us (false: spurious).
-  //
-  // Waiters queue: while `waiting`, the contender is in the mutex's FIFO of
-  // waiters, and a release wakes only the first live waiter — one backend
-  // call per release however many wait (no thundering herd). A waiter that
-  // died is skipped; one that is stuck delays the others until their timed
-  // wake-up. Not waiting (the owner), it hears only of a forced release of
-  // its lease (revocation), and leaves the queue. The queue entry also goes
-  // when the backend is destroyed.
-  virtual int watch(const std::string& mutex, const std::string& contender, bool waiting) = 0;
-
-  // After the watch() that queued a waiter: false when the backend saw, once
-  // the waiter was queued, the mutex held by another owner. Every release
-  // from then on wakes it, so the driver's look at the mutex (a try to
-  // acquire, for a release between its last try and the queueing) is not
-  // needed. True when unknown.
-  virtual bool look_after_queueing() const { return true; }
-  virtual bool drain_wakeups() = 0;
-  // After drain_wakeups() returned true: the mutex handed over to the
-  // waiter by the release that woke it, if the backend does that (Redis);
-  // then the waiter needs no acquire of its own, and leaves the queue
-  // without a call (the release took it out). Nothing: acquire as usual.
-  virtual std::optional<Grant> take_grant() { return std::nullopt; }
-
-  // Called by an owner once its CMD has run for a few milliseconds: a quiet
-  // moment, off the path of every hand-over, for upkeep a release or an
-  // acquire would otherwise do on that path (SQLite: the WAL checkpoint).
-  virtual void upkeep() {}
-
-  // A warning the user should see once (e.g. SQLite: this waiter cannot use
-  // the release notification, its hand-overs will be slow); empty when
-  // there is none. The driver asks after every watch().
-  virtual std::string take_warning() { return {}; }
+  // The wake-ups and hand-overs of `contender` on `mutex` (wakeups.hpp: their
+  // lifecycle), valid while the backend lives; no_wakeups() for a backend
+  // without notifications (the default). One contender on one mutex at a
+  // time: asking for another leaves the former's queue at the next call.
+  // Does no I/O.
+  virtual Wakeups& wakeups(const std::string& mutex, const std::string& contender);
 
   // Identity of the backend for messages and re-entry detection: the URI with
   // any password removed (e.g. "sqlite:///home/u/.local/state/simba/simba.db").

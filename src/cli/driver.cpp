@@ -1,5 +1,6 @@
 #include "cli/driver.hpp"
 
+#include "backend/wakeups.hpp"
 #include "core/error.hpp"
 #include "process/child.hpp"
 #include "sys/clock.hpp"
@@ -238,94 +239,85 @@ private:
     m_watchdog.set_group(m_child.pgid());
     m_started = true;
     m_started_at = sys::boottime_ms();
-    m_upkeep_pending = true;
+    m_settle_pending = true;
     return {};
   }
 
-  // The release notification is set up only once it can matter: when the
-  // first try found the mutex held, or when CMD has run for a while (a forced
+  // The wake-ups (backend/wakeups.hpp), asked for when first needed: an
+  // uncontended run whose CMD ends at once never needs them.
+  backend::Wakeups& wakeups() {
+    if (!m_wakeups) m_wakeups = &m_backend.wakeups(m_config.mutex, m_config.contender_id);
+    return *m_wakeups;
+  }
+
+  // The wake-ups are listened to only once they can matter: when the first
+  // try found the mutex held, or when CMD has run for a while (a forced
   // release then reaches the owner at once instead of at its next guard).
   // Closing an inotify descriptor waits for an RCU grace period (milliseconds),
   // which a short uncontended run must not pay.
-  static constexpr int64_t k_owner_watch_delay_ms = 200;
+  static constexpr int64_t k_owner_listen_delay_ms = 200;
 
-  std::optional<int64_t> watch_at() const {
-    if (m_watching) return std::nullopt;
+  std::optional<int64_t> listen_at() const {
+    if (m_listening) return std::nullopt;
     using P = core::Contender::Phase;
     if (m_contender.phase() == P::contending && !m_contender.call_in_flight()) return 0;
-    if (m_contender.phase() == P::owning) return m_started_at + k_owner_watch_delay_ms;
+    if (m_contender.phase() == P::owning) return m_started_at + k_owner_listen_delay_ms;
     return std::nullopt;
   }
 
   bool waiting() const { return m_contender.phase() == core::Contender::Phase::contending; }
 
-  // Upkeep once CMD has run for a few milliseconds: well after the
-  // hand-over that started it, and far from the next one unless CMD is very
-  // short. A waiter that became the owner leaves the waiters' queue then
-  // (SQLite: a watch, a file and a descriptor to remove), not between the
-  // reply and CMD's start: no one else releases the mutex meanwhile, and a
-  // release skips its own caller's place. The backend does its own upkeep
-  // (SQLite: the WAL checkpoint). After a shorter CMD: the place goes with
-  // simba, after the release; the backend's upkeep is the release's.
-  static constexpr int64_t k_upkeep_delay_ms = 5;
+  // The owner settles (Wakeups::settle) once CMD has run for a few
+  // milliseconds: well after the hand-over that started it, and far from
+  // the next one unless CMD is very short. After a shorter CMD: its place in
+  // the queue goes with simba, after the release; the backend's upkeep is
+  // the release's.
+  static constexpr int64_t k_settle_delay_ms = 5;
 
-  std::optional<int64_t> upkeep_at() const {
-    if (!m_upkeep_pending || m_contender.phase() != core::Contender::Phase::owning) return std::nullopt;
-    return m_started_at + k_upkeep_delay_ms;
+  std::optional<int64_t> settle_at() const {
+    if (!m_settle_pending || m_contender.phase() != core::Contender::Phase::owning) return std::nullopt;
+    return m_started_at + k_settle_delay_ms;
   }
 
-  void upkeep_if_due() {
-    auto at = upkeep_at();
+  void settle_if_due() {
+    auto at = settle_at();
     if (!at || sys::boottime_ms() < *at) return;
-    m_upkeep_pending = false; // the next rewatch() leaves the queue
-    m_backend.upkeep();
+    m_settle_pending = false;
+    wakeups().settle();
   }
 
-  // Sets the watch up for our role (waiter or owner), again after a loss.
-  void rewatch() {
-    bool w = waiting();
-    if (!w && m_watched_waiting && m_upkeep_pending) {
-      m_leave_pending = true; // until upkeep_if_due()
-      return;
-    }
-    // Back to waiting after an ownership that kept its place: to the end.
-    if (w && m_leave_pending) m_backend.watch(m_config.mutex, m_config.contender_id, false);
-    m_leave_pending = false;
-    m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, w);
-    m_watched_waiting = w;
-    warn_from_backend();
+  // Tells the wake-ups our role before each poll (they set the channel up
+  // again after a loss).
+  void listen() {
+    backend::Wakeups& w = wakeups();
+    m_notify_fd = waiting() ? w.wait() : w.own();
+    // e.g. a waiter that cannot use the release notification (once)
+    if (std::string warning = w.take_warning(); !warning.empty()) m_log.warning(warning);
   }
 
-  // e.g. a waiter that cannot use the release notification (once)
-  void warn_from_backend() {
-    if (std::string w = m_backend.take_warning(); !w.empty()) m_log.warning(w);
-  }
-
-  void maybe_watch() {
-    auto at = watch_at();
+  void maybe_listen() {
+    auto at = listen_at();
     if (!at || sys::boottime_ms() < *at) return;
-    m_watching = true;
-    m_watched_waiting = waiting();
-    m_notify_fd = m_backend.watch(m_config.mutex, m_config.contender_id, m_watched_waiting);
-    warn_from_backend();
-    // A release may have happened before the watch: look once now, unless
+    m_listening = true;
+    listen();
+    // A release may have happened before the queueing: look once now, unless
     // the backend saw the mutex held after queueing us (a waiter).
-    bool look = !waiting() || m_backend.look_after_queueing();
+    bool look = !waiting() || wakeups().look_after_queueing();
     if (m_notify_fd >= 0 && look) feed(m_contender.on_notify(sys::boottime_ms()));
   }
 
   void poll_once() {
-    maybe_watch();
+    maybe_listen();
     if (m_exit_code) return;
     // may have been set up again, or the role changed (waiter / owner)
-    if (m_watching) rewatch();
+    if (m_listening) listen();
     // A descriptor of -1 is skipped by poll: no wake-up channel, no CMD.
     int exit_fd = m_started && !m_child_exited ? m_child.exit_fd() : -1;
     pollfd fds[3] = {{m_signals.fd(), POLLIN, 0}, {m_notify_fd, POLLIN, 0}, {exit_fd, POLLIN, 0}};
     int timeout = -1;
     auto at = m_contender.wake_at();
-    if (auto w = watch_at(); w && (!at || *w < *at)) at = w;
-    if (auto u = upkeep_at(); u && (!at || *u < *at)) at = u;
+    if (auto l = listen_at(); l && (!at || *l < *at)) at = l;
+    if (auto s = settle_at(); s && (!at || *s < *at)) at = s;
     if (at) {
       int64_t left = *at - sys::boottime_ms();
       timeout = left <= 0 ? 0 : int(std::min<int64_t>(left, 60000));
@@ -351,11 +343,12 @@ private:
     if (m_exit_code) return;
     if (n > 0 && (fds[2].revents & POLLIN)) reap(); // CMD exited (Child::exit_fd)
     if (m_exit_code) return;
-    if (n > 0 && (fds[1].revents & POLLIN) && m_backend.drain_wakeups()) {
-      // Handed the mutex by the release (Backend::take_grant): no acquire.
-      if (auto g = m_backend.take_grant())
-        take_grant(*g);
-      else
+    if (n > 0 && (fds[1].revents & POLLIN)) {
+      backend::Wake w = wakeups().wake();
+      // Handed the mutex by the release: no acquire.
+      if (w.kind == backend::Wake::Kind::grant)
+        take_grant(w.grant);
+      else if (w.kind == backend::Wake::Kind::look)
         feed(m_contender.on_notify(sys::boottime_ms()));
     }
     if (m_exit_code) return;
@@ -363,7 +356,7 @@ private:
     if (m_exit_code) return;
     fire_timer();
     if (!m_exit_code) check_all_gone();
-    if (!m_exit_code) upkeep_if_due();
+    if (!m_exit_code) settle_if_due();
   }
 
   // A lease the contender does not take comes back as action::Disown.
@@ -413,11 +406,10 @@ private:
   bool m_child_exited = false;
   std::optional<int> m_exit_code;
   int m_exit_signal = 0; // end by this signal instead of exiting with m_exit_code
-  int m_notify_fd = -1;
-  bool m_watching = false;
-  bool m_watched_waiting = false; // the last watch() was a waiter's
-  bool m_leave_pending = false;   // an owner still holds its place (upkeep_at)
-  bool m_upkeep_pending = false;  // CMD started, upkeep_at() not reached yet
+  backend::Wakeups* m_wakeups = nullptr; // see wakeups()
+  int m_notify_fd = -1;                  // theirs, to poll
+  bool m_listening = false;              // see listen_at()
+  bool m_settle_pending = false;         // CMD started, settle_at() not reached yet
   uint64_t m_calls = 0; // backend calls (lease operations)
   std::deque<core::Action> m_deferred;   // a call and what follows it, until after the poll (feed())
   bool m_called_this_turn = false;      // a backend call was made since the last poll

@@ -284,7 +284,7 @@ TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced r
   CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed); // still held
 
   auto w = open_test_backend();
-  int fd = w->watch(m, "W", true);
+  int fd = w->wakeups(m, "W").wait();
   REQUIRE(fd >= 0);
   // From another process, as `simba release --force` is: freed (or handed
   // over to the waiter), not revoked, since nothing runs under it.
@@ -294,7 +294,7 @@ TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced r
     return f.ok() && f.changed && !f.observed.lease.revoked_at(f.observed.now);
   });
   CHECK(status == 0);
-  CHECK(wait_for_wakeup(*w, fd, 1000));
+  CHECK(wait_for_wakeup(w->wakeups(m, "W"), fd, 1000));
   Reply got = require_ok(w->acquire(m, "W", 10000, 1000, k_timeout));
   CHECK(got.observed.lease.owner_id == "W");
   CHECK(got.observed.lease.fencing_token > token);
@@ -420,11 +420,12 @@ TEST_CASE("wake-up: a release by another process wakes the watcher") {
   require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
 
   auto watcher = open_test_backend();
-  int fd = watcher->watch(m, "W", true);
+  simba::backend::Wakeups& wake = watcher->wakeups(m, "W");
+  int fd = wake.wait();
   // Every backend has a wake-up channel (-1: it could not be set up).
   REQUIRE_MESSAGE(fd >= 0, "no wake-up channel");
   // Nothing happened yet: no wake-up that claims to be ours.
-  CHECK_FALSE(wait_for_wakeup(*watcher, fd, 50));
+  CHECK_FALSE(wait_for_wakeup(wake, fd, 50));
 
   int64_t t0 = monotonic_ns();
   int status = run_in_child([&] {
@@ -433,7 +434,7 @@ TEST_CASE("wake-up: a release by another process wakes the watcher") {
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
-  CHECK(wait_for_wakeup(*watcher, fd, 1000));
+  CHECK(wait_for_wakeup(wake, fd, 1000));
   MESSAGE("wake-up latency after the child exited: " << (monotonic_ns() - t0) / 1000 << " us");
 
   // force_release wakes too.
@@ -444,7 +445,7 @@ TEST_CASE("wake-up: a release by another process wakes the watcher") {
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
-  CHECK(wait_for_wakeup(*watcher, fd, 1000));
+  CHECK(wait_for_wakeup(wake, fd, 1000));
 }
 
 TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
@@ -455,7 +456,8 @@ TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
   require_ok(owner->acquire(theirs, "A", 10000, 1000, k_timeout));
 
   auto watcher = open_test_backend();
-  int fd = watcher->watch(mine, "W", true);
+  simba::backend::Wakeups& wake = watcher->wakeups(mine, "W");
+  int fd = wake.wait();
   // Every backend has a wake-up channel (-1: it could not be set up).
   REQUIRE_MESSAGE(fd >= 0, "no wake-up channel");
   int status = run_in_child([&] {
@@ -464,11 +466,11 @@ TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
     return r.ok() && r.changed;
   });
   REQUIRE(status == 0);
-  CHECK_FALSE(wait_for_wakeup(*watcher, fd, 300));
+  CHECK_FALSE(wait_for_wakeup(wake, fd, 300));
 
   // A release that changes nothing (not the owner) sends nothing either.
   require_ok(owner->release(mine, "B", 0, k_timeout));
-  CHECK_FALSE(wait_for_wakeup(*watcher, fd, 100));
+  CHECK_FALSE(wait_for_wakeup(wake, fd, 100));
 
   // The owner's release, from another process (one contender per process).
   status = run_in_child([&] {
@@ -476,7 +478,7 @@ TEST_CASE("wake-up: a release of another mutex is not reported as ours") {
     return b->release(mine, "A", 0, k_timeout).changed;
   });
   REQUIRE(status == 0);
-  CHECK(wait_for_wakeup(*watcher, fd, 1000));
+  CHECK(wait_for_wakeup(wake, fd, 1000));
 }
 
 namespace {
@@ -610,7 +612,8 @@ TEST_CASE("wake-up: a release wakes only the first live waiter, in the order the
     REQUIRE(pid >= 0);
     if (pid == 0) {
       auto b = open_test_backend();
-      int fd = b->watch(m, "W" + std::to_string(i), true);
+      simba::backend::Wakeups& wake = b->wakeups(m, "W" + std::to_string(i));
+      int fd = wake.wait();
       char c = fd >= 0 ? 'y' : 'n';
       if (write(ready[1], &c, 1) != 1) _exit(3);
       if (i == 0) _exit(0); // dies queued: no destructor, no leaving
@@ -622,7 +625,7 @@ TEST_CASE("wake-up: a release wakes only the first live waiter, in the order the
       for (int64_t left; !woken && (left = until - mono_ms()) > 0;) {
         pollfd p{fd, POLLIN, 0};
         if (poll(&p, 1, int(left)) <= 0) continue;
-        if (b->drain_wakeups())
+        if (wake.wake())
           woken = true;
         else
           ++stirred;
@@ -672,16 +675,16 @@ TEST_CASE("wake-up: queued behind a valid owner, no look is needed; otherwise on
   auto m = unique_mutex("look");
   require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
   auto waiter = open_test_backend();
-  int fd = waiter->watch(m, "W", true);
+  int fd = waiter->wakeups(m, "W").wait();
   // Every backend has a wake-up channel (-1: it could not be set up).
   REQUIRE_MESSAGE(fd >= 0, "no wake-up channel");
-  CHECK_FALSE(waiter->look_after_queueing());
+  CHECK_FALSE(waiter->wakeups(m, "W").look_after_queueing());
 
   // Freed between the waiter's last try and its queueing: it must look.
   require_ok(owner->release(m, "A", 0, k_timeout));
   auto late = open_test_backend();
-  REQUIRE(late->watch(m, "L", true) >= 0);
-  CHECK(late->look_after_queueing());
+  REQUIRE(late->wakeups(m, "L").wait() >= 0);
+  CHECK(late->wakeups(m, "L").look_after_queueing());
 }
 
 // ---- identity (DESIGN §9): owner and token, compared together -------------------
@@ -776,7 +779,8 @@ TEST_CASE("two processes given one label are two owners: they exclude each other
   auto waiter = open_test_backend();
   Reply tried = require_ok(waiter->acquire(m, b_id, 4000, 500, k_timeout));
   REQUIRE(simba::backend::held_by_other(tried, b_id));
-  int fd = waiter->watch(m, b_id, true);
+  simba::backend::Wakeups& wake = waiter->wakeups(m, b_id);
+  int fd = wake.wait();
   if (fd < 0) {
     MESSAGE("backend has no wake-up channel; the hand-over part is skipped");
     return;
@@ -787,10 +791,11 @@ TEST_CASE("two processes given one label are two owners: they exclude each other
     return own->release(m, a_id, a.observed.lease.fencing_token, k_timeout).changed;
   });
   REQUIRE(status == 0);
-  REQUIRE(wait_for_wakeup(*waiter, fd, 2000));
+  simba::backend::Wake woken = wait_for_wakeup(wake, fd, 2000);
+  REQUIRE(woken);
   Reply took;
-  if (auto g = waiter->take_grant()) {
-    took = g->reply;
+  if (woken.kind == simba::backend::Wake::Kind::grant) {
+    took = woken.grant.reply;
   } else {
     took = require_ok(waiter->acquire(m, b_id, 4000, 500, k_timeout));
   }
@@ -803,6 +808,7 @@ TEST_CASE("two processes given one label are two owners: they exclude each other
     CHECK_FALSE(require_ok(b->guard(m, a_id, t, 10000, 1000, k_timeout)).changed);
     CHECK_FALSE(require_ok(b->release(m, a_id, t, k_timeout)).changed);
   }
-  waiter->watch(m, b_id, false);
+  wake.own();
+  wake.settle(); // leaves the queue
   CHECK(require_ok(waiter->release(m, b_id, took.observed.lease.fencing_token, k_timeout)).changed);
 }

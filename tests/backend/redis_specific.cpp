@@ -345,7 +345,7 @@ TEST_CASE("redis: passwords — wrong one refused (69), never shown; URI or SIMB
     CHECK(b->describe() == "redis://" + base);
     auto m = unique_mutex("pw");
     require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
-    CHECK(b->watch(m, "W", true) >= 0); // the subscription authenticates too
+    CHECK(b->wakeups(m, "W").wait() >= 0); // the subscription authenticates too
     require_ok(b->release(m, "A", 0, k_timeout));
   }
   {
@@ -513,24 +513,25 @@ TEST_CASE("redis: the subscription breaks with the server, wakes the waiter, and
   auto watcher = open_backend(server.uri());
   auto m = unique_mutex("resubscribe");
   require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
-  int fd = watcher->watch(m, "W", true);
+  simba::backend::Wakeups& wake = watcher->wakeups(m, "W");
+  int fd = wake.wait();
   REQUIRE(fd >= 0);
-  CHECK(watcher->watch(m, "W", true) == fd); // idempotent
+  CHECK(wake.wait() == fd); // idempotent
 
   server.restart();
-  CHECK(wait_for_wakeup(*watcher, fd, 2000)); // a release may have been missed
-  CHECK(watcher->watch(m, "W", true) == -1);             // not again at once
+  CHECK(wait_for_wakeup(wake, fd, 2000)); // a release may have been missed
+  CHECK(wake.wait() == -1);               // not again at once
   int64_t t0 = mono_ms();
   int again = -1;
   while (again < 0 && mono_ms() - t0 < 3000) {
     sleep_ms(50);
-    again = watcher->watch(m, "W", true);
+    again = wake.wait();
   }
   REQUIRE(again >= 0);
   CHECK(mono_ms() - t0 >= 800);
   require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
   require_ok(owner->release(m, "A", 0, k_timeout));
-  CHECK(wait_for_wakeup(*watcher, again, 1000));
+  CHECK(wait_for_wakeup(wake, again, 1000));
 }
 
 TEST_CASE("redis+unix: a Unix socket URI works") {
@@ -542,13 +543,13 @@ TEST_CASE("redis+unix: a Unix socket URI works") {
   auto m = unique_mutex("unix");
   Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
   CHECK(a.changed);
-  int fd = b->watch(m, "W", true);
+  int fd = b->wakeups(m, "W").wait();
   CHECK(fd >= 0);
   auto tcp = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "/2?prefix=ux:");
   Reply seen = require_ok(tcp->get(m, k_timeout));
   CHECK(seen.observed.lease.owner_id == "A"); // same database 2
   require_ok(tcp->release(m, "A", 0, k_timeout));
-  CHECK(wait_for_wakeup(*b, fd, 1000));
+  CHECK(wait_for_wakeup(b->wakeups(m, "W"), fd, 1000));
   auto db0 = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=ux:");
   CHECK(require_ok(db0->get(m, k_timeout)).observed.lease.fencing_token == 0);
 }
@@ -782,8 +783,7 @@ TEST_CASE("redis: a hand-over writes the new lease before it publishes the grant
   ReplyPtr ok(static_cast<redisReply*>(redisCommand(mon.get(), "MONITOR")));
   REQUIRE(ok);
   REQUIRE(require_ok(a->release(m, "A", 0, k_timeout)).observed.lease.owner_id == "W");
-  REQUIRE(wait_for_wakeup(*w, fd, 1000));
-  REQUIRE(w->take_grant().has_value());
+  REQUIRE(wait_for_wakeup(w->wakeups(m, "W"), fd, 1000).kind == simba::backend::Wake::Kind::grant);
 
   std::vector<std::string> seen; // the script's commands, in order
   for (int i = 0; i < 200; ++i) {
@@ -833,16 +833,14 @@ TEST_CASE("redis: wake-ups are per database: a release in db 1 wakes no waiter o
   int fd1 = queue_up(*w1, m, "W");
   int fd2 = queue_up(*w2, m, "W"); // the same label in the other database
   CHECK(require_ok(a1->release(m, "A", 0, k_timeout)).observed.lease.owner_id == "W");
-  REQUIRE(wait_for_wakeup(*w1, fd1, 1000));
-  CHECK(w1->take_grant().has_value());
-  CHECK_FALSE(wait_for_wakeup(*w2, fd2, 500));
-  CHECK_FALSE(w2->take_grant().has_value());
+  CHECK(wait_for_wakeup(w1->wakeups(m, "W"), fd1, 1000).kind == simba::backend::Wake::Kind::grant);
+  CHECK_FALSE(wait_for_wakeup(w2->wakeups(m, "W"), fd2, 500)); // neither woken nor granted
   CHECK(require_ok(w2->get(m, k_timeout)).observed.lease.owner_id == "B");
   // A forced release in db 1 tells nobody in db 2 either.
-  int owner_fd = a2->watch(m, "B", false);
+  int owner_fd = a2->wakeups(m, "B").own();
   REQUIRE(owner_fd >= 0);
   require_ok(w1->force_release(m, 0, k_timeout));
-  CHECK_FALSE(wait_for_wakeup(*a2, owner_fd, 500));
+  CHECK_FALSE(wait_for_wakeup(a2->wakeups(m, "B"), owner_fd, 500));
 }
 
 TEST_CASE("redis: a restart without persistence: no new lease before a lost one has ended (quarantine)") {
@@ -893,7 +891,7 @@ int64_t boottime_now_ms() {
 int queue_up(Backend& b, const std::string& m, const std::string& id) {
   Reply tried = require_ok(b.acquire(m, id, 4000, 500, k_timeout));
   REQUIRE(simba::backend::held_by_other(tried, id));
-  int fd = b.watch(m, id, true);
+  int fd = b.wakeups(m, id).wait();
   REQUIRE(fd >= 0);
   return fd;
 }
@@ -911,10 +909,10 @@ TEST_CASE("redis: a release hands the mutex over to the first waiter, whose wake
   Reply rel = require_ok(owner->release(m, "A", 0, k_timeout));
   CHECK(rel.changed);
   CHECK(rel.observed.lease.owner_id == "W"); // the lease after the call
-  REQUIRE(wait_for_wakeup(*w, fd, 1000));
-  auto g = w->take_grant();
-  REQUIRE(g.has_value());
-  CHECK_FALSE(w->take_grant().has_value()); // once
+  simba::backend::Wake woken = wait_for_wakeup(w->wakeups(m, "W"), fd, 1000);
+  REQUIRE(woken.kind == simba::backend::Wake::Kind::grant);
+  const simba::backend::Grant* g = &woken.grant;
+  CHECK_FALSE(w->wakeups(m, "W").wake()); // once
   CHECK(g->reply.ok());
   const simba::core::Lease& l = g->reply.observed.lease;
   CHECK(l.owner_id == "W");
@@ -931,7 +929,8 @@ TEST_CASE("redis: a release hands the mutex over to the first waiter, whose wake
   Reply seen = require_ok(owner->get(m, k_timeout));
   CHECK(seen.observed.lease.owner_id == "W");
   CHECK(seen.observed.lease.fencing_token == l.fencing_token);
-  w->watch(m, "W", false);
+  w->wakeups(m, "W").own();
+  w->wakeups(m, "W").settle(); // leaves the queue, were it in it
   CHECK(require_ok(owner->get(m, k_timeout)).observed.lease.owner_id == "W");
   CHECK(require_ok(w->guard(m, "W", l.fencing_token, 4000, 500, k_timeout)).changed);
   CHECK(require_ok(w->release(m, "W", 0, k_timeout)).changed);
@@ -961,9 +960,9 @@ TEST_CASE("redis: a hand-over skips dead waiters, and one that leaves unused pas
   // W1 leaves without having used it (its wake-up unread): the lease ends
   // and goes on to W2.
   w1.reset();
-  REQUIRE(wait_for_wakeup(*w2, fd2, 1000));
-  auto g = w2->take_grant();
-  REQUIRE(g.has_value());
+  simba::backend::Wake woken = wait_for_wakeup(w2->wakeups(m, "W2"), fd2, 1000);
+  REQUIRE(woken.kind == simba::backend::Wake::Kind::grant);
+  const simba::backend::Grant* g = &woken.grant;
   CHECK(g->reply.observed.lease.owner_id == "W2");
   CHECK(require_ok(owner->get(m, k_timeout)).observed.lease.owner_id == "W2");
   (void)fd1;

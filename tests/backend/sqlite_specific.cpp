@@ -105,7 +105,7 @@ TEST_CASE("sqlite: the default location gets directories 0700 and a file 0600") 
   auto r = b->acquire("m", "A", 1000, 1000, k_timeout);
   REQUIRE(r.ok());
   REQUIRE(b->release("m", "A", 0, k_timeout).changed);
-  REQUIRE(b->watch("m", "W", true) >= 0); // a waiter makes the notify directory
+  REQUIRE(b->wakeups("m", "W").wait() >= 0); // a waiter makes the notify directory
   CHECK(mode_of(db + ".notify") == 0700);
 
   // An existing directory and file keep their modes.
@@ -212,7 +212,7 @@ TEST_CASE("sqlite: a hand-over leaves the checkpoint to the next owner's upkeep"
   REQUIRE(waiter >= 0);
   if (waiter == 0) {
     auto w = open_backend("sqlite://" + db);
-    bool queued = w->watch("m", "W", true) >= 0;
+    bool queued = w->wakeups("m", "W").wait() >= 0;
     ssize_t ignored = write(ready[1], &queued, 1);
     (void)ignored;
     pause();
@@ -232,8 +232,8 @@ TEST_CASE("sqlite: a hand-over leaves the checkpoint to the next owner's upkeep"
   // hold up the woken owner's commit).
   hand_over(40);
   int64_t grown = wal_frames();
-  // The owner's upkeep, once its CMD runs, does it: the WAL is emptied.
-  h->upkeep();
+  // The owner's upkeep, once its CMD runs (it settles), does it: the WAL is emptied.
+  h->wakeups("m", "A").settle();
   int64_t after_upkeep = wal_frames();
   // CMDs too short for any upkeep: the WAL stays bounded all the same.
   hand_over(150);

@@ -3,6 +3,7 @@
 // through open_backend(uri) and the Backend interface, so the same cases run
 // against every backend (URI from SIMBA_TEST_BACKEND).
 #include "backend/backend.hpp"
+#include "backend/wakeups.hpp"
 
 #include <doctest/doctest.h>
 
@@ -66,16 +67,19 @@ inline backend::Reply require_ok(backend::Reply r) {
   return r;
 }
 
-// Waits up to `ms` for a wake-up on `fd` that drain_wakeups() says is ours.
-inline bool wait_for_wakeup(backend::Backend& b, int fd, int64_t ms) {
+// Waits up to `ms` for a wake-up on `fd` that `w` says is ours; none (false)
+// when there was none by then.
+inline backend::Wake wait_for_wakeup(backend::Wakeups& w, int fd, int64_t ms) {
   int64_t deadline = mono_ms() + ms;
   for (;;) {
     int64_t left = deadline - mono_ms();
-    if (left <= 0) return false;
+    if (left <= 0) return {};
     pollfd p{fd, POLLIN, 0};
     int n = poll(&p, 1, static_cast<int>(left));
     if (n < 0 && errno == EINTR) continue;
-    if (n > 0 && b.drain_wakeups()) return true;
+    if (n > 0) {
+      if (backend::Wake got = w.wake()) return got;
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 // The Redis Backend: the lease operations, each one script run on the main
-// connection; the wake-ups go to Wakeups, the listing to list_mutexes().
+// connection; the wake-ups go to PubSubWakeups, the listing to list_mutexes().
 #include "backend/redis/redis.hpp"
 
 #include "backend/redis/client.hpp"
@@ -64,19 +64,17 @@ public:
 
   Listing list(int64_t timeout_ms) override { return redis::list_mutexes(m_client, timeout_ms); }
 
-  int watch(const std::string& mutex, const std::string& contender, bool waiting) override {
-    return m_wakeups.watch(mutex, contender, waiting);
+  Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
+    m_wakeups.target(mutex, contender);
+    return m_wakeups;
   }
-  bool look_after_queueing() const override { return m_wakeups.look_after_queueing(); }
-  bool drain_wakeups() override { return m_wakeups.drain_wakeups(); }
-  std::optional<Grant> take_grant() override { return m_wakeups.take_grant(); }
 
   std::string describe() const override { return m_describe; }
 
 private:
   std::string m_describe; // the URI without the password
   Client m_client;        // before m_wakeups: leaving the queue at the end needs it
-  redis::Wakeups m_wakeups;
+  redis::PubSubWakeups m_wakeups;
 };
 
 } // namespace

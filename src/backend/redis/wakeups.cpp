@@ -21,7 +21,7 @@ constexpr int64_t k_queue_timeout_ms = 250;
 
 } // namespace
 
-void Wakeups::acquired(const std::string& mutex, const std::string& contender, const Reply& r,
+void PubSubWakeups::acquired(const std::string& mutex, const std::string& contender, const Reply& r,
                        int64_t ttl_ms, int64_t transition_ms) {
   // The script took the new owner out of the queue: no dequeue call.
   if (r.ok() && r.changed && mutex == m_queued && contender == m_queued_as) m_queued.clear();
@@ -34,7 +34,7 @@ void Wakeups::acquired(const std::string& mutex, const std::string& contender, c
 // (a forced release tells the owner) and the contender's wake-up channel,
 // on which a release wakes the first of the queued waiters
 // (lua/common.lua).
-int Wakeups::watch(const std::string& mutex, const std::string& contender, bool waiting) {
+int PubSubWakeups::watch(const std::string& mutex, const std::string& contender, bool waiting) {
   std::string channel = channel_name(mutex, "released");
   if (channel != m_channel) {
     leave_queue();
@@ -64,7 +64,7 @@ int Wakeups::watch(const std::string& mutex, const std::string& contender, bool 
   return -1;
 }
 
-void Wakeups::leave_queue() {
+void PubSubWakeups::leave_queue() {
   if (m_queued.empty()) return;
   std::string mutex = std::move(m_queued);
   m_queued.clear();
@@ -73,7 +73,7 @@ void Wakeups::leave_queue() {
   m_client.run(lua::k_dequeue, mutex, args, k_queue_timeout_ms); // best effort
 }
 
-bool Wakeups::subscribe() {
+bool PubSubWakeups::subscribe() {
   int64_t now = sys::boottime_ms();
   if (now < m_resubscribe_at) return false;
   m_resubscribe_at = now + k_resubscribe_interval_ms;
@@ -103,7 +103,7 @@ bool Wakeups::subscribe() {
   return true;
 }
 
-bool Wakeups::drain_wakeups() {
+bool PubSubWakeups::drain_wakeups() {
   if (!m_sub.is_open()) return false;
   std::vector<ReplyPtr> replies;
   std::string err = m_sub.read_available(replies);
@@ -130,7 +130,7 @@ bool Wakeups::drain_wakeups() {
   return ours;
 }
 
-std::optional<Grant> Wakeups::take_grant() {
+std::optional<Grant> PubSubWakeups::take_grant() {
   std::optional<Grant> g = std::move(m_grant);
   m_grant.reset();
   return g;
@@ -141,7 +141,7 @@ std::optional<Grant> Wakeups::take_grant() {
 // reply our acquire would have got, sent when we sent the SUBSCRIBE whose
 // confirmation came before the message. The release took us out of the
 // queue: no dequeue (which would end the lease). "1": only woken.
-void Wakeups::take_grant_message(const std::string& text) {
+void PubSubWakeups::take_grant_message(const std::string& text) {
   long long f[5];
   char tail;
   if (std::sscanf(text.c_str(), "grant %lld %lld %lld %lld %lld%c", &f[0], &f[1], &f[2], &f[3], &f[4],
@@ -162,7 +162,7 @@ void Wakeups::take_grant_message(const std::string& text) {
 }
 
 // lua/common.lua: channel()
-std::string Wakeups::channel_name(const std::string& mutex, const std::string& suffix) const {
+std::string PubSubWakeups::channel_name(const std::string& mutex, const std::string& suffix) const {
   return m_client.hash_key(mutex) + ":db" + std::to_string(m_client.uri().db) + ":" + suffix;
 }
 

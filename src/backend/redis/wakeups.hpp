@@ -1,12 +1,13 @@
 #pragma once
-// Wake-ups and hand-overs (Backend::watch and what follows it): a second
+// Wake-ups and hand-overs (backend/wakeups.hpp) over pub/sub: a second
 // connection subscribed to the mutex's channels, the queue of waiters a
 // release wakes one at a time (lua/common.lua: hand_over), and the grant
 // message by which a release hands the mutex over to the first waiter.
-// RedisBackend owns one and forwards the wake-up part of the interface.
+// RedisBackend owns one and hands it out as its Backend::wakeups().
 #include "backend/backend.hpp"
 #include "backend/redis/client.hpp"
 #include "backend/redis/connection.hpp"
+#include "backend/wakeups.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -15,26 +16,28 @@
 
 namespace simba::backend::redis {
 
-class Wakeups {
+class PubSubWakeups final : public QueueWakeups {
 public:
   // `client` (the requests: enqueue, dequeue) must outlive this.
-  explicit Wakeups(Client& client) : m_client(client) {}
-  // The queue entry goes with the backend (Backend::watch).
-  ~Wakeups() { leave_queue(); }
-  Wakeups(const Wakeups&) = delete;
-  Wakeups& operator=(const Wakeups&) = delete;
+  explicit PubSubWakeups(Client& client) : m_client(client) {}
+  // The queue entry goes with the backend (wakeups.hpp, 6.).
+  ~PubSubWakeups() override { leave_queue(); }
+  PubSubWakeups(const PubSubWakeups&) = delete;
+  PubSubWakeups& operator=(const PubSubWakeups&) = delete;
 
   // After every acquire: the script took a new owner out of the queue, and
   // the terms are those a release hands the mutex over on, should we queue.
   void acquired(const std::string& mutex, const std::string& contender, const Reply& r,
                 int64_t ttl_ms, int64_t transition_ms);
 
-  int watch(const std::string& mutex, const std::string& contender, bool waiting);
-  bool look_after_queueing() const { return m_look; }
-  bool drain_wakeups();
-  std::optional<Grant> take_grant();
+  bool look_after_queueing() const override { return m_look; }
 
 private:
+  // QueueWakeups' calls (wakeups.hpp).
+  int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
+  bool drain_wakeups() override;
+  std::optional<Grant> take_grant() override;
+
   void leave_queue();
   bool subscribe();
   void take_grant_message(const std::string& text);

@@ -35,7 +35,7 @@ std::string absolute_path(const std::string& path) {
 class SqliteBackend final : public Backend {
 public:
   SqliteBackend(std::string path, const SqliteOpen& how)
-      : m_files(std::move(path), how), m_waiters(*this, m_files) {}
+      : m_files(std::move(path), how), m_waiters(*this, m_files, m_db) {}
 
   // Opens the database at the path: its directory (checked: see trust.hpp;
   // the default location's made when missing), the notification directory
@@ -112,14 +112,10 @@ public:
 
   Listing list(int64_t timeout_ms) override;
 
-  int watch(const std::string& mutex, const std::string& contender, bool waiting) override {
-    return m_waiters.watch(mutex, contender, waiting);
+  Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
+    m_waiters.target(mutex, contender);
+    return m_waiters;
   }
-  bool look_after_queueing() const override { return m_waiters.look_after_queueing(); }
-  std::string take_warning() override { return m_waiters.take_warning(); }
-  bool drain_wakeups() override { return m_waiters.drain_wakeups(); }
-
-  void upkeep() override { m_db.checkpoint_if_due(); }
 
   std::string describe() const override { return "sqlite://" + m_files.path(); }
 

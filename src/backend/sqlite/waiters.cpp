@@ -3,6 +3,7 @@
 #include "backend/sqlite/waiters.hpp"
 
 #include "backend/backend.hpp"
+#include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
 #include "backend/sqlite/trust.hpp"
 #include "core/error.hpp"
@@ -78,6 +79,8 @@ int Waiters::watch(const std::string& mutex, const std::string& contender, bool 
 }
 
 std::string Waiters::take_warning() { return std::exchange(m_warning, std::string()); }
+
+void Waiters::upkeep() { m_db.checkpoint_if_due(); }
 
 bool Waiters::drain_wakeups() {
   if (m_watch_fd < 0) return false;

@@ -1,9 +1,10 @@
 #pragma once
-// The waiter queue and release notification of the SQLite backend: the
-// Backend's wake-up part (watch, look_after_queueing, drain_wakeups,
-// take_warning) and the releases' side of it (wake_first_waiter, notify),
-// on files in the notification directory beside the database, watched with
-// inotify. The backend owns one Waiters and delegates those calls to it.
+// The waiter queue and release notification of the SQLite backend: its
+// wake-ups (backend/wakeups.hpp: watch, look_after_queueing, drain_wakeups,
+// take_warning, upkeep) and the releases' side of them (wake_first_waiter,
+// notify), on files in the notification directory beside the database,
+// watched with inotify. The backend owns one Waiters and hands it out as
+// its Backend::wakeups().
 //
 // The notify directory holds, per mutex, a broadcast file named by the
 // mutex's hash (touched by a forced release: the owner hears of it) and one
@@ -11,6 +12,8 @@
 // release touches only the first live waiter's file. Each contender watches
 // the files, not the directory: a directory watch would wake every waiter
 // for every other waiter's turn and every departure.
+#include "backend/wakeups.hpp"
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -18,28 +21,24 @@
 #include <string>
 #include <vector>
 
-namespace simba::backend {
-class Backend;
-}
-
 namespace simba::backend::sqlite {
 
+class Connection;
 class DatabaseFiles;
 
-class Waiters {
+class Waiters final : public QueueWakeups {
 public:
   // `owner`: the backend, whose get() looks at the mutex once queued;
-  // `files`: where the notification directory is, and who may use it.
-  Waiters(Backend& owner, const DatabaseFiles& files) : m_owner(owner), m_files(files) {}
-  ~Waiters();
+  // `files`: where the notification directory is, and who may use it;
+  // `db`: the connection settle()'s upkeep checkpoints.
+  Waiters(Backend& owner, const DatabaseFiles& files, Connection& db)
+      : m_owner(owner), m_files(files), m_db(db) {}
+  ~Waiters() override;
   Waiters(const Waiters&) = delete;
   Waiters& operator=(const Waiters&) = delete;
 
-  // Backend::watch, look_after_queueing, take_warning, drain_wakeups.
-  int watch(const std::string& mutex, const std::string& contender, bool waiting);
-  bool look_after_queueing() const { return m_look; }
-  std::string take_warning();
-  bool drain_wakeups();
+  bool look_after_queueing() const override { return m_look; }
+  std::string take_warning() override;
 
   // A release that ended the lease: wakes the first live waiter; whether
   // one was woken.
@@ -56,6 +55,12 @@ public:
   void watch_again();
 
 private:
+  // QueueWakeups' calls (wakeups.hpp). The upkeep: the WAL checkpoint
+  // (connection.hpp), off the path of every hand-over.
+  int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
+  bool drain_wakeups() override;
+  void upkeep() override;
+
   mode_t file_mode() const;
   mode_t dir_mode() const;
   bool shared_modes() const;
@@ -70,6 +75,7 @@ private:
 
   Backend& m_owner;
   const DatabaseFiles& m_files;
+  Connection& m_db;
   int m_notify_fd = -1;          // the notification directory, once opened
   bool m_notify_checked = false; // it was checked (see trust.hpp)
   bool m_notify_scanned = false; // read before: seek back first
