@@ -1,5 +1,7 @@
 #include "cli/driver.hpp"
 
+#include "cli/command.hpp"
+
 #include "backend/wakeups.hpp"
 #include "core/error.hpp"
 #include "process/child.hpp"
@@ -16,8 +18,6 @@
 #include <cstring>
 #include <deque>
 #include <variant>
-
-extern char** environ;
 
 namespace simba::cli {
 
@@ -36,36 +36,6 @@ core::CallResult to_call_result(const backend::Reply& r) {
   c.changed = r.changed;
   c.error = r.error;
   return c;
-}
-
-// The child's environment: ours, minus the SIMBA_ lease variables an outer
-// simba set, plus the lease (DESIGN §6). SIMBA_CONTENDER_ID is the label the
-// user chose (--contender-id); SIMBA_OWNER_ID the unique owner id that
-// `status` shows.
-std::vector<std::string> child_env(const Command& command, const core::ContenderConfig& config,
-                                   const core::Lease& lease) {
-  static const char* const k_ours[] = {"SIMBA_MUTEX=",         "SIMBA_CONTENDER_ID=",
-                                       "SIMBA_OWNER_ID=",      "SIMBA_FENCING_TOKEN=",
-                                       "SIMBA_ACQUIRED_AT=",   "SIMBA_TTL_MS=",
-                                       "SIMBA_TRANSITION_MS="};
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    bool skip = false;
-    for (const char* p : k_ours) skip = skip || strncmp(*e, p, strlen(p)) == 0;
-    for (const auto& x : command.extra_env) {
-      skip = skip || strncmp(*e, x.c_str(), x.find('=') + 1) == 0;
-    }
-    if (!skip) env.emplace_back(*e);
-  }
-  env.push_back("SIMBA_MUTEX=" + config.mutex);
-  env.push_back("SIMBA_CONTENDER_ID=" + config.label);
-  env.push_back("SIMBA_OWNER_ID=" + config.contender_id);
-  env.push_back("SIMBA_FENCING_TOKEN=" + std::to_string(lease.fencing_token));
-  env.push_back("SIMBA_ACQUIRED_AT=" + std::to_string(lease.acquired_at));
-  env.push_back("SIMBA_TTL_MS=" + std::to_string(config.ttl_ms));
-  env.push_back("SIMBA_TRANSITION_MS=" + std::to_string(config.transition_ms));
-  for (const auto& x : command.extra_env) env.push_back(x);
-  return env;
 }
 
 class Loop {

@@ -3,6 +3,7 @@
 // with real I/O — the backend, CMD, the watchdog, signals — and feeds it the
 // events: replies, timers, release notifications, CMD's exit, signals.
 #include "backend/backend.hpp"
+#include "cli/command.hpp"
 #include "cli/log.hpp"
 #include "core/contender.hpp"
 #include "process/watchdog.hpp"
@@ -11,12 +12,6 @@
 #include <vector>
 
 namespace simba::cli {
-
-struct Command {
-  std::string path;               // resolved executable
-  std::vector<std::string> argv;  // as the user wrote it
-  std::vector<std::string> extra_env; // "K=V" added to simba's environment
-};
 
 // How simba ends: exit with `code`, or, when `signal` is not 0, by that
 // signal (after every clean-up; see Contender::finish).

@@ -84,6 +84,34 @@ int exec_errno_code(int err) {
   return (err == ENOENT || err == ENOTDIR) ? exit_code::k_not_found : exit_code::k_not_executable;
 }
 
+// execve's argv/envp: pointers into `strings`, then a null.
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Without a watchdog (the fork fallback): CMD is our own clone.
+pid_t clone_directly(SpawnArgs& args, uintptr_t stack_top) {
+  // No signal may run a handler in the child while it shares our memory;
+  // the child restores its signal mask just before execve.
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
+  // CLONE_VM|CLONE_VFORK: no page-table copy, and we resume only once the
+  // child has exec'd or failed, so `args` stays valid and exec_errno is set.
+  pid_t pid = clone(child_main, reinterpret_cast<void*>(stack_top),
+                    CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  int clone_errno = errno;
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0)
+    throw InternalError(std::string("cannot start ") + args.path + ": clone: " +
+                        std::strerror(clone_errno));
+  return pid;
+}
+
 } // namespace
 
 std::string resolve_command(const std::string& name) {
@@ -153,14 +181,8 @@ bool Child::exit_fd_ready() const {
 void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
                   const std::vector<std::string>& env, const sigset_t& signal_mask,
                   int64_t not_after_ms) {
-  std::vector<char*> argv_ptrs;
-  argv_ptrs.reserve(argv.size() + 1);
-  for (const std::string& s : argv) argv_ptrs.push_back(const_cast<char*>(s.c_str()));
-  argv_ptrs.push_back(nullptr);
-  std::vector<char*> env_ptrs;
-  env_ptrs.reserve(env.size() + 1);
-  for (const std::string& s : env) env_ptrs.push_back(const_cast<char*>(s.c_str()));
-  env_ptrs.push_back(nullptr);
+  std::vector<char*> argv_ptrs = c_strings(argv);
+  std::vector<char*> env_ptrs = c_strings(env);
 
   // Only hand over a terminal we still hold: after Ctrl-Z and `bg` while
   // waiting for the mutex, the shell owns it again.
@@ -181,18 +203,7 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
     args.parent = m_watchdog->pid();
     pid = m_watchdog->spawn(child_main, &args, reinterpret_cast<void*>(top));
   } else {
-    // No signal may run a handler in the child while it shares our memory;
-    // the child restores `signal_mask` just before execve.
-    sigset_t all, old;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, &old);
-    // CLONE_VM|CLONE_VFORK: no page-table copy, and we resume only once the
-    // child has exec'd or failed, so `args` stays valid and exec_errno is set.
-    pid = clone(child_main, reinterpret_cast<void*>(top), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
-    int clone_errno = errno;
-    sigprocmask(SIG_SETMASK, &old, nullptr);
-    if (pid < 0)
-      throw InternalError(std::string("cannot start ") + path + ": clone: " + std::strerror(clone_errno));
+    pid = clone_directly(args, top);
   }
 
   if (args.exec_errno != 0) {
