@@ -115,7 +115,8 @@ std::string percent_encode(const std::string& s) {
   return out;
 }
 
-long parse_number(const std::string& s, long max, const std::string& what, const std::string& shown) {
+long parse_number(const std::string& s, long max, const std::string& what,
+                  const std::string& shown) {
   if (s.empty() || s.size() > 10 || !all_digits(s))
     bad_uri(shown, what + " must be a number, got '" + s + "'");
   long v = std::strtol(s.c_str(), nullptr, 10);
@@ -247,8 +248,8 @@ RedisUri parse_redis(bool unix_socket, const std::string& rest, const std::strin
     if (const char* p = std::getenv(k_redis_password_env); p && *p) e.password = p;
   }
   if (!e.user.empty() && e.password.empty())
-    bad_uri(shown, std::string("a user name needs a password (give it in ") +
-                       k_redis_password_env + ")");
+    bad_uri(shown,
+            std::string("a user name needs a password (give it in ") + k_redis_password_env + ")");
   return e;
 }
 

@@ -88,7 +88,6 @@ public:
   void target(const std::string& mutex, const std::string& contender);
 
 protected:
-
   // Sets the channel up for `contender` on `mutex` (again, after it broke;
   // another mutex or contender: leaves the former's queue first), and joins
   // the queue when `waiting` and not in it, or leaves it when not

@@ -48,7 +48,9 @@ public:
   }
 
 private:
-  static bool has_own_usage(const CLI::App* app) { return app->get_footer().rfind("Usage: ", 0) == 0; }
+  static bool has_own_usage(const CLI::App* app) {
+    return app->get_footer().rfind("Usage: ", 0) == 0;
+  }
 };
 
 // Everything of the command is cleaned up by now (backend closed, CMD and
@@ -66,7 +68,8 @@ void refuse_extras(const CLI::App& cmd) {
   if (extra.empty()) return;
   const std::string& first = extra.front();
   std::string help = "see simba " + cmd.get_name() + " --help";
-  if (first.size() > 1 && first[0] == '-') throw UsageError("unknown option '" + first + "' (" + help + ")");
+  if (first.size() > 1 && first[0] == '-')
+    throw UsageError("unknown option '" + first + "' (" + help + ")");
   throw UsageError("unexpected argument '" + first + "': the command to run goes after '--' (" +
                    cmd.get_footer().substr(7) + ")");
 }

@@ -9,10 +9,9 @@ namespace simba::cli {
 
 std::vector<std::string> child_env(const Command& command, const core::ContenderConfig& config,
                                    const core::Lease& lease) {
-  static const char* const k_ours[] = {"SIMBA_MUTEX=",         "SIMBA_CONTENDER_ID=",
-                                       "SIMBA_OWNER_ID=",      "SIMBA_FENCING_TOKEN=",
-                                       "SIMBA_ACQUIRED_AT=",   "SIMBA_TTL_MS=",
-                                       "SIMBA_TRANSITION_MS="};
+  static const char* const k_ours[] = {
+      "SIMBA_MUTEX=",       "SIMBA_CONTENDER_ID=", "SIMBA_OWNER_ID=",     "SIMBA_FENCING_TOKEN=",
+      "SIMBA_ACQUIRED_AT=", "SIMBA_TTL_MS=",       "SIMBA_TRANSITION_MS="};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     bool skip = false;

@@ -10,8 +10,8 @@
 namespace simba::cli {
 
 struct Command {
-  std::string path;               // resolved executable
-  std::vector<std::string> argv;  // as the user wrote it
+  std::string path;                   // resolved executable
+  std::vector<std::string> argv;      // as the user wrote it
   std::vector<std::string> extra_env; // "K=V" added to simba's environment
 };
 

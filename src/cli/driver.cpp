@@ -5,9 +5,9 @@
 #include "backend/wakeups.hpp"
 #include "core/error.hpp"
 #include "process/child.hpp"
-#include "sys/clock.hpp"
 #include "process/signals.hpp"
 #include "process/watchdog.hpp"
+#include "sys/clock.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -42,7 +42,8 @@ class Loop {
 public:
   Loop(core::Contender& c, const core::ContenderConfig& config, backend::Backend& b,
        const Command& command, const Log& log, process::Watchdog& w)
-    : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_child(&w), m_watchdog(w) {}
+      : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_child(&w),
+        m_watchdog(w) {}
 
   Outcome run() {
     try {
@@ -174,17 +175,18 @@ private:
     // A deferred call keeps the end its timeout had: it never runs past the
     // kill point the machine counted it against.
     int64_t timeout = a.timeout_ms;
-    if (m_deferred_at) timeout = std::max<int64_t>(1, timeout - (sys::boottime_ms() - *m_deferred_at));
+    if (m_deferred_at)
+      timeout = std::max<int64_t>(1, timeout - (sys::boottime_ms() - *m_deferred_at));
     m_deferred_at.reset();
     switch (a.op) {
     case core::Op::acquire:
       return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::guard:
-      return to_call_result(m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
+      return to_call_result(
+          m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::hold:
       return to_call_result(m_backend.hold(mutex, id, a.token, a.ttl_ms, timeout));
-    case core::Op::release:
-      return to_call_result(m_backend.release(mutex, id, a.token, timeout));
+    case core::Op::release: return to_call_result(m_backend.release(mutex, id, a.token, timeout));
     }
     return {};
   }
@@ -245,7 +247,8 @@ private:
   static constexpr int64_t k_settle_delay_ms = 5;
 
   std::optional<int64_t> settle_at() const {
-    if (!m_settle_pending || m_contender.phase() != core::Contender::Phase::owning) return std::nullopt;
+    if (!m_settle_pending || m_contender.phase() != core::Contender::Phase::owning)
+      return std::nullopt;
     return m_started_at + k_settle_delay_ms;
   }
 
@@ -375,13 +378,13 @@ private:
   bool m_started = false;
   bool m_child_exited = false;
   std::optional<int> m_exit_code;
-  int m_exit_signal = 0; // end by this signal instead of exiting with m_exit_code
+  int m_exit_signal = 0;                 // end by this signal instead of exiting with m_exit_code
   backend::Wakeups* m_wakeups = nullptr; // see wakeups()
   int m_notify_fd = -1;                  // theirs, to poll
   bool m_listening = false;              // see listen_at()
   bool m_settle_pending = false;         // CMD started, settle_at() not reached yet
-  uint64_t m_calls = 0; // backend calls (lease operations)
-  std::deque<core::Action> m_deferred;   // a call and what follows it, until after the poll (feed())
+  uint64_t m_calls = 0;                  // backend calls (lease operations)
+  std::deque<core::Action> m_deferred;  // a call and what follows it, until after the poll (feed())
   bool m_called_this_turn = false;      // a backend call was made since the last poll
   std::optional<int64_t> m_deferred_at; // when the deferred call was put off
   int64_t m_started_at = 0;
@@ -390,8 +393,8 @@ private:
 } // namespace
 
 Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
-          backend::Backend& backend, const Command& command, const Log& log,
-          process::Watchdog& watchdog) {
+              backend::Backend& backend, const Command& command, const Log& log,
+              process::Watchdog& watchdog) {
   return Loop(contender, config, backend, command, log, watchdog).run();
 }
 

@@ -23,7 +23,7 @@ struct Outcome {
 // Runs `contender` to completion and returns how simba ends. `watchdog` is
 // started (see Watchdog::start) if the caller has not started it yet.
 Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
-          backend::Backend& backend, const Command& command, const Log& log,
-          process::Watchdog& watchdog);
+              backend::Backend& backend, const Command& command, const Log& log,
+              process::Watchdog& watchdog);
 
 } // namespace simba::cli

@@ -157,10 +157,12 @@ void Log::notice(int level, const core::WaitNotice& n) const {
   case E::waiting: m = with("waiting for " + n.mutex, holder); break;
   case E::still_waiting:
     m = with("still waiting for " + n.mutex + " after " + waited,
-             trouble.empty() ? holder : trouble + " (failing for " + for_people(n.failing_ms) + ")");
+             trouble.empty() ? holder
+                             : trouble + " (failing for " + for_people(n.failing_ms) + ")");
     break;
   case E::gave_up:
-    m = with("gave up waiting for " + n.mutex + " after " + waited, trouble.empty() ? holder : trouble);
+    m = with("gave up waiting for " + n.mutex + " after " + waited,
+             trouble.empty() ? holder : trouble);
     break;
   case E::busy: m = with(n.mutex + " is busy (--no-wait)", holder); break;
   case E::backend_failing:
@@ -191,8 +193,10 @@ void Log::warning(const std::string& m) const {
   if (!quiet) emit("warning", m, verbose || stamp);
 }
 void Log::at(int level, const std::string& m) const {
-  if (level == 0) info(m);
-  else if (level == 1) verbose_line(m);
+  if (level == 0)
+    info(m);
+  else if (level == 1)
+    verbose_line(m);
   else if (level == 3) {
     if (!quiet && (verbose || isatty(2))) emit("notice", m, verbose || stamp);
   } else if (level == 4) {

@@ -29,14 +29,14 @@ void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help
                  "Backend URI: sqlite:///path.db, sqlite:rel.db, redis://[[user]:password@]"
                  "host[:port][/db], redis+unix:///path.sock (default: $SIMBA_HOME/simba.db "
                  "or ~/.local/state/simba/simba.db)")
-    ->envname("SIMBA_BACKEND");
+      ->envname("SIMBA_BACKEND");
   cmd.add_flag("-q,--quiet", o.quiet, quiet_help);
   cmd.add_flag("-v,--verbose", o.verbose, "Log every transition on stderr");
 }
 
 void add_contend_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--mutex", o.mutex, "Name of the mutex (1-128 of [A-Za-z0-9._:/@-])")
-    ->envname("SIMBA_MUTEX");
+      ->envname("SIMBA_MUTEX");
   add_backend_options(cmd, o, "Print nothing but errors");
   cmd.add_option("--ttl", o.ttl,
                  "Lease time to live; the owner renews it (default 10s; at least 250ms, and enough "

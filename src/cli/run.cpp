@@ -47,7 +47,7 @@ core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* co
 
 // Validates CMD, opens the backend, refuses re-entry, and drives the core.
 Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
-              const std::vector<std::string>& cmd) {
+                  const std::vector<std::string>& cmd) {
   // Started first, while the backend is still to be opened: its start is
   // then off the path from "acquired" to "CMD runs" (a waiter's hand-over
   // above all); arming it when CMD starts is a store and a timerfd_settime,
@@ -137,7 +137,8 @@ Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   // Range-checked here rather than by a CLI11 validator: building one
   // formats its description through an ostringstream on every start.
   if (o.conflict_exit_code < 0 || o.conflict_exit_code > 255)
-    throw UsageError("--conflict-exit-code must be 0 to 255, not " + std::to_string(o.conflict_exit_code));
+    throw UsageError("--conflict-exit-code must be 0 to 255, not " +
+                     std::to_string(o.conflict_exit_code));
   config.conflict_exit_code = o.conflict_exit_code;
   return supervise(config, o.supervise, cmd);
 }
@@ -175,7 +176,8 @@ Outcome schedule_command(const ScheduleOptions& o, const std::vector<std::string
     throw UsageError("--strategy must be fixed-rate or fixed-delay, not '" + o.strategy + "'");
   }
   config.initial_delay_ms = core::parse_duration(o.initial_delay, "--initial-delay");
-  if (o.max_runs < 0) throw UsageError("--max-runs must be 0 or more, not " + std::to_string(o.max_runs));
+  if (o.max_runs < 0)
+    throw UsageError("--max-runs must be 0 or more, not " + std::to_string(o.max_runs));
   if (o.max_runs > 0) config.max_runs = o.max_runs;
   return supervise(config, o.supervise, cmd);
 }

@@ -38,9 +38,9 @@ struct ScheduleOptions {
 
 constexpr const char* k_run_description = "Acquire the mutex, run CMD while owning it, release";
 constexpr const char* k_lead_description =
-  "Contend forever; run CMD while leader, stop it on loss, start it anew when re-elected";
+    "Contend forever; run CMD while leader, stop it on loss, start it anew when re-elected";
 constexpr const char* k_schedule_description =
-  "While leader, run CMD every D; never two runs at once";
+    "While leader, run CMD every D; never two runs at once";
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o);
 CLI::App* add_lead_command(CLI::App& app, LeadOptions& o);

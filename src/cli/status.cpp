@@ -24,13 +24,14 @@ nlohmann::json to_json(const backend::MutexLease& m, int64_t now) {
   bool owned = !l.owner_id.empty() && w != core::Window::idle;
   j["owner"] = owned ? nlohmann::json(l.owner_id) : nlohmann::json(nullptr);
   // the --contender-id the owner was given (the owner id without its instance)
-  j["label"] = owned ? nlohmann::json(std::string(core::label_of(l.owner_id))) : nlohmann::json(nullptr);
+  j["label"] =
+      owned ? nlohmann::json(std::string(core::label_of(l.owner_id))) : nlohmann::json(nullptr);
   j["fencing_token"] = l.fencing_token;
   bool acquired = w != core::Window::idle && w != core::Window::quarantine;
   j["acquired_at"] = acquired ? nlohmann::json(l.acquired_at) : nlohmann::json(nullptr);
   j["ttl_at"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.ttl_at);
   j["transition_at"] =
-    w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.transition_at);
+      w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.transition_at);
   j["ttl_remaining_ms"] = w == core::Window::ttl ? l.ttl_at - now : 0;
   j["transition_remaining_ms"] = w == core::Window::idle ? 0 : l.transition_at - now;
   return j;
@@ -41,7 +42,8 @@ uint64_t parse_token(const std::string& text) {
   if (text.empty()) return 0;
   bool digits = text.size() <= 19 && text.find_first_not_of("0123456789") == std::string::npos;
   uint64_t token = digits ? std::stoull(text) : 0;
-  if (token == 0) throw UsageError("--token must be a fencing token (a positive number), not '" + text + "'");
+  if (token == 0)
+    throw UsageError("--token must be a fencing token (a positive number), not '" + text + "'");
   return token;
 }
 
@@ -52,7 +54,7 @@ std::string pad(std::string s, size_t width) {
 
 void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
   std::vector<std::vector<std::string>> rows = {
-    {"MUTEX", "STATE", "OWNER", "TOKEN", "ACQUIRED", "TTL LEFT", "VALID FOR"}};
+      {"MUTEX", "STATE", "OWNER", "TOKEN", "ACQUIRED", "TTL LEFT", "VALID FOR"}};
   for (const auto& m : mutexes) {
     const core::Lease& l = m.lease;
     core::Window w = core::window_at(l, now);
@@ -61,8 +63,9 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
     rows.push_back({core::escape_control(m.mutex), core::window_name(w),
                     held && !l.owner_id.empty() ? core::escape_control(l.owner_id) : "-",
                     l.fencing_token ? std::to_string(l.fencing_token) : "-",
-                    held && w != core::Window::quarantine ? core::format_duration(now - l.acquired_at) + " ago"
-                                                          : "-",
+                    held && w != core::Window::quarantine
+                        ? core::format_duration(now - l.acquired_at) + " ago"
+                        : "-",
                     w == core::Window::ttl ? core::format_duration(l.ttl_at - now) : "-",
                     held ? core::format_duration(l.transition_at - now) : "-"});
   }
@@ -86,8 +89,9 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
   // Never from SIMBA_MUTEX: inside a job that variable names the job's own
   // lock, and status would quietly show only that one.
   cmd->add_option("--mutex", o.common.mutex, "Only this mutex");
-  add_backend_options(*cmd, o.common,
-                      "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");
+  add_backend_options(
+      *cmd, o.common,
+      "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");
   cmd->add_flag("--json", o.json, "JSON for programs");
   return cmd;
 }
@@ -99,7 +103,8 @@ int status_command(const StatusOptions& o) {
   int64_t now = 0;
   if (o.common.mutex.empty()) {
     backend::Listing listing = backend->list(k_admin_timeout_ms);
-    if (!listing.ok) throw UnavailableError("cannot read " + backend->describe() + ": " + listing.error);
+    if (!listing.ok)
+      throw UnavailableError("cannot read " + backend->describe() + ": " + listing.error);
     mutexes = std::move(listing.mutexes);
     now = listing.now;
   } else {
@@ -143,7 +148,8 @@ CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
 constexpr size_t k_max_stored_name = 1024;
 
 int release_command(const ReleaseOptions& o) {
-  if (o.common.mutex.empty()) throw UsageError("release needs --mutex NAME (it never takes SIMBA_MUTEX)");
+  if (o.common.mutex.empty())
+    throw UsageError("release needs --mutex NAME (it never takes SIMBA_MUTEX)");
   const std::string mutex = core::unescape_control(o.common.mutex);
   if (mutex.empty() || mutex.size() > k_max_stored_name)
     throw UsageError("--mutex must be 1 to " + std::to_string(k_max_stored_name) + " bytes");
@@ -154,17 +160,20 @@ int release_command(const ReleaseOptions& o) {
   auto backend = open_backend(o.common, backend::Access::inspect);
   backend::Reply before = backend->get(mutex, k_admin_timeout_ms);
   backend::Reply r = backend->force_release(mutex, token, k_admin_timeout_ms);
-  if (!r.ok()) throw UnavailableError("cannot release " + core::escape_control(mutex) + ": " + r.error);
+  if (!r.ok())
+    throw UnavailableError("cannot release " + core::escape_control(mutex) + ": " + r.error);
   if (!o.common.quiet) {
     const core::Observed& after = r.observed;
-    std::string who = before.ok() && before.observed.lease.valid_at(before.observed.now)
-                        ? " (was held by " + core::escape_control(before.observed.lease.owner_id) + ")"
-                        : "";
+    std::string who =
+        before.ok() && before.observed.lease.valid_at(before.observed.now)
+            ? " (was held by " + core::escape_control(before.observed.lease.owner_id) + ")"
+            : "";
     if (r.changed && !after.lease.revoked_at(after.now)) {
       // Free, or handed to a waiter: the lease was only held for --min-hold
       // (its command had ended), nothing to stop.
-      std::cerr << "simba: released " << core::escape_control(mutex) << who
-                << ": it was only held for --min-hold (its command had ended); the mutex is free now\n";
+      std::cerr
+          << "simba: released " << core::escape_control(mutex) << who
+          << ": it was only held for --min-hold (its command had ended); the mutex is free now\n";
     } else if (r.changed) {
       std::cerr << "simba: revoked the lease of " << core::escape_control(mutex) << who
                 << "; its command is being stopped, and the mutex is free in "

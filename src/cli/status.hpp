@@ -10,8 +10,8 @@ struct StatusOptions {
 
 constexpr const char* k_status_description = "Show who holds what, until when";
 constexpr const char* k_release_description =
-  "Break a lock (admin): revoke the lease; its owner stops CMD at once, and the mutex is free "
-  "when the revoked lease would have ended";
+    "Break a lock (admin): revoke the lease; its owner stops CMD at once, and the mutex is free "
+    "when the revoked lease would have ended";
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o);
 int status_command(const StatusOptions& o);

@@ -21,8 +21,8 @@ enum class LogLevel {
   info,
   verbose, // only with -v
   warning,
-  notice,  // for a person: only when stderr is a terminal, or with -v
-  error,   // even with -q
+  notice, // for a person: only when stderr is a terminal, or with -v
+  error,  // even with -q
 };
 
 // What a waiter tells about its wait, for the log to word (text) or to
@@ -31,26 +31,26 @@ enum class LogLevel {
 // times (core knows no clock but the monotonic one it is given).
 struct WaitNotice {
   enum class Event {
-    waiting,          // the wait begins (and the holder at that moment)
-    still_waiting,    // run: again every notice_every_ms
-    gave_up,          // --timeout passed
-    busy,             // --no-wait found the mutex held
-    backend_failing,  // the first failed (or unanswered) acquire of a series
-    backend_back,     // the first answer after a series of failures
+    waiting,         // the wait begins (and the holder at that moment)
+    still_waiting,   // run: again every notice_every_ms
+    gave_up,         // --timeout passed
+    busy,            // --no-wait found the mutex held
+    backend_failing, // the first failed (or unanswered) acquire of a series
+    backend_back,    // the first answer after a series of failures
   };
   Event event = Event::waiting;
   std::string mutex;
-  std::string holder_id;          // owner id of the holder last seen; empty: none
-  bool holder_has_our_label = false; // another simba given our --contender-id
-  bool revoked = false;           // the lease seen was revoked (release --force)
-  std::optional<int64_t> held_ms; // how long the holder has held it, now
-  int64_t free_in_ms = 0;         // revoked: until the mutex is free
-  int64_t waited_ms = 0;          // since the wait began
+  std::string holder_id;                 // owner id of the holder last seen; empty: none
+  bool holder_has_our_label = false;     // another simba given our --contender-id
+  bool revoked = false;                  // the lease seen was revoked (release --force)
+  std::optional<int64_t> held_ms;        // how long the holder has held it, now
+  int64_t free_in_ms = 0;                // revoked: until the mutex is free
+  int64_t waited_ms = 0;                 // since the wait began
   std::optional<int64_t> gives_up_in_ms; // --timeout: what is left
-  std::string error;              // the backend's last error, while it fails
-  int64_t failing_ms = 0;         // how long it has failed
-  int failures = 0;               // failed tries in this series
-  int64_t retry_max_ms = 0;       // backend_failing: the back-off's cap
+  std::string error;                     // the backend's last error, while it fails
+  int64_t failing_ms = 0;                // how long it has failed
+  int failures = 0;                      // failed tries in this series
+  int64_t retry_max_ms = 0;              // backend_failing: the back-off's cap
 };
 
 namespace action {
@@ -60,7 +60,7 @@ namespace action {
 struct Call {
   Op op = Op::acquire;
   int64_t timeout_ms = 0;
-  int64_t ttl_ms = 0;        // acquire, guard: the lease to ask for; hold: how long
+  int64_t ttl_ms = 0; // acquire, guard: the lease to ask for; hold: how long
   int64_t transition_ms = 0;
   // guard, hold, release: only the lease with this fencing token (and our
   // owner id); 0 for a release after an acquire whose answer never came
@@ -117,9 +117,9 @@ struct Notice {
 
 } // namespace action
 
-using Action = std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
-                            action::SignalChild, action::SignalAll, action::Exit, action::Log,
-                            action::Notice>;
+using Action =
+    std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
+                 action::SignalChild, action::SignalAll, action::Exit, action::Log, action::Notice>;
 using Actions = std::vector<Action>;
 
 } // namespace simba::core

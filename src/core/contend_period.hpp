@@ -36,7 +36,7 @@ public:
   using Uniform = std::function<int64_t(int64_t lo, int64_t hi)>;
 
   ContendPeriod(std::string contender_id, Uniform uniform)
-    : m_contender_id(std::move(contender_id)), m_uniform(std::move(uniform)) {}
+      : m_contender_id(std::move(contender_id)), m_uniform(std::move(uniform)) {}
 
   // Owner: ttl_at - now. Non-owner: transition_at - now + jitter, jitter in
   // [-200, 1000) ms, or [0, 1000) when the lease has no transition window.

@@ -20,7 +20,7 @@ constexpr int64_t k_emergency_release_timeout_ms = 1000;
 } // namespace
 
 Contender::Contender(ContenderConfig config, ContendPeriod period)
-  : m_config(std::move(config)), m_period(std::move(period)) {}
+    : m_config(std::move(config)), m_period(std::move(period)) {}
 
 Contender::Phase Contender::phase() const {
   if (std::holds_alternative<Waiting>(m_state)) return Phase::contending;
@@ -36,9 +36,9 @@ int64_t Contender::deadline() const {
 }
 
 OwnerTimes Contender::owner_times(const Observed& o, int64_t sent_at) const {
-  return m_period.owner_times(o, sent_at,
-                              {m_config.ttl_ms, m_config.transition_ms, m_config.kill_after_ms,
-                               m_config.retry_ms});
+  return m_period.owner_times(
+      o, sent_at,
+      {m_config.ttl_ms, m_config.transition_ms, m_config.kill_after_ms, m_config.retry_ms});
 }
 
 Actions Contender::start(int64_t now) {
@@ -111,13 +111,13 @@ Actions Contender::on_release_reply(int64_t now, const CallResult& r) {
     return finish(now, code,
                   {action::Log{LogLevel::verbose,
                                "could not make sure that no lease of ours is left on " +
-                                 m_config.mutex + " (" + r.error +
-                                 "); a lease our unanswered acquire may have taken expires "
-                                 "by itself"}});
+                                   m_config.mutex + " (" + r.error +
+                                   "); a lease our unanswered acquire may have taken expires "
+                                   "by itself"}});
   }
   return finish(now, code,
                 {action::Log{LogLevel::warning, "could not release " + m_config.mutex + " (" +
-                                                  r.error + "); it expires by itself"}});
+                                                    r.error + "); it expires by itself"}});
 }
 
 Actions Contender::on_timer(int64_t now) {

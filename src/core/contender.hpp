@@ -34,13 +34,13 @@ struct ContenderConfig {
   int64_t ttl_ms = 10000;
   int64_t transition_ms = 2000;
   int64_t kill_after_ms = 1000; // < transition_ms
-  int kill_signal = 15;          // SIGTERM
+  int kill_signal = 15;         // SIGTERM
   bool no_wait = false;
   std::optional<int64_t> wait_timeout_ms; // --timeout
   int64_t min_hold_ms = 0;
   int conflict_exit_code = 75;
-  int64_t call_timeout_ms = 2000;  // upper bound of one backend call
-  int64_t retry_ms = 250;          // guard retry period (DESIGN §4: <= 250 ms)
+  int64_t call_timeout_ms = 2000; // upper bound of one backend call
+  int64_t retry_ms = 250;         // guard retry period (DESIGN §4: <= 250 ms)
   // A waiter's acquire that failed (or got no answer) is retried after a
   // back-off: retry_ms, doubling per failure up to this, with jitter. Only
   // the waiter's: an owner's guard keeps retry_ms (its kill point decides).
@@ -56,8 +56,8 @@ struct ContenderConfig {
   int64_t restart_delay_ms = 1000;
   int64_t every_ms = 0;
   int64_t initial_delay_ms = 0;
-  bool fixed_rate = true;       // else fixed-delay
-  std::optional<int> max_runs;  // schedule: release and exit after N runs
+  bool fixed_rate = true;      // else fixed-delay
+  std::optional<int> max_runs; // schedule: release and exit after N runs
 };
 
 struct CallResult {
@@ -131,30 +131,30 @@ private:
   };
   // contending (contender_waiting.cpp)
   struct Waiting {
-    int64_t began = 0;                 // local: start, or contending again
-    std::optional<int64_t> try_at;     // the next acquire (none while one is in flight)
-    std::optional<int64_t> remind_at;  // run: the next still_waiting notice
+    int64_t began = 0;                // local: start, or contending again
+    std::optional<int64_t> try_at;    // the next acquire (none while one is in flight)
+    std::optional<int64_t> remind_at; // run: the next still_waiting notice
     // We may hold a lease: an acquire went unanswered or came too late, or
     // (contending again) the lease we lost contact with may still be ours.
     bool maybe_owner = false;
-    std::optional<int> cancel_code;    // cancelled (signal, --timeout) with an acquire in flight
-    bool timed_out = false;            // --timeout passed (the code is chosen at the exit)
+    std::optional<int> cancel_code; // cancelled (signal, --timeout) with an acquire in flight
+    bool timed_out = false;         // --timeout passed (the code is chosen at the exit)
     Failures failures;
   };
   // owning, draining, stopping: the lease is ours, or was until the loss
   // that stops CMD (contender_owning.cpp).
   struct Owner {
-    Phase stage = Phase::owning;       // owning, draining or stopping
+    Phase stage = Phase::owning; // owning, draining or stopping
     Lease lease;
-    int64_t deadline = 0;              // local: the lease surely ends after this
-    int64_t kill_point = 0;            // local: CMD is stopped here
-    std::optional<int64_t> guard_at;   // owning, draining: next guard (none while one is in flight)
-    std::optional<int64_t> kill_at;    // SIGKILL due (draining, stopping, asked twice to stop)
-    bool child_running = false;        // CMD itself (not what it left) runs
+    int64_t deadline = 0;            // local: the lease surely ends after this
+    int64_t kill_point = 0;          // local: CMD is stopped here
+    std::optional<int64_t> guard_at; // owning, draining: next guard (none while one is in flight)
+    std::optional<int64_t> kill_at;  // SIGKILL due (draining, stopping, asked twice to stop)
+    bool child_running = false;      // CMD itself (not what it left) runs
     std::optional<int64_t> next_start_at; // lead: restart; schedule: next run
     int64_t rate_origin = 0;              // schedule fixed-rate: first tick
-    bool holding = false;   // draining, --min-hold: CMD is done, the lease is kept
-    bool hold_sent = false; // the hold call went out
+    bool holding = false;                 // draining, --min-hold: CMD is done, the lease is kept
+    bool hold_sent = false;               // the hold call went out
 
     // An owner's reply (acquire, guard, hold): the lease and its new times.
     void adopt(const Lease& l, const OwnerTimes& t) {
@@ -224,7 +224,7 @@ private:
   Actions after_loss(int64_t now, Actions acts); // CMD is gone after a loss
   Actions recontend(int64_t now, Actions acts);
   Actions after_all_gone(int64_t now, Actions acts);
-  Actions after_run(int64_t now, Actions acts);     // lead, schedule: restart, next run or end
+  Actions after_run(int64_t now, Actions acts);       // lead, schedule: restart, next run or end
   Actions hold_or_release(int64_t now, Actions acts); // run: --min-hold, then the release
 
   ContenderConfig m_config;
@@ -241,8 +241,8 @@ private:
   int m_unknown_replies = 0;           // indeterminate acquire replies (--no-wait gives up)
   int m_runs = 0;                      // CMD's starts (schedule: --max-runs)
   int m_child_code = 0;                // CMD's status at its last exit
-  bool m_shutdown = false;  // a TERM/INT/HUP/QUIT asked simba to stop (lead, schedule)
-  int m_stop_signal = 0;    // the first TERM/INT/HUP/QUIT simba got (0: none)
+  bool m_shutdown = false;             // a TERM/INT/HUP/QUIT asked simba to stop (lead, schedule)
+  int m_stop_signal = 0;               // the first TERM/INT/HUP/QUIT simba got (0: none)
 };
 
 } // namespace simba::core

@@ -82,7 +82,7 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
   if (own.holding) return finish(now, m_child_code);
   return {action::SetDeadline{own.deadline},
           action::Log{LogLevel::verbose, "renewed " + m_config.mutex + " until +" +
-                                           format_duration(o.lease.transition_at - o.now)}};
+                                             format_duration(o.lease.transition_at - o.now)}};
 }
 
 Actions Contender::begin_stop(int64_t now, const std::string& why, Actions acts) {
@@ -129,7 +129,7 @@ Actions Contender::on_owner_timer(int64_t now) {
     if (rate) o.next_start_at = next_tick(now);
     if (busy) {
       acts.push_back(
-        action::Log{LogLevel::info, "tick skipped: the previous run is still running"});
+          action::Log{LogLevel::info, "tick skipped: the previous run is still running"});
     } else {
       acts = start_cmd(now, std::move(acts));
     }
@@ -150,7 +150,8 @@ Actions Contender::on_owner_signal(int64_t now, int signo, bool stop, bool again
     o.kill_at = now + m_config.kill_after_ms;
     return {action::Log{LogLevel::warning,
                         "asked again to stop: the kill signal to the command and all it "
-                        "started, SIGKILL in " + format_duration(m_config.kill_after_ms)},
+                        "started, SIGKILL in " +
+                            format_duration(m_config.kill_after_ms)},
             action::SignalAll{m_config.kill_signal}};
   }
   if (long_running() && stop) {
@@ -248,7 +249,7 @@ Actions Contender::after_run(int64_t now, Actions acts) {
   if (m_config.mode == Mode::lead) {
     o.next_start_at = now + m_config.restart_delay_ms;
     acts.push_back(action::Log{LogLevel::info, "restarting the command in " +
-                                                 format_duration(m_config.restart_delay_ms)});
+                                                   format_duration(m_config.restart_delay_ms)});
   } else if (!m_config.fixed_rate) {
     o.next_start_at = now + m_config.every_ms;
   }
@@ -269,7 +270,7 @@ Actions Contender::hold_or_release(int64_t now, Actions acts) {
   if (m_in_flight) return acts; // on_guard_reply sends the hold after this reply
   o.hold_sent = true;
   acts.push_back(action::Log{LogLevel::verbose, "holding " + m_config.mutex + " for --min-hold, " +
-                                                  format_duration(remaining) + " more"});
+                                                    format_duration(remaining) + " more"});
   return call_with(now, Op::hold, remaining, 0, std::move(acts));
 }
 

@@ -55,7 +55,7 @@ Actions Contender::on_acquired(int64_t now, const Observed& o, int64_t sent_at, 
   owner().adopt(o.lease, times);
   acts.push_back(action::Log{long_running() ? LogLevel::info : LogLevel::verbose,
                              "acquired " + m_config.mutex + " (fencing token " +
-                               std::to_string(o.lease.fencing_token) + ")"});
+                                 std::to_string(o.lease.fencing_token) + ")"});
   return on_owned(now, std::move(acts));
 }
 
@@ -79,7 +79,7 @@ Actions Contender::on_acquire_failure(int64_t now, const CallResult& r, Actions 
   }
   acts = remind_if_due(now, std::move(acts));
   int64_t delay =
-    m_period.backoff_delay(w.failures.count, m_config.retry_ms, m_config.backoff_max_ms);
+      m_period.backoff_delay(w.failures.count, m_config.retry_ms, m_config.backoff_max_ms);
   return retry_acquire_later(now, delay, std::move(acts));
 }
 
@@ -104,7 +104,7 @@ Actions Contender::track_backend(int64_t now, const CallResult& r) {
     return {};
   }
   return {action::Log{LogLevel::verbose, "acquire failed again (" + f.last_error + "); " +
-                                           std::to_string(f.count) + " failures in a row"}};
+                                             std::to_string(f.count) + " failures in a row"}};
 }
 
 // Another contender holds the mutex (or its revoked lease runs out).

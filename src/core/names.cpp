@@ -34,7 +34,8 @@ void validate_contender_label(std::string_view label) {
   if (label.empty()) throw UsageError("--contender-id is empty");
   if (label.size() > k_max_label) {
     throw UsageError("--contender-id is longer than " + std::to_string(k_max_label) +
-                     " bytes (the stored owner id adds 17 to it, up to 128): '" + printable(label) + "'");
+                     " bytes (the stored owner id adds 17 to it, up to 128): '" + printable(label) +
+                     "'");
   }
   for (unsigned char c : label) {
     if (c <= 0x20 || c >= 0x7f) {
@@ -88,7 +89,8 @@ std::string unescape_control(std::string_view s) {
 std::string default_contender_label(long pid, std::string_view host) {
   std::string head = std::to_string(pid) + "@";
   std::string h;
-  for (unsigned char c : host.substr(0, k_max_label - head.size())) h += (c > 0x20 && c < 0x7f) ? char(c) : '_';
+  for (unsigned char c : host.substr(0, k_max_label - head.size()))
+    h += (c > 0x20 && c < 0x7f) ? char(c) : '_';
   if (h.empty()) h = "localhost";
   return head + h;
 }

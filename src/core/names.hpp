@@ -15,7 +15,7 @@ void validate_mutex_name(std::string_view name);
 // label (--contender-id, or "<pid>@<host>") and an instance id drawn at
 // random by each simba process, so that two processes never share it
 // (DESIGN §9), whatever label they were given. At most 128 bytes.
-constexpr size_t k_instance_chars = 17; // "#" and 16 hex digits
+constexpr size_t k_instance_chars = 17;                       // "#" and 16 hex digits
 constexpr size_t k_max_label = k_max_name - k_instance_chars; // 111
 
 // Throws UsageError unless `label` is 1–111 printable bytes with no whitespace.

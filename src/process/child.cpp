@@ -17,9 +17,9 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "sys/clock.hpp"
 #include "process/proc_tree.hpp"
 #include "process/watchdog.hpp"
+#include "sys/clock.hpp"
 
 namespace simba::process {
 namespace {
@@ -51,7 +51,7 @@ struct SpawnArgs {
   char* const* argv;
   char* const* envp;
   const sigset_t* mask;
-  pid_t parent;            // who clones us: simba, or the watchdog
+  pid_t parent; // who clones us: simba, or the watchdog
   int tty;
   int64_t not_after_ms;    // CLOCK_BOOTTIME: too late to start CMD from then on
   volatile int exec_errno; // written by the child when execve fails
@@ -107,8 +107,8 @@ pid_t clone_directly(SpawnArgs& args, uintptr_t stack_top) {
   int clone_errno = errno;
   sigprocmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0)
-    throw InternalError(std::string("cannot start ") + args.path + ": clone: " +
-                        std::strerror(clone_errno));
+    throw InternalError(std::string("cannot start ") + args.path +
+                        ": clone: " + std::strerror(clone_errno));
   return pid;
 }
 
@@ -141,7 +141,8 @@ std::string resolve_command(const std::string& name) {
     size_t start = 0;
     for (;;) {
       size_t end = path.find(':', start);
-      std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      std::string dir =
+          path.substr(start, end == std::string::npos ? std::string::npos : end - start);
       // An empty entry means the current directory, as in execvp.
       std::string candidate = dir.empty() ? "./" + name : dir + "/" + name;
       if (check(candidate)) return candidate;
@@ -154,7 +155,8 @@ std::string resolve_command(const std::string& name) {
   throw Error(exit_code::k_not_found, "command not found: " + name);
 }
 
-Child::Child(Watchdog* watchdog) : m_watchdog(watchdog && Watchdog::can_spawn() ? watchdog : nullptr) {
+Child::Child(Watchdog* watchdog)
+    : m_watchdog(watchdog && Watchdog::can_spawn() ? watchdog : nullptr) {
   // Descendants that leave CMD's group (setsid, double fork) re-parent to
   // us instead of init, so they can still be found and stopped.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -187,8 +189,10 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
   // Only hand over a terminal we still hold: after Ctrl-Z and `bg` while
   // waiting for the mutex, the shell owns it again.
   if (m_tty >= 0 && tcgetpgrp(m_tty) != getpgrp()) m_tty = -1;
-  SpawnArgs args{path.c_str(), argv_ptrs.data(), env_ptrs.data(), &signal_mask, getpid(), m_tty,
-                 not_after_ms, 0};
+  SpawnArgs args{path.c_str(),    argv_ptrs.data(),
+                 env_ptrs.data(), &signal_mask,
+                 getpid(),        m_tty,
+                 not_after_ms,    0};
   // Stacks grow down on every Linux target we build for; keep it 16-aligned.
   auto top = reinterpret_cast<uintptr_t>(g_child_stack + k_child_stack_size) & ~uintptr_t(15);
 

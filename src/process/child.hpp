@@ -19,7 +19,7 @@ std::string resolve_command(const std::string& name);
 
 struct ExitStatus {
   bool signaled = false;
-  int code = 0;   // exit code, or the signal number when signaled
+  int code = 0; // exit code, or the signal number when signaled
   int shell_code() const { return signaled ? 128 + code : code; }
 };
 

@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <set>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "process/proc_tree.hpp"

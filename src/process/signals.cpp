@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstdio>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -31,12 +31,12 @@ constexpr NamedSignal k_names[] = {
 
 // Names signal_name() knows beyond the parseable ones (for messages only).
 constexpr NamedSignal k_display_names[] = {
-    {"ILL", SIGILL},   {"TRAP", SIGTRAP}, {"ABRT", SIGABRT}, {"BUS", SIGBUS},
-    {"FPE", SIGFPE},   {"SEGV", SIGSEGV}, {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
-    {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD}, {"CONT", SIGCONT}, {"STOP", SIGSTOP},
-    {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"URG", SIGURG},
-    {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},
-    {"WINCH", SIGWINCH}, {"IO", SIGIO}, {"PWR", SIGPWR}, {"SYS", SIGSYS},
+    {"ILL", SIGILL},       {"TRAP", SIGTRAP}, {"ABRT", SIGABRT},     {"BUS", SIGBUS},
+    {"FPE", SIGFPE},       {"SEGV", SIGSEGV}, {"PIPE", SIGPIPE},     {"ALRM", SIGALRM},
+    {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD}, {"CONT", SIGCONT},     {"STOP", SIGSTOP},
+    {"TSTP", SIGTSTP},     {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},     {"URG", SIGURG},
+    {"XCPU", SIGXCPU},     {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},
+    {"WINCH", SIGWINCH},   {"IO", SIGIO},     {"PWR", SIGPWR},       {"SYS", SIGSYS},
 };
 
 } // namespace
@@ -91,10 +91,8 @@ bool SignalChannel::is_forwarded(int signo) {
   case SIGQUIT:
   case SIGUSR1:
   case SIGUSR2:
-  case SIGWINCH:
-    return true;
-  default:
-    return false;
+  case SIGWINCH: return true;
+  default: return false;
   }
 }
 

@@ -76,13 +76,13 @@ private:
   bool arm(int64_t deadline_ms);
 
   pid_t m_pid = -1;
-  int m_fd = -1;              // our end of the socketpair
-  int m_tfd = -1;             // the timer we share with it (-1: its own)
-  Shared* shared() const;     // at the start of m_region; null without one
-  char* m_region = nullptr;   // the Shared block and the watchdog's stack; kept for a restart
-  pid_t m_pgid = 0;           // CMD's group, for a restarted watchdog
-  bool m_left = false;        // leave(): the channel stays open until exit
-  uint32_t m_stops_seen = 0;  // take_stop()
+  int m_fd = -1;             // our end of the socketpair
+  int m_tfd = -1;            // the timer we share with it (-1: its own)
+  Shared* shared() const;    // at the start of m_region; null without one
+  char* m_region = nullptr;  // the Shared block and the watchdog's stack; kept for a restart
+  pid_t m_pgid = 0;          // CMD's group, for a restarted watchdog
+  bool m_left = false;       // leave(): the channel stays open until exit
+  uint32_t m_stops_seen = 0; // take_stop()
 };
 
 } // namespace simba::process

@@ -41,15 +41,10 @@ int64_t monotonic_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-
-
-
 bool same_lease(const Lease& a, const Lease& b) {
   return a.owner_id == b.owner_id && a.acquired_at == b.acquired_at && a.ttl_at == b.ttl_at &&
          a.transition_at == b.transition_at && a.fencing_token == b.fencing_token;
 }
-
-
 
 } // namespace
 
@@ -182,7 +177,8 @@ TEST_CASE("guard never creates a lease and fails for a non-owner") {
   auto m2 = unique_mutex("guard-expired");
   Reply a2 = require_ok(b->acquire(m2, "A", 100, 100, k_timeout));
   sleep_ms(300);
-  Reply late = require_ok(b->guard(m2, "A", a2.observed.lease.fencing_token, 1000, 1000, k_timeout));
+  Reply late =
+      require_ok(b->guard(m2, "A", a2.observed.lease.fencing_token, 1000, 1000, k_timeout));
   CHECK_FALSE(late.changed);
   CHECK_FALSE(late.observed.lease.valid_at(late.observed.now));
   CHECK(late.observed.lease.fencing_token == a2.observed.lease.fencing_token);
@@ -231,7 +227,8 @@ TEST_CASE("release of an expired lease by its former owner changes nothing") {
   CHECK_FALSE(rel.changed);
 }
 
-TEST_CASE("force_release revokes: the owner goes at once, others wait until the lease would have ended") {
+TEST_CASE(
+    "force_release revokes: the owner goes at once, others wait until the lease would have ended") {
   auto b = open_test_backend();
   auto m = unique_mutex("force");
   Reply none = require_ok(b->force_release(m, 0, k_timeout));
@@ -265,7 +262,8 @@ TEST_CASE("force_release revokes: the owner goes at once, others wait until the 
   CHECK(next.observed.lease.fencing_token > a.observed.lease.fencing_token);
 }
 
-TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced release, and a waiter is woken") {
+TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced release, and a "
+          "waiter is woken") {
   auto b = open_test_backend();
   auto m = unique_mutex("hold");
   Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
@@ -301,7 +299,8 @@ TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced r
   CHECK_FALSE(got.observed.lease.holding);
 }
 
-TEST_CASE("hold: the mark goes with the lease; a later lease is revoked by a forced release, not freed") {
+TEST_CASE(
+    "hold: the mark goes with the lease; a later lease is revoked by a forced release, not freed") {
   auto b = open_test_backend();
   auto m = unique_mutex("hold-gone");
   Reply a = require_ok(b->acquire(m, "A", 300, 100, k_timeout));
@@ -324,7 +323,8 @@ TEST_CASE("hold: the mark goes with the lease; a later lease is revoked by a for
   Reply g = require_ok(c->guard(m2, "C", t, 10000, 1000, k_timeout));
   CHECK(g.changed);
   CHECK_FALSE(g.observed.lease.holding);
-  CHECK(require_ok(c->force_release(m2, 0, k_timeout)).observed.lease.revoked_at(g.observed.now + 1));
+  CHECK(
+      require_ok(c->force_release(m2, 0, k_timeout)).observed.lease.revoked_at(g.observed.now + 1));
 }
 
 TEST_CASE("fencing tokens strictly increase across acquisitions, releases and expiries") {
@@ -589,13 +589,15 @@ int main(int argc, char** argv) {
   ctx.applyCommandLine(argc, argv);
   // The backend-specific files run only against their backend; doctest
   // reports the cases filtered out here as skipped.
-  if (!simba::test::backend_is_sqlite()) ctx.addFilter("source-file-exclude", "*/tests/backend/sqlite*");
+  if (!simba::test::backend_is_sqlite())
+    ctx.addFilter("source-file-exclude", "*/tests/backend/sqlite*");
   if (simba::test::backend_uri().rfind("redis", 0) != 0)
     ctx.addFilter("source-file-exclude", "*/tests/backend/redis*");
   return ctx.run();
 }
 
-TEST_CASE("wake-up: a release wakes only the first live waiter, in the order they queued; the others do not even stir") {
+TEST_CASE("wake-up: a release wakes only the first live waiter, in the order they queued; the "
+          "others do not even stir") {
   auto owner = open_test_backend();
   auto m = unique_mutex("queue");
   require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
@@ -734,7 +736,8 @@ TEST_CASE("a stale guard or release of an owner's earlier lease leaves its new l
 
 // The owner ids as simba makes them from one --contender-id, in two
 // processes (cli::contender_config, the code `simba run` uses).
-TEST_CASE("two processes given one label are two owners: they exclude each other, and a release hands over between them") {
+TEST_CASE("two processes given one label are two owners: they exclude each other, and a release "
+          "hands over between them") {
   auto m = unique_mutex("same-label");
   simba::cli::CommonOptions opts;
   opts.mutex = m;

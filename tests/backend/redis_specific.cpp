@@ -22,8 +22,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fcntl.h>
+#include <filesystem>
 #include <memory>
 #include <netinet/in.h>
 #include <poll.h>
@@ -51,12 +51,8 @@ bool backend_is_redis() { return simba::test::backend_uri().rfind("redis", 0) ==
 #define SKIP_UNLESS_REDIS()                                                                        \
   if (!backend_is_redis()) {                                                                       \
     FAIL("a redis-only case ran against " << simba::test::backend_uri()                            \
-                                          << " (files tests/backend/redis* are filtered out)");   \
+                                          << " (files tests/backend/redis* are filtered out)");    \
   }
-
-
-
-
 
 // A loopback port nobody listens on (just now).
 int free_port() {
@@ -182,8 +178,8 @@ public:
   }
   // With the quarantine on (what users get): for the tests of data loss.
   std::string guarded_uri(const std::string& prefix, int db = 0) const {
-    return "redis://127.0.0.1:" + std::to_string(m_port) + "/" + std::to_string(db) + "?prefix=" + prefix +
-           "&timeout=1s";
+    return "redis://127.0.0.1:" + std::to_string(m_port) + "/" + std::to_string(db) +
+           "?prefix=" + prefix + "&timeout=1s";
   }
   std::string dir() const { return m_dir; }
   // SIGKILL, then a new server on the same port and directory: it loads
@@ -217,12 +213,23 @@ public:
 
 private:
   bool start() {
-    std::vector<std::string> args = {m_bin,           "--port",       std::to_string(m_port),
-                                     "--bind",        "127.0.0.1",    "--save",
-                                     "",              "--appendonly", "no",
-                                     "--daemonize",   "no",           "--dir",
-                                     m_dir,           "--unixsocket", socket_path(),
-                                     "--unixsocketperm", "700"};
+    std::vector<std::string> args = {m_bin,
+                                     "--port",
+                                     std::to_string(m_port),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--daemonize",
+                                     "no",
+                                     "--dir",
+                                     m_dir,
+                                     "--unixsocket",
+                                     socket_path(),
+                                     "--unixsocketperm",
+                                     "700"};
     args.insert(args.end(), m_extra.begin(), m_extra.end());
     std::fflush(nullptr);
     pid_t pid = fork();
@@ -247,7 +254,8 @@ private:
         return false;
       }
       timeval tv{0, 200000};
-      std::unique_ptr<redisContext, ContextFree> c(redisConnectWithTimeout("127.0.0.1", m_port, tv));
+      std::unique_ptr<redisContext, ContextFree> c(
+          redisConnectWithTimeout("127.0.0.1", m_port, tv));
       if (!c || c->err) continue;
       redisSetTimeout(c.get(), tv);
       ReplyPtr r(static_cast<redisReply*>(redisCommand(c.get(), "PING")));
@@ -265,19 +273,33 @@ private:
   pid_t m_pid = -1;
 };
 
-
-
 } // namespace
 
 TEST_CASE("redis uri: malformed URIs are usage errors") {
   ScopedEnv no_password("SIMBA_REDIS_PASSWORD", nullptr);
-  for (const char* uri :
-       {"redis:", "redis:host", "redis://h:99999", "redis://h:0", "redis://h:abc", "redis://h:",
-        "redis://h/abc", "redis://h/-1", "redis://h?foo=1", "redis://h?timeout=xyz",
-        "redis://h?timeout=0", "redis://h?prefix=a{b", "redis://h?prefix", "redis://h/1?db=2",
-        "redis://[::1", "redis://user@h", "redis://h?prefix=%zz", "redis+unix://", "redis+unix:///",
-        "redis+unix://host/path.sock", "redis+unix:///tmp/dir/", "redis+unix:///x.sock?db=a",
-        "redis+unix:relative.sock"}) {
+  for (const char* uri : {"redis:",
+                          "redis:host",
+                          "redis://h:99999",
+                          "redis://h:0",
+                          "redis://h:abc",
+                          "redis://h:",
+                          "redis://h/abc",
+                          "redis://h/-1",
+                          "redis://h?foo=1",
+                          "redis://h?timeout=xyz",
+                          "redis://h?timeout=0",
+                          "redis://h?prefix=a{b",
+                          "redis://h?prefix",
+                          "redis://h/1?db=2",
+                          "redis://[::1",
+                          "redis://user@h",
+                          "redis://h?prefix=%zz",
+                          "redis+unix://",
+                          "redis+unix:///",
+                          "redis+unix://host/path.sock",
+                          "redis+unix:///tmp/dir/",
+                          "redis+unix:///x.sock?db=a",
+                          "redis+unix:relative.sock"}) {
     CAPTURE(uri);
     std::string msg = error_of<simba::UsageError>([&] { open_backend(uri); });
     CHECK_FALSE(msg.empty());
@@ -304,8 +326,9 @@ TEST_CASE("redis: a port where no Redis speaks is UnavailableError within the ti
   {
     FakeServer silent; // accepts (backlog), never answers
     int64_t t0 = mono_ms();
-    std::string msg = error_of<simba::UnavailableError>(
-        [&] { open_backend("redis://127.0.0.1:" + std::to_string(silent.port) + "?timeout=300ms"); });
+    std::string msg = error_of<simba::UnavailableError>([&] {
+      open_backend("redis://127.0.0.1:" + std::to_string(silent.port) + "?timeout=300ms");
+    });
     int64_t dt = mono_ms() - t0;
     CHECK(dt >= 250);
     CHECK(dt < 1500);
@@ -329,8 +352,8 @@ TEST_CASE("redis: passwords — wrong one refused (69), never shown; URI or SIMB
   std::string base = "127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=pw:&quarantine=off";
   ScopedEnv no_password("SIMBA_REDIS_PASSWORD", nullptr);
 
-  std::string wrong = error_of<simba::UnavailableError>(
-      [&] { open_backend("redis://:wrong-pw-17@" + base); });
+  std::string wrong =
+      error_of<simba::UnavailableError>([&] { open_backend("redis://:wrong-pw-17@" + base); });
   CHECK(wrong.find("wrong-pw-17") == std::string::npos);
   CHECK(wrong.find("right-pw-42") == std::string::npos);
   CHECK(wrong.find("password") != std::string::npos);
@@ -360,7 +383,8 @@ TEST_CASE("redis: passwords — wrong one refused (69), never shown; URI or SIMB
   }
   {
     // ACL user + password.
-    ReplyPtr r = server.command({"ACL", "SETUSER", "simba-user", "on", ">user-pw-9", "~*", "&*", "+@all"});
+    ReplyPtr r =
+        server.command({"ACL", "SETUSER", "simba-user", "on", ">user-pw-9", "~*", "&*", "+@all"});
     REQUIRE(r->type == REDIS_REPLY_STATUS);
     auto b = open_backend("redis://simba-user:user-pw-9@" + base);
     CHECK(b->describe() == "redis://simba-user@" + base);
@@ -371,11 +395,13 @@ TEST_CASE("redis: passwords — wrong one refused (69), never shown; URI or SIMB
   }
 }
 
-TEST_CASE("redis: key layout — hash tag, no TTL on the lease (nothing evicts it), a fence that never expires") {
+TEST_CASE("redis: key layout — hash tag, no TTL on the lease (nothing evicts it), a fence that "
+          "never expires") {
   SKIP_UNLESS_REDIS();
   OwnRedis server;
   auto b = open_backend(server.uri("lay:"));
-  CHECK(b->describe() == "redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=lay:&quarantine=off");
+  CHECK(b->describe() ==
+        "redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=lay:&quarantine=off");
   Reply a = require_ok(b->acquire("ci/deploy", "A", 5000, 2000, k_timeout));
   ReplyPtr h = server.command({"HGET", "lay:{ci/deploy}", "owner"});
   REQUIRE(h->type == REDIS_REPLY_STRING);
@@ -461,7 +487,8 @@ TEST_CASE("redis: restarted without persistence — the lease is gone, tokens ke
   Reply next = require_ok(other->acquire(m, "B", 10000, 1000, k_timeout));
   CHECK(next.changed);
   CHECK(next.observed.lease.fencing_token > highest);
-  MESSAGE("token before the restart " << highest << ", after " << next.observed.lease.fencing_token);
+  MESSAGE("token before the restart " << highest << ", after "
+                                      << next.observed.lease.fencing_token);
 
   // Restarted again right away: still larger.
   uint64_t before = next.observed.lease.fencing_token;
@@ -470,7 +497,8 @@ TEST_CASE("redis: restarted without persistence — the lease is gone, tokens ke
   CHECK(again.observed.lease.fencing_token > before);
 }
 
-TEST_CASE("redis: a paused server (SIGSTOP) gives indeterminate within the call's timeout, never a hang") {
+TEST_CASE("redis: a paused server (SIGSTOP) gives indeterminate within the call's timeout, never a "
+          "hang") {
   SKIP_UNLESS_REDIS();
   OwnRedis server;
   auto b = open_backend(server.uri()); // URI timeout 1s
@@ -501,7 +529,8 @@ TEST_CASE("redis: a paused server (SIGSTOP) gives indeterminate within the call'
   CHECK(dt < 1500);
 
   server.resume();
-  Reply after = require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 10000, 2000, k_timeout));
+  Reply after =
+      require_ok(b->guard(m, "A", a.observed.lease.fencing_token, 10000, 2000, k_timeout));
   CHECK(after.observed.lease.owner_id == "A");
   CHECK(after.observed.lease.fencing_token == a.observed.lease.fencing_token);
 }
@@ -616,7 +645,8 @@ void check_quarantine_then_token(Backend& c, const std::string& m, int64_t owner
 
 } // namespace
 
-TEST_CASE("redis: restart from an RDB snapshot that misses the last lease: quarantine, tokens increase") {
+TEST_CASE(
+    "redis: restart from an RDB snapshot that misses the last lease: quarantine, tokens increase") {
   SKIP_UNLESS_REDIS();
   OwnRedis server;
   auto m = unique_mutex("rdb");
@@ -630,11 +660,14 @@ TEST_CASE("redis: restart from an RDB snapshot that misses the last lease: quara
   REQUIRE(rb.changed);
   server.crash_and_restart();
   auto c = open_backend(server.guarded_uri("rdb:"));
-  CHECK(require_ok(c->get(m, k_timeout)).observed.lease.fencing_token == ra.observed.lease.fencing_token);
-  check_quarantine_then_token(*c, m, rb.observed.lease.transition_at, rb.observed.lease.fencing_token);
+  CHECK(require_ok(c->get(m, k_timeout)).observed.lease.fencing_token ==
+        ra.observed.lease.fencing_token);
+  check_quarantine_then_token(*c, m, rb.observed.lease.transition_at,
+                              rb.observed.lease.fencing_token);
 }
 
-TEST_CASE("redis: restart from an AOF (everysec) that lost its last writes: quarantine, tokens increase") {
+TEST_CASE("redis: restart from an AOF (everysec) that lost its last writes: quarantine, tokens "
+          "increase") {
   SKIP_UNLESS_REDIS();
   OwnRedis server({"--appendonly", "yes", "--appendfsync", "everysec"});
   auto m = unique_mutex("aof");
@@ -661,7 +694,8 @@ TEST_CASE("redis: restart from an AOF (everysec) that lost its last writes: quar
   server.crash_and_restart();
   auto c = open_backend(server.guarded_uri("aof:"));
   CHECK(require_ok(c->get(m, k_timeout)).observed.lease.owner_id.empty()); // B's lease is lost
-  check_quarantine_then_token(*c, m, rb.observed.lease.transition_at, rb.observed.lease.fencing_token);
+  check_quarantine_then_token(*c, m, rb.observed.lease.transition_at,
+                              rb.observed.lease.fencing_token);
 }
 
 TEST_CASE("redis: a replica promoted (REPLICAOF NO ONE) that missed the last lease: quarantine") {
@@ -689,8 +723,10 @@ TEST_CASE("redis: a replica promoted (REPLICAOF NO ONE) that missed the last lea
   master.kill_server();
   REQUIRE(replica.command({"REPLICAOF", "NO", "ONE"})->type == REDIS_REPLY_STATUS);
   auto c = open_backend(replica.guarded_uri("fo:"));
-  CHECK(require_ok(c->get(m, k_timeout)).observed.lease.fencing_token == ra.observed.lease.fencing_token);
-  check_quarantine_then_token(*c, m, rb.observed.lease.transition_at, rb.observed.lease.fencing_token);
+  CHECK(require_ok(c->get(m, k_timeout)).observed.lease.fencing_token ==
+        ra.observed.lease.fencing_token);
+  check_quarantine_then_token(*c, m, rb.observed.lease.transition_at,
+                              rb.observed.lease.fencing_token);
 }
 
 TEST_CASE("redis: FLUSHALL and FLUSHDB while a lease runs: quarantine, tokens increase") {
@@ -704,9 +740,11 @@ TEST_CASE("redis: FLUSHALL and FLUSHDB while a lease runs: quarantine, tokens in
     Reply rb = acquire_after_quarantine(*a, m, "B", k_ttl, k_transition);
     REQUIRE(server.command({flush})->type == REDIS_REPLY_STATUS);
     auto c = open_backend(server.guarded_uri("fl:"));
-    check_quarantine_then_token(*c, m, rb.observed.lease.transition_at, rb.observed.lease.fencing_token);
+    check_quarantine_then_token(*c, m, rb.observed.lease.transition_at,
+                                rb.observed.lease.fencing_token);
     // The owner's guard sees that its lease is gone.
-    Reply g = require_ok(a->guard(m, "B", rb.observed.lease.fencing_token, k_ttl, k_transition, k_timeout));
+    Reply g = require_ok(
+        a->guard(m, "B", rb.observed.lease.fencing_token, k_ttl, k_transition, k_timeout));
     CHECK_FALSE(g.observed.lease.owned_by("B", g.observed.now));
   }
 }
@@ -723,7 +761,8 @@ TEST_CASE("redis: an acquire that fails on a key of the wrong type leaves the fe
   std::string before = server.command({"GET", fence})->str;
   // Someone else's data at the waiters' key: every acquire fails, and none
   // may move the fence (a failing script keeps the writes it made).
-  REQUIRE(server.command({"SET", "wt:{" + m + "}:waiters", "not a sorted set"})->type == REDIS_REPLY_STATUS);
+  REQUIRE(server.command({"SET", "wt:{" + m + "}:waiters", "not a sorted set"})->type ==
+          REDIS_REPLY_STATUS);
   for (int i = 0; i < 3; ++i) {
     Reply r = a->acquire(m, "B", k_ttl, k_transition, k_timeout);
     CHECK_FALSE(r.ok());
@@ -777,7 +816,8 @@ TEST_CASE("redis: a hand-over writes the new lease before it publishes the grant
   int fd = queue_up(*w, m, "W");
 
   timeval tv{2, 0};
-  std::unique_ptr<redisContext, ContextFree> mon(redisConnectWithTimeout("127.0.0.1", server.port(), tv));
+  std::unique_ptr<redisContext, ContextFree> mon(
+      redisConnectWithTimeout("127.0.0.1", server.port(), tv));
   REQUIRE((mon && !mon->err));
   redisSetTimeout(mon.get(), tv);
   ReplyPtr ok(static_cast<redisReply*>(redisCommand(mon.get(), "MONITOR")));
@@ -800,13 +840,16 @@ TEST_CASE("redis: a hand-over writes the new lease before it publishes the grant
   std::string order;
   for (const auto& c : seen) order += c + " ";
   MESSAGE("the release script ran: " << order);
-  auto at = [&](const std::string& c) { return std::find(seen.begin(), seen.end(), c) - seen.begin(); };
+  auto at = [&](const std::string& c) {
+    return std::find(seen.begin(), seen.end(), c) - seen.begin();
+  };
   REQUIRE(at("PUBLISH") < long(seen.size()));
   CHECK(at("SET") < at("PUBLISH"));  // the fence
   CHECK(at("HSET") < at("PUBLISH")); // the lease
 }
 
-TEST_CASE("redis: an allkeys-* eviction policy is refused at connect (69), naming maxmemory-policy") {
+TEST_CASE(
+    "redis: an allkeys-* eviction policy is refused at connect (69), naming maxmemory-policy") {
   SKIP_UNLESS_REDIS();
   OwnRedis server({"--maxmemory-policy", "allkeys-lru"});
   std::string msg = error_of<simba::UnavailableError>([&] { open_backend(server.uri()); });
@@ -843,10 +886,12 @@ TEST_CASE("redis: wake-ups are per database: a release in db 1 wakes no waiter o
   CHECK_FALSE(wait_for_wakeup(a2->wakeups(m, "B"), owner_fd, 500));
 }
 
-TEST_CASE("redis: a restart without persistence: no new lease before a lost one has ended (quarantine)") {
+TEST_CASE(
+    "redis: a restart without persistence: no new lease before a lost one has ended (quarantine)") {
   SKIP_UNLESS_REDIS();
   OwnRedis server;
-  std::string uri = "redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=q:&timeout=1s";
+  std::string uri =
+      "redis://127.0.0.1:" + std::to_string(server.port()) + "/0?prefix=q:&timeout=1s";
   auto owner = open_backend(uri);
   auto m = unique_mutex("quarantine");
   // Wait out the first quarantine: a lease of 1 s + 1 s needs 3 s of uptime.
@@ -865,9 +910,9 @@ TEST_CASE("redis: a restart without persistence: no new lease before a lost one 
   Reply early = require_ok(b->acquire(m, "B", 1000, 1000, k_timeout));
   CHECK_FALSE(early.changed);
   CHECK(early.observed.lease.revoked_at(early.observed.now)); // no owner ...
-  CHECK(early.observed.lease.quarantine);                      // in quarantine ...
+  CHECK(early.observed.lease.quarantine);                     // in quarantine ...
   int64_t wait = early.observed.lease.transition_at - early.observed.now;
-  CHECK(wait >= 1000);                                       // ... for a lease's time
+  CHECK(wait >= 1000); // ... for a lease's time
   CHECK(wait <= 3100);
   // A's guard sees that its lease is gone.
   Reply g = require_ok(owner->guard(m, "A", a.observed.lease.fencing_token, 1000, 1000, k_timeout));
@@ -897,7 +942,8 @@ int queue_up(Backend& b, const std::string& m, const std::string& id) {
 }
 } // namespace
 
-TEST_CASE("redis: a release hands the mutex over to the first waiter, whose wake-up carries the lease") {
+TEST_CASE(
+    "redis: a release hands the mutex over to the first waiter, whose wake-up carries the lease") {
   SKIP_UNLESS_REDIS();
   auto owner = open_test_backend();
   auto m = unique_mutex("handover");

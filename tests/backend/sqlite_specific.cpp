@@ -4,8 +4,8 @@
 // suite runs against another backend.
 #include "support.hpp"
 
-#include "core/error.hpp"
 #include "backend/sqlite/sqlite_backend.hpp"
+#include "core/error.hpp"
 
 #include <doctest/doctest.h>
 
@@ -44,13 +44,11 @@ struct TempDir {
   }
 };
 
-
 unsigned mode_of(const std::string& path) {
   struct stat st;
   REQUIRE(stat(path.c_str(), &st) == 0);
   return st.st_mode & 07777;
 }
-
 
 // The cases of this file run only against SQLite: main() (conformance.cpp)
 // filters the file out for other backends, and doctest counts its cases as
@@ -64,8 +62,8 @@ unsigned mode_of(const std::string& path) {
 } // namespace
 
 TEST_CASE("uri: malformed or unknown URIs are usage errors") {
-  for (const char* uri : {"sqlite:", "sqlite://", "sqlite://host/x.db", "sqlite:/tmp/dir/", "foo:bar",
-                          "nonsense", "://x", "1abc:x"}) {
+  for (const char* uri : {"sqlite:", "sqlite://", "sqlite://host/x.db", "sqlite:/tmp/dir/",
+                          "foo:bar", "nonsense", "://x", "1abc:x"}) {
     CAPTURE(uri);
     std::string msg = error_of<simba::UsageError>([&] { open_backend(uri); });
     CHECK_FALSE(msg.empty());
@@ -133,8 +131,9 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
   REQUIRE(sqlite3_step(s) == SQLITE_ROW);
   CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) == "wal");
   sqlite3_finalize(s);
-  REQUIRE(sqlite3_prepare_v2(h, "SELECT name, type, \"notnull\", pk FROM pragma_table_info('simba_mutex')",
-                             -1, &s, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_prepare_v2(
+              h, "SELECT name, type, \"notnull\", pk FROM pragma_table_info('simba_mutex')", -1, &s,
+              nullptr) == SQLITE_OK);
   std::string cols;
   while (sqlite3_step(s) == SQLITE_ROW) {
     cols += reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
@@ -343,7 +342,8 @@ TEST_CASE("sqlite: a directory that cannot be created is refused") {
       m2 = error_of<simba::UnavailableError>([&] { open_backend(""); });
     }
     CHECK(m2.find("permission denied") != std::string::npos);
-    std::string m3 = error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + ro + "/simba.db"); });
+    std::string m3 =
+        error_of<simba::UnavailableError>([&] { open_backend("sqlite://" + ro + "/simba.db"); });
     CHECK(m3.find("permission denied") != std::string::npos);
     chmod(ro.c_str(), 0700);
   } else {
@@ -433,14 +433,16 @@ TEST_CASE("sqlite: a step of the wall clock neither ends nor stretches a lease")
   CHECK(other.observed.now - mine.observed.now >= 3600000);
   CHECK(other.observed.now - other.observed.lease.acquired_at >= 0);
   CHECK(other.observed.now - other.observed.lease.acquired_at < 5000);
-  Reply renewed = require_ok(a->guard("m", "A", mine.observed.lease.fencing_token, 10000, 2000, k_timeout));
+  Reply renewed =
+      require_ok(a->guard("m", "A", mine.observed.lease.fencing_token, 10000, 2000, k_timeout));
   CHECK(renewed.changed);
   CHECK(renewed.observed.lease.fencing_token == mine.observed.lease.fencing_token);
 
   // An hour back, and A renews then: its lease is not shortened for B when
   // the clock is put right again.
   clock.to(-3600000);
-  REQUIRE(require_ok(a->guard("m", "A", mine.observed.lease.fencing_token, 10000, 2000, k_timeout)).changed);
+  REQUIRE(require_ok(a->guard("m", "A", mine.observed.lease.fencing_token, 10000, 2000, k_timeout))
+              .changed);
   clock.to(0);
   other = require_ok(b->acquire("m", "B", 10000, 2000, k_timeout));
   CHECK_FALSE(other.changed);
@@ -487,7 +489,8 @@ int64_t wall_ms() {
 }
 } // namespace
 
-TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-clock leases keep their meaning and tokens") {
+TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-clock leases keep "
+          "their meaning and tokens") {
   SKIP_UNLESS_SQLITE();
   WallClockShift clock(0);
   TempDir t;
@@ -500,11 +503,11 @@ TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-cloc
   exec_sql(h, "CREATE TABLE simba_mutex(mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, "
               "acquired_at INTEGER, ttl_at INTEGER, transition_at INTEGER, "
               "fencing_token INTEGER NOT NULL) WITHOUT ROWID");
-  auto insert = [&](const std::string& m, const std::string& owner, int64_t acquired, int64_t ttl_at,
-                    int64_t transition_at, int64_t token) {
+  auto insert = [&](const std::string& m, const std::string& owner, int64_t acquired,
+                    int64_t ttl_at, int64_t transition_at, int64_t token) {
     exec_sql(h, "INSERT INTO simba_mutex VALUES ('" + m + "', '" + owner + "', " +
-                  std::to_string(acquired) + ", " + std::to_string(ttl_at) + ", " +
-                  std::to_string(transition_at) + ", " + std::to_string(token) + ")");
+                    std::to_string(acquired) + ", " + std::to_string(ttl_at) + ", " +
+                    std::to_string(transition_at) + ", " + std::to_string(token) + ")");
   };
   insert("held", "old", wall - 1000, wall + 50000, wall + 60000, 7000);
   insert("ended", "old", wall - 20000, wall - 10000, wall - 5000, 8000);
@@ -522,34 +525,38 @@ TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-cloc
   r = require_ok(b->acquire("ended", "B", 10000, 2000, k_timeout));
   CHECK(r.changed);
   CHECK(r.observed.lease.fencing_token > 8000);
-  CHECK(query_text(h, "SELECT boot_token = fencing_token FROM simba_mutex WHERE mutex = 'ended'") == "1");
+  CHECK(query_text(h, "SELECT boot_token = fencing_token FROM simba_mutex WHERE mutex = 'ended'") ==
+        "1");
   CHECK(query_text(h, "SELECT boot_token FROM simba_mutex WHERE mutex = 'held'") == "NULL");
   CHECK(query_text(h, "SELECT transition_at - " + std::to_string(wall) +
-                        " BETWEEN 11000 AND 20000 FROM simba_mutex WHERE mutex = 'ended'") == "1");
+                          " BETWEEN 11000 AND 20000 FROM simba_mutex WHERE mutex = 'ended'") ==
+        "1");
 
   // An older simba still running takes the mutex after B's release: it
   // writes only the wall-clock columns (and a new token); the boot columns
   // B left say "released", but the row is judged on the wall clock.
   REQUIRE(require_ok(b->release("ended", "B", r.observed.lease.fencing_token, k_timeout)).changed);
   exec_sql(h, "UPDATE simba_mutex SET owner_id = 'old2', acquired_at = " + std::to_string(wall) +
-                ", ttl_at = " + std::to_string(wall + 50000) +
-                ", transition_at = " + std::to_string(wall + 60000) +
-                ", fencing_token = fencing_token + 1 WHERE mutex = 'ended'");
+                  ", ttl_at = " + std::to_string(wall + 50000) +
+                  ", transition_at = " + std::to_string(wall + 60000) +
+                  ", fencing_token = fencing_token + 1 WHERE mutex = 'ended'");
   r = require_ok(b->acquire("ended", "B", 10000, 2000, k_timeout));
   CHECK_FALSE(r.changed);
   CHECK(r.observed.lease.owner_id == "old2");
 
   // A lease stamped by an earlier boot is over, whatever its times say.
-  exec_sql(h, "INSERT INTO simba_mutex VALUES ('rebooted', 'gone', 0, " + std::to_string(wall + 3600000) +
-                ", " + std::to_string(wall + 3600000) +
-                ", 9000, '00000000-0000-0000-0000-000000000000', 0, 999999999999, 999999999999, 9000, 0)");
+  exec_sql(h, "INSERT INTO simba_mutex VALUES ('rebooted', 'gone', 0, " +
+                  std::to_string(wall + 3600000) + ", " + std::to_string(wall + 3600000) +
+                  ", 9000, '00000000-0000-0000-0000-000000000000', 0, 999999999999, 999999999999, "
+                  "9000, 0)");
   r = require_ok(b->acquire("rebooted", "B", 10000, 2000, k_timeout));
   CHECK(r.changed);
   CHECK(r.observed.lease.fencing_token > 9000);
   sqlite3_close(h);
 }
 
-TEST_CASE("sqlite: a database removed or replaced under its users: the owner's lease is gone, a waiter opens the path again and waits out the old lease") {
+TEST_CASE("sqlite: a database removed or replaced under its users: the owner's lease is gone, a "
+          "waiter opens the path again and waits out the old lease") {
   SKIP_UNLESS_SQLITE();
   TempDir t;
   std::string dir = t.path + "/state";
@@ -577,7 +584,8 @@ TEST_CASE("sqlite: a database removed or replaced under its users: the owner's l
   CHECK_FALSE(g.changed);
   CHECK_FALSE(g.observed.lease.owned_by("A", g.observed.now));
   CHECK(g.error.find("removed or replaced") != std::string::npos);
-  CHECK_FALSE(require_ok(a->guard("m", "A", held.observed.lease.fencing_token, 800, 400, k_timeout)).observed.lease.owned_by("A", g.observed.now));
+  CHECK_FALSE(require_ok(a->guard("m", "A", held.observed.lease.fencing_token, 800, 400, k_timeout))
+                  .observed.lease.owned_by("A", g.observed.now));
 
   // Once the old lease is over, the waiter takes the mutex in the new file,
   // with a larger token.

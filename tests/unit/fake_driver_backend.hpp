@@ -70,12 +70,14 @@ public:
   backend::Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                          int64_t transition_ms, int64_t) override {
     ++acquires;
-    return apply(core::Op::acquire, [&] { return store.acquire(mutex, contender, ttl_ms, transition_ms); });
+    return apply(core::Op::acquire,
+                 [&] { return store.acquire(mutex, contender, ttl_ms, transition_ms); });
   }
   backend::Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
                        int64_t ttl_ms, int64_t transition_ms, int64_t) override {
     ++guards;
-    return apply(core::Op::guard, [&] { return store.guard(mutex, contender, token, ttl_ms, transition_ms); });
+    return apply(core::Op::guard,
+                 [&] { return store.guard(mutex, contender, token, ttl_ms, transition_ms); });
   }
   backend::Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
                       int64_t hold_ms, int64_t) override {
@@ -136,7 +138,7 @@ private:
   static backend::Reply to_reply(const core::CallResult& c) {
     backend::Reply r;
     r.status = c.status == core::CallResult::Status::ok ? backend::Reply::Status::ok
-                                                         : backend::Reply::Status::failed;
+                                                        : backend::Reply::Status::failed;
     r.observed = c.observed;
     r.changed = c.changed;
     r.error = c.error;

@@ -56,84 +56,86 @@ std::string usage_error_of(const std::string& uri) {
 
 TEST_SUITE("backend::uri") {
 
-TEST_CASE("sqlite URIs name a file; the empty URI the default location") {
-  CHECK(sqlite_of("sqlite:rel.db").path == "rel.db");
-  CHECK(sqlite_of("sqlite:/abs/a.db").path == "/abs/a.db");
-  CHECK(sqlite_of("SQLite:///abs/a.db").path == "/abs/a.db");
-  CHECK_FALSE(sqlite_of("sqlite:rel.db").default_location);
-  EnvVar home("SIMBA_HOME", "/srv/simba");
-  SqliteUri d = sqlite_of("");
-  CHECK(d.path == "/srv/simba/simba.db");
-  CHECK(d.default_location);
-}
+  TEST_CASE("sqlite URIs name a file; the empty URI the default location") {
+    CHECK(sqlite_of("sqlite:rel.db").path == "rel.db");
+    CHECK(sqlite_of("sqlite:/abs/a.db").path == "/abs/a.db");
+    CHECK(sqlite_of("SQLite:///abs/a.db").path == "/abs/a.db");
+    CHECK_FALSE(sqlite_of("sqlite:rel.db").default_location);
+    EnvVar home("SIMBA_HOME", "/srv/simba");
+    SqliteUri d = sqlite_of("");
+    CHECK(d.path == "/srv/simba/simba.db");
+    CHECK(d.default_location);
+  }
 
-TEST_CASE("a redis URI with every part") {
-  EnvVar no_password(k_redis_password_env, nullptr);
-  RedisUri r = redis_of("redis://u:p%40ss@[::1]:7000/3?prefix=x%26y:&timeout=1500ms&quarantine=off");
-  CHECK_FALSE(r.unix_socket);
-  CHECK(r.host == "::1");
-  CHECK(r.port == 7000);
-  CHECK(r.db == 3);
-  CHECK(r.user == "u");
-  CHECK(r.password == "p@ss");
-  CHECK(r.prefix == "x&y:");
-  CHECK(r.timeout_ms == 1500);
-  CHECK_FALSE(r.quarantine);
-  CHECK(redis_where(r) == "[::1]:7000");
-  CHECK(redis_describe(r) == "redis://u@[::1]:7000/3?prefix=x%26y:&quarantine=off");
-}
+  TEST_CASE("a redis URI with every part") {
+    EnvVar no_password(k_redis_password_env, nullptr);
+    RedisUri r =
+        redis_of("redis://u:p%40ss@[::1]:7000/3?prefix=x%26y:&timeout=1500ms&quarantine=off");
+    CHECK_FALSE(r.unix_socket);
+    CHECK(r.host == "::1");
+    CHECK(r.port == 7000);
+    CHECK(r.db == 3);
+    CHECK(r.user == "u");
+    CHECK(r.password == "p@ss");
+    CHECK(r.prefix == "x&y:");
+    CHECK(r.timeout_ms == 1500);
+    CHECK_FALSE(r.quarantine);
+    CHECK(redis_where(r) == "[::1]:7000");
+    CHECK(redis_describe(r) == "redis://u@[::1]:7000/3?prefix=x%26y:&quarantine=off");
+  }
 
-TEST_CASE("redis defaults, the password from the environment, Unix sockets") {
-  EnvVar password(k_redis_password_env, "from-env");
-  RedisUri r = redis_of("redis://cache.example");
-  CHECK(r.host == "cache.example");
-  CHECK(r.port == 6379);
-  CHECK(r.db == 0);
-  CHECK(r.prefix == "simba:");
-  CHECK(r.timeout_ms == 2000);
-  CHECK(r.quarantine);
-  CHECK(r.password == "from-env");
-  CHECK(redis_of("redis://:in-uri@h").password == "in-uri"); // the URI's wins
-  CHECK(redis_describe(r) == "redis://cache.example:6379/0?prefix=simba:");
+  TEST_CASE("redis defaults, the password from the environment, Unix sockets") {
+    EnvVar password(k_redis_password_env, "from-env");
+    RedisUri r = redis_of("redis://cache.example");
+    CHECK(r.host == "cache.example");
+    CHECK(r.port == 6379);
+    CHECK(r.db == 0);
+    CHECK(r.prefix == "simba:");
+    CHECK(r.timeout_ms == 2000);
+    CHECK(r.quarantine);
+    CHECK(r.password == "from-env");
+    CHECK(redis_of("redis://:in-uri@h").password == "in-uri"); // the URI's wins
+    CHECK(redis_describe(r) == "redis://cache.example:6379/0?prefix=simba:");
 
-  RedisUri s = redis_of("redis+unix:/run/redis.sock?db=2");
-  CHECK(s.unix_socket);
-  CHECK(s.path == "/run/redis.sock");
-  CHECK(s.db == 2);
-  CHECK(redis_where(s) == "/run/redis.sock");
-  CHECK(redis_describe(s) == "redis+unix:///run/redis.sock?db=2&prefix=simba:");
-  CHECK(redis_of("redis+unix:///run/redis.sock").path == "/run/redis.sock");
-}
+    RedisUri s = redis_of("redis+unix:/run/redis.sock?db=2");
+    CHECK(s.unix_socket);
+    CHECK(s.path == "/run/redis.sock");
+    CHECK(s.db == 2);
+    CHECK(redis_where(s) == "/run/redis.sock");
+    CHECK(redis_describe(s) == "redis+unix:///run/redis.sock?db=2&prefix=simba:");
+    CHECK(redis_of("redis+unix:///run/redis.sock").path == "/run/redis.sock");
+  }
 
-TEST_CASE("messages hide the password") {
-  CHECK(redact("redis://u:pw@h:1/0") == "redis://***@h:1/0");
-  CHECK(redact("redis://admin:secret") == "redis://admin:***");
-  CHECK(redact("redis://admin:secret/0") == "redis://admin:***/0");
-  CHECK(redact("redis://h:6379/0") == "redis://h:6379/0");
-  CHECK(redact("redis://[::1]:6379") == "redis://[::1]:6379");
-  CHECK(redact("sqlite:rel.db") == "sqlite:rel.db");
-  CHECK(usage_error_of("redis://u:pw@h:abc") ==
-        "invalid backend URI 'redis://***@h:abc': the port must be a number (a password goes "
-        "before '@host')");
-  CHECK(usage_error_of("redis://admin:secret").find("secret") == std::string::npos);
-}
+  TEST_CASE("messages hide the password") {
+    CHECK(redact("redis://u:pw@h:1/0") == "redis://***@h:1/0");
+    CHECK(redact("redis://admin:secret") == "redis://admin:***");
+    CHECK(redact("redis://admin:secret/0") == "redis://admin:***/0");
+    CHECK(redact("redis://h:6379/0") == "redis://h:6379/0");
+    CHECK(redact("redis://[::1]:6379") == "redis://[::1]:6379");
+    CHECK(redact("sqlite:rel.db") == "sqlite:rel.db");
+    CHECK(usage_error_of("redis://u:pw@h:abc") ==
+          "invalid backend URI 'redis://***@h:abc': the port must be a number (a password goes "
+          "before '@host')");
+    CHECK(usage_error_of("redis://admin:secret").find("secret") == std::string::npos);
+  }
 
-TEST_CASE("refusals name the URI and say what is wrong") {
-  EnvVar no_password(k_redis_password_env, nullptr);
-  const std::string expected = "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
-                               "redis://HOST[:PORT][/DB] or redis+unix:///PATH.sock";
-  CHECK(usage_error_of("postgres://db") == "unknown backend 'postgres' in 'postgres://db': " + expected);
-  CHECK(usage_error_of("no-scheme") == "invalid backend URI 'no-scheme': " + expected);
-  CHECK(usage_error_of("sqlite://host/a.db") ==
-        "invalid backend URI 'sqlite://host/a.db': a sqlite URI names a local file, not a host "
-        "(sqlite:///ABSOLUTE/PATH)");
-  CHECK(usage_error_of("sqlite:dir/") ==
-        "invalid backend URI 'sqlite:dir/': the path names a directory, not a file");
-  CHECK(usage_error_of("redis://h/1?db=2") ==
-        "invalid backend URI 'redis://h/1?db=2': two different databases");
-  CHECK(usage_error_of("redis://user@h") ==
-        "invalid backend URI 'redis://***@h': a user name needs a password (give it in "
-        "SIMBA_REDIS_PASSWORD)");
-}
+  TEST_CASE("refusals name the URI and say what is wrong") {
+    EnvVar no_password(k_redis_password_env, nullptr);
+    const std::string expected = "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
+                                 "redis://HOST[:PORT][/DB] or redis+unix:///PATH.sock";
+    CHECK(usage_error_of("postgres://db") ==
+          "unknown backend 'postgres' in 'postgres://db': " + expected);
+    CHECK(usage_error_of("no-scheme") == "invalid backend URI 'no-scheme': " + expected);
+    CHECK(usage_error_of("sqlite://host/a.db") ==
+          "invalid backend URI 'sqlite://host/a.db': a sqlite URI names a local file, not a host "
+          "(sqlite:///ABSOLUTE/PATH)");
+    CHECK(usage_error_of("sqlite:dir/") ==
+          "invalid backend URI 'sqlite:dir/': the path names a directory, not a file");
+    CHECK(usage_error_of("redis://h/1?db=2") ==
+          "invalid backend URI 'redis://h/1?db=2': two different databases");
+    CHECK(usage_error_of("redis://user@h") ==
+          "invalid backend URI 'redis://***@h': a user name needs a password (give it in "
+          "SIMBA_REDIS_PASSWORD)");
+  }
 
 } // TEST_SUITE

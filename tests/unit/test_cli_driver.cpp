@@ -32,9 +32,7 @@ core::ContenderConfig run_config() {
   return c;
 }
 
-cli::Command shell(const std::string& script) {
-  return {"/bin/sh", {"sh", "-c", script}, {}};
-}
+cli::Command shell(const std::string& script) { return {"/bin/sh", {"sh", "-c", script}, {}}; }
 
 // Runs `command` under `config` with `b`, as `simba run` does.
 cli::Outcome drive(DriverFakeBackend& b, const cli::Command& command,
@@ -42,8 +40,8 @@ cli::Outcome drive(DriverFakeBackend& b, const cli::Command& command,
   process::Watchdog watchdog;
   watchdog.start();
   cli::Log log{true, false, false, false}; // quiet
-  core::Contender contender(config, core::ContendPeriod(config.contender_id,
-                                                        [](int64_t lo, int64_t) { return lo; }));
+  core::Contender contender(
+      config, core::ContendPeriod(config.contender_id, [](int64_t lo, int64_t) { return lo; }));
   cli::Outcome o = cli::drive(contender, config, b, command, log, watchdog);
   // The driver leaves the watchdog to simba's exit; a test process goes on:
   // end it and reap it, so that the next tests find no child of ours.
@@ -91,7 +89,8 @@ TEST_SUITE("cli::driver") {
     CHECK(sys::boottime_ms() - t0 >= 400);
   }
 
-  TEST_CASE("hand-over: a waiter handed the mutex by the release starts CMD with no acquire of its own") {
+  TEST_CASE(
+      "hand-over: a waiter handed the mutex by the release starts CMD with no acquire of its own") {
     DriverFakeBackend b;
     held_by_other(b);
     b.look = false; // the backend saw the mutex held once we were queued

@@ -21,11 +21,18 @@ Observed observed(std::string owner, int64_t now, int64_t ttl_at, int64_t transi
 
 TEST_SUITE("core::ContendPeriod") {
   TEST_CASE("owner delay is ttl_at - now") {
-    ContendPeriod p("me", [](int64_t, int64_t) -> int64_t { FAIL("no jitter for the owner"); return 0; });
+    ContendPeriod p("me", [](int64_t, int64_t) -> int64_t {
+      FAIL("no jitter for the owner");
+      return 0;
+    });
     CHECK(p.next_delay(observed("me", 1000, 5000, 7000)) == 4000);
   }
-  TEST_CASE("owner times: from the send, less the margin; the guard at ttl_at or a retry before the kill point") {
-    ContendPeriod p("me", [](int64_t, int64_t) -> int64_t { FAIL("no jitter for the owner"); return 0; });
+  TEST_CASE("owner times: from the send, less the margin; the guard at ttl_at or a retry before "
+            "the kill point") {
+    ContendPeriod p("me", [](int64_t, int64_t) -> int64_t {
+      FAIL("no jitter for the owner");
+      return 0;
+    });
     LeaseTiming t{10000, 2000, 1000, 250};
     // sent at local 100, answered at backend 1000 with ttl_at 11000, transition_at 13000
     OwnerTimes w = p.owner_times(observed("me", 1000, 11000, 13000), 100, t);
@@ -42,7 +49,11 @@ TEST_SUITE("core::ContendPeriod") {
   }
   TEST_CASE("contender delay is transition_at - now + jitter in [-200, 1000)") {
     int64_t lo = 0, hi = 0;
-    ContendPeriod p("me", [&](int64_t l, int64_t h) { lo = l; hi = h; return l; });
+    ContendPeriod p("me", [&](int64_t l, int64_t h) {
+      lo = l;
+      hi = h;
+      return l;
+    });
     CHECK(p.next_delay(observed("other", 1000, 5000, 7000)) == 6000 - 200);
     CHECK(lo == -200);
     CHECK(hi == 1000);
@@ -51,7 +62,10 @@ TEST_SUITE("core::ContendPeriod") {
   }
   TEST_CASE("no early jitter when the lease has no transition window") {
     int64_t lo = -1;
-    ContendPeriod p("me", [&](int64_t l, int64_t) { lo = l; return l; });
+    ContendPeriod p("me", [&](int64_t l, int64_t) {
+      lo = l;
+      return l;
+    });
     CHECK(p.next_delay(observed("other", 1000, 5000, 5000)) == 4000);
     CHECK(lo == 0);
   }

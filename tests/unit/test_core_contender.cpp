@@ -1,7 +1,7 @@
-#include <algorithm>
 #include "core/contender.hpp"
 #include "core/names.hpp"
 #include "fake_backend.hpp"
+#include <algorithm>
 
 #include <doctest/doctest.h>
 
@@ -27,8 +27,7 @@ Contender make(ContenderConfig c, int64_t jitter = 0) {
   return Contender(std::move(c), ContendPeriod(id, [jitter](int64_t, int64_t) { return jitter; }));
 }
 
-template <class T>
-const T* find(const Actions& acts) {
+template <class T> const T* find(const Actions& acts) {
   for (const auto& a : acts)
     if (const T* x = std::get_if<T>(&a)) return x;
   return nullptr;
@@ -87,7 +86,8 @@ TEST_SUITE("core::Contender") {
       REQUIRE(find<action::Call>(a));
       int64_t sent = h.local;
       h.advance(5);
-      a = c.on_reply(h.local, on_stepped_clock(h.backend.apply("m", "me", *find<action::Call>(a)), step));
+      a = c.on_reply(h.local,
+                     on_stepped_clock(h.backend.apply("m", "me", *find<action::Call>(a)), step));
       CHECK_FALSE(find<action::SignalAll>(a));
       REQUIRE(find<action::SetDeadline>(a));
       CHECK(find<action::SetDeadline>(a)->deadline == sent + 12000 - safety_margin(10000, 2000));
@@ -104,13 +104,15 @@ TEST_SUITE("core::Contender") {
       h.advance(100);
       a = w.on_notify(h.local);
       REQUIRE(find<action::Call>(a));
-      a = w.on_reply(h.local, on_stepped_clock(h.backend.apply("m", "w", *find<action::Call>(a)), step));
+      a = w.on_reply(h.local,
+                     on_stepped_clock(h.backend.apply("m", "w", *find<action::Call>(a)), step));
       CHECK_FALSE(find<action::StartChild>(a));
       CHECK(*w.wake_at() == h.local + (h.backend.lease("m").transition_at - h.backend.now) + 500);
     }
   }
 
-  TEST_CASE("acquire, start CMD with a deadline from the send time, release, exit with CMD's status") {
+  TEST_CASE(
+      "acquire, start CMD with a deadline from the send time, release, exit with CMD's status") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
@@ -196,7 +198,8 @@ TEST_SUITE("core::Contender") {
     CHECK(find<action::StartChild>(a));
   }
 
-  TEST_CASE("a hand-over starts CMD without a call, the deadline counted from the grant's send time") {
+  TEST_CASE(
+      "a hand-over starts CMD without a call, the deadline counted from the grant's send time") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
     Contender c = make(config("me"));
@@ -220,7 +223,8 @@ TEST_SUITE("core::Contender") {
     CHECK(c.on_grant(h.local, g, subscribed).empty());
   }
 
-  TEST_CASE("a hand-over that leaves less than half a ttl before the kill point renews before CMD starts") {
+  TEST_CASE("a hand-over that leaves less than half a ttl before the kill point renews before CMD "
+            "starts") {
     for (int64_t waited : {6000, 7000}) {
       CAPTURE(waited);
       Harness h;
@@ -240,11 +244,13 @@ TEST_SUITE("core::Contender") {
       CHECK(find<action::Call>(a)->op == Op::acquire);
       a = h.reply(c, *find<action::Call>(a), 10);
       REQUIRE(find<action::StartChild>(a));
-      CHECK(find<action::StartChild>(a)->deadline == h.local - 10 + 12000 - safety_margin(10000, 2000));
+      CHECK(find<action::StartChild>(a)->deadline ==
+            h.local - 10 + 12000 - safety_margin(10000, 2000));
     }
   }
 
-  TEST_CASE("a hand-over counted from long ago renews before CMD starts; one during a call waits for its reply") {
+  TEST_CASE("a hand-over counted from long ago renews before CMD starts; one during a call waits "
+            "for its reply") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
     Contender c = make(config("me"));
@@ -260,7 +266,8 @@ TEST_SUITE("core::Contender") {
     CHECK(find<action::Call>(a)->op == Op::acquire); // a renewal
     a = h.reply(c, *find<action::Call>(a), 10);
     REQUIRE(find<action::StartChild>(a));
-    CHECK(find<action::StartChild>(a)->deadline == h.local - 10 + 12000 - safety_margin(10000, 2000));
+    CHECK(find<action::StartChild>(a)->deadline ==
+          h.local - 10 + 12000 - safety_margin(10000, 2000));
 
     // A waiter whose own try is in flight ignores the grant: the reply tells.
     Harness h2;
@@ -361,7 +368,8 @@ TEST_SUITE("core::Contender") {
     CHECK(h.backend.lease("m").fencing_token == 1);
   }
 
-  TEST_CASE("failed guards retry every 250 ms; kill signal at deadline - kill_after, SIGKILL at the deadline") {
+  TEST_CASE("failed guards retry every 250 ms; kill signal at deadline - kill_after, SIGKILL at "
+            "the deadline") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
@@ -560,7 +568,8 @@ TEST_SUITE("core::Contender") {
 }
 
 TEST_SUITE("core::Contender") {
-  TEST_CASE("a forced release revokes: the owner stops at once, waiters get in only when the old lease would have ended") {
+  TEST_CASE("a forced release revokes: the owner stops at once, waiters get in only when the old "
+            "lease would have ended") {
     Harness h;
     Contender owner = make(config("me"));
     Actions a = owner.start(h.local);
@@ -609,7 +618,8 @@ TEST_SUITE("core::Contender") {
     CHECK(find<action::Exit>(a)->code == 69);
   }
 
-  TEST_CASE("asked to stop by TERM/INT/HUP, simba ends by that signal when the exit code is 128+N") {
+  TEST_CASE(
+      "asked to stop by TERM/INT/HUP, simba ends by that signal when the exit code is 128+N") {
     // CMD died of the forwarded TERM: the exit action says "end by SIGTERM".
     Harness h;
     Contender c = make(config("me"));
@@ -741,7 +751,8 @@ TEST_SUITE("core::Contender identity") {
     CHECK(find<action::Notice>(a)->notice.holder_has_our_label);
   }
 
-  TEST_CASE("a release names the lease it held; after an acquire with no answer, any lease of ours (0)") {
+  TEST_CASE(
+      "a release names the lease it held; after an acquire with no answer, any lease of ours (0)") {
     Harness h;
     Contender c = make(config("me"));
     Actions a = c.start(h.local);
@@ -789,8 +800,8 @@ TEST_SUITE("core::Contender") {
         a = c.on_reply(h.local, lost);
       } else {
         // The reply comes after the kill point of the lease it grants.
-        int64_t life = cfg.ttl_ms + cfg.transition_ms - safety_margin(cfg.ttl_ms, cfg.transition_ms) -
-                       cfg.kill_after_ms;
+        int64_t life = cfg.ttl_ms + cfg.transition_ms -
+                       safety_margin(cfg.ttl_ms, cfg.transition_ms) - cfg.kill_after_ms;
         a = h.reply(c, *find<action::Call>(a), life + 1);
       }
       CHECK(!find<action::StartChild>(a));
@@ -813,7 +824,8 @@ TEST_SUITE("core::Contender") {
   // Issue 13 §1: a failing backend while waiting (a full disk, a Redis that
   // died, an error that never goes away) was asked four times a second
   // forever, a warning per try, and --timeout then said "busy" (75).
-  TEST_CASE("a waiter's failing acquire backs off to the cap with jitter, warns once, says when it answers again") {
+  TEST_CASE("a waiter's failing acquire backs off to the cap with jitter, warns once, says when it "
+            "answers again") {
     for (bool unknown : {false, true}) {
       CAPTURE(unknown);
       Harness h;
@@ -867,11 +879,13 @@ TEST_SUITE("core::Contender") {
         if (n && n->notice.event == WaitNotice::Event::backend_back) ++back;
       }
       CHECK(back == 1);
-      CHECK(*c.wake_at() == h.local + (h.backend.lease("m").transition_at - h.backend.now) + 1'000'000);
+      CHECK(*c.wake_at() ==
+            h.local + (h.backend.lease("m").transition_at - h.backend.now) + 1'000'000);
     }
   }
 
-  TEST_CASE("the back-off: at least the retry period, doubling, jitter within half of it, the cap kept") {
+  TEST_CASE(
+      "the back-off: at least the retry period, doubling, jitter within half of it, the cap kept") {
     for (int64_t pin : {int64_t(0), int64_t(-5), int64_t(1'000'000)}) {
       ContendPeriod p("me", [pin](int64_t, int64_t) { return pin; });
       for (int n = 1; n < 40; ++n) {
@@ -891,7 +905,8 @@ TEST_SUITE("core::Contender") {
     CHECK(q.backoff_delay(1, 250, 5000) == 375);
   }
 
-  TEST_CASE("--timeout while the backend fails: 69 and its error; while busy: the conflict code and the holder") {
+  TEST_CASE("--timeout while the backend fails: 69 and its error; while busy: the conflict code "
+            "and the holder") {
     for (bool failing : {true, false}) {
       CAPTURE(failing);
       Harness h;
@@ -913,7 +928,7 @@ TEST_SUITE("core::Contender") {
         a = c.on_reply(h.local, bad);
         REQUIRE(c.wake_at());
         CHECK(*c.wake_at() == h.local + 250); // the back-off, before the give-up
-        int64_t began = 5000; // Harness::local at the start
+        int64_t began = 5000;                 // Harness::local at the start
         for (int i = 0; i < 10 && !find<action::Exit>(a); ++i) {
           h.advance(*c.wake_at() - h.local);
           a = c.on_timer(h.local);

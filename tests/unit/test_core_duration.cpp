@@ -29,8 +29,8 @@ TEST_SUITE("core::duration") {
     CHECK(parse_duration("0.001s", "x") == 1);
   }
   TEST_CASE("bad input is a usage error naming the option") {
-    for (const char* bad : {"", "10x", "-1s", "s", "10 s", "1m30", "ms", "99999999999999h",
-                            "1.", ".5s", "1.5ms", "0.0001s", "1.0000001h", "1.2.3s"}) {
+    for (const char* bad : {"", "10x", "-1s", "s", "10 s", "1m30", "ms", "99999999999999h", "1.",
+                            ".5s", "1.5ms", "0.0001s", "1.0000001h", "1.2.3s"}) {
       CAPTURE(bad);
       try {
         parse_duration(bad, "--ttl");
@@ -65,8 +65,10 @@ TEST_SUITE("core::names") {
   }
   TEST_CASE("stored text is escaped for terminals, and the escapes read back") {
     CHECK(escape_control("ci/deploy-prod") == "ci/deploy-prod");
-    CHECK(escape_control(std::string("a\x1b[2J\nb\x7f\\\xc3\xa9", 11)) == "a\\x1b[2J\\x0ab\\x7f\\\\\\xc3\\xa9");
-    for (std::string s : {std::string("plain"), std::string("a\x1b]0;x\x07\n\\z"), std::string(1, '\0')}) {
+    CHECK(escape_control(std::string("a\x1b[2J\nb\x7f\\\xc3\xa9", 11)) ==
+          "a\\x1b[2J\\x0ab\\x7f\\\\\\xc3\\xa9");
+    for (std::string s :
+         {std::string("plain"), std::string("a\x1b]0;x\x07\n\\z"), std::string(1, '\0')}) {
       CAPTURE(s);
       CHECK(unescape_control(escape_control(s)) == s);
     }

@@ -24,8 +24,7 @@ ContenderConfig config(Mode mode) {
   return c;
 }
 
-template <class T>
-const T* find(const Actions& acts) {
+template <class T> const T* find(const Actions& acts) {
   for (const auto& a : acts)
     if (const T* x = std::get_if<T>(&a)) return x;
   return nullptr;
@@ -40,7 +39,7 @@ struct World {
   std::optional<int> exit_code;
 
   explicit World(ContenderConfig cfg)
-    : c(cfg, ContendPeriod("me", [](int64_t, int64_t) { return 0; })) {}
+      : c(cfg, ContendPeriod("me", [](int64_t, int64_t) { return 0; })) {}
 
   void advance_to(int64_t t) {
     backend.now += t - local;
@@ -199,8 +198,8 @@ TEST_SUITE("core::lead") {
     uint64_t first = w.backend.lease("m").fencing_token;
     w.backend.steal("m", "other", 1000, 500);
     w.run(w.c.on_notify(w.local)); // guard at once, see the loss
-    CHECK(!w.child);                // stopped
-    CHECK(!w.exit_code);            // never exits on loss
+    CHECK(!w.child);               // stopped
+    CHECK(!w.exit_code);           // never exits on loss
     CHECK(w.c.phase() == Contender::Phase::contending);
     w.until(w.local + 3000); // other's lease ran out: re-elected
     CHECK(w.starts == 2);

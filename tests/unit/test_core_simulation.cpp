@@ -8,8 +8,8 @@
 
 #include <doctest/doctest.h>
 
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <deque>
 #include <functional>
 #include <map>
@@ -33,7 +33,7 @@ public:
   // `leaders`: also simulate `simba lead` and `simba schedule` processes.
   // `hand_over`: releases hand the mutex over to a waiter (Redis).
   Simulation(uint64_t seed, int contenders, bool leaders = false, bool hand_over = false)
-    : m_rng(seed), m_contenders(contenders), m_leaders(leaders), m_hand_over(hand_over) {}
+      : m_rng(seed), m_contenders(contenders), m_leaders(leaders), m_hand_over(hand_over) {}
 
   // The backend's clock as its replies show it steps (an NTP step, `date
   // -s`) while it times leases on a steady clock (SQLite: CLOCK_BOOTTIME):
@@ -49,8 +49,8 @@ public:
     // virtual time that barely moves) is a violation, not a hang.
     for (uint64_t n = 0; !m_events.empty() && m_events.top().t <= until; ++n) {
       if (n >= k_max_events) {
-        m_violation = "more than " + std::to_string(k_max_events) + " events before t=" +
-                      std::to_string(until) + ": a loop?";
+        m_violation = "more than " + std::to_string(k_max_events) +
+                      " events before t=" + std::to_string(until) + ": a loop?";
         break;
       }
       Event e = m_events.top();
@@ -128,12 +128,18 @@ private:
     int64_t subscribed_at = -1;
   };
 
-  int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(m_rng); }
+  int64_t uniform(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(m_rng);
+  }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(m_rng) < p; }
 
-  void schedule(int64_t at, std::function<void()> fn) { m_events.push({at, m_seq++, std::move(fn)}); }
+  void schedule(int64_t at, std::function<void()> fn) {
+    m_events.push({at, m_seq++, std::move(fn)});
+  }
 
-  int64_t local(const Proc& p) const { return p.offset + int64_t(std::floor(double(m_t) * p.rate)); }
+  int64_t local(const Proc& p) const {
+    return p.offset + int64_t(std::floor(double(m_t) * p.rate));
+  }
   // first virtual instant at which p's local clock reads >= l
   int64_t virtual_at(const Proc& p, int64_t l) const {
     int64_t t = int64_t(std::ceil(double(l - p.offset) / p.rate));
@@ -164,7 +170,7 @@ private:
       cfg.retry_ms = 100;
       if (m_leaders) {
         int kind = int(uniform(0, 2));
-        cfg.mode = kind == 0 ? ContenderConfig::Mode::run
+        cfg.mode = kind == 0   ? ContenderConfig::Mode::run
                    : kind == 1 ? ContenderConfig::Mode::lead
                                : ContenderConfig::Mode::schedule;
         cfg.restart = ContenderConfig::Restart(uniform(0, 2));
@@ -175,10 +181,10 @@ private:
         if (chance(0.3)) cfg.max_runs = int(uniform(1, 5));
       }
       auto rng = std::make_shared<std::mt19937_64>(m_rng());
-      p->c = std::make_unique<Contender>(
-        cfg, ContendPeriod(p->id, [rng](int64_t lo, int64_t hi) {
-          return std::uniform_int_distribution<int64_t>(lo, hi - 1)(*rng);
-        }));
+      p->c = std::make_unique<Contender>(cfg, ContendPeriod(p->id, [rng](int64_t lo, int64_t hi) {
+                                           return std::uniform_int_distribution<int64_t>(
+                                               lo, hi - 1)(*rng);
+                                         }));
       m_procs.push_back(p);
       deliver(*p, [this, p] { return p->c->start(local(*p)); });
     });
@@ -299,7 +305,8 @@ private:
     if (waiting.empty()) return false;
     Proc* q = waiting[size_t(uniform(0, int64_t(waiting.size()) - 1))];
     if (m_lossy && quarantine_end(k_ttl + k_transition)) return false;
-    auto grant = std::make_shared<CallResult>(shown(m_backend.acquire("m", q->id, k_ttl, k_transition)));
+    auto grant =
+        std::make_shared<CallResult>(shown(m_backend.acquire("m", q->id, k_ttl, k_transition)));
     if (!grant->changed) return false;
     note_grant(q->id, *grant);
     ++m_stats.hand_overs;
@@ -331,9 +338,8 @@ private:
     for (auto& q : m_procs) {
       if (!q->alive) continue;
       Proc* p = q.get();
-      schedule(m_t + uniform(0, 5), [this, p] {
-        deliver(*p, [this, p] { return p->c->on_notify(local(*p)); });
-      });
+      schedule(m_t + uniform(0, 5),
+               [this, p] { deliver(*p, [this, p] { return p->c->on_notify(local(*p)); }); });
     }
   }
 
@@ -580,7 +586,8 @@ private:
 } // namespace
 
 TEST_SUITE("core::simulation") {
-  TEST_CASE("run, lead and schedule contenders mixed, with the same faults: one CMD at a time, none past its lease") {
+  TEST_CASE("run, lead and schedule contenders mixed, with the same faults: one CMD at a time, "
+            "none past its lease") {
     Stats total;
     for (uint64_t seed = 100; seed < 130; ++seed) {
       CAPTURE(seed);
@@ -596,7 +603,8 @@ TEST_SUITE("core::simulation") {
     CHECK(total.watchdog_kills > 5);
   }
 
-  TEST_CASE("5+ contenders with crashes, pauses, errors and slow replies: one CMD at a time, none past its lease") {
+  TEST_CASE("5+ contenders with crashes, pauses, errors and slow replies: one CMD at a time, none "
+            "past its lease") {
     Stats total;
     for (uint64_t seed = 1; seed <= 40; ++seed) {
       CAPTURE(seed);
@@ -626,7 +634,8 @@ TEST_SUITE("core::simulation") {
     CHECK(total.lost_replies > 100);
   }
 
-  TEST_CASE("releases that hand the mutex over to a waiter (Redis), with the same faults: one CMD at a time, none past its lease") {
+  TEST_CASE("releases that hand the mutex over to a waiter (Redis), with the same faults: one CMD "
+            "at a time, none past its lease") {
     Stats total;
     for (uint64_t seed = 200; seed < 230; ++seed) {
       CAPTURE(seed);
@@ -645,7 +654,8 @@ TEST_SUITE("core::simulation") {
     CHECK(total.watchdog_kills > 5);
   }
 
-  TEST_CASE("contenders that share a label (two processes, one --contender-id), with the same faults: one CMD at a time, none past its lease") {
+  TEST_CASE("contenders that share a label (two processes, one --contender-id), with the same "
+            "faults: one CMD at a time, none past its lease") {
     Stats total;
     for (uint64_t seed = 300; seed < 330; ++seed) {
       CAPTURE(seed);
@@ -663,7 +673,8 @@ TEST_SUITE("core::simulation") {
     CHECK(total.hand_overs > 100);
   }
 
-  TEST_CASE("forced releases (any lease, by token, by a stale token), with the same faults: one CMD at a time, none past its lease") {
+  TEST_CASE("forced releases (any lease, by token, by a stale token), with the same faults: one "
+            "CMD at a time, none past its lease") {
     Stats total;
     int revocations = 0;
     for (uint64_t seed = 400; seed < 430; ++seed) {
@@ -683,7 +694,8 @@ TEST_SUITE("core::simulation") {
     CHECK(total.lost_leases > 20);
   }
 
-  TEST_CASE("the backend's shown clock steps (leases on a steady clock), with the same faults: one CMD at a time, none past its lease") {
+  TEST_CASE("the backend's shown clock steps (leases on a steady clock), with the same faults: one "
+            "CMD at a time, none past its lease") {
     Stats total;
     for (uint64_t seed = 300; seed < 330; ++seed) {
       CAPTURE(seed);
@@ -697,13 +709,15 @@ TEST_SUITE("core::simulation") {
       total.watchdog_kills += s.watchdog_kills;
       total.lost_leases += s.lost_leases;
     }
-    MESSAGE("starts " << total.starts << ", clock steps " << total.clock_steps << ", watchdog kills "
-                      << total.watchdog_kills << ", leases lost " << total.lost_leases);
+    MESSAGE("starts " << total.starts << ", clock steps " << total.clock_steps
+                      << ", watchdog kills " << total.watchdog_kills << ", leases lost "
+                      << total.lost_leases);
     CHECK(total.clock_steps > 500);
     CHECK(total.watchdog_kills > 5);
   }
 
-  TEST_CASE("a backend that loses its newest writes or all its keys, with the quarantine: one CMD at a time, none past its lease") {
+  TEST_CASE("a backend that loses its newest writes or all its keys, with the quarantine: one CMD "
+            "at a time, none past its lease") {
     int losses = 0, starts = 0;
     for (uint64_t seed = 300; seed < 330; ++seed) {
       CAPTURE(seed);
@@ -719,7 +733,8 @@ TEST_SUITE("core::simulation") {
     CHECK(losses > 300);
   }
 
-  TEST_CASE("a backend that loses its newest writes or all its keys, without the quarantine: the simulation sees the overlap") {
+  TEST_CASE("a backend that loses its newest writes or all its keys, without the quarantine: the "
+            "simulation sees the overlap") {
     int broken = 0;
     for (uint64_t seed = 300; seed < 330; ++seed) {
       Simulation sim(seed, 6, seed % 3 == 0, seed % 2 == 0);

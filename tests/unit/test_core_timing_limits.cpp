@@ -58,7 +58,8 @@ TEST_SUITE("core::timing_limits") {
     CHECK(usable_life_ms(1, 1, 0) == 0); // the issue's --ttl 1ms --transition 1ms
   }
 
-  TEST_CASE("the minimum ttl is the least with which the first guard has a retry period on both sides") {
+  TEST_CASE(
+      "the minimum ttl is the least with which the first guard has a retry period on both sides") {
     // Against the contender's own schedule: at the minimum the guard comes a
     // retry period after the lease began at the earliest, and a retry
     // period before the kill point at the latest; one ms less and it does not.

@@ -1,10 +1,10 @@
-#include "process_support.hpp"
 #include "core/error.hpp"
 #include "process/child.hpp"
-#include "sys/clock.hpp"
 #include "process/proc_tree.hpp"
 #include "process/signals.hpp"
 #include "process/watchdog.hpp"
+#include "process_support.hpp"
+#include "sys/clock.hpp"
 
 #include <doctest/doctest.h>
 
@@ -26,8 +26,6 @@ using namespace simba::test;
 
 namespace {
 
-
-
 // Reaps until CMD exits or `ms` pass.
 bool wait_exit(Child& c, ExitStatus& st, int ms) {
   int64_t until = simba::sys::boottime_ms() + ms;
@@ -37,7 +35,6 @@ bool wait_exit(Child& c, ExitStatus& st, int ms) {
   }
   return c.reap(st);
 }
-
 
 ExitStatus run(const std::string& script, std::vector<std::string> env = base_env()) {
   Child c;
@@ -167,17 +164,18 @@ TEST_SUITE("process::Child") {
   }
 
   TEST_CASE("the environment given is the child's whole environment") {
-    CHECK(run("test \"$SIMBA_X\" = 'a b' && test -z \"$HOME\"",
-              {"PATH=/usr/bin:/bin", "SIMBA_X=a b"})
-              .code == 0);
+    CHECK(
+        run("test \"$SIMBA_X\" = 'a b' && test -z \"$HOME\"", {"PATH=/usr/bin:/bin", "SIMBA_X=a b"})
+            .code == 0);
     CHECK(run("test -n \"$SIMBA_X\"", {"PATH=/usr/bin:/bin"}).code == 1);
   }
 
   TEST_CASE("argv is passed as is") {
     CHECK(run("test \"$#\" = 0").code == 0);
     Child c;
-    c.spawn(resolve_command("sh"), {"sh", "-c", "test \"$1\" = 'x y' && test \"$2\" = ''", "zero", "x y", ""},
-            base_env(), current_mask());
+    c.spawn(resolve_command("sh"),
+            {"sh", "-c", "test \"$1\" = 'x y' && test \"$2\" = ''", "zero", "x y", ""}, base_env(),
+            current_mask());
     ExitStatus st;
     REQUIRE(wait_exit(c, st, 5000));
     CHECK(st.code == 0);
@@ -204,8 +202,7 @@ TEST_SUITE("process::Child") {
     unlink(out.c_str());
     REQUIRE(ign != ~0ULL);
     CHECK((ign & (1ULL << (SIGPIPE - 1))) == 0);
-    for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGTTOU})
-      CHECK((blk & (1ULL << (s - 1))) == 0);
+    for (int s : {SIGINT, SIGTERM, SIGCHLD, SIGTTOU}) CHECK((blk & (1ULL << (s - 1))) == 0);
     // Still ignored in simba itself.
     struct sigaction sa;
     sigaction(SIGPIPE, nullptr, &sa);
@@ -214,7 +211,8 @@ TEST_SUITE("process::Child") {
 
   TEST_CASE("signal_all reaches descendants that left CMD's group") {
     Child c;
-    c.spawn(resolve_command("sh"), {"sh", "-c", "setsid sleep 30 & exec sleep 30"}, base_env(), current_mask());
+    c.spawn(resolve_command("sh"), {"sh", "-c", "setsid sleep 30 & exec sleep 30"}, base_env(),
+            current_mask());
     pid_t pgid = c.pgid();
     // Wait for the setsid'd grandchild: a descendant in another group.
     auto escaped = [&] {
@@ -292,7 +290,8 @@ TEST_SUITE("process::Child") {
       CAPTURE(by_watchdog);
       Watchdog w;
       Child c(by_watchdog ? &w : nullptr);
-      const char* script = "read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/self/stat; test \"$pgrp\" = \"$tpgid\"";
+      const char* script =
+          "read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/self/stat; test \"$pgrp\" = \"$tpgid\"";
       c.spawn("/bin/sh", {"sh", "-c", script}, base_env(), current_mask());
       ExitStatus st;
       REQUIRE(wait_exit(c, st, 5000));
@@ -313,9 +312,9 @@ TEST_SUITE("process::Child") {
     Child c(std::getenv("SIMBA_TEST_JOB_CONTROL_DIRECT") ? nullptr : &w);
     // CMD checks it owns the terminal, stops itself as Ctrl-Z would, and
     // checks again after being continued.
-    const char* script =
-        "own() { read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/self/stat; test \"$pgrp\" = \"$tpgid\"; }; "
-        "own || exit 1; kill -TSTP $$; own || exit 2; exit 7";
+    const char* script = "own() { read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/self/stat; test "
+                         "\"$pgrp\" = \"$tpgid\"; }; "
+                         "own || exit 1; kill -TSTP $$; own || exit 2; exit 7";
     c.spawn("/bin/sh", {"sh", "-c", script}, base_env(), current_mask());
     // Something has to continue us once CMD's stop has stopped us too.
     pid_t self = getpid();
@@ -343,8 +342,8 @@ TEST_SUITE("process::Child") {
     Child c;
     std::string marker = "/tmp/simba-toolate-" + std::to_string(getpid());
     unlink(marker.c_str());
-    CHECK_THROWS_AS(c.spawn("/bin/sh", {"sh", "-c", "touch " + marker}, base_env(),
-                            current_mask(), simba::sys::boottime_ms() - 1),
+    CHECK_THROWS_AS(c.spawn("/bin/sh", {"sh", "-c", "touch " + marker}, base_env(), current_mask(),
+                            simba::sys::boottime_ms() - 1),
                     Child::TooLate);
     CHECK_FALSE(c.descendants_alive());
     CHECK(access(marker.c_str(), F_OK) != 0);
@@ -377,7 +376,8 @@ TEST_SUITE("process::proc_tree") {
       int expected = 0;
       REQUIRE(waitpid(pid, &expected, 0) == pid);
       CHECK(st == expected);
-      CHECK((how < 0 ? WIFSIGNALED(st) && WTERMSIG(st) == -how : WIFEXITED(st) && WEXITSTATUS(st) == how));
+      CHECK((how < 0 ? WIFSIGNALED(st) && WTERMSIG(st) == -how
+                     : WIFEXITED(st) && WEXITSTATUS(st) == how));
       // Reaped: gone.
       CHECK_FALSE(proc_tree::zombie_wait_status(pid, st));
     }

@@ -1,8 +1,8 @@
-#include "process_support.hpp"
 #include "process/child.hpp"
-#include "sys/clock.hpp"
 #include "process/proc_tree.hpp"
 #include "process/watchdog.hpp"
+#include "process_support.hpp"
+#include "sys/clock.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,8 +14,8 @@
 
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -25,11 +25,9 @@ using namespace simba::test;
 
 namespace {
 
-
-
-
 void sleep_until(int64_t t) {
-  for (int64_t now = simba::sys::boottime_ms(); now < t; now = simba::sys::boottime_ms()) usleep(useconds_t((t - now) * 1000));
+  for (int64_t now = simba::sys::boottime_ms(); now < t; now = simba::sys::boottime_ms())
+    usleep(useconds_t((t - now) * 1000));
 }
 
 int64_t boottime_us() {
@@ -115,7 +113,8 @@ int group_members(pid_t pgid) {
 // CMD: a shell with a background sleep in its group and a setsid'd sleep in
 // a group of its own, both waited for.
 void spawn_family(Child& c) {
-  c.spawn("/bin/sh", {"sh", "-c", "setsid sleep 30 & sleep 30 & exec sleep 30"}, base_env(), current_mask());
+  c.spawn("/bin/sh", {"sh", "-c", "setsid sleep 30 & sleep 30 & exec sleep 30"}, base_env(),
+          current_mask());
   pid_t pgid = c.pgid();
   REQUIRE(wait_until(
       [&] {
@@ -300,7 +299,8 @@ TEST_SUITE("process::Watchdog") {
     w.stop();
   }
 
-  TEST_CASE("arming sets the shared timer: the watchdog is not woken and keeps three descriptors of its own") {
+  TEST_CASE("arming sets the shared timer: the watchdog is not woken and keeps three descriptors "
+            "of its own") {
     int inherited = inheritable_fds();
     Watchdog w;
     w.start();
@@ -341,8 +341,8 @@ TEST_SUITE("process::Watchdog") {
     w.set_group(c.pgid());
     int64_t t0 = simba::sys::boottime_ms();
     w.set_deadline(t0 + 5);
-    w.disarm();         // the timer still fires at t0 + 5, finds nothing,
-    sleep_until(t0 + 20); // and pauses before disarming the timer
+    w.disarm();               // the timer still fires at t0 + 5, finds nothing,
+    sleep_until(t0 + 20);     // and pauses before disarming the timer
     w.set_deadline(t0 + 100); // armed here, disarmed by it at about t0 + 45
     ExitStatus st;
     CHECK(wait_until([&] { return c.reap(st); }, 2000));
@@ -417,7 +417,7 @@ TEST_SUITE("process::Watchdog") {
     close(report[0]);
     usleep(100000);
     CHECK(proc_tree::is_alive(wd)); // outlives its Watchdog object
-    close(go[1]);                    // the sub-supervisor exits
+    close(go[1]);                   // the sub-supervisor exits
     REQUIRE(waitpid(sub, nullptr, 0) == sub);
     CHECK(wait_until(
         [&] {
@@ -522,8 +522,8 @@ TEST_SUITE("process::Watchdog") {
     REQUIRE(hide >= 0);
     Watchdog w;
     Child c(&w);
-    std::string script = "test -e /proc/self/fd/" + std::to_string(keep) + " && ! test -e /proc/self/fd/" +
-                         std::to_string(hide);
+    std::string script = "test -e /proc/self/fd/" + std::to_string(keep) +
+                         " && ! test -e /proc/self/fd/" + std::to_string(hide);
     c.spawn("/bin/sh", {"sh", "-c", script}, base_env(), current_mask());
     ExitStatus st;
     REQUIRE(wait_until([&] { return c.reap(st); }, 3000));
@@ -550,12 +550,15 @@ TEST_SUITE("process::Watchdog") {
         Child c(&w);
         w.set_deadline(simba::sys::boottime_ms() + 30000);
         c.spawn("/bin/sh",
-                {"sh", "-c", "( setsid sh -c 'echo $$ >\"$0.tmp\"; mv \"$0.tmp\" \"$0\"; exec sleep 300' \"$0\" & ); exec sleep 300",
+                {"sh", "-c",
+                 "( setsid sh -c 'echo $$ >\"$0.tmp\"; mv \"$0.tmp\" \"$0\"; exec sleep 300' "
+                 "\"$0\" & ); exec sleep 300",
                  pidfile},
                 base_env(), current_mask());
         w.set_group(c.pgid());
         int64_t until = simba::sys::boottime_ms() + 3000;
-        while (access(pidfile.c_str(), F_OK) != 0 && simba::sys::boottime_ms() < until) usleep(2000);
+        while (access(pidfile.c_str(), F_OK) != 0 && simba::sys::boottime_ms() < until)
+          usleep(2000);
         _exit(0);
       } catch (...) {
       }

@@ -30,10 +30,10 @@ public:
 
   Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
-    return m_client.run(lua::k_guard, mutex,
-                        {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
-                         std::to_string(token)},
-                        timeout_ms);
+    return m_client.run(
+        lua::k_guard, mutex,
+        {contender, std::to_string(ttl_ms), std::to_string(transition_ms), std::to_string(token)},
+        timeout_ms);
   }
 
   Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -51,7 +51,8 @@ public:
   // next owner its message: a slower hand-over.
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return m_client.run(lua::k_release, mutex, {contender, std::to_string(token)}, timeout_ms, true);
+    return m_client.run(lua::k_release, mutex, {contender, std::to_string(token)}, timeout_ms,
+                        true);
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {

@@ -56,7 +56,8 @@ std::string Client::describe_failure(const std::string& err) const {
 }
 
 Exchange Client::call_script(const lua::Script& s, const std::vector<std::string>& keys,
-                             const std::vector<std::string>& args, int64_t deadline, bool ping_first) {
+                             const std::vector<std::string>& args, int64_t deadline,
+                             bool ping_first) {
   Command cmd{"EVALSHA", s.sha1, std::to_string(keys.size())};
   cmd.insert(cmd.end(), keys.begin(), keys.end());
   cmd.insert(cmd.end(), args.begin(), args.end());
@@ -74,15 +75,14 @@ Exchange Client::call_script(const lua::Script& s, const std::vector<std::string
   return x;
 }
 
-Reply Client::run(const lua::Script& s, const std::string& mutex, const std::vector<std::string>& args,
-                  int64_t timeout_ms, bool ping_first) {
+Reply Client::run(const lua::Script& s, const std::string& mutex,
+                  const std::vector<std::string>& args, int64_t timeout_ms, bool ping_first) {
   std::string hash = hash_key(mutex);
   Exchange x = call_script(s, {hash, hash + ":fence", k_marker}, script_args(args),
                            call_deadline(timeout_ms), ping_first);
   if (!x.ok) {
-    return Reply::failure(x.reach == Reach::not_sent ? Reply::Status::failed
-                                                    : Reply::Status::indeterminate,
-                          x.error);
+    return Reply::failure(
+        x.reach == Reach::not_sent ? Reply::Status::failed : Reply::Status::indeterminate, x.error);
   }
   const redisReply* r = x.replies[0].get();
   // Every refusal (LOADING, BUSY, NOAUTH, OOM, READONLY...) comes before

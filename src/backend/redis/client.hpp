@@ -81,8 +81,8 @@ private:
   RedisUri m_uri;
   std::string m_where;
   Connection m_conn;
-  std::string m_run_id;     // of the server m_conn talks to (INFO at connect)
-  int64_t m_budget_ms = 0;  // of the current call, for messages
+  std::string m_run_id;    // of the server m_conn talks to (INFO at connect)
+  int64_t m_budget_ms = 0; // of the current call, for messages
 };
 
 } // namespace simba::backend::redis

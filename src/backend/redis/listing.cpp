@@ -37,7 +37,8 @@ std::string mutex_of_fence(const std::string& key, const std::string& prefix) {
 
 // The names of the mutexes (SCAN may return a key twice: a set); false
 // with `error` set when the scan failed.
-bool scan_names(Client& client, int64_t deadline, std::set<std::string>& names, std::string& error) {
+bool scan_names(Client& client, int64_t deadline, std::set<std::string>& names,
+                std::string& error) {
   const std::string& prefix = client.uri().prefix;
   std::string pattern = glob_escape(prefix) + "{*}:fence";
   std::string cursor = "0";

@@ -29,10 +29,11 @@ bool as_string(const redisReply* r, std::string& s) {
 
 bool read_lease(const redisReply* r, size_t first, core::Lease& l) {
   int64_t token = 0, quarantine = 0, holding = 0;
-  bool ok = as_string(r->element[first], l.owner_id) && as_int(r->element[first + 1], l.acquired_at) &&
-            as_int(r->element[first + 2], l.ttl_at) &&
-            as_int(r->element[first + 3], l.transition_at) && as_int(r->element[first + 4], token) &&
-            as_int(r->element[first + 5], quarantine) && as_int(r->element[first + 6], holding);
+  bool ok =
+      as_string(r->element[first], l.owner_id) && as_int(r->element[first + 1], l.acquired_at) &&
+      as_int(r->element[first + 2], l.ttl_at) && as_int(r->element[first + 3], l.transition_at) &&
+      as_int(r->element[first + 4], token) && as_int(r->element[first + 5], quarantine) &&
+      as_int(r->element[first + 6], holding);
   l.fencing_token = static_cast<uint64_t>(token);
   l.quarantine = quarantine != 0;
   l.holding = holding != 0;

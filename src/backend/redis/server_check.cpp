@@ -86,8 +86,8 @@ std::string check_server(Connection& c, const RedisUri& uri, const std::string& 
   Exchange x = c.exchange(hello, deadline);
   if (!x.ok) {
     if (x.error == net::k_timed_out)
-      return "no answer from Redis at " + where + " within " + core::format_duration(uri.timeout_ms) +
-             " (is a Redis server listening there?)";
+      return "no answer from Redis at " + where + " within " +
+             core::format_duration(uri.timeout_ms) + " (is a Redis server listening there?)";
     return scrub("cannot talk to Redis at " + where + ": " + x.error, uri.password);
   }
   for (size_t i = 0; i < hello.size(); ++i) {

@@ -22,7 +22,7 @@ constexpr int64_t k_queue_timeout_ms = 250;
 } // namespace
 
 void PubSubWakeups::acquired(const std::string& mutex, const std::string& contender, const Reply& r,
-                       int64_t ttl_ms, int64_t transition_ms) {
+                             int64_t ttl_ms, int64_t transition_ms) {
   // The script took the new owner out of the queue: no dequeue call.
   if (r.ok() && r.changed && mutex == m_queued && contender == m_queued_as) m_queued.clear();
   m_terms = {std::to_string(ttl_ms), std::to_string(transition_ms)};
@@ -144,8 +144,8 @@ std::optional<Grant> PubSubWakeups::take_grant() {
 void PubSubWakeups::take_grant_message(const std::string& text) {
   long long f[5];
   char tail;
-  if (std::sscanf(text.c_str(), "grant %lld %lld %lld %lld %lld%c", &f[0], &f[1], &f[2], &f[3], &f[4],
-                  &tail) != 5)
+  if (std::sscanf(text.c_str(), "grant %lld %lld %lld %lld %lld%c", &f[0], &f[1], &f[2], &f[3],
+                  &f[4], &tail) != 5)
     return;
   Grant g;
   g.reply.status = Reply::Status::ok;

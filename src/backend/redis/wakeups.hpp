@@ -49,14 +49,14 @@ private:
   std::string m_wake_channel; // <hash>:db<N>:wake:<contender>
   std::string m_queued;       // the mutex whose queue we are in, if any
   std::string m_queued_as;
-  std::string m_sub_mutex;      // the mutex and contender of the subscription
+  std::string m_sub_mutex; // the mutex and contender of the subscription
   std::string m_sub_contender;
-  int64_t m_subscribed_at = 0;  // sys::boottime_ms(): when the SUBSCRIBE was sent
+  int64_t m_subscribed_at = 0;             // sys::boottime_ms(): when the SUBSCRIBE was sent
   std::vector<std::string> m_terms;        // ttl and transition of our last acquire
   std::vector<std::string> m_queued_terms; // those we queued with
   std::optional<Grant> m_grant;            // see take_grant()
-  int64_t m_resubscribe_at = 0; // sys::boottime_ms()
-  bool m_look = true;           // see look_after_queueing()
+  int64_t m_resubscribe_at = 0;            // sys::boottime_ms()
+  bool m_look = true;                      // see look_after_queueing()
 };
 
 } // namespace simba::backend::redis

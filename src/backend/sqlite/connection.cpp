@@ -120,12 +120,12 @@ void Connection::close() {
 void Connection::configure() {
   sqlite3_exec(m_db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
   sqlite3_wal_hook(
-    m_db,
-    [](void* self, sqlite3*, const char*, int pages) {
-      static_cast<Connection*>(self)->m_wal_pages = pages;
-      return SQLITE_OK;
-    },
-    this);
+      m_db,
+      [](void* self, sqlite3*, const char*, int pages) {
+        static_cast<Connection*>(self)->m_wal_pages = pages;
+        return SQLITE_OK;
+      },
+      this);
 }
 
 // TRUNCATE: with no other connection (a run after a run) the WAL ends up

@@ -51,9 +51,9 @@ public:
 
   const SqliteOpen& how() const { return m_how; }
   const std::string& path() const { return m_path; } // absolute, its directory resolved
-  int dir_fd() const { return m_dir_fd; }             // O_PATH, checked
+  int dir_fd() const { return m_dir_fd; }            // O_PATH, checked
   bool dir_setgid() const { return (m_dir_st.st_mode & S_ISGID) != 0; }
-  mode_t file_mode() const { return m_file_mode; }    // the database's permissions
+  mode_t file_mode() const { return m_file_mode; }                 // the database's permissions
   const std::string& notify_name() const { return m_notify_name; } // in the directory
   const std::string& notify_dir() const { return m_notify_dir; }   // its path, for messages
 
@@ -66,8 +66,8 @@ private:
   void claim_wal_files(const struct stat& db);
   const gid_t* shared_gid() const { return m_group_shared ? &m_dir_st.st_gid : nullptr; }
 
-  std::string m_path;        // absolute, its directory resolved
-  std::string m_given_path;  // absolute, as given
+  std::string m_path;       // absolute, its directory resolved
+  std::string m_given_path; // absolute, as given
   SqliteOpen m_how;
   std::string m_base;        // the file's name in its directory
   std::string m_notify_name; // the notification directory's name there

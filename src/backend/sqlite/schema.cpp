@@ -23,9 +23,9 @@ constexpr const char* k_sql_schema =
     "boot_token INTEGER, holding INTEGER) WITHOUT ROWID";
 
 // Added in place to a table made by an older simba (migrate_schema()).
-constexpr const char* k_added_columns[] = {"boot_id TEXT",         "boot_acquired_at INTEGER",
-                                           "boot_ttl_at INTEGER",  "boot_transition_at INTEGER",
-                                           "boot_token INTEGER",   "holding INTEGER"};
+constexpr const char* k_added_columns[] = {"boot_id TEXT",        "boot_acquired_at INTEGER",
+                                           "boot_ttl_at INTEGER", "boot_transition_at INTEGER",
+                                           "boot_token INTEGER",  "holding INTEGER"};
 
 // Opening may race with another process creating the database.
 constexpr int k_open_busy_timeout_ms = 5000;

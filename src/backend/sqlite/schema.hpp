@@ -17,7 +17,7 @@ class Connection;
 class DatabaseFiles;
 
 #define SIMBA_SQL_ROW                                                                              \
-  "owner_id, acquired_at, ttl_at, transition_at, fencing_token, boot_id, boot_acquired_at, "      \
+  "owner_id, acquired_at, ttl_at, transition_at, fencing_token, boot_id, boot_acquired_at, "       \
   "boot_ttl_at, boot_transition_at, boot_token, holding"
 
 // The columns of SIMBA_SQL_ROW in this order (lease_row.cpp reads them so).

@@ -16,8 +16,8 @@
 #include <cerrno>
 #include <climits>
 #include <optional>
-#include <utility>
 #include <unistd.h>
+#include <utility>
 
 namespace simba::backend {
 namespace {

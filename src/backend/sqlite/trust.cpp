@@ -20,7 +20,9 @@ bool in_group(gid_t gid) {
 
 bool trusted_owner(uid_t uid, const Caller& me) { return uid == me.uid || uid == 0; }
 
-std::string another_user(uid_t uid) { return "it belongs to another user (uid " + std::to_string(uid) + ")"; }
+std::string another_user(uid_t uid) {
+  return "it belongs to another user (uid " + std::to_string(uid) + ")";
+}
 
 std::string foreign_group(gid_t gid) {
   return "its group (gid " + std::to_string(gid) + "), which you are not in, can write it";
@@ -39,7 +41,8 @@ std::string directory_distrust(const struct stat& st, bool may_be_public, const 
     return another_user(st.st_uid);
   if (st.st_mode & S_IWOTH) {
     if (!may_be_public) return "every user can write it";
-    if (!(st.st_mode & S_ISVTX)) return "every user can write it and it is not sticky (chmod o-w, or +t)";
+    if (!(st.st_mode & S_ISVTX))
+      return "every user can write it and it is not sticky (chmod o-w, or +t)";
     return {}; // like /tmp: what its group may do, everyone may
   }
   if (st.st_mode & S_IWGRP) {

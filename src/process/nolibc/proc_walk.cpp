@@ -67,10 +67,13 @@ bool children_from_files(Walker& w, long pid, Visit visit, void* context) {
   } threads{w, pid, visit, context, true};
   char dents[1024]; // the tasks of one process; the big buffer is the scan's
   Path dir = Path().add("/proc/").add(pid).add("/task");
-  each_numbered_entry(dir.buf, dents, sizeof dents, Names::pids, [](void* c, long tid) {
-    auto& t = *static_cast<Threads*>(c);
-    if (t.supported) t.supported = children_of_thread(t.w, t.pid, tid, t.visit, t.context);
-  }, &threads);
+  each_numbered_entry(
+      dir.buf, dents, sizeof dents, Names::pids,
+      [](void* c, long tid) {
+        auto& t = *static_cast<Threads*>(c);
+        if (t.supported) t.supported = children_of_thread(t.w, t.pid, tid, t.visit, t.context);
+      },
+      &threads);
   return threads.supported;
 }
 
@@ -81,11 +84,14 @@ void children_from_scan(Walker& w, long pid, Visit visit, void* context) {
     Visit visit;
     void* context;
   } scan{pid, visit, context};
-  each_numbered_entry("/proc", w.dents, sizeof w.dents, Names::pids, [](void* c, long other) {
-    auto& s = *static_cast<Scan*>(c);
-    ProcStat st;
-    if (read_stat(other, st) && st.ppid == s.parent) s.visit(s.context, other);
-  }, &scan);
+  each_numbered_entry(
+      "/proc", w.dents, sizeof w.dents, Names::pids,
+      [](void* c, long other) {
+        auto& s = *static_cast<Scan*>(c);
+        ProcStat st;
+        if (read_stat(other, st) && st.ppid == s.parent) s.visit(s.context, other);
+      },
+      &scan);
 }
 
 } // namespace

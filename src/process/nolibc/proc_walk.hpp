@@ -47,8 +47,8 @@ void each_numbered_entry(const char* dir, char* dents, size_t cap, Names names, 
 // The buffers of a walk (too big for a small stack twice over) and what it
 // learnt of the kernel.
 struct Walker {
-  char text[16384]; // a children file
-  char dents[4096]; // a scan of /proc
+  char text[16384];        // a children file
+  char dents[4096];        // a scan of /proc
   int children_files = -1; // -1 unknown, 0 missing, 1 present (CONFIG_PROC_CHILDREN)
 };
 
@@ -61,7 +61,8 @@ void each_child(Walker& w, long pid, bool single_thread, Visit visit, void* cont
 
 // each_child with a callable f(long child).
 template <typename F> void each_child(Walker& w, long pid, bool single_thread, F& f) {
-  each_child(w, pid, single_thread, [](void* c, long kid) { (*static_cast<F*>(c))(kid); }, &f);
+  each_child(
+      w, pid, single_thread, [](void* c, long kid) { (*static_cast<F*>(c))(kid); }, &f);
 }
 
 } // namespace simba::process::proc_walk

@@ -38,13 +38,15 @@ void close_private_fds(long a, long b) {
     long a, b;
   } keep{a, b};
   char dents[1024];
-  proc_walk::each_numbered_entry("/proc/self/fd", dents, sizeof dents, proc_walk::Names::fds,
-                                 [](void* c, long fd) {
-    auto& k = *static_cast<Keep*>(c);
-    if (fd == k.a || fd == k.b) return;
-    long flags = raw::fd_flags(fd);
-    if (flags >= 0 && (flags & FD_CLOEXEC)) raw::close(fd);
-  }, &keep);
+  proc_walk::each_numbered_entry(
+      "/proc/self/fd", dents, sizeof dents, proc_walk::Names::fds,
+      [](void* c, long fd) {
+        auto& k = *static_cast<Keep*>(c);
+        if (fd == k.a || fd == k.b) return;
+        long flags = raw::fd_flags(fd);
+        if (flags >= 0 && (flags & FD_CLOEXEC)) raw::close(fd);
+      },
+      &keep);
 }
 
 // Runs the supervisor's spawn() request, if any, and answers it. The one

@@ -13,8 +13,10 @@ namespace simba::process {
 
 constexpr int64_t k_no_deadline = -1;
 // Lock-free, so the watchdog never takes a lock (nor calls libatomic).
-static_assert(std::atomic<int64_t>::is_always_lock_free, "the shared block needs lock-free atomics");
-static_assert(std::atomic<int32_t>::is_always_lock_free, "the shared block needs lock-free atomics");
+static_assert(std::atomic<int64_t>::is_always_lock_free,
+              "the shared block needs lock-free atomics");
+static_assert(std::atomic<int32_t>::is_always_lock_free,
+              "the shared block needs lock-free atomics");
 
 // The watchdog's mapping: the Shared block and the start arguments in the
 // first page, a guard page, then its stack (a kill pass needs about 60 KiB
