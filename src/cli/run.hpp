@@ -20,6 +20,9 @@ struct RunOptions {
   bool no_wait = false;
   int conflict_exit_code = 75;
   std::string min_hold;
+  std::string once_per; // --once-per D
+  std::string offset;   // --offset D (with --once-per)
+  bool retry_failed = false;
 };
 
 struct LeadOptions {

@@ -66,6 +66,9 @@ struct Call {
   // owner id); 0 for a release after an acquire whose answer never came
   // (its token is unknown): whatever lease our id holds.
   uint64_t token = 0;
+  // release: the code simba exits with (CMD's status after a run), which
+  // --once-per records in the done record.
+  int exit_code = 0;
 };
 
 // Give back a lease the contender does not keep: a release at once, best

@@ -16,6 +16,7 @@
 #include "core/action.hpp"
 #include "core/contend_period.hpp"
 #include "core/lease.hpp"
+#include "core/once_per.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -58,6 +59,9 @@ struct ContenderConfig {
   int64_t initial_delay_ms = 0;
   bool fixed_rate = true;      // else fixed-delay
   std::optional<int> max_runs; // schedule: release and exit after N runs
+  // run --once-per: acquire and release go with the done record (the
+  // driver calls acquire_once and release_once); a refusal ends the run.
+  std::optional<OncePer> once;
 };
 
 struct CallResult {
@@ -65,6 +69,7 @@ struct CallResult {
   Observed observed;
   bool changed = false;
   std::string error;
+  std::optional<DoneRecord> done; // --once-per: the record as the call left it
 };
 
 class Contender {
@@ -205,6 +210,7 @@ private:
   Actions on_acquire_failure(int64_t now, const CallResult& r, Actions acts);
   Actions track_backend(int64_t now, const CallResult& r);
   Actions on_busy(int64_t now, const Observed& o, Actions acts);
+  bool window_closed(const CallResult& r) const; // --once-per: may not run in this window
   Action notice(int64_t now, WaitNotice::Event event, LogLevel level) const;
   void describe_holder(int64_t now, WaitNotice& n) const;
   Actions give_up(int64_t now, Actions acts = {});

@@ -76,7 +76,8 @@ Exchange Client::call_script(const lua::Script& s, const std::vector<std::string
 }
 
 Reply Client::run(const lua::Script& s, const std::string& mutex,
-                  const std::vector<std::string>& args, int64_t timeout_ms, bool ping_first) {
+                  const std::vector<std::string>& args, int64_t timeout_ms, bool ping_first,
+                  bool with_done) {
   std::string hash = hash_key(mutex);
   Exchange x = call_script(s, {hash, hash + ":fence", k_marker}, script_args(args),
                            call_deadline(timeout_ms), ping_first);
@@ -90,9 +91,11 @@ Reply Client::run(const lua::Script& s, const std::string& mutex,
   if (is_error(r)) return Reply::failure(Reply::Status::failed, scrub(reply_text(r)));
   Reply out;
   int64_t changed = 0;
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + k_lease_fields ||
+  size_t fields = 2 + k_lease_fields + (with_done ? k_done_fields : 0);
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != fields ||
       !as_int(r->element[0], out.observed.now) || !as_int(r->element[1], changed) ||
-      !read_lease(r, 2, out.observed.lease))
+      !read_lease(r, 2, out.observed.lease) ||
+      (with_done && !read_done(r, 2 + k_lease_fields, out.done)))
     return Reply::failure(Reply::Status::failed,
                           std::string("unexpected reply from the ") + s.name + " script");
   out.status = Reply::Status::ok;

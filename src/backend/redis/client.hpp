@@ -57,8 +57,10 @@ public:
                        bool ping_first = false);
 
   // A lease script on `mutex`'s keys, its answer as a Reply.
+  // `with_done`: the script appends the done record (lua/common_once.lua),
+  // read into Reply::done.
   Reply run(const lua::Script& s, const std::string& mutex, const std::vector<std::string>& args,
-            int64_t timeout_ms, bool ping_first = false);
+            int64_t timeout_ms, bool ping_first = false, bool with_done = false);
 
   // The reply of a finished exchange, or nullptr with `error` set (the call
   // failed, or the server answered with an error).
