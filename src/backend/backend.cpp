@@ -27,8 +27,7 @@ Reply no_done_records() {
 } // namespace
 
 Reply Backend::acquire_once(const std::string&, const std::string&, int64_t, int64_t,
-                            const core::OncePer&, const std::string&, const std::string&,
-                            int64_t) {
+                            const core::OncePer&, const std::string&, const std::string&, int64_t) {
   return no_done_records();
 }
 

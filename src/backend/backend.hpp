@@ -119,17 +119,15 @@ public:
   // done record of the run (unfinished: `label`, `host`, the token) in the
   // same step. The reply carries the record as it stands. For backends
   // without done records: a failure that says so.
-  virtual Reply acquire_once(const std::string& mutex, const std::string& contender,
-                             int64_t ttl_ms, int64_t transition_ms, const core::OncePer& once,
-                             const std::string& label, const std::string& host,
-                             int64_t timeout_ms);
+  virtual Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                             int64_t transition_ms, const core::OncePer& once,
+                             const std::string& label, const std::string& host, int64_t timeout_ms);
 
   // release, and in the same step the run's done record (the one with the
   // lease's token) gets `exit_code` and the time. The record is kept for
   // at least two windows (`period_ms`); it never blocks the next window.
-  virtual Reply release_once(const std::string& mutex, const std::string& contender,
-                             uint64_t token, int exit_code, int64_t period_ms,
-                             int64_t timeout_ms);
+  virtual Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                             int exit_code, int64_t period_ms, int64_t timeout_ms);
 
   // Reads the lease and the done record (status).
   virtual Reply done_record(const std::string& mutex, int64_t timeout_ms);

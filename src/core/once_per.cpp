@@ -36,8 +36,8 @@ std::string already_ran_message(const DoneRecord& r) {
   if (!r.finished)
     return "already ran in this window on " + where + " at " + format_utc(r.started_at) +
            " (lease lost; contender " + r.label + ")";
-  return "already ran in this window on " + where + " at " + format_utc(r.finished_at) +
-         " (exit " + std::to_string(r.exit_code) + "; contender " + r.label + ")";
+  return "already ran in this window on " + where + " at " + format_utc(r.finished_at) + " (exit " +
+         std::to_string(r.exit_code) + "; contender " + r.label + ")";
 }
 
 } // namespace simba::core

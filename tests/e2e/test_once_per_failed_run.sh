@@ -10,6 +10,15 @@ day=86400000
 offset=$(((($(now_ms) - 3600000) % day + day) % day))
 once() { timeout -k 5 30 "$SIMBA" run --mutex nightly --once-per 1d --offset "${offset}ms" "$@"; }
 
+# Bad input: one line, exit 64, nothing run.
+assert_exit 64 "$SIMBA" run --mutex x --offset 1h -- touch "$T/bad"
+grep -q "^simba: error: --offset needs --once-per" "$T/err" || fail "$(cat "$T/err")"
+assert_exit 64 "$SIMBA" run --mutex x --retry-failed -- touch "$T/bad"
+assert_exit 64 "$SIMBA" run --mutex x --once-per 1h --offset 1h -- touch "$T/bad"
+assert_exit 64 "$SIMBA" run --mutex x --once-per 1h --min-hold 1m -- touch "$T/bad"
+assert_exit 64 "$SIMBA" run --mutex x --once-per 0 -- touch "$T/bad"
+[[ ! -e $T/bad ]] || fail "a refused command line ran CMD"
+
 assert_exit 3 once --contender-id host-a -- sh -c "echo a >>'$T/runs'; exit 3"
 # Without --retry-failed: not again in this window.
 assert_exit 75 once --contender-id host-b -- sh -c "echo b >>'$T/runs'"
@@ -37,3 +46,11 @@ grep -q "already ran in this window on .* (lease lost; contender host-a)" "$T/er
   fail "the refusal did not say the lease was lost: $(cat "$T/err")"
 assert_exit 0 lost --contender-id host-c --retry-failed -- sh -c "echo c >>'$T/lost'"
 assert_eq "a c" "$(tr '\n' ' ' <"$T/lost" | sed 's/ $//')" "the runs after a lost lease"
+
+# status --mutex shows the last run's record.
+assert_exit 0 "$SIMBA" status --mutex nightly
+grep -q "last --once-per run: window from .* by host-d, exit 0 at" "$T/out" ||
+  fail "status did not show the done record: $(cat "$T/out")"
+assert_exit 0 "$SIMBA" status --mutex nightly --json
+grep -q '"last_once_per_run":{"exit_code":0,' "$T/out" ||
+  fail "status --json did not show the done record: $(cat "$T/out")"

@@ -13,7 +13,9 @@ constexpr int64_t k_day = 86400000;
 // 2026-12-01T00:00:00Z
 constexpr int64_t k_midnight = 1796083200000;
 
-OncePer per(int64_t period, int64_t offset = 0, bool retry = false) { return {period, offset, retry}; }
+OncePer per(int64_t period, int64_t offset = 0, bool retry = false) {
+  return {period, offset, retry};
+}
 
 DoneRecord finished(int64_t window, int code) {
   DoneRecord r{window, "job", "host-a", 7, window + 10};

@@ -1,5 +1,7 @@
 // The SQLite backend (sqlite_backend.hpp): each operation is one write
 // transaction on the connection; the folder's other units do the rest.
+// Over 400 lines for a reason: the --once-per operations (acquire_once,
+// release_once) must run inside write_op's transaction, a private member.
 #include "backend/sqlite/sqlite_backend.hpp"
 
 #include "backend/sqlite/clocks.hpp"
@@ -312,15 +314,15 @@ Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& c
     // (handed over by a plain release; a grant, on Redis); a renewal of a
     // run's lease is not.
     bool fresh = cur.free_at(now);
-    bool unrecorded = !fresh && cur.owned_by(contender, now) &&
-                      !(record && record->token == cur.fencing_token);
+    bool unrecorded =
+        !fresh && cur.owned_by(contender, now) && !(record && record->token == cur.fencing_token);
     if ((fresh || unrecorded) &&
         !core::may_run(core::judge_window(record, core::Lease{}, wall_now, once), once))
       return fresh ? Decision{false, cur} : decide_release(cur, now, contender, 0);
     Decision d = decide_acquire(cur, now, contender, ttl_ms, transition_ms, m_clocks.now().wall);
     if (!d.write || !(fresh || unrecorded)) return d;
-    core::DoneRecord started{core::window_start(wall_now, once), label, host,
-                             d.lease.fencing_token, wall_now};
+    core::DoneRecord started{core::window_start(wall_now, once), label, host, d.lease.fencing_token,
+                             wall_now};
     done_rc = write_done(m_db, mutex, started);
     if (done_rc != SQLITE_OK) return Decision{false, cur};
     record = started;
