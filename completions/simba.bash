@@ -21,7 +21,7 @@ _simba_options() {
   run) echo "$supervise --timeout --no-wait --conflict-exit-code --min-hold --once-per --offset
     --retry-failed" ;;
   lead) echo "$supervise --restart --restart-delay" ;;
-  schedule) echo "$supervise --every --strategy --initial-delay --max-runs" ;;
+  schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align" ;;
   status) echo "--mutex $backend --json" ;;
   release) echo "--mutex $backend --force --token" ;;
   esac

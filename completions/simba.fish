@@ -149,6 +149,7 @@ complete -c simba -n '__simba_in schedule' -l every -x -a "$durations" -d 'Perio
 complete -c simba -n '__simba_in schedule' -l strategy -x -a 'fixed-rate\t"ticks every D; a tick during a run is skipped" fixed-delay\t"D between the end of a run and the next start"' -d 'How runs are spaced'
 complete -c simba -n '__simba_in schedule' -l initial-delay -x -a "$durations" -d 'Wait after becoming leader before the first run'
 complete -c simba -n '__simba_in schedule' -l max-runs -x -d 'Release and exit after N runs'
+complete -c simba -n '__simba_in schedule' -l align -d 'Ticks on multiples of --every (backend clock)'
 
 complete -c simba -n '__simba_in status' -l json -d 'JSON for programs'
 complete -c simba -n '__simba_in release' -l force -d "Required: the owner's command is then stopped"

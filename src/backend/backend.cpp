@@ -36,6 +36,11 @@ Reply Backend::release_once(const std::string&, const std::string&, uint64_t, in
   return no_done_records();
 }
 
+Reply Backend::guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                          int64_t ttl_ms, int64_t transition_ms, bool, int64_t timeout_ms) {
+  return guard(mutex, contender, token, ttl_ms, transition_ms, timeout_ms);
+}
+
 Reply Backend::done_record(const std::string&, int64_t) { return no_done_records(); }
 
 std::unique_ptr<Backend> open_backend(const std::string& uri, Access access) {

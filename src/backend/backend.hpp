@@ -32,6 +32,9 @@ struct Reply {
   // acquire_once, release_once, done_record: the mutex's done record as it
   // stands after the call (core/once_per.hpp); nullopt when it has none.
   std::optional<core::DoneRecord> done;
+  // guard_mark: the start of the mutex's last scheduled run before the call
+  // (backend clock); nullopt when none is recorded.
+  std::optional<int64_t> last_run_at;
 
   bool ok() const { return status == Status::ok; }
   static Reply failure(Status s, std::string e) {
@@ -128,6 +131,13 @@ public:
   // at least two windows (`period_ms`); it never blocks the next window.
   virtual Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
                              int exit_code, int64_t period_ms, int64_t timeout_ms);
+
+  // schedule: a guard (its rule exactly) that, in the same step, reads the
+  // start of the mutex's last run into Reply::last_run_at and, with
+  // `record` and only if the guard renewed, sets it to the backend's now
+  // (a run starts). The default: a plain guard, nothing recorded.
+  virtual Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                           int64_t ttl_ms, int64_t transition_ms, bool record, int64_t timeout_ms);
 
   // Reads the lease and the done record (status).
   virtual Reply done_record(const std::string& mutex, int64_t timeout_ms);

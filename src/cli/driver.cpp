@@ -36,6 +36,7 @@ core::CallResult to_call_result(const backend::Reply& r) {
   c.changed = r.changed;
   c.error = r.error;
   c.done = r.done;
+  c.last_run_at = r.last_run_at;
   return c;
 }
 
@@ -184,6 +185,9 @@ private:
       if (m_config.once) return acquire_once(a, timeout);
       return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::guard:
+      if (a.mark != core::RunMark::none)
+        return to_call_result(m_backend.guard_mark(mutex, id, a.token, a.ttl_ms, a.transition_ms,
+                                                   a.mark == core::RunMark::record, timeout));
       return to_call_result(
           m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::hold:

@@ -136,6 +136,9 @@ CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o) {
   cmd->add_option("--initial-delay", o.initial_delay,
                   "Wait this long after becoming leader before the first run (default 0)");
   cmd->add_option("--max-runs", o.max_runs, "Release and exit after N runs (default: forever)");
+  cmd->add_flag("--align", o.align,
+                "fixed-rate: ticks on multiples of --every on the backend's clock (--every 5m: "
+                ":00, :05, ...), whichever host leads");
   return cmd;
 }
 
@@ -204,6 +207,11 @@ Outcome schedule_command(const ScheduleOptions& o, const std::vector<std::string
     throw UsageError("--strategy must be fixed-rate or fixed-delay, not '" + o.strategy + "'");
   }
   config.initial_delay_ms = core::parse_duration(o.initial_delay, "--initial-delay");
+  config.align = o.align;
+  if (o.align && !config.fixed_rate)
+    throw UsageError("--align needs --strategy fixed-rate: fixed-delay has no ticks to align");
+  if (o.align && config.initial_delay_ms > 0)
+    throw UsageError("--align and --initial-delay exclude each other: the ticks decide");
   if (o.max_runs < 0)
     throw UsageError("--max-runs must be 0 or more, not " + std::to_string(o.max_runs));
   if (o.max_runs > 0) config.max_runs = o.max_runs;

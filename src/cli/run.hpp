@@ -37,6 +37,7 @@ struct ScheduleOptions {
   std::string strategy = "fixed-rate";
   std::string initial_delay = "0";
   int max_runs = 0;
+  bool align = false;
 };
 
 constexpr const char* k_run_description = "Acquire the mutex, run CMD while owning it, release";

@@ -74,6 +74,11 @@ Actions Contender::call_with(int64_t now, Op op, int64_t ttl, int64_t transition
   if (op == Op::acquire) waiting().try_at.reset();
   if (op == Op::guard) owner().guard_at.reset();
   if (op == Op::guard || op == Op::hold) a.token = owner().lease.fencing_token;
+  if (op == Op::guard && m_config.mode == ContenderConfig::Mode::schedule) {
+    const Owner& o = owner();
+    a.mark = o.phase_pending ? RunMark::read : o.run_pending ? RunMark::record : RunMark::none;
+    m_in_flight->mark = a.mark;
+  }
   if (op == Op::release) {
     a.token = std::get<Releasing>(m_state).token;
     a.exit_code = std::get<Releasing>(m_state).exit_code;
@@ -96,7 +101,7 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
   switch (sent.op) {
   case Op::acquire: return on_acquire_reply(now, r, sent.sent_at);
   case Op::guard:
-  case Op::hold: return on_guard_reply(now, r, sent.sent_at);
+  case Op::hold: return on_guard_reply(now, r, sent.sent_at, sent.mark);
   case Op::release: return on_release_reply(now, r);
   }
   return {};

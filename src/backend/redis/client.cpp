@@ -77,7 +77,7 @@ Exchange Client::call_script(const lua::Script& s, const std::vector<std::string
 
 Reply Client::run(const lua::Script& s, const std::string& mutex,
                   const std::vector<std::string>& args, int64_t timeout_ms, bool ping_first,
-                  bool with_done) {
+                  Extra extra) {
   std::string hash = hash_key(mutex);
   Exchange x = call_script(s, {hash, hash + ":fence", k_marker}, script_args(args),
                            call_deadline(timeout_ms), ping_first);
@@ -91,13 +91,17 @@ Reply Client::run(const lua::Script& s, const std::string& mutex,
   if (is_error(r)) return Reply::failure(Reply::Status::failed, scrub(reply_text(r)));
   Reply out;
   int64_t changed = 0;
-  size_t fields = 2 + k_lease_fields + (with_done ? k_done_fields : 0);
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != fields ||
+  size_t extra_fields = extra == Extra::done ? k_done_fields : extra == Extra::last_run ? 1 : 0;
+  size_t first_extra = 2 + k_lease_fields;
+  int64_t last_run = -1;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != first_extra + extra_fields ||
       !as_int(r->element[0], out.observed.now) || !as_int(r->element[1], changed) ||
       !read_lease(r, 2, out.observed.lease) ||
-      (with_done && !read_done(r, 2 + k_lease_fields, out.done)))
+      (extra == Extra::done && !read_done(r, first_extra, out.done)) ||
+      (extra == Extra::last_run && !as_int(r->element[first_extra], last_run)))
     return Reply::failure(Reply::Status::failed,
                           std::string("unexpected reply from the ") + s.name + " script");
+  if (last_run >= 0) out.last_run_at = last_run;
   out.status = Reply::Status::ok;
   out.changed = changed != 0;
   return out;

@@ -78,4 +78,37 @@ int write_done(Connection& db, const std::string& mutex, const core::DoneRecord&
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+int ensure_last_run_table(Connection& db) {
+  return sqlite3_exec(db.db(),
+                      "CREATE TABLE IF NOT EXISTS simba_last_run(mutex TEXT PRIMARY KEY, "
+                      "started_at INTEGER) WITHOUT ROWID",
+                      nullptr, nullptr, nullptr);
+}
+
+int select_last_run(Connection& db, const std::string& mutex, std::optional<int64_t>& out) {
+  out.reset();
+  sqlite3_stmt* s = nullptr;
+  int rc = sqlite3_prepare_v2(db.db(), "SELECT started_at FROM simba_last_run WHERE mutex = ?1", -1,
+                              &s, nullptr);
+  if (rc != SQLITE_OK) return rc;
+  bind_text(s, 1, mutex);
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) out = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int write_last_run(Connection& db, const std::string& mutex, int64_t at) {
+  sqlite3_stmt* s = nullptr;
+  int rc = sqlite3_prepare_v2(
+      db.db(), "INSERT OR REPLACE INTO simba_last_run(mutex, started_at) VALUES (?1, ?2)", -1, &s,
+      nullptr);
+  if (rc != SQLITE_OK) return rc;
+  bind_text(s, 1, mutex);
+  sqlite3_bind_int64(s, 2, at);
+  rc = sqlite3_step(s);
+  sqlite3_finalize(s);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 } // namespace simba::backend::sqlite

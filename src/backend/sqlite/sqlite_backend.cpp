@@ -121,6 +121,8 @@ public:
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
                      int exit_code, int64_t period_ms, int64_t timeout_ms) override;
   Reply done_record(const std::string& mutex, int64_t timeout_ms) override;
+  Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, bool record, int64_t timeout_ms) override;
 
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
     m_waiters.target(mutex, contender);
@@ -168,6 +170,7 @@ private:
   OperationClocks m_clocks;                  // of the operation in progress
   std::optional<MutexLease> m_before_reopen; // see remember_before_reopen()
   bool m_done_table_ready = false;           // --once-per: simba_done exists
+  bool m_last_run_table_ready = false;       // schedule: simba_last_run exists
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -356,6 +359,29 @@ Reply SqliteBackend::release_once(const std::string& mutex, const std::string& c
   r.done = record;
   bool woke = r.changed && m_waiters.wake_first_waiter(mutex);
   m_db.checkpoint_if_due(woke);
+  return r;
+}
+
+// The guard and the last run's start in one transaction.
+Reply SqliteBackend::guard_mark(const std::string& mutex, const std::string& contender,
+                                uint64_t token, int64_t ttl_ms, int64_t transition_ms, bool record,
+                                int64_t timeout_ms) {
+  if (!m_last_run_table_ready && m_db.db()) {
+    if (int rc = ensure_last_run_table(m_db); rc != SQLITE_OK) return fail_from_rc(rc);
+    m_last_run_table_ready = true;
+  }
+  std::optional<int64_t> last;
+  int run_rc = SQLITE_OK;
+  Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+    Decision d = decide_renew(cur, now, contender, token, ttl_ms, transition_ms, false);
+    if (!d.write) return d;
+    run_rc = select_last_run(m_db, mutex, last);
+    if (run_rc == SQLITE_OK && record) run_rc = write_last_run(m_db, mutex, m_clocks.reply_now());
+    return run_rc == SQLITE_OK ? d : Decision{false, cur};
+  });
+  if (run_rc != SQLITE_OK) return fail_from_rc(run_rc);
+  r.last_run_at = last;
+  m_db.checkpoint_if_due();
   return r;
 }
 
