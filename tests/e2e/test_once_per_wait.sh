@@ -18,9 +18,16 @@ assert_exit 75 once --contender-id host-b --no-wait -- sh -c "echo b >>'$T/runs'
 (($(now_ms) - t0 < 1000)) || fail "--no-wait waited for the run in progress"
 [[ ! -e $T/a.done ]] || fail "the run ended before --no-wait was tried: test too slow"
 
+# Two hosts wait; the end of the run tells both at once (not one, leaving
+# the other to its timer, seconds later).
+
+(once --contender-id host-d -- sh -c "echo d >>'$T/runs'" 2>"$T/err.d" || echo $? >"$T/rc.d") &
 assert_exit 75 once --contender-id host-c -- sh -c "echo c >>'$T/runs'"
 [[ -e $T/a.done ]] || fail "host-c exited before the window's run had ended"
 grep -q "already ran in this window on .* (exit 0; contender host-a)" "$T/err" ||
   fail "host-c did not say where the job ran: $(cat "$T/err")"
+t_c=$(now_ms)
 wait
+(($(now_ms) - t_c < 1500)) || fail "host-d learnt of the end of the run $(($(now_ms) - t_c)) ms after host-c"
+assert_eq 75 "$(cat "$T/rc.d" 2>/dev/null)" "host-d's exit code"
 assert_eq "a" "$(tr '\n' ' ' <"$T/runs" | sed 's/ $//')" "the runs"

@@ -357,8 +357,11 @@ Reply SqliteBackend::release_once(const std::string& mutex, const std::string& c
   });
   if (done_rc != SQLITE_OK) return fail_from_rc(done_rc);
   r.done = record;
-  bool woke = r.changed && m_waiters.wake_first_waiter(mutex);
-  m_db.checkpoint_if_due(woke);
+  // Every waiter looks: each must learn from its own acquire_once that the
+  // window is done (waking only the first would leave the others to their
+  // timers).
+  if (r.changed) m_waiters.notify(mutex);
+  m_db.checkpoint_if_due();
   return r;
 }
 
