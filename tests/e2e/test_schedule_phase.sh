@@ -30,6 +30,24 @@ grep -q "the last run started .* ago; the next one in" "$T/b.err" ||
 kill -TERM %2 2>/dev/null || true
 wait
 
+# --- the same after a SIGKILL: the lease runs out (1.5 s), the tick (4 s) --
+"$SIMBA" schedule --mutex killed --every 4s --ttl 1s --transition 500ms --contender-id host-a \
+  -- sh -c "$RUN" "$T/ka.log" 2>/dev/null &
+a=$!
+wait_file "$T/ka.log" 10
+"$SIMBA" schedule --mutex killed --every 4s --ttl 1s --transition 500ms --contender-id host-b \
+  -- sh -c "$RUN" "$T/kb.log" 2>/dev/null &
+b=$!
+sleep 0.2
+kill -KILL "$a"
+wait_file "$T/kb.log" 10
+gap=$(($(head -n1 "$T/kb.log") - $(head -n1 "$T/ka.log")))
+echo "after a SIGKILL, the standby's first run came ${gap} ms after the last run" >&2
+((gap >= 3800 && gap <= 6000)) ||
+  fail "after a SIGKILL the standby ran ${gap} ms after the last run (expected about 4 s)"
+kill -TERM "$b"
+wait
+
 # --- --align: every run on a multiple of --every ---------------------------
 assert_exit 0 timeout 30 "$SIMBA" schedule --mutex aligned --every 2s --align --max-runs 3 \
   -- sh -c "$RUN" "$T/aligned.log"
