@@ -1,5 +1,6 @@
 # Embeds the Redis Lua scripts (src/backend/redis/lua/*.lua) into C++ at build
-# time. Each script is common.lua followed by the script's own file; the
+# time. Each script is common.lua (and for a script named *_once,
+# common_once.lua) followed by the script's own file; the
 # SHA1 that EVALSHA needs is computed here from exactly those bytes.
 #
 #   cmake -DLUA_DIR=src/backend/redis/lua -DOUT_DIR=build/generated/backend/redis -P embed_lua.cmake
@@ -13,6 +14,8 @@ endif()
 
 set(delimiter "simba_lua")
 file(READ "${LUA_DIR}/common.lua" common)
+# What only the --once-per scripts (named *_once) need, after common.lua.
+file(READ "${LUA_DIR}/common_once.lua" common_once)
 file(GLOB scripts "${LUA_DIR}/*.lua")
 list(SORT scripts)
 
@@ -20,14 +23,18 @@ set(decls "")
 set(defs "")
 foreach(file IN LISTS scripts)
   get_filename_component(name "${file}" NAME_WE)
-  if(name STREQUAL "common")
+  if(name STREQUAL "common" OR name STREQUAL "common_once")
     continue()
   endif()
   if(NOT name MATCHES "^[a-z_]+$")
     message(FATAL_ERROR "${file}: script names are [a-z_]+ (they become C++ names)")
   endif()
   file(READ "${file}" body)
-  set(text "${common}\n${body}")
+  if(name MATCHES "_once$")
+    set(text "${common}\n${common_once}\n${body}")
+  else()
+    set(text "${common}\n${body}")
+  endif()
   string(FIND "${text}" ")${delimiter}\"" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${file}: contains the raw-string delimiter )${delimiter}\"")

@@ -9,8 +9,8 @@
 # SIMBA_BACKEND, else the default database), and CMD after `--`.
 
 _simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
-  --kill-after --log-format --timeout --conflict-exit-code --min-hold --restart
-  --restart-delay --every --strategy --initial-delay --max-runs --token'
+  --kill-after --log-format --timeout --conflict-exit-code --min-hold --once-per --offset
+  --restart --restart-delay --every --strategy --initial-delay --max-runs --token'
 
 # _simba_options SUBCOMMAND: the options it accepts.
 _simba_options() {
@@ -18,9 +18,10 @@ _simba_options() {
   local supervise="--mutex $backend --ttl --transition --contender-id --kill-signal
     --kill-after --log-format"
   case $1 in
-  run) echo "$supervise --timeout --no-wait --conflict-exit-code --min-hold" ;;
+  run) echo "$supervise --timeout --no-wait --conflict-exit-code --min-hold --once-per --offset
+    --retry-failed" ;;
   lead) echo "$supervise --restart --restart-delay" ;;
-  schedule) echo "$supervise --every --strategy --initial-delay --max-runs" ;;
+  schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align" ;;
   status) echo "--mutex $backend --json" ;;
   release) echo "--mutex $backend --force --token" ;;
   esac
@@ -131,8 +132,8 @@ _simba() {
   --strategy) values=(fixed-rate fixed-delay) ;;
   --log-format) values=(text json) ;;
   --ttl | --transition | --kill-after | --timeout | --min-hold | --restart-delay | \
-    --every | --initial-delay)
-    values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h)
+    --every | --initial-delay | --once-per | --offset)
+    values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h 1d)
     ;;
   --contender-id | --conflict-exit-code | --max-runs | --token) return 0 ;;
   *)

@@ -106,7 +106,7 @@ function __simba_complete_cmd
     complete -C (string join -- ' ' (string escape -- $tokens[(math $i + 1)..-1]))
 end
 
-set -l durations 500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h
+set -l durations 500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h 1d
 
 complete -c simba -f
 complete -c simba -n __simba_after_dashdash -a '(__simba_complete_cmd)'
@@ -138,6 +138,9 @@ complete -c simba -n '__simba_in run' -l timeout -x -a "$durations" -d 'Give up 
 complete -c simba -n '__simba_in run' -l no-wait -d 'Exit 75 at once if the mutex is held'
 complete -c simba -n '__simba_in run' -l conflict-exit-code -x -d 'Exit code when not acquired (default 75)'
 complete -c simba -n '__simba_in run' -l min-hold -x -a "$durations" -d 'Keep the lease until acquired_at + D'
+complete -c simba -n '__simba_in run' -l once-per -x -a "$durations" -d 'Run CMD at most once per window of D'
+complete -c simba -n '__simba_in run' -l offset -x -a "$durations" -d 'With --once-per: windows start D later'
+complete -c simba -n '__simba_in run' -l retry-failed -d 'With --once-per: run again after a failed run'
 
 complete -c simba -n '__simba_in lead' -l restart -x -a 'never\t"release and exit with its status" on-failure\t"restart unless it exited 0" always\t"restart whatever its status"' -d 'What a CMD exit does while leader'
 complete -c simba -n '__simba_in lead' -l restart-delay -x -a "$durations" -d 'Wait before restarting CMD (default 1s)'
@@ -146,6 +149,7 @@ complete -c simba -n '__simba_in schedule' -l every -x -a "$durations" -d 'Perio
 complete -c simba -n '__simba_in schedule' -l strategy -x -a 'fixed-rate\t"ticks every D; a tick during a run is skipped" fixed-delay\t"D between the end of a run and the next start"' -d 'How runs are spaced'
 complete -c simba -n '__simba_in schedule' -l initial-delay -x -a "$durations" -d 'Wait after becoming leader before the first run'
 complete -c simba -n '__simba_in schedule' -l max-runs -x -d 'Release and exit after N runs'
+complete -c simba -n '__simba_in schedule' -l align -d 'Ticks on multiples of --every (backend clock)'
 
 complete -c simba -n '__simba_in status' -l json -d 'JSON for programs'
 complete -c simba -n '__simba_in release' -l force -d "Required: the owner's command is then stopped"

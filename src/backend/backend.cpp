@@ -20,7 +20,28 @@ std::unique_ptr<Backend> open_uri(const SqliteUri& u, Access access) {
 
 std::unique_ptr<Backend> open_uri(RedisUri&& u, Access) { return open_redis(std::move(u)); }
 
+Reply no_done_records() {
+  return Reply::failure(Reply::Status::failed, "this backend keeps no done records (--once-per)");
+}
+
 } // namespace
+
+Reply Backend::acquire_once(const std::string&, const std::string&, int64_t, int64_t,
+                            const core::OncePer&, const std::string&, const std::string&, int64_t) {
+  return no_done_records();
+}
+
+Reply Backend::release_once(const std::string&, const std::string&, uint64_t, int, int64_t,
+                            int64_t) {
+  return no_done_records();
+}
+
+Reply Backend::guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                          int64_t ttl_ms, int64_t transition_ms, bool, int64_t timeout_ms) {
+  return guard(mutex, contender, token, ttl_ms, transition_ms, timeout_ms);
+}
+
+Reply Backend::done_record(const std::string&, int64_t) { return no_done_records(); }
 
 std::unique_ptr<Backend> open_backend(const std::string& uri, Access access) {
   BackendUri parsed = parse_backend_uri(uri);

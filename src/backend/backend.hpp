@@ -8,6 +8,7 @@
 // never exceptions; exceptions (UsageError, UnavailableError) are thrown only
 // by open_backend().
 #include "core/lease.hpp"
+#include "core/once_per.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,12 @@ struct Reply {
   bool changed = false;    // ok and the call changed the lease (acquired, renewed, released)
   std::string error;       // when not ok: one line for the log; when ok, an optional
                            // remark on the lease (e.g. why it is gone)
+  // acquire_once, release_once, done_record: the mutex's done record as it
+  // stands after the call (core/once_per.hpp); nullopt when it has none.
+  std::optional<core::DoneRecord> done;
+  // guard_mark: the start of the mutex's last scheduled run before the call
+  // (backend clock); nullopt when none is recorded.
+  std::optional<int64_t> last_run_at;
 
   bool ok() const { return status == Status::ok; }
   static Reply failure(Status s, std::string e) {
@@ -108,6 +115,32 @@ public:
   virtual Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) = 0;
 
   virtual Reply get(const std::string& mutex, int64_t timeout_ms) = 0;
+
+  // --once-per (core/once_per.hpp; README "Once per window"). Like acquire,
+  // but a new lease is taken only if the window that holds the backend's
+  // now may run (core::judge_window, core::may_run); taking it writes the
+  // done record of the run (unfinished: `label`, `host`, the token) in the
+  // same step. The reply carries the record as it stands. For backends
+  // without done records: a failure that says so.
+  virtual Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                             int64_t transition_ms, const core::OncePer& once,
+                             const std::string& label, const std::string& host, int64_t timeout_ms);
+
+  // release, and in the same step the run's done record (the one with the
+  // lease's token) gets `exit_code` and the time. The record is kept for
+  // at least two windows (`period_ms`); it never blocks the next window.
+  virtual Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                             int exit_code, int64_t period_ms, int64_t timeout_ms);
+
+  // schedule: a guard (its rule exactly) that, in the same step, reads the
+  // start of the mutex's last run into Reply::last_run_at and, with
+  // `record` and only if the guard renewed, sets it to the backend's now
+  // (a run starts). The default: a plain guard, nothing recorded.
+  virtual Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                           int64_t ttl_ms, int64_t transition_ms, bool record, int64_t timeout_ms);
+
+  // Reads the lease and the done record (status).
+  virtual Reply done_record(const std::string& mutex, int64_t timeout_ms);
 
   virtual Listing list(int64_t timeout_ms) = 0;
 

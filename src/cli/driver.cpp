@@ -35,6 +35,8 @@ core::CallResult to_call_result(const backend::Reply& r) {
   c.observed = r.observed;
   c.changed = r.changed;
   c.error = r.error;
+  c.done = r.done;
+  c.last_run_at = r.last_run_at;
   return c;
 }
 
@@ -180,15 +182,35 @@ private:
     m_deferred_at.reset();
     switch (a.op) {
     case core::Op::acquire:
+      if (m_config.once) return acquire_once(a, timeout);
       return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::guard:
+      if (a.mark != core::RunMark::none)
+        return to_call_result(m_backend.guard_mark(mutex, id, a.token, a.ttl_ms, a.transition_ms,
+                                                   a.mark == core::RunMark::record, timeout));
       return to_call_result(
           m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
     case core::Op::hold:
       return to_call_result(m_backend.hold(mutex, id, a.token, a.ttl_ms, timeout));
-    case core::Op::release: return to_call_result(m_backend.release(mutex, id, a.token, timeout));
+    case core::Op::release:
+      if (m_config.once)
+        return to_call_result(m_backend.release_once(mutex, id, a.token, a.exit_code,
+                                                     m_config.once->period_ms, timeout));
+      return to_call_result(m_backend.release(mutex, id, a.token, timeout));
     }
     return {};
+  }
+
+  // --once-per: the done record names the host as well as the label.
+  core::CallResult acquire_once(const core::action::Call& a, int64_t timeout) {
+    if (m_host.empty()) {
+      char host[256] = "";
+      gethostname(host, sizeof host - 1);
+      m_host = host;
+    }
+    return to_call_result(m_backend.acquire_once(m_config.mutex, m_config.contender_id, a.ttl_ms,
+                                                 a.transition_ms, *m_config.once, m_config.label,
+                                                 m_host, timeout));
   }
 
   core::Actions start_child(const core::action::StartChild& a) {
@@ -375,6 +397,7 @@ private:
   process::SignalChannel m_signals;
   process::Child m_child;
   process::Watchdog& m_watchdog;
+  std::string m_host; // --once-per: gethostname(), on the first acquire
   bool m_started = false;
   bool m_child_exited = false;
   std::optional<int> m_exit_code;

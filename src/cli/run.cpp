@@ -71,6 +71,25 @@ void require_command(const std::vector<std::string>& cmd) {
   if (cmd.empty()) throw UsageError("nothing to run: give the command after '--'");
 }
 
+// --once-per, --offset, --retry-failed; nullopt without --once-per.
+std::optional<core::OncePer> once_per_config(const RunOptions& o) {
+  if (o.once_per.empty()) {
+    if (!o.offset.empty()) throw UsageError("--offset needs --once-per");
+    if (o.retry_failed) throw UsageError("--retry-failed needs --once-per");
+    return std::nullopt;
+  }
+  if (!o.min_hold.empty())
+    throw UsageError("--once-per and --min-hold contradict each other: --once-per needs no hold");
+  core::OncePer once;
+  once.period_ms = core::parse_duration(o.once_per, "--once-per");
+  if (once.period_ms < 1000) throw UsageError("--once-per must be at least 1s");
+  if (!o.offset.empty()) once.offset_ms = core::parse_duration(o.offset, "--offset");
+  if (once.offset_ms < 0 || once.offset_ms >= once.period_ms)
+    throw UsageError("--offset must be shorter than --once-per");
+  once.retry_failed = o.retry_failed;
+  return once;
+}
+
 } // namespace
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
@@ -84,6 +103,14 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "Exit code when not acquired (default 75)");
   cmd->add_option("--min-hold", o.min_hold,
                   "Keep the lease until acquired_at + D after CMD exits (cron dedup)");
+  cmd->add_option("--once-per", o.once_per,
+                  "Run CMD at most once per window of D on the backend's clock, across hosts "
+                  "(cron dedup); later contenders in the window exit 75");
+  cmd->add_option("--offset", o.offset,
+                  "With --once-per: windows start D after the multiples (default 0)");
+  cmd->add_flag("--retry-failed", o.retry_failed,
+                "With --once-per: run again in a window whose run failed (non-zero exit or "
+                "lease lost)");
   return cmd;
 }
 
@@ -109,6 +136,9 @@ CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o) {
   cmd->add_option("--initial-delay", o.initial_delay,
                   "Wait this long after becoming leader before the first run (default 0)");
   cmd->add_option("--max-runs", o.max_runs, "Release and exit after N runs (default: forever)");
+  cmd->add_flag("--align", o.align,
+                "fixed-rate: ticks on multiples of --every on the backend's clock (--every 5m: "
+                ":00, :05, ...), whichever host leads");
   return cmd;
 }
 
@@ -140,6 +170,7 @@ Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
     throw UsageError("--conflict-exit-code must be 0 to 255, not " +
                      std::to_string(o.conflict_exit_code));
   config.conflict_exit_code = o.conflict_exit_code;
+  config.once = once_per_config(o);
   return supervise(config, o.supervise, cmd);
 }
 
@@ -176,6 +207,11 @@ Outcome schedule_command(const ScheduleOptions& o, const std::vector<std::string
     throw UsageError("--strategy must be fixed-rate or fixed-delay, not '" + o.strategy + "'");
   }
   config.initial_delay_ms = core::parse_duration(o.initial_delay, "--initial-delay");
+  config.align = o.align;
+  if (o.align && !config.fixed_rate)
+    throw UsageError("--align needs --strategy fixed-rate: fixed-delay has no ticks to align");
+  if (o.align && config.initial_delay_ms > 0)
+    throw UsageError("--align and --initial-delay exclude each other: the ticks decide");
   if (o.max_runs < 0)
     throw UsageError("--max-runs must be 0 or more, not " + std::to_string(o.max_runs));
   if (o.max_runs > 0) config.max_runs = o.max_runs;

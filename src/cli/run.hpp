@@ -20,6 +20,9 @@ struct RunOptions {
   bool no_wait = false;
   int conflict_exit_code = 75;
   std::string min_hold;
+  std::string once_per; // --once-per D
+  std::string offset;   // --offset D (with --once-per)
+  bool retry_failed = false;
 };
 
 struct LeadOptions {
@@ -34,6 +37,7 @@ struct ScheduleOptions {
   std::string strategy = "fixed-rate";
   std::string initial_delay = "0";
   int max_runs = 0;
+  bool align = false;
 };
 
 constexpr const char* k_run_description = "Acquire the mutex, run CMD while owning it, release";

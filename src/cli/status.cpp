@@ -81,6 +81,28 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
   }
 }
 
+// --once-per: the mutex's done record, for people.
+std::string describe_done(const core::DoneRecord& d) {
+  std::string outcome =
+      d.finished ? "exit " + std::to_string(d.exit_code) + " at " + core::format_utc(d.finished_at)
+                 : "not finished (running, or its lease was lost)";
+  return "last --once-per run: window from " + core::format_utc(d.window_start) + ", started " +
+         core::format_utc(d.started_at) + " on " + core::escape_control(d.host) + " by " +
+         core::escape_control(d.label) + ", " + outcome;
+}
+
+nlohmann::json done_json(const core::DoneRecord& d) {
+  nlohmann::json j;
+  j["window_start"] = d.window_start;
+  j["label"] = d.label;
+  j["host"] = d.host;
+  j["fencing_token"] = d.token;
+  j["started_at"] = d.started_at;
+  j["finished_at"] = d.finished ? nlohmann::json(d.finished_at) : nlohmann::json(nullptr);
+  j["exit_code"] = d.finished ? nlohmann::json(d.exit_code) : nlohmann::json(nullptr);
+  return j;
+}
+
 } // namespace
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
@@ -101,6 +123,7 @@ int status_command(const StatusOptions& o) {
   auto backend = open_backend(o.common, backend::Access::inspect);
   std::vector<backend::MutexLease> mutexes;
   int64_t now = 0;
+  std::optional<core::DoneRecord> done; // --mutex: its --once-per record
   if (o.common.mutex.empty()) {
     backend::Listing listing = backend->list(k_admin_timeout_ms);
     if (!listing.ok)
@@ -108,10 +131,13 @@ int status_command(const StatusOptions& o) {
     mutexes = std::move(listing.mutexes);
     now = listing.now;
   } else {
-    backend::Reply r = backend->get(o.common.mutex, k_admin_timeout_ms);
+    // The lease and, for --once-per, the done record, in one call.
+    backend::Reply r = backend->done_record(o.common.mutex, k_admin_timeout_ms);
+    if (!r.ok()) r = backend->get(o.common.mutex, k_admin_timeout_ms);
     if (!r.ok()) throw UnavailableError("cannot read " + backend->describe() + ": " + r.error);
     mutexes.push_back({o.common.mutex, r.observed.lease});
     now = r.observed.now;
+    done = r.done;
   }
   bool any_held = false;
   // held: not free to acquire (owned, or revoked and not yet over)
@@ -122,9 +148,11 @@ int status_command(const StatusOptions& o) {
     j["backend_now"] = now;
     j["mutexes"] = nlohmann::json::array();
     for (const auto& m : mutexes) j["mutexes"].push_back(to_json(m, now));
+    if (done) j["mutexes"][0]["last_once_per_run"] = done_json(*done);
     std::cout << j.dump() << '\n';
   } else {
     print_table(mutexes, now);
+    if (done) std::cout << describe_done(*done) << '\n';
   }
   return 0;
 }

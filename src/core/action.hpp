@@ -16,6 +16,11 @@ namespace simba::core {
 // (no transition; the backend marks the lease as only held).
 enum class Op { acquire, guard, hold, release };
 
+// schedule: what a guard also does with the start of the mutex's last run
+// (Backend::guard_mark): nothing, read it (a new leader plans its first
+// run), or record now (a run starts once it is answered).
+enum class RunMark { none, read, record };
+
 // In this order cli::Log::at takes them as numbers.
 enum class LogLevel {
   info,
@@ -66,6 +71,10 @@ struct Call {
   // owner id); 0 for a release after an acquire whose answer never came
   // (its token is unknown): whatever lease our id holds.
   uint64_t token = 0;
+  RunMark mark = RunMark::none; // guard: see RunMark
+  // release: the code simba exits with (CMD's status after a run), which
+  // --once-per records in the done record.
+  int exit_code = 0;
 };
 
 // Give back a lease the contender does not keep: a release at once, best

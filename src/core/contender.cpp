@@ -74,7 +74,15 @@ Actions Contender::call_with(int64_t now, Op op, int64_t ttl, int64_t transition
   if (op == Op::acquire) waiting().try_at.reset();
   if (op == Op::guard) owner().guard_at.reset();
   if (op == Op::guard || op == Op::hold) a.token = owner().lease.fencing_token;
-  if (op == Op::release) a.token = std::get<Releasing>(m_state).token;
+  if (op == Op::guard && m_config.mode == ContenderConfig::Mode::schedule) {
+    const Owner& o = owner();
+    a.mark = o.phase_pending ? RunMark::read : o.run_pending ? RunMark::record : RunMark::none;
+    m_in_flight->mark = a.mark;
+  }
+  if (op == Op::release) {
+    a.token = std::get<Releasing>(m_state).token;
+    a.exit_code = std::get<Releasing>(m_state).exit_code;
+  }
   acts.push_back(a);
   return acts;
 }
@@ -93,7 +101,7 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
   switch (sent.op) {
   case Op::acquire: return on_acquire_reply(now, r, sent.sent_at);
   case Op::guard:
-  case Op::hold: return on_guard_reply(now, r, sent.sent_at);
+  case Op::hold: return on_guard_reply(now, r, sent.sent_at, sent.mark);
   case Op::release: return on_release_reply(now, r);
   }
   return {};
@@ -178,6 +186,13 @@ Actions Contender::on_grant(int64_t now, const CallResult& r, int64_t sent_at) {
   waiting().try_at.reset();
   m_last_backend_now = r.observed.now;
   m_last_reply_at = now;
+  // --once-per: a grant (a plain release handed the mutex over) was not
+  // judged against the done record; our acquire_once judges it (and gives
+  // the lease back if the window is closed).
+  if (m_config.once) {
+    waiting().maybe_owner = true;
+    return call(now, Op::acquire);
+  }
   // Counted from `sent_at`, the lease of a waiter that waited long is short
   // already: with less than half a ttl left before its kill point, CMD
   // would start with its first guard racing that point. Renew first (our

@@ -16,6 +16,7 @@
 #include "core/action.hpp"
 #include "core/contend_period.hpp"
 #include "core/lease.hpp"
+#include "core/once_per.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -57,7 +58,11 @@ struct ContenderConfig {
   int64_t every_ms = 0;
   int64_t initial_delay_ms = 0;
   bool fixed_rate = true;      // else fixed-delay
+  bool align = false;          // fixed-rate: ticks on multiples of every_ms (backend clock)
   std::optional<int> max_runs; // schedule: release and exit after N runs
+  // run --once-per: acquire and release go with the done record (the
+  // driver calls acquire_once and release_once); a refusal ends the run.
+  std::optional<OncePer> once;
 };
 
 struct CallResult {
@@ -65,6 +70,8 @@ struct CallResult {
   Observed observed;
   bool changed = false;
   std::string error;
+  std::optional<DoneRecord> done;     // --once-per: the record as the call left it
+  std::optional<int64_t> last_run_at; // a marking guard: the last run's start before it
 };
 
 class Contender {
@@ -155,6 +162,8 @@ private:
     int64_t rate_origin = 0;              // schedule fixed-rate: first tick
     bool holding = false;                 // draining, --min-hold: CMD is done, the lease is kept
     bool hold_sent = false;               // the hold call went out
+    bool phase_pending = false;           // schedule: the last run's start is to be read
+    bool run_pending = false;             // schedule: a run starts once its start is recorded
 
     // An owner's reply (acquire, guard, hold): the lease and its new times.
     void adopt(const Lease& l, const OwnerTimes& t) {
@@ -174,6 +183,7 @@ private:
   struct InFlight {
     Op op = Op::acquire;
     int64_t sent_at = 0;
+    RunMark mark = RunMark::none;
   };
   // The holder an answered acquire showed, for the notices: its times are
   // aged by the local time since.
@@ -205,6 +215,7 @@ private:
   Actions on_acquire_failure(int64_t now, const CallResult& r, Actions acts);
   Actions track_backend(int64_t now, const CallResult& r);
   Actions on_busy(int64_t now, const Observed& o, Actions acts);
+  bool window_closed(const CallResult& r) const; // --once-per: may not run in this window
   Action notice(int64_t now, WaitNotice::Event event, LogLevel level) const;
   void describe_holder(int64_t now, WaitNotice& n) const;
   Actions give_up(int64_t now, Actions acts = {});
@@ -216,7 +227,9 @@ private:
   Actions on_owned(int64_t now, Actions acts); // a new ownership began
   Actions start_cmd(int64_t now, Actions acts = {});
   int64_t next_tick(int64_t now) const;
-  Actions on_guard_reply(int64_t now, const CallResult& r, int64_t sent_at);
+  Actions on_guard_reply(int64_t now, const CallResult& r, int64_t sent_at, RunMark mark);
+  Actions on_marked(int64_t now, const CallResult& r, RunMark mark, Actions acts);
+  Actions plan_first_run(int64_t now, const CallResult& r, Actions acts);
   Actions on_owner_timer(int64_t now);
   Actions guard_if_due(int64_t now, Actions acts);
   Actions begin_stop(int64_t now, const std::string& why, Actions acts = {});

@@ -2,6 +2,7 @@
 // CMD's runs under the lease, the guard that renews it, the stop when it is
 // lost, and what follows CMD's exit (restart, next run, --min-hold, release).
 #include "core/contender.hpp"
+#include "core/schedule_phase.hpp"
 
 #include "core/duration.hpp"
 #include "core/error.hpp"
@@ -26,15 +27,63 @@ std::string describe_owner(const Observed& o, const std::string& me) {
 
 Actions Contender::on_owned(int64_t now, Actions acts) {
   if (m_config.mode == ContenderConfig::Mode::schedule) {
+    // First the last run's start (any leader's): the first run is planned
+    // from it (plan_first_run), not made at once.
     Owner& o = owner();
-    o.rate_origin = now + m_config.initial_delay_ms;
-    o.next_start_at = o.rate_origin;
-    if (m_config.initial_delay_ms > 0) return acts;
-    // fixed-rate: the next tick; fixed-delay: set when this run is over
-    o.next_start_at.reset();
-    if (m_config.fixed_rate) o.next_start_at = next_tick(now);
+    o.phase_pending = true;
+    o.guard_at = now;
+    return guard_if_due(now, std::move(acts));
   }
   return start_cmd(now, std::move(acts));
+}
+
+// schedule: the answer to the guard that read the last run's start
+// (core/schedule_phase.hpp), the backend's times moved onto the local clock.
+Actions Contender::plan_first_run(int64_t now, const CallResult& r, Actions acts) {
+  Owner& o = owner();
+  o.phase_pending = false;
+  int64_t bnow = r.observed.now;
+  SchedulePlan p = plan_schedule(r.last_run_at, bnow, m_config.every_ms, m_config.align,
+                                 m_config.initial_delay_ms);
+  o.rate_origin = now + (p.origin - bnow);
+  int64_t first = now + (p.first_run_at - bnow);
+  if (r.last_run_at)
+    acts.push_back(action::Log{LogLevel::info,
+                               "the last run started " + format_duration(bnow - *r.last_run_at) +
+                                   " ago; the next one in " +
+                                   format_duration(std::max<int64_t>(first - now, 0))});
+  if (first > now) {
+    o.next_start_at = first;
+    return acts;
+  }
+  // fixed-rate: the next tick; fixed-delay: set when this run is over
+  o.next_start_at.reset();
+  if (m_config.fixed_rate) o.next_start_at = next_tick(now);
+  o.run_pending = true;
+  o.guard_at = now;
+  return guard_if_due(now, std::move(acts));
+}
+
+// A schedule's guard was answered, the lease ours: plan, or run; a mark
+// still to be made (the answered guard was an ordinary one) goes out now.
+Actions Contender::on_marked(int64_t now, const CallResult& r, RunMark mark, Actions acts) {
+  Owner& o = owner();
+  if (mark == RunMark::read && o.phase_pending) return plan_first_run(now, r, std::move(acts));
+  if (mark == RunMark::record && o.run_pending) {
+    if (o.kill_point <= now) { // answered too late to start anything: renew first
+      o.guard_at = now + m_config.retry_ms;
+      return acts;
+    }
+    o.run_pending = false;
+    if (!o.child_running && o.stage == Phase::owning && !m_shutdown)
+      return start_cmd(now, std::move(acts));
+    return acts;
+  }
+  if (o.phase_pending || o.run_pending) {
+    o.guard_at = now;
+    return guard_if_due(now, std::move(acts));
+  }
+  return acts;
 }
 
 Actions Contender::start_cmd(int64_t, Actions acts) {
@@ -53,7 +102,7 @@ int64_t Contender::next_tick(int64_t now) const {
   return origin + ((now - origin) / every + 1) * every;
 }
 
-Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent_at) {
+Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent_at, RunMark mark) {
   if (phase() != Phase::owning && phase() != Phase::draining) return {};
   Owner& own = owner();
   if (r.status != CallResult::Status::ok) {
@@ -80,9 +129,12 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
   own.adopt(o.lease, owner_times(o, sent_at));
   if (own.holding && !own.hold_sent) return after_all_gone(now, {});
   if (own.holding) return finish(now, m_child_code);
-  return {action::SetDeadline{own.deadline},
-          action::Log{LogLevel::verbose, "renewed " + m_config.mutex + " until +" +
-                                             format_duration(o.lease.transition_at - o.now)}};
+  Actions acts{action::SetDeadline{own.deadline},
+               action::Log{LogLevel::verbose, "renewed " + m_config.mutex + " until +" +
+                                                  format_duration(o.lease.transition_at - o.now)}};
+  if (m_config.mode == ContenderConfig::Mode::schedule)
+    return on_marked(now, r, mark, std::move(acts));
+  return acts;
 }
 
 Actions Contender::begin_stop(int64_t now, const std::string& why, Actions acts) {
@@ -130,6 +182,10 @@ Actions Contender::on_owner_timer(int64_t now) {
     if (busy) {
       acts.push_back(
           action::Log{LogLevel::info, "tick skipped: the previous run is still running"});
+    } else if (m_config.mode == ContenderConfig::Mode::schedule) {
+      // The run starts once its start is recorded (on_marked).
+      o.run_pending = true;
+      o.guard_at = now;
     } else {
       acts = start_cmd(now, std::move(acts));
     }

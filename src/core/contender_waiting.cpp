@@ -22,6 +22,10 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r, int64_t se
   if (!ok) return on_acquire_failure(now, r, std::move(acts));
   if (ours) return on_acquired(now, r.observed, sent_at, std::move(acts));
   waiting().maybe_owner = false;
+  if (window_closed(r)) {
+    acts.push_back(action::Log{LogLevel::info, core::already_ran_message(*r.done)});
+    return finish(now, m_config.conflict_exit_code, std::move(acts));
+  }
   return on_busy(now, r.observed, std::move(acts));
 }
 
@@ -105,6 +109,16 @@ Actions Contender::track_backend(int64_t now, const CallResult& r) {
   }
   return {action::Log{LogLevel::verbose, "acquire failed again (" + f.last_error + "); " +
                                              std::to_string(f.count) + " failures in a row"}};
+}
+
+// --once-per: the mutex is free, and the backend did not give it to us
+// because the window holding its now has run (or failed, without
+// --retry-failed).
+bool Contender::window_closed(const CallResult& r) const {
+  if (!m_config.once || !r.done) return false;
+  const Observed& o = r.observed;
+  if (!o.lease.free_at(o.now)) return false;
+  return !may_run(judge_window(r.done, o.lease, o.now, *m_config.once), *m_config.once);
 }
 
 // Another contender holds the mutex (or its revoked lease runs out).

@@ -56,6 +56,9 @@ int64_t parse_duration(std::string_view text, std::string_view what) {
       factor = 60 * 1000;
     } else if (unit == "h") {
       factor = 3600 * 1000;
+    } else if (unit == "d") {
+      factor = 24 * 3600 * 1000; // --once-per 1d
+
     } else {
       throw bad("unknown unit");
     }

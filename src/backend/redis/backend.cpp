@@ -63,6 +63,40 @@ public:
     return m_client.run(lua::k_get, mutex, {}, timeout_ms);
   }
 
+  Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                     int64_t transition_ms, const core::OncePer& once, const std::string& label,
+                     const std::string& host, int64_t timeout_ms) override {
+    Reply r = m_client.run(lua::k_acquire_once, mutex,
+                           {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                            std::to_string(once.period_ms), std::to_string(once.offset_ms),
+                            once.retry_failed ? "1" : "0", label, host},
+                           timeout_ms, false, Client::Extra::done);
+    m_wakeups.acquired(mutex, contender, r, ttl_ms, transition_ms);
+    return r;
+  }
+
+  // The record is kept until the next run replaces it (no TTL:
+  // lua/common.lua), so `period_ms` is not needed here.
+  Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int exit_code, int64_t, int64_t timeout_ms) override {
+    return m_client.run(lua::k_release_once, mutex,
+                        {contender, std::to_string(token), std::to_string(exit_code)}, timeout_ms,
+                        true, Client::Extra::done);
+  }
+
+  Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, bool record,
+                   int64_t timeout_ms) override {
+    return m_client.run(lua::k_guard_mark, mutex,
+                        {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                         std::to_string(token), record ? "1" : "0"},
+                        timeout_ms, false, Client::Extra::last_run);
+  }
+
+  Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
+    return m_client.run(lua::k_get_once, mutex, {}, timeout_ms, false, Client::Extra::done);
+  }
+
   Listing list(int64_t timeout_ms) override { return redis::list_mutexes(m_client, timeout_ms); }
 
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {

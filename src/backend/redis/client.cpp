@@ -76,7 +76,8 @@ Exchange Client::call_script(const lua::Script& s, const std::vector<std::string
 }
 
 Reply Client::run(const lua::Script& s, const std::string& mutex,
-                  const std::vector<std::string>& args, int64_t timeout_ms, bool ping_first) {
+                  const std::vector<std::string>& args, int64_t timeout_ms, bool ping_first,
+                  Extra extra) {
   std::string hash = hash_key(mutex);
   Exchange x = call_script(s, {hash, hash + ":fence", k_marker}, script_args(args),
                            call_deadline(timeout_ms), ping_first);
@@ -90,11 +91,17 @@ Reply Client::run(const lua::Script& s, const std::string& mutex,
   if (is_error(r)) return Reply::failure(Reply::Status::failed, scrub(reply_text(r)));
   Reply out;
   int64_t changed = 0;
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + k_lease_fields ||
+  size_t extra_fields = extra == Extra::done ? k_done_fields : extra == Extra::last_run ? 1 : 0;
+  size_t first_extra = 2 + k_lease_fields;
+  int64_t last_run = -1;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != first_extra + extra_fields ||
       !as_int(r->element[0], out.observed.now) || !as_int(r->element[1], changed) ||
-      !read_lease(r, 2, out.observed.lease))
+      !read_lease(r, 2, out.observed.lease) ||
+      (extra == Extra::done && !read_done(r, first_extra, out.done)) ||
+      (extra == Extra::last_run && !as_int(r->element[first_extra], last_run)))
     return Reply::failure(Reply::Status::failed,
                           std::string("unexpected reply from the ") + s.name + " script");
+  if (last_run >= 0) out.last_run_at = last_run;
   out.status = Reply::Status::ok;
   out.changed = changed != 0;
   return out;

@@ -57,8 +57,12 @@ public:
                        bool ping_first = false);
 
   // A lease script on `mutex`'s keys, its answer as a Reply.
+  // What a script appends to the lease: `done`, the done record
+  // (lua/common_once.lua), read into Reply::done; `last_run`, one number
+  // (lua/guard_mark.lua), read into Reply::last_run_at.
+  enum class Extra { none, done, last_run };
   Reply run(const lua::Script& s, const std::string& mutex, const std::vector<std::string>& args,
-            int64_t timeout_ms, bool ping_first = false);
+            int64_t timeout_ms, bool ping_first = false, Extra extra = Extra::none);
 
   // The reply of a finished exchange, or nullptr with `error` set (the call
   // failed, or the server answered with an error).

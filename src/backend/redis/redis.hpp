@@ -12,7 +12,8 @@
 //   reply.*          reading hiredis' replies
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
 //   listing.*        list(): the mutexes for `simba status`
-//   lua/             the scripts (lua/common.lua: the key layout)
+//   lua/             the scripts (lua/common.lua: the key layout;
+//                    lua/common_once.lua: the done records of --once-per)
 #include "backend/backend.hpp"
 #include "backend/uri.hpp"
 

@@ -40,6 +40,23 @@ bool read_lease(const redisReply* r, size_t first, core::Lease& l) {
   return ok;
 }
 
+bool read_done(const redisReply* r, size_t first, std::optional<core::DoneRecord>& d) {
+  int64_t has = 0, token = 0, finished = 0, exit_code = 0;
+  core::DoneRecord rec;
+  bool ok = as_int(r->element[first], has) && as_int(r->element[first + 1], rec.window_start) &&
+            as_string(r->element[first + 2], rec.label) &&
+            as_string(r->element[first + 3], rec.host) && as_int(r->element[first + 4], token) &&
+            as_int(r->element[first + 5], rec.started_at) &&
+            as_int(r->element[first + 6], finished) && as_int(r->element[first + 7], exit_code) &&
+            as_int(r->element[first + 8], rec.finished_at);
+  rec.token = static_cast<uint64_t>(token);
+  rec.finished = finished != 0;
+  rec.exit_code = static_cast<int>(exit_code);
+  d.reset();
+  if (ok && has) d = std::move(rec);
+  return ok;
+}
+
 bool is_subscribed(const redisReply* r) {
   return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
          r->element[0]->type == REDIS_REPLY_STRING && reply_text(r->element[0]) == "subscribe";

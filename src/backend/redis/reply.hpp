@@ -2,11 +2,13 @@
 // Reading what a Redis server answers: hiredis' reply objects, owned and
 // taken apart, and the password scrubbed from any text shown.
 #include "core/lease.hpp"
+#include "core/once_per.hpp"
 
 #include <hiredis/hiredis.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace simba::backend::redis {
@@ -27,6 +29,12 @@ bool as_string(const redisReply* r, std::string& s);
 // elements[first .. first + k_lease_fields - 1].
 constexpr size_t k_lease_fields = 7;
 bool read_lease(const redisReply* r, size_t first, core::Lease& l);
+
+// The done record of --once-per as the *_once scripts append it
+// (lua/common_once.lua: once_reply): has, window, label, host, token,
+// started_at, finished, exit_code, finished_at.
+constexpr size_t k_done_fields = 9;
+bool read_done(const redisReply* r, size_t first, std::optional<core::DoneRecord>& d);
 
 // Pub/sub: the confirmation of a SUBSCRIBE; a message on `channel`.
 bool is_subscribed(const redisReply* r);

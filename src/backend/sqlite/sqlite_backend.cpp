@@ -1,10 +1,13 @@
 // The SQLite backend (sqlite_backend.hpp): each operation is one write
 // transaction on the connection; the folder's other units do the rest.
+// Over 400 lines for a reason: the --once-per operations (acquire_once,
+// release_once) must run inside write_op's transaction, a private member.
 #include "backend/sqlite/sqlite_backend.hpp"
 
 #include "backend/sqlite/clocks.hpp"
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
+#include "backend/sqlite/done_records.hpp"
 #include "backend/sqlite/lease_row.hpp"
 #include "backend/sqlite/lease_rules.hpp"
 #include "backend/sqlite/schema.hpp"
@@ -112,6 +115,15 @@ public:
 
   Listing list(int64_t timeout_ms) override;
 
+  Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                     int64_t transition_ms, const core::OncePer& once, const std::string& label,
+                     const std::string& host, int64_t timeout_ms) override;
+  Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int exit_code, int64_t period_ms, int64_t timeout_ms) override;
+  Reply done_record(const std::string& mutex, int64_t timeout_ms) override;
+  Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, bool record, int64_t timeout_ms) override;
+
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
     m_waiters.target(mutex, contender);
     return m_waiters;
@@ -130,6 +142,7 @@ private:
   }
 
   std::optional<Reply> get_once(const std::string& mutex, int64_t timeout_ms);
+  std::optional<Reply> prepare_done_table();
   template <typename Decide>
   Reply write_op(const std::string& mutex, int64_t timeout_ms, Decide decide);
   template <typename Decide>
@@ -156,6 +169,8 @@ private:
   Waiters m_waiters;
   OperationClocks m_clocks;                  // of the operation in progress
   std::optional<MutexLease> m_before_reopen; // see remember_before_reopen()
+  bool m_done_table_ready = false;           // --once-per: simba_done exists
+  bool m_last_run_table_ready = false;       // schedule: simba_last_run exists
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -273,6 +288,111 @@ Listing SqliteBackend::list(int64_t timeout_ms) {
   sqlite3_reset(s);
   out.ok = true;
   return out;
+}
+
+// --once-per: the table of done records, made on first use (not by
+// ensure_schema: a plain run never needs it).
+std::optional<Reply> SqliteBackend::prepare_done_table() {
+  if (m_done_table_ready || !m_db.db()) return std::nullopt;
+  if (int rc = ensure_done_table(m_db); rc != SQLITE_OK) return fail_from_rc(rc);
+  m_done_table_ready = true;
+  return std::nullopt;
+}
+
+// The judgement and the acquire in one transaction: the window is the one
+// holding the reply's now (the backend's clock), the record is written
+// with the new lease's token.
+Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& contender,
+                                  int64_t ttl_ms, int64_t transition_ms, const core::OncePer& once,
+                                  const std::string& label, const std::string& host,
+                                  int64_t timeout_ms) {
+  if (std::optional<Reply> failed = prepare_done_table()) return *failed;
+  std::optional<core::DoneRecord> record;
+  int done_rc = SQLITE_OK;
+  Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+    done_rc = select_done(m_db, mutex, record);
+    if (done_rc != SQLITE_OK) return Decision{false, cur};
+    int64_t wall_now = m_clocks.reply_now();
+    // A new lease is judged, and so is ours without a record of its own
+    // (handed over by a plain release; a grant, on Redis); a renewal of a
+    // run's lease is not.
+    bool fresh = cur.free_at(now);
+    bool unrecorded =
+        !fresh && cur.owned_by(contender, now) && !(record && record->token == cur.fencing_token);
+    if ((fresh || unrecorded) &&
+        !core::may_run(core::judge_window(record, core::Lease{}, wall_now, once), once))
+      return fresh ? Decision{false, cur} : decide_release(cur, now, contender, 0);
+    Decision d = decide_acquire(cur, now, contender, ttl_ms, transition_ms, m_clocks.now().wall);
+    if (!d.write || !(fresh || unrecorded)) return d;
+    core::DoneRecord started{core::window_start(wall_now, once), label, host, d.lease.fencing_token,
+                             wall_now};
+    done_rc = write_done(m_db, mutex, started);
+    if (done_rc != SQLITE_OK) return Decision{false, cur};
+    record = started;
+    return d;
+  });
+  if (done_rc != SQLITE_OK) return fail_from_rc(done_rc);
+  r.done = record;
+  return r;
+}
+
+// The release and the record's end in one transaction: only the record of
+// the lease that ends (its token) is finished.
+Reply SqliteBackend::release_once(const std::string& mutex, const std::string& contender,
+                                  uint64_t token, int exit_code, int64_t, int64_t timeout_ms) {
+  if (std::optional<Reply> failed = prepare_done_table()) return *failed;
+  std::optional<core::DoneRecord> record;
+  int done_rc = SQLITE_OK;
+  Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+    Decision d = decide_release(cur, now, contender, token);
+    if (!d.write) return d;
+    done_rc = select_done(m_db, mutex, record);
+    if (done_rc == SQLITE_OK && record && record->token == cur.fencing_token) {
+      record->finished = true;
+      record->exit_code = exit_code;
+      record->finished_at = m_clocks.reply_now();
+      done_rc = write_done(m_db, mutex, *record);
+    }
+    return done_rc == SQLITE_OK ? d : Decision{false, cur};
+  });
+  if (done_rc != SQLITE_OK) return fail_from_rc(done_rc);
+  r.done = record;
+  // Every waiter looks: each must learn from its own acquire_once that the
+  // window is done (waking only the first would leave the others to their
+  // timers).
+  if (r.changed) m_waiters.notify(mutex);
+  m_db.checkpoint_if_due();
+  return r;
+}
+
+// The guard and the last run's start in one transaction.
+Reply SqliteBackend::guard_mark(const std::string& mutex, const std::string& contender,
+                                uint64_t token, int64_t ttl_ms, int64_t transition_ms, bool record,
+                                int64_t timeout_ms) {
+  if (!m_last_run_table_ready && m_db.db()) {
+    if (int rc = ensure_last_run_table(m_db); rc != SQLITE_OK) return fail_from_rc(rc);
+    m_last_run_table_ready = true;
+  }
+  std::optional<int64_t> last;
+  int run_rc = SQLITE_OK;
+  Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+    Decision d = decide_renew(cur, now, contender, token, ttl_ms, transition_ms, false);
+    if (!d.write) return d;
+    run_rc = select_last_run(m_db, mutex, last);
+    if (run_rc == SQLITE_OK && record) run_rc = write_last_run(m_db, mutex, m_clocks.reply_now());
+    return run_rc == SQLITE_OK ? d : Decision{false, cur};
+  });
+  if (run_rc != SQLITE_OK) return fail_from_rc(run_rc);
+  r.last_run_at = last;
+  m_db.checkpoint_if_due();
+  return r;
+}
+
+Reply SqliteBackend::done_record(const std::string& mutex, int64_t timeout_ms) {
+  Reply r = get(mutex, timeout_ms);
+  if (!r.ok()) return r;
+  if (int rc = select_done(m_db, mutex, r.done); rc != SQLITE_OK) return fail_from_rc(rc);
+  return r;
 }
 
 // Opens the path again (creating directory and file, as a new process does),

@@ -1,0 +1,58 @@
+-- acquire_once: KEYS = hash, fence, marker; ARGV = contender, ttl_ms,
+-- transition_ms, period_ms, offset_ms, retry_failed ('1'), label, host.
+-- --once-per (core/once_per.hpp; the rules are mirrored in common_once.lua,
+-- keep them alike): acquire.lua's rule, but a new lease is taken only if
+-- the window holding the server's now may run, judged from the done record
+-- <hash>:once, and the new lease writes the record of its run (unfinished)
+-- in the same script. A lease of ours without a record of its own (handed
+-- over by a plain release) is judged too, and ended if the window may not
+-- run. The reply is acquire's followed by the record (once_reply).
+local now, now_us = clock()
+local l = read_lease(KEYS[1], KEYS[2])
+local me = ARGV[1]
+local ttl, transition = tonumber(ARGV[2]), tonumber(ARGV[3])
+local once = KEYS[1] .. ':once'
+local rec = read_once(once)
+local window = window_start(now, tonumber(ARGV[4]), tonumber(ARGV[5]))
+local function may_run()
+  local state = judge_window(rec, {owner = '', transition_at = 0}, now, window)
+  return state == 'open' or (state == 'failed' and ARGV[6] == '1')
+end
+local function start_record()
+  rec = {window = window, label = ARGV[7], host = ARGV[8], token = l.token, started_at = now,
+         finished = false, exit_code = 0, finished_at = 0}
+  write_once(once, rec)
+end
+if not free(l, now) then
+  if not valid(l, now) or l.owner ~= me then
+    return once_reply(now, false, l, rec)
+  end
+  if not (rec and rec.token == l.token) then
+    if not may_run() then
+      redis.call('DEL', KEYS[1])
+      notify(KEYS[1])
+      l.owner = ''
+      l.ttl_at = math.min(l.ttl_at, now)
+      l.transition_at = now
+      return once_reply(now, true, l, rec)
+    end
+    start_record()
+  end
+  -- a renewal: acquired_at and the token stay
+else
+  if not may_run() then
+    return once_reply(now, false, l, rec)
+  end
+  local till = quarantine_end(KEYS[3], now, ttl + transition)
+  if till then
+    return once_reply(now, false, quarantined(l, now, till), rec)
+  end
+  redis.call('ZREM', KEYS[1] .. ':waiters', member(me, ARGV[2], ARGV[3]), me)
+  local last = fence_value(KEYS[2])
+  l.token = redis.call('INCRBY', KEYS[2], int(math.max(1, now_us - last)))
+  l.owner = me
+  l.acquired_at = now
+  start_record()
+end
+renew(KEYS[1], l, now, ttl, transition)
+return once_reply(now, true, l, rec)

@@ -1,0 +1,43 @@
+// --once-per: windows and the done record's rules (once_per.hpp).
+#include "core/once_per.hpp"
+
+#include <ctime>
+
+namespace simba::core {
+
+int64_t window_start(int64_t now, int64_t period_ms, int64_t offset_ms) {
+  int64_t shifted = now - offset_ms;
+  int64_t q = shifted / period_ms;
+  if (shifted % period_ms != 0 && shifted < 0) --q; // floor, not truncation
+  return q * period_ms + offset_ms;
+}
+
+WindowState judge_window(const std::optional<DoneRecord>& record, const Lease& lease, int64_t now,
+                         const OncePer& o) {
+  if (!record || record->window_start != window_start(now, o)) return WindowState::open;
+  if (record->finished) return record->exit_code == 0 ? WindowState::ran_ok : WindowState::failed;
+  // Unfinished: its run goes on while its lease does (a revoked one too:
+  // its CMD is being stopped); a lease that ended without a release was lost.
+  if (!lease.free_at(now) && lease.fencing_token == record->token) return WindowState::running;
+  return WindowState::failed;
+}
+
+std::string format_utc(int64_t epoch_ms) {
+  time_t secs = static_cast<time_t>(epoch_ms >= 0 ? epoch_ms / 1000 : (epoch_ms - 999) / 1000);
+  struct tm t = {};
+  gmtime_r(&secs, &t);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &t);
+  return buf;
+}
+
+std::string already_ran_message(const DoneRecord& r) {
+  std::string where = r.host.empty() ? r.label : r.host;
+  if (!r.finished)
+    return "already ran in this window on " + where + " at " + format_utc(r.started_at) +
+           " (lease lost; contender " + r.label + ")";
+  return "already ran in this window on " + where + " at " + format_utc(r.finished_at) + " (exit " +
+         std::to_string(r.exit_code) + "; contender " + r.label + ")";
+}
+
+} // namespace simba::core

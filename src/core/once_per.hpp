@@ -1,0 +1,64 @@
+#pragma once
+// --once-per: windows on the backend's clock and the rules of the done
+// record (README "Once per window"). Pure: the SQLite backend decides with
+// these functions inside its transaction, the Redis scripts mirror them
+// (lua/acquire_once.lua), and the contender reads a refusal with them.
+#include "core/lease.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace simba::core {
+
+struct OncePer {
+  int64_t period_ms = 0; // > 0
+  int64_t offset_ms = 0; // 0 <= offset < period
+  bool retry_failed = false;
+};
+
+// The record of the last run of a mutex under --once-per, written by the
+// backend: at the acquire that starts the run (unfinished) and at its
+// release (finished). Times are the backend's epoch milliseconds.
+struct DoneRecord {
+  int64_t window_start = 0;
+  std::string label; // the runner's --contender-id (or pid@host)
+  std::string host;
+  uint64_t token = 0; // the run's lease
+  int64_t started_at = 0;
+  bool finished = false; // released; otherwise running, or its lease was lost
+  int exit_code = 0;     // when finished
+  int64_t finished_at = 0;
+};
+
+// The start of the window that holds `now`: floor((now - offset) / period)
+// * period + offset, also for times before the epoch.
+int64_t window_start(int64_t now, int64_t period_ms, int64_t offset_ms);
+inline int64_t window_start(int64_t now, const OncePer& o) {
+  return window_start(now, o.period_ms, o.offset_ms);
+}
+
+enum class WindowState {
+  open,    // no run in this window yet (no record, or an older window's)
+  ran_ok,  // a run of this window ended with exit 0
+  failed,  // a run of this window failed: non-zero exit, or its lease was lost
+  running, // a run of this window still holds the lease
+};
+
+// The window holding `now`, judged from the record and the lease as they
+// stand at `now`.
+WindowState judge_window(const std::optional<DoneRecord>& record, const Lease& lease, int64_t now,
+                         const OncePer& o);
+
+// Whether a contender may start a run in a window in state `s`.
+inline bool may_run(WindowState s, const OncePer& o) {
+  return s == WindowState::open || (s == WindowState::failed && o.retry_failed);
+}
+
+// "already ran in this window on <host> at <time> (exit N)", times in UTC.
+std::string already_ran_message(const DoneRecord& r);
+
+// Epoch milliseconds as "2026-12-01T04:05:00Z" (the backend's clock, UTC).
+std::string format_utc(int64_t epoch_ms);
+
+} // namespace simba::core

@@ -1,0 +1,101 @@
+// Conformance of the --once-per and schedule operations (acquire_once,
+// release_once, done_record, guard_mark), on every backend like the rest of
+// the suite. Windows of a day put an hour back with the offset, so that no
+// case crosses a boundary.
+#include "support.hpp"
+
+#include "core/once_per.hpp"
+
+#include <doctest/doctest.h>
+
+using simba::backend::Reply;
+using simba::core::OncePer;
+using simba::test::k_timeout;
+using namespace simba::test;
+
+namespace {
+
+constexpr int64_t k_day = 86400000;
+
+OncePer day_window(int64_t backend_now, bool retry = false) {
+  OncePer o;
+  o.period_ms = k_day;
+  o.offset_ms = ((backend_now - 3600000) % k_day + k_day) % k_day;
+  o.retry_failed = retry;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("acquire_once: the first in a window runs; the record closes it, also to another host") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("once");
+  OncePer o = day_window(require_ok(b->get(m, k_timeout)).observed.now);
+  Reply a = require_ok(b->acquire_once(m, "A", 10000, 2000, o, "host-a", "h1", k_timeout));
+  CHECK(a.observed.lease.owner_id == "A");
+  REQUIRE(a.done);
+  CHECK_FALSE(a.done->finished);
+  CHECK(a.done->token == a.observed.lease.fencing_token);
+  CHECK(a.done->window_start == simba::core::window_start(a.observed.now, o));
+  // While it runs: busy, the record shown.
+  Reply busy = require_ok(b->acquire_once(m, "B", 10000, 2000, o, "host-b", "h2", k_timeout));
+  CHECK(busy.observed.lease.owner_id == "A");
+  Reply rel =
+      require_ok(b->release_once(m, "A", a.observed.lease.fencing_token, 0, k_day, k_timeout));
+  CHECK(rel.changed);
+  REQUIRE(rel.done);
+  CHECK(rel.done->finished);
+  CHECK(rel.done->exit_code == 0);
+  CHECK(rel.done->label == "host-a");
+  CHECK(rel.done->host == "h1");
+  // Later in the window: not acquired, the record says why.
+  Reply late = require_ok(b->acquire_once(m, "C", 10000, 2000, o, "host-c", "h3", k_timeout));
+  CHECK_FALSE(late.changed);
+  CHECK(late.observed.lease.owner_id.empty());
+  REQUIRE(late.done);
+  CHECK(late.done->label == "host-a");
+  Reply shown = require_ok(b->done_record(m, k_timeout));
+  REQUIRE(shown.done);
+  CHECK(shown.done->finished_at == rel.done->finished_at);
+}
+
+TEST_CASE("acquire_once: a failed run lets only --retry-failed in; the next window is open") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("once-failed");
+  int64_t now = require_ok(b->get(m, k_timeout)).observed.now;
+  OncePer o = day_window(now);
+  Reply a = require_ok(b->acquire_once(m, "A", 10000, 2000, o, "a", "h", k_timeout));
+  require_ok(b->release_once(m, "A", a.observed.lease.fencing_token, 3, k_day, k_timeout));
+  Reply no = require_ok(b->acquire_once(m, "B", 10000, 2000, o, "b", "h", k_timeout));
+  CHECK(no.observed.lease.owner_id.empty());
+  OncePer retry = day_window(now, true);
+  Reply yes = require_ok(b->acquire_once(m, "C", 10000, 2000, retry, "c", "h", k_timeout));
+  CHECK(yes.observed.lease.owner_id == "C");
+  require_ok(b->release_once(m, "C", yes.observed.lease.fencing_token, 0, k_day, k_timeout));
+  // Another window (an offset 12 h on): open again.
+  OncePer other = o;
+  other.offset_ms = (o.offset_ms + k_day / 2) % k_day;
+  Reply next = require_ok(b->acquire_once(m, "D", 10000, 2000, other, "d", "h", k_timeout));
+  CHECK(next.observed.lease.owner_id == "D");
+}
+
+TEST_CASE("guard_mark: renews like guard, reads and records the last run's start") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("mark");
+  Reply a = require_ok(b->acquire(m, "A", 10000, 2000, k_timeout));
+  uint64_t token = a.observed.lease.fencing_token;
+  Reply read = require_ok(b->guard_mark(m, "A", token, 10000, 2000, false, k_timeout));
+  CHECK(read.changed);
+  CHECK_FALSE(read.last_run_at);
+  Reply rec = require_ok(b->guard_mark(m, "A", token, 10000, 2000, true, k_timeout));
+  CHECK_FALSE(rec.last_run_at); // the value before
+  Reply again = require_ok(b->guard_mark(m, "A", token, 10000, 2000, false, k_timeout));
+  REQUIRE(again.last_run_at);
+  CHECK(*again.last_run_at == rec.observed.now);
+  // Not the owner: no renewal, nothing recorded.
+  Reply other = require_ok(b->guard_mark(m, "B", token, 10000, 2000, true, k_timeout));
+  CHECK_FALSE(other.changed);
+  Reply after = require_ok(b->guard_mark(m, "A", token, 10000, 2000, false, k_timeout));
+  REQUIRE(after.last_run_at);
+  CHECK(*after.last_run_at == rec.observed.now);
+}

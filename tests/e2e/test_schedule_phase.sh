@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# backends: sqlite redis
+# schedule keeps its phase across hand-overs: each run's start is recorded
+# with the mutex, and a new leader waits for the next tick after the last
+# run instead of running at once. --align: fixed-rate ticks fall on
+# multiples of --every on the backend's clock (here this machine's clock).
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+
+# CMD: appends its start time (ms) to the file $0.
+RUN='echo "$(($(date +%s%N) / 1000000))" >>"$0"'
+
+# --- the leader stopped right after a run: the standby waits for the tick --
+"$SIMBA" schedule --mutex phase --every 4s --contender-id host-a -- sh -c "$RUN" "$T/a.log" \
+  2>"$T/a.err" &
+a=$!
+wait_file "$T/a.log" 10
+"$SIMBA" schedule --mutex phase --every 4s --contender-id host-b -- sh -c "$RUN" "$T/b.log" \
+  2>"$T/b.err" &
+sleep 0.3
+kill -TERM "$a" # a release: the standby takes over at once
+wait_file "$T/b.log" 10
+first_a=$(head -n1 "$T/a.log")
+first_b=$(head -n1 "$T/b.log")
+gap=$((first_b - first_a))
+echo "the standby's first run came ${gap} ms after the leader's last run" >&2
+((gap >= 3800)) || fail "the standby ran ${gap} ms after the last run (expected the next tick, 4 s)"
+((gap <= 6000)) || fail "the standby ran ${gap} ms after the last run (expected about 4 s)"
+grep -q "the last run started .* ago; the next one in" "$T/b.err" ||
+  fail "the standby did not say when it runs: $(cat "$T/b.err")"
+kill -TERM %2 2>/dev/null || true
+wait
+
+# --- the same after a SIGKILL: the lease runs out (1.5 s), the tick (4 s) --
+"$SIMBA" schedule --mutex killed --every 4s --ttl 1s --transition 500ms --contender-id host-a \
+  -- sh -c "$RUN" "$T/ka.log" 2>/dev/null &
+a=$!
+wait_file "$T/ka.log" 10
+"$SIMBA" schedule --mutex killed --every 4s --ttl 1s --transition 500ms --contender-id host-b \
+  -- sh -c "$RUN" "$T/kb.log" 2>/dev/null &
+b=$!
+sleep 0.2
+kill -KILL "$a"
+wait_file "$T/kb.log" 10
+gap=$(($(head -n1 "$T/kb.log") - $(head -n1 "$T/ka.log")))
+echo "after a SIGKILL, the standby's first run came ${gap} ms after the last run" >&2
+((gap >= 3800 && gap <= 6000)) ||
+  fail "after a SIGKILL the standby ran ${gap} ms after the last run (expected about 4 s)"
+kill -TERM "$b"
+wait
+
+# --- --align: every run on a multiple of --every ---------------------------
+assert_exit 0 timeout 30 "$SIMBA" schedule --mutex aligned --every 2s --align --max-runs 3 \
+  -- sh -c "$RUN" "$T/aligned.log"
+assert_eq 3 "$(wc -l <"$T/aligned.log")" "runs with --align"
+while read -r at; do
+  off=$((at % 2000))
+  ((off < 400)) || fail "a run with --every 2s --align started ${off} ms after a multiple of 2 s"
+done <"$T/aligned.log"
+
+# --align needs fixed-rate, and excludes --initial-delay.
+assert_exit 64 "$SIMBA" schedule --mutex x --every 2s --align --strategy fixed-delay -- true
+assert_exit 64 "$SIMBA" schedule --mutex x --every 2s --align --initial-delay 1s -- true
