@@ -67,17 +67,25 @@ uint64_t parse_number(const std::string& s, const char* what) {
 
 } // namespace
 
+// The last line: a check of the others, so that a handle cut short or
+// mangled (a copy and paste, a log line wrapped) is refused, not misread.
+std::string check_of(std::string_view fields) { return backend_fingerprint(fields).substr(0, 8); }
+
 std::string encode_lease_handle(const LeaseHandle& h) {
   std::string payload = h.backend + "\n" + h.mutex + "\n" + h.owner_id + "\n" +
                         std::to_string(h.token) + "\n" + std::to_string(h.ttl_ms) + "\n" +
                         std::to_string(h.transition_ms);
-  return std::string(k_prefix) + base64url(payload);
+  return std::string(k_prefix) + base64url(payload + "\n" + check_of(payload));
 }
 
 LeaseHandle decode_lease_handle(std::string_view text) {
   if (text.empty()) malformed("empty");
   if (text.substr(0, k_prefix.size()) != k_prefix) malformed("it does not begin with simba1.");
   std::string payload = unbase64url(text.substr(k_prefix.size()));
+  size_t last = payload.rfind('\n');
+  if (last == std::string::npos || payload.substr(last + 1) != check_of(payload.substr(0, last)))
+    malformed("damaged or cut short");
+  payload.resize(last);
   std::vector<std::string> f(1);
   for (char c : payload) {
     if (c == '\n')

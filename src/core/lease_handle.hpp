@@ -4,9 +4,9 @@
 // whoever holds it can guard, renew and release exactly that lease (the
 // backends compare owner id AND fencing token), nobody else can.
 //
-// Text form: "simba1." + base64url (no padding) of six lines: the backend's
-// fingerprint, the mutex, the owner id, the fencing token, the ttl and the
-// transition (ms). base64url keeps any mutex name and owner id intact
+// Text form: "simba1." + base64url (no padding) of seven lines: the
+// backend's fingerprint, the mutex, the owner id, the fencing token, the
+// ttl and the transition (ms), and a check of those six. base64url keeps any mutex name and owner id intact
 // through shells, env files ($GITHUB_ENV) and YAML without quoting.
 #include <cstdint>
 #include <string>
