@@ -114,6 +114,9 @@ CLI::App* add_acquire_command(CLI::App& app, AcquireOptions& o) {
   cmd->footer("Usage: simba acquire --mutex NAME --ttl D [--timeout D | --no-wait] "
               "[--env-file FILE] [options]");
   add_contend_options(*cmd, o.common);
+  cmd->get_option("--ttl")->description(
+      "Required: how long the lease lasts when nobody renews it (each step under it renews it); "
+      "longer than the job");
   cmd->add_option("--timeout", o.timeout,
                   "Give up waiting after this long (exit 75; 69 if the backend is failing then)");
   cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held");
