@@ -56,6 +56,9 @@ std::string unbase64url(std::string_view in) {
     }
   }
   if (count >= 6) malformed("truncated");
+  // The last character's unused bits are 0 in what we encode: otherwise
+  // two texts would be one handle, and a changed last character unnoticed.
+  if ((bits & ((1u << count) - 1)) != 0) malformed("damaged");
   return out;
 }
 

@@ -86,9 +86,9 @@ TEST_SUITE("core::LeaseHandle") {
     no_instance.owner_id = "label-without-instance-id";
     for (const std::string& text :
          {std::string(), std::string("simba1."), std::string("x") + good,
-          good.substr(0, good.size() - 3), good + "!", std::string("simba2.") + good.substr(7),
-          encode_lease_handle(zero), encode_lease_handle(bad_mutex),
-          encode_lease_handle(no_instance)}) {
+          good.substr(0, good.size() - 3), good + "!", good.substr(0, good.size() - 1) + "_",
+          std::string("simba2.") + good.substr(7), encode_lease_handle(zero),
+          encode_lease_handle(bad_mutex), encode_lease_handle(no_instance)}) {
       CAPTURE(text);
       try {
         decode_lease_handle(text);
