@@ -175,23 +175,19 @@ CLI::App* add_renew_command(CLI::App& app, RenewOptions& o) {
   return cmd;
 }
 
-// A lease between steps stays marked as nobody's (a hold); one a step
-// guards now is renewed as its step would (a guard), so that the mark never
-// says "nothing runs under it" while something may.
+backend::Reply renew_lease(backend::Backend& backend, const core::LeaseHandle& h, int64_t ttl_ms) {
+  return checked(
+      backend.extend(h.mutex, h.owner_id, h.token, ttl_ms, h.transition_ms, k_call_timeout_ms),
+      backend, h);
+}
+
 int renew_command(const RenewOptions& o) {
   core::LeaseHandle h = core::decode_lease_handle(o.lease);
   int64_t ttl = h.ttl_ms;
   if (!o.ttl.empty()) ttl = core::parse_duration(o.ttl, "--ttl");
   if (ttl <= 0) throw UsageError("--ttl must be longer than 0");
   auto backend = open_for(o.common, h);
-  backend::Reply cur = checked(backend->get(h.mutex, k_call_timeout_ms), *backend, h);
-  backend::Reply r = cur;
-  if (holds(cur, h)) {
-    r = cur.observed.lease.holding
-            ? backend->hold(h.mutex, h.owner_id, h.token, ttl + h.transition_ms, k_call_timeout_ms)
-            : backend->guard(h.mutex, h.owner_id, h.token, ttl, h.transition_ms, k_call_timeout_ms);
-    checked(r, *backend, h);
-  }
+  backend::Reply r = renew_lease(*backend, h, ttl);
   if (!holds(r, h)) {
     std::cerr << "simba: " << not_held(r, h) << '\n';
     return exit_code::k_lost;
@@ -206,7 +202,11 @@ int renew_command(const RenewOptions& o) {
 // the fencing token by the backend's force_release, which frees a lease
 // nothing runs under at once (handing it to the next waiter) and revokes
 // one a step still runs under (the step stops; the next owner waits until
-// its command is surely stopped, DESIGN §4).
+// its command is surely stopped, DESIGN §4). Whether it frees or revokes is
+// decided by force_release itself, atomically, so a step starting after
+// the get is revoked, never freed. The owner id check is not needed for
+// safety (a fencing token names one lease of a mutex: tokens are never
+// reused); it only spares a write and words the message.
 int release_lease_command(const CommonOptions& o, const std::string& lease) {
   core::LeaseHandle h = core::decode_lease_handle(lease);
   auto backend = open_for(o, h);

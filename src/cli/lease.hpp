@@ -38,6 +38,11 @@ CLI::App* add_acquire_command(CLI::App& app, AcquireOptions& o);
 Outcome acquire_command(const AcquireOptions& o);
 CLI::App* add_renew_command(CLI::App& app, RenewOptions& o);
 int renew_command(const RenewOptions& o);
+// renew's one call: a lease between steps stays marked as only held, one a
+// step guards stays guarded (Backend::extend decides it atomically, so a
+// step starting meanwhile is never marked as nothing running). Throws
+// UnavailableError when the backend does not answer.
+backend::Reply renew_lease(backend::Backend& backend, const core::LeaseHandle& h, int64_t ttl_ms);
 // release --lease H (the release subcommand's other form).
 int release_lease_command(const CommonOptions& o, const std::string& lease);
 

@@ -41,7 +41,7 @@ for i in 1 2 3; do
   nap=0.1
   [[ $i == 2 ]] && nap=7 # longer than the ttl (4 s) + transition (2 s)
   rc=0
-  step sh -c '"$0" run --lease "$SIMBA_LEASE" -- sh -c "echo \$SIMBA_FENCING_TOKEN \$SIMBA_MUTEX >>\"\$0\"; \"\$1\" status --json --mutex deploy >\"\$0.status\"; sleep \$2" "$1" "$0" "$2"' \
+  step sh -c '"$0" run --lease "$SIMBA_LEASE" -- sh -c "echo \$SIMBA_FENCING_TOKEN \$SIMBA_MUTEX >>\"\$0\"; \"\$1\" renew --lease \"\$SIMBA_LEASE\" >/dev/null && \"\$1\" status --json --mutex deploy >\"\$0.status\"; sleep \$2" "$1" "$0" "$2"' \
     "$SIMBA" "$T/steps" "$nap" || rc=$?
   assert_eq 0 "$rc" "exit status of step $i"
   [[ -e $T/b.done ]] && fail "job B acquired during job A (after step $i): $(<"$T/b.done")"
@@ -49,6 +49,9 @@ done
 assert_eq 3 "$(grep -c "^$token deploy\$" "$T/steps")" "steps that ran under the lease"
 grep -q '"guarded":true' "$T/steps.status" || fail "status during a step: $(<"$T/steps.status")"
 assert_eq false "$(guarded)" "after the steps the lease is unguarded again"
+# renew keeps the mark as it is: guarded during a step (above), not between.
+assert_exit 0 step sh -c '"$0" renew --lease "$SIMBA_LEASE"' "$SIMBA"
+assert_eq false "$(guarded)" "a lease renewed between steps stays unguarded"
 assert_eq "$token" "$(mutex_field deploy fencing_token)" "token after the steps"
 
 t0=$(now_ms)
