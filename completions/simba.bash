@@ -4,13 +4,16 @@
 # bash-completion), or sourced by hand: `source completions/simba.bash`.
 # Completes subcommands, each subcommand's options, the values of --backend
 # (URI schemes, then files for sqlite:), --kill-signal, --restart,
-# --strategy, --log-format and durations, mutex names for --mutex (from
+# --strategy, --log-format, durations, --env-file (files) and --lease
+# ($SIMBA_LEASE), mutex names for --mutex (from
 # `simba status --json`, on the backend already typed with --backend, else
 # SIMBA_BACKEND, else the default database), and CMD after `--`.
 
 _simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
+_simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
   --kill-after --log-format --timeout --conflict-exit-code --min-hold --once-per --offset
-  --restart --restart-delay --every --strategy --initial-delay --max-runs --token'
+  --restart --restart-delay --every --strategy --initial-delay --max-runs --token --lease
+  --env-file'
 
 # _simba_options SUBCOMMAND: the options it accepts.
 _simba_options() {
@@ -19,11 +22,13 @@ _simba_options() {
     --kill-after --log-format"
   case $1 in
   run) echo "$supervise --timeout --no-wait --conflict-exit-code --min-hold --once-per --offset
-    --retry-failed" ;;
+    --retry-failed --lease" ;;
   lead) echo "$supervise --restart --restart-delay" ;;
   schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align" ;;
   status) echo "--mutex $backend --json" ;;
-  release) echo "--mutex $backend --force --token" ;;
+  release) echo "--mutex $backend --force --token --lease" ;;
+  acquire) echo "--mutex $backend --ttl --transition --contender-id --timeout --no-wait --env-file" ;;
+  renew) echo "--lease --ttl $backend" ;;
   esac
 }
 
@@ -136,12 +141,14 @@ _simba() {
     values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h 1d)
     ;;
   --contender-id | --conflict-exit-code | --max-runs | --token) return 0 ;;
+  --lease) [[ -n ${SIMBA_LEASE-} ]] && values=("$SIMBA_LEASE") ;;
+  --env-file) mapfile -t values < <(compgen -f -- "$cur") ;;
   *)
     if [[ -z $sub ]]; then
       if [[ $cur == -* ]]; then
         values=(--help --version)
       else
-        values=(run lead schedule status release)
+        values=(run lead schedule status release acquire renew)
       fi
     elif [[ $cur == -* || -z $cur ]]; then
       # shellcheck disable=SC2207 # a list of words without blanks

@@ -7,7 +7,7 @@
 # --json`, on the backend already typed with --backend, else SIMBA_BACKEND,
 # else the default database), and CMD after `--`.
 
-set -l simba_commands run lead schedule status release
+set -l simba_commands run lead schedule status release acquire renew
 
 # The backend typed on the command line so far, else SIMBA_BACKEND.
 function __simba_backend
@@ -88,7 +88,7 @@ function __simba_in
     set -l tokens (commandline -opc)
     contains -- -- $tokens; and return 1
     for t in $tokens[2..-1]
-        contains -- $t run lead schedule status release; or continue
+        contains -- $t run lead schedule status release acquire renew; or continue
         contains -- $t $argv
         return
     end
@@ -115,27 +115,29 @@ complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a run -d
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a lead -d 'Contend forever; run CMD while leader'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a schedule -d 'While leader, run CMD every D'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a status -d 'Show who holds what, until when'
-complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a release -d 'Break a lock (admin)'
+complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a release -d 'Break a lock (admin), or end a lease of simba acquire'
+complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a acquire -d 'Take a lease that outlives simba (CI job steps)'
+complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a renew -d 'Extend a lease of simba acquire'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -l version -d 'Show the version and the backends compiled in'
 complete -c simba -s h -l help -d 'Show help'
 
 # Every subcommand.
-complete -c simba -n "__simba_in $simba_commands" -l mutex -x -a '(__simba_mutexes)' -d 'Name of the mutex'
+complete -c simba -n "__simba_in run lead schedule status release acquire" -l mutex -x -a '(__simba_mutexes)' -d 'Name of the mutex'
 complete -c simba -n "__simba_in $simba_commands" -l backend -x -a '(__simba_backends)' -d 'Backend URI'
 complete -c simba -n "__simba_in $simba_commands" -s q -l quiet -d 'Print nothing but errors'
 complete -c simba -n "__simba_in $simba_commands" -s v -l verbose -d 'Log every transition on stderr'
 
-# run, lead, schedule.
+# run, lead, schedule (and acquire, renew: the lease's options).
 set -l sup run lead schedule
-complete -c simba -n "__simba_in $sup" -l ttl -x -a "$durations" -d 'Lease time to live (default 10s)'
-complete -c simba -n "__simba_in $sup" -l transition -x -a "$durations" -d 'Buffer after the TTL (default 2s)'
-complete -c simba -n "__simba_in $sup" -l contender-id -x -d 'Label of this contender (default pid@host)'
+complete -c simba -n "__simba_in $sup acquire renew" -l ttl -x -a "$durations" -d 'Lease time to live (default 10s)'
+complete -c simba -n "__simba_in $sup acquire" -l transition -x -a "$durations" -d 'Buffer after the TTL (default 2s)'
+complete -c simba -n "__simba_in $sup acquire" -l contender-id -x -d 'Label of this contender (default pid@host)'
 complete -c simba -n "__simba_in $sup" -l kill-signal -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'Signal that stops CMD (default TERM)'
 complete -c simba -n "__simba_in $sup" -l kill-after -x -a "$durations" -d 'SIGKILL this long after the kill signal'
 complete -c simba -n "__simba_in $sup" -l log-format -x -a 'text json' -d 'Format of the log on stderr'
 
-complete -c simba -n '__simba_in run' -l timeout -x -a "$durations" -d 'Give up waiting after this long (exit 75)'
-complete -c simba -n '__simba_in run' -l no-wait -d 'Exit 75 at once if the mutex is held'
+complete -c simba -n '__simba_in run acquire' -l timeout -x -a "$durations" -d 'Give up waiting after this long (exit 75)'
+complete -c simba -n '__simba_in run acquire' -l no-wait -d 'Exit 75 at once if the mutex is held'
 complete -c simba -n '__simba_in run' -l conflict-exit-code -x -d 'Exit code when not acquired (default 75)'
 complete -c simba -n '__simba_in run' -l min-hold -x -a "$durations" -d 'Keep the lease until acquired_at + D'
 complete -c simba -n '__simba_in run' -l once-per -x -a "$durations" -d 'Run CMD at most once per window of D'
@@ -154,3 +156,5 @@ complete -c simba -n '__simba_in schedule' -l align -d 'Ticks on multiples of --
 complete -c simba -n '__simba_in status' -l json -d 'JSON for programs'
 complete -c simba -n '__simba_in release' -l force -d "Required: the owner's command is then stopped"
 complete -c simba -n '__simba_in release' -l token -x -d 'Revoke only the lease with this fencing token'
+complete -c simba -n '__simba_in run release renew' -l lease -x -a '(set -q SIMBA_LEASE; and echo $SIMBA_LEASE)' -d 'Handle of a lease of simba acquire ($SIMBA_LEASE)'
+complete -c simba -n '__simba_in acquire' -l env-file -r -F -d 'Append the assignments to this file'

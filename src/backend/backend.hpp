@@ -100,6 +100,16 @@ public:
   virtual Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
                      int64_t hold_ms, int64_t timeout_ms) = 0;
 
+  // simba renew: a guard or a hold as the lease's mark asks, decided in the
+  // same atomic step as the write (a read, then a write, would let a step
+  // start between them and be marked as only held while its CMD runs). The
+  // compare-and-set of guard; Lease::holding stays as it is. A lease only
+  // held is kept until now + ttl_ms + transition_ms (as hold does); a
+  // guarded one is renewed as guard does, but its ttl_at and transition_at
+  // never move earlier (the guarding step's CMD counts on them).
+  virtual Reply extend(const std::string& mutex, const std::string& contender, uint64_t token,
+                       int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) = 0;
+
   // Ends the lease at once if `contender` owns it (valid) and it has fencing
   // token `token`; `changed` says whether it did. Wakes the waiters
   // (notify). `token` 0: whatever lease `contender` owns (a contender whose

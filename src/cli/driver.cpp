@@ -49,7 +49,8 @@ public:
 
   Outcome run() {
     try {
-      m_watchdog.start();
+      // acquire starts no CMD: no watchdog either
+      if (m_config.mode != core::ContenderConfig::Mode::acquire) m_watchdog.start();
       feed(m_contender.start(sys::boottime_ms()));
       while (!m_exit_code) poll_once();
     } catch (...) {
@@ -58,7 +59,7 @@ public:
     }
     m_watchdog.leave(); // it goes when simba exits (see leave())
     report_calls();
-    return {*m_exit_code, m_exit_signal};
+    return {*m_exit_code, m_exit_signal, m_leased};
   }
 
   // simba cannot go on (fork failed, out of memory...): nothing may outlive
@@ -144,6 +145,10 @@ private:
   }
   core::Actions perform(const core::action::Log& a) {
     m_log.at(int(a.level), a.message);
+    return {};
+  }
+  core::Actions perform(const core::action::Leased& a) {
+    m_leased = a;
     return {};
   }
   core::Actions perform(const core::action::Notice& a) {
@@ -255,7 +260,9 @@ private:
     if (m_listening) return std::nullopt;
     using P = core::Contender::Phase;
     if (m_contender.phase() == P::contending && !m_contender.call_in_flight()) return 0;
-    if (m_contender.phase() == P::owning) return m_started_at + k_owner_listen_delay_ms;
+    // (acquire owns only for its last call: nothing to listen for)
+    if (m_contender.phase() == P::owning && m_config.mode != core::ContenderConfig::Mode::acquire)
+      return m_started_at + k_owner_listen_delay_ms;
     return std::nullopt;
   }
 
@@ -411,6 +418,7 @@ private:
   bool m_called_this_turn = false;      // a backend call was made since the last poll
   std::optional<int64_t> m_deferred_at; // when the deferred call was put off
   int64_t m_started_at = 0;
+  std::optional<core::action::Leased> m_leased; // acquire: the lease it keeps
 };
 
 } // namespace

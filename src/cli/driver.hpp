@@ -8,6 +8,7 @@
 #include "core/contender.hpp"
 #include "process/watchdog.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace simba::cli {
 struct Outcome {
   int code = 0;
   int signal = 0;
+  std::optional<core::action::Leased> leased; // acquire: the lease it keeps
 };
 
 // Runs `contender` to completion and returns how simba ends. `watchdog` is

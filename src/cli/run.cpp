@@ -1,8 +1,11 @@
 #include "cli/run.hpp"
 
 #include "cli/driver.hpp"
+#include "cli/lease.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/lease_handle.hpp"
+#include "core/names.hpp"
 #include "core/timing_limits.hpp"
 #include "process/child.hpp"
 #include "process/signals.hpp"
@@ -27,6 +30,8 @@ void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
                  "text (default) or json: one JSON object per line on stderr");
 }
 
+} // namespace
+
 core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* command) {
   core::ContenderConfig config = contender_config(o.common);
   if (config.transition_ms <= 0) {
@@ -45,9 +50,12 @@ core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* co
   return config;
 }
 
+namespace {
+
 // Validates CMD, opens the backend, refuses re-entry, and drives the core.
+// `handle`: run --lease, the lease's backend must be the one opened.
 Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
-                  const std::vector<std::string>& cmd) {
+                  const std::vector<std::string>& cmd, const core::LeaseHandle* handle = nullptr) {
   // Started first, while the backend is still to be opened: its start is
   // then off the path from "acquired" to "CMD runs" (a waiter's hand-over
   // above all); arming it when CMD starts is a store and a timerfd_settime,
@@ -55,12 +63,14 @@ Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o
   // schedule.
   process::Watchdog watchdog;
   watchdog.start();
-  Log log{o.common.quiet, o.common.verbose, config.mode != core::ContenderConfig::Mode::run,
-          parse_log_format_json(o.log_format)};
+  using Mode = core::ContenderConfig::Mode;
+  bool long_running = config.mode == Mode::lead || config.mode == Mode::schedule;
+  Log log{o.common.quiet, o.common.verbose, long_running, parse_log_format_json(o.log_format)};
   Command command;
   command.path = process::resolve_command(cmd[0]); // 126/127 before any lock is taken
   command.argv = cmd;
   auto backend = open_backend(o.common);
+  if (handle) check_lease_backend(*handle, *backend);
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
@@ -90,6 +100,25 @@ std::optional<core::OncePer> once_per_config(const RunOptions& o) {
   return once;
 }
 
+// run --lease H: a step under a lease simba acquire took. The handle
+// decides the mutex, the owner id, the token, the ttl and the transition.
+Outcome step_command(const RunOptions& o, const std::vector<std::string>& cmd) {
+  core::LeaseHandle h = core::decode_lease_handle(o.lease);
+  SuperviseOptions s = o.supervise;
+  if (!s.common.mutex.empty() && s.common.mutex != h.mutex)
+    throw UsageError("--mutex " + s.common.mutex + " is not the mutex of --lease (" + h.mutex +
+                     ")");
+  s.common.mutex = h.mutex;
+  s.common.ttl = std::to_string(h.ttl_ms) + "ms";
+  s.common.transition = std::to_string(h.transition_ms) + "ms";
+  core::ContenderConfig config = supervise_config(s, "run --lease");
+  config.mode = core::ContenderConfig::Mode::step;
+  config.contender_id = h.owner_id;
+  config.label = std::string(core::label_of(h.owner_id));
+  config.lease_token = h.token;
+  return supervise(config, s, cmd, &h);
+}
+
 } // namespace
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
@@ -111,6 +140,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   cmd->add_flag("--retry-failed", o.retry_failed,
                 "With --once-per: run again in a window whose run failed (non-zero exit or "
                 "lease lost)");
+  cmd->add_option("--lease", o.lease,
+                  "Run CMD as a step under the lease of `simba acquire` (its handle, "
+                  "$SIMBA_LEASE): 76 if it is gone; the lease is kept, not released, at the end");
   return cmd;
 }
 
@@ -156,8 +188,22 @@ std::string check_reentry(const std::string& mutex, const std::string& backend_i
   return value.empty() ? entry : value + "\n" + entry;
 }
 
+void refuse_with_lease(const CLI::App& run_cmd, const std::string& lease) {
+  // An empty $SIMBA_LEASE (acquire failed, or the env file was not read)
+  // must not turn the step into a plain run.
+  if (lease.empty()) throw UsageError("--lease is empty (did simba acquire fail?)");
+  for (const char* name : {"--ttl", "--transition", "--contender-id", "--timeout", "--no-wait",
+                           "--conflict-exit-code", "--min-hold", "--once-per", "--offset",
+                           "--retry-failed"}) {
+    if (run_cmd.count(name) > 0)
+      throw UsageError(std::string(name) +
+                       " does not go with --lease: the lease is the one simba acquire took");
+  }
+}
+
 Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
+  if (!o.lease.empty()) return step_command(o, cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "run");
   config.no_wait = o.no_wait;
   if (o.no_wait && !o.timeout.empty())

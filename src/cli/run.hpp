@@ -23,6 +23,7 @@ struct RunOptions {
   std::string once_per; // --once-per D
   std::string offset;   // --offset D (with --once-per)
   bool retry_failed = false;
+  std::string lease; // --lease H: a step under the lease of simba acquire (cli/lease.cpp)
 };
 
 struct LeadOptions {
@@ -53,6 +54,13 @@ CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o);
 Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd);
 Outcome lead_command(const LeadOptions& o, const std::vector<std::string>& cmd);
 Outcome schedule_command(const ScheduleOptions& o, const std::vector<std::string>& cmd);
+// run --lease: an empty handle, and the options of run that the handle
+// decides, are refused.
+void refuse_with_lease(const CLI::App& run_cmd, const std::string& lease);
+
+// The contend options and the kill sequence, checked (as run, lead and
+// schedule check them) into a configuration; `command` names it in errors.
+core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* command);
 
 // The environment variable through which a simba tells the simbas it starts
 // which mutexes it holds: lines of "<mutex> <backend>". Re-entry is refused.

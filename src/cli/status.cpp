@@ -1,5 +1,7 @@
 #include "cli/status.hpp"
 
+#include "cli/lease.hpp"
+
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
@@ -34,6 +36,9 @@ nlohmann::json to_json(const backend::MutexLease& m, int64_t now) {
       w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.transition_at);
   j["ttl_remaining_ms"] = w == core::Window::ttl ? l.ttl_at - now : 0;
   j["transition_remaining_ms"] = w == core::Window::idle ? 0 : l.transition_at - now;
+  // false: no simba process guards it (simba acquire's lease between
+  // steps, or --min-hold after CMD): nothing runs under it.
+  j["guarded"] = owned ? nlohmann::json(!l.holding) : nlohmann::json(nullptr);
   return j;
 }
 
@@ -54,7 +59,7 @@ std::string pad(std::string s, size_t width) {
 
 void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
   std::vector<std::vector<std::string>> rows = {
-      {"MUTEX", "STATE", "OWNER", "TOKEN", "ACQUIRED", "TTL LEFT", "VALID FOR"}};
+      {"MUTEX", "STATE", "OWNER", "TOKEN", "ACQUIRED", "TTL LEFT", "VALID FOR", "GUARDED"}};
   for (const auto& m : mutexes) {
     const core::Lease& l = m.lease;
     core::Window w = core::window_at(l, now);
@@ -67,7 +72,10 @@ void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
                         ? core::format_duration(now - l.acquired_at) + " ago"
                         : "-",
                     w == core::Window::ttl ? core::format_duration(l.ttl_at - now) : "-",
-                    held ? core::format_duration(l.transition_at - now) : "-"});
+                    held ? core::format_duration(l.transition_at - now) : "-",
+                    !held || l.owner_id.empty() ? "-"
+                    : l.holding                 ? "no"
+                                                : "yes"});
   }
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows)
@@ -159,7 +167,8 @@ int status_command(const StatusOptions& o) {
 
 CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
   CLI::App* cmd = app.add_subcommand("release", k_release_description);
-  cmd->footer("Usage: simba release --mutex NAME --force [--backend URI]");
+  cmd->footer("Usage: simba release --mutex NAME --force [--token N] [--backend URI] | "
+              "simba release --lease H [--backend URI]");
   // Never from SIMBA_MUTEX: inside a job a bare `simba release --force`
   // would revoke the job's own lock.
   cmd->add_option("--mutex", o.common.mutex, "The mutex (required)");
@@ -167,6 +176,9 @@ CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
   cmd->add_flag("--force", o.force, "Required: the owner's command is then stopped");
   cmd->add_option("--token", o.token,
                   "Revoke only the lease with this fencing token (as status shows it)");
+  cmd->add_option("--lease", o.lease,
+                  "End the lease of simba acquire with this handle ($SIMBA_LEASE): exit 0 "
+                  "released, 76 it was no longer held (nothing changed)");
   return cmd;
 }
 
@@ -176,6 +188,12 @@ CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
 constexpr size_t k_max_stored_name = 1024;
 
 int release_command(const ReleaseOptions& o) {
+  if (o.lease_given) {
+    if (o.force || !o.token.empty() || !o.common.mutex.empty())
+      throw UsageError("--lease does not go with --mutex, --force or --token: the handle names "
+                       "the lease");
+    return release_lease_command(o.common, o.lease);
+  }
   if (o.common.mutex.empty())
     throw UsageError("release needs --mutex NAME (it never takes SIMBA_MUTEX)");
   const std::string mutex = core::unescape_control(o.common.mutex);

@@ -20,6 +20,8 @@ struct ReleaseOptions {
   CommonOptions common;
   bool force = false;
   std::string token; // --token: only the lease with this fencing token
+  std::string lease; // --lease H: end the lease of simba acquire (cli/lease.cpp)
+  bool lease_given = false;
 };
 
 CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o);

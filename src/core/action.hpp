@@ -113,6 +113,13 @@ struct Exit {
   int signo = 0;
 };
 
+// acquire: the lease is kept for simba acquire to hand out; sent just
+// before the Exit. `backend_now`: the backend's clock of the last reply.
+struct Leased {
+  Lease lease;
+  int64_t backend_now = 0;
+};
+
 struct Log {
   LogLevel level = LogLevel::info;
   std::string message;
@@ -126,9 +133,9 @@ struct Notice {
 
 } // namespace action
 
-using Action =
-    std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
-                 action::SignalChild, action::SignalAll, action::Exit, action::Log, action::Notice>;
+using Action = std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
+                            action::SignalChild, action::SignalAll, action::Exit, action::Log,
+                            action::Notice, action::Leased>;
 using Actions = std::vector<Action>;
 
 } // namespace simba::core

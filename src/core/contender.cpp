@@ -42,6 +42,7 @@ OwnerTimes Contender::owner_times(const Observed& o, int64_t sent_at) const {
 }
 
 Actions Contender::start(int64_t now) {
+  if (m_config.mode == ContenderConfig::Mode::step) return start_step(now);
   m_state = Waiting{};
   waiting().began = now;
   if (m_config.wait_timeout_ms) m_give_up_at = now + *m_config.wait_timeout_ms;

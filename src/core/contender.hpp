@@ -51,8 +51,15 @@ struct ContenderConfig {
   int64_t notice_every_ms = 5 * 60 * 1000;
   // run: one CMD, then release and exit. lead: contend forever, CMD runs
   // while owner (restart policy below). schedule: while owner, CMD every
-  // `every_ms` (the seed's AbstractScheduler).
-  enum class Mode { run, lead, schedule } mode = Mode::run;
+  // `every_ms` (the seed's AbstractScheduler). acquire: wait and acquire
+  // like run, then keep the lease (marked as only held: nothing runs under
+  // it) and exit with action::Leased, no CMD, no release. step (run
+  // --lease): start as the owner of a known lease (contender_id and
+  // lease_token, from its handle), guard it once, run CMD like run, and
+  // keep the lease at the end instead of releasing it
+  // (contender_lease.cpp).
+  enum class Mode { run, lead, schedule, acquire, step } mode = Mode::run;
+  uint64_t lease_token = 0; // step: the fencing token of the known lease
   enum class Restart { never, on_failure, always } restart = Restart::never;
   int64_t restart_delay_ms = 1000;
   int64_t every_ms = 0;
@@ -205,7 +212,14 @@ private:
   Actions release_then_exit(int64_t now, int code, Actions acts = {});
   Actions finish(int64_t now, int code, Actions acts = {});
   OwnerTimes owner_times(const Observed& o, int64_t sent_at) const;
-  bool long_running() const { return m_config.mode != ContenderConfig::Mode::run; }
+  bool long_running() const {
+    return m_config.mode == ContenderConfig::Mode::lead ||
+           m_config.mode == ContenderConfig::Mode::schedule;
+  }
+  bool split_phase() const {
+    return m_config.mode == ContenderConfig::Mode::acquire ||
+           m_config.mode == ContenderConfig::Mode::step;
+  }
 
   // contender_waiting.cpp
   Actions on_acquire_reply(int64_t now, const CallResult& r, int64_t sent_at);
@@ -239,6 +253,13 @@ private:
   Actions after_all_gone(int64_t now, Actions acts);
   Actions after_run(int64_t now, Actions acts);       // lead, schedule: restart, next run or end
   Actions hold_or_release(int64_t now, Actions acts); // run: --min-hold, then the release
+
+  // contender_lease.cpp: acquire and step (split_phase())
+  Actions start_step(int64_t now);
+  Actions on_step_confirmed(int64_t now, const CallResult& r, int64_t sent_at);
+  Actions keep_lease(int64_t now, Actions acts);
+  Actions on_keep_reply(int64_t now, const CallResult& r, int64_t sent_at);
+  Actions on_split_signal(int64_t now, int signo);
 
   ContenderConfig m_config;
   ContendPeriod m_period;

@@ -26,6 +26,7 @@ std::string describe_owner(const Observed& o, const std::string& me) {
 } // namespace
 
 Actions Contender::on_owned(int64_t now, Actions acts) {
+  if (m_config.mode == ContenderConfig::Mode::acquire) return keep_lease(now, std::move(acts));
   if (m_config.mode == ContenderConfig::Mode::schedule) {
     // First the last run's start (any leader's): the first run is planned
     // from it (plan_first_run), not made at once.
@@ -105,6 +106,11 @@ int64_t Contender::next_tick(int64_t now) const {
 Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent_at, RunMark mark) {
   if (phase() != Phase::owning && phase() != Phase::draining) return {};
   Owner& own = owner();
+  if (split_phase()) {
+    if (own.holding) return on_keep_reply(now, r, sent_at);
+    if (m_config.mode == ContenderConfig::Mode::step && m_runs == 0)
+      return on_step_confirmed(now, r, sent_at);
+  }
   if (r.status != CallResult::Status::ok) {
     if (own.holding) {
       // CMD is done; the lease stays until its own transition_at anyway.
@@ -200,6 +206,7 @@ Actions Contender::guard_if_due(int64_t now, Actions acts) {
 }
 
 Actions Contender::on_owner_signal(int64_t now, int signo, bool stop, bool again) {
+  if (m_config.mode == ContenderConfig::Mode::acquire) return on_split_signal(now, signo);
   Owner& o = owner();
   if (again && (o.child_running || o.stage == Phase::draining) && !o.kill_at) {
     // CMD did not stop on the forwarded signal: the kill sequence now.
@@ -259,6 +266,9 @@ Actions Contender::on_all_gone(int64_t now) {
 Actions Contender::after_loss(int64_t now, Actions acts) {
   // We may still own it if we only lost contact: release so others need
   // not wait for the expiry (a no-op when someone else owns it).
+  // A step leaves the lease to the job (a no-op on a lease that is gone).
+  if (m_config.mode == ContenderConfig::Mode::step)
+    return finish(now, exit_code::k_lost, std::move(acts));
   if (!long_running()) return release_then_exit(now, exit_code::k_lost, std::move(acts));
   if (m_shutdown) return release_then_exit(now, m_child_code, std::move(acts));
   return recontend(now, std::move(acts));
@@ -281,6 +291,7 @@ Actions Contender::recontend(int64_t now, Actions acts) {
 
 // CMD and all it left are gone, within the lease.
 Actions Contender::after_all_gone(int64_t now, Actions acts) {
+  if (m_config.mode == ContenderConfig::Mode::step) return keep_lease(now, std::move(acts));
   if (m_config.mode != ContenderConfig::Mode::run) return after_run(now, std::move(acts));
   return hold_or_release(now, std::move(acts));
 }

@@ -327,6 +327,51 @@ TEST_CASE(
       require_ok(c->force_release(m2, 0, k_timeout)).observed.lease.revoked_at(g.observed.now + 1));
 }
 
+TEST_CASE("extend: the mark stays as it is; a guarded lease is never shortened; another token "
+          "or owner changes nothing") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("extend");
+  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  uint64_t token = a.observed.lease.fencing_token;
+  // Only held (between the steps of simba acquire): stays so, kept like a hold.
+  REQUIRE(require_ok(b->hold(m, "A", token, 5000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->extend(m, "A", token + 1, 20000, 1000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->extend(m, "B", token, 20000, 1000, k_timeout)).changed);
+  Reply kept = require_ok(b->get(m, k_timeout));
+  CHECK(kept.observed.lease.holding);
+  CHECK(kept.observed.lease.transition_at - kept.observed.now <= 5000);
+  Reply h = require_ok(b->extend(m, "A", token, 20000, 1000, k_timeout));
+  CHECK(h.changed);
+  CHECK(h.observed.lease.holding);
+  CHECK(h.observed.lease.fencing_token == token);
+  CHECK(h.observed.lease.acquired_at == a.observed.lease.acquired_at);
+  CHECK(h.observed.lease.ttl_at == h.observed.lease.transition_at); // no transition
+  CHECK(h.observed.lease.transition_at - h.observed.now == 21000);
+  CHECK(require_ok(b->get(m, k_timeout)).observed.lease.holding);
+
+  // Guarded (a step's CMD runs): stays guarded, and a shorter ttl does not
+  // end it before the step's guard said.
+  Reply g = require_ok(b->guard(m, "A", token, 30000, 1000, k_timeout));
+  REQUIRE_FALSE(g.observed.lease.holding);
+  CHECK_FALSE(require_ok(b->extend(m, "A", token + 1, 60000, 1000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->extend(m, "B", token, 60000, 1000, k_timeout)).changed);
+  Reply shorter = require_ok(b->extend(m, "A", token, 2000, 1000, k_timeout));
+  CHECK(shorter.changed);
+  CHECK_FALSE(shorter.observed.lease.holding);
+  CHECK(shorter.observed.lease.ttl_at == g.observed.lease.ttl_at);
+  CHECK(shorter.observed.lease.transition_at == g.observed.lease.transition_at);
+  Reply longer = require_ok(b->extend(m, "A", token, 60000, 2000, k_timeout));
+  CHECK_FALSE(longer.observed.lease.holding);
+  CHECK(longer.observed.lease.ttl_at - longer.observed.now == 60000);
+  CHECK(longer.observed.lease.transition_at - longer.observed.lease.ttl_at == 2000);
+  // Still a lease a CMD runs under: a forced release revokes it.
+  Reply f = require_ok(b->force_release(m, token, k_timeout));
+  CHECK(f.changed);
+  CHECK(f.observed.lease.revoked_at(f.observed.now));
+  // Never creates one: the revoked lease is not renewed.
+  CHECK_FALSE(require_ok(b->extend(m, "A", token, 60000, 1000, k_timeout)).changed);
+}
+
 TEST_CASE("fencing tokens strictly increase across acquisitions, releases and expiries") {
   auto b = open_test_backend();
   auto other = open_test_backend();

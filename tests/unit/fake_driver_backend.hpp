@@ -84,6 +84,11 @@ public:
     ++holds;
     return apply(core::Op::hold, [&] { return store.hold(mutex, contender, token, hold_ms); });
   }
+  // simba renew's, never the driver's.
+  backend::Reply extend(const std::string&, const std::string&, uint64_t, int64_t, int64_t,
+                        int64_t) override {
+    return backend::Reply::failure(backend::Reply::Status::failed, "not the driver's call");
+  }
   backend::Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                          int64_t) override {
     ++releases;

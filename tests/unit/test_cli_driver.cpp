@@ -1,7 +1,7 @@
 // The driver (cli/driver.cpp, the poll loop) against a fake of the real
 // Backend interface, with real child processes, a real watchdog and real
 // signals: a plain run, a hand-over, a grant nobody takes, and a signal that
-// arrives during a backend call.
+// arrives during a backend call; and simba acquire's run of the loop.
 #include "cli/driver.hpp"
 #include "fake_driver_backend.hpp"
 #include "process_support.hpp"
@@ -181,5 +181,27 @@ TEST_SUITE("cli::driver") {
     CHECK(b.acquires == 1);
     CHECK(b.releases == 0); // nothing of ours to release
     CHECK(b.store.lease(k_mutex).owner_id == "other");
+  }
+
+  TEST_CASE("acquire: two calls (acquire, hold), no watchdog, no CMD, no wake-up channel, no "
+            "release; the lease handed out") {
+    DriverFakeBackend b;
+    core::ContenderConfig config = run_config();
+    config.mode = core::ContenderConfig::Mode::acquire;
+    process::Watchdog watchdog; // not started: acquire starts none
+    cli::Log log{true, false, false, false};
+    core::Contender contender(
+        config, core::ContendPeriod(config.contender_id, [](int64_t lo, int64_t) { return lo; }));
+    cli::Outcome o = cli::drive(contender, config, b, cli::Command{}, log, watchdog);
+    CHECK(o.code == 0);
+    CHECK(watchdog.pid() <= 0);
+    CHECK(b.acquires == 1);
+    CHECK(b.holds == 1);
+    CHECK(b.releases == 0);
+    CHECK(b.owns == 0);
+    REQUIRE(o.leased);
+    CHECK(o.leased->lease.fencing_token == b.store.lease(k_mutex).fencing_token);
+    CHECK(b.store.lease(k_mutex).owner_id == k_me);
+    CHECK(b.store.lease(k_mutex).holding);
   }
 }

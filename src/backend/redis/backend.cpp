@@ -43,6 +43,14 @@ public:
                         timeout_ms);
   }
 
+  Reply extend(const std::string& mutex, const std::string& contender, uint64_t token,
+               int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    return m_client.run(lua::k_guard, mutex,
+                        {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                         std::to_string(token), "keep"},
+                        timeout_ms);
+  }
+
   // A PING goes first, in the same write: Redis sends its pending answers
   // in the reverse order of the clients' first pending answer, so with the
   // PING's answer pending before the script runs, the message handing the

@@ -66,6 +66,16 @@ Decision decide_renew(const core::Lease& cur, int64_t now, const std::string& co
   return d;
 }
 
+Decision decide_extend(const core::Lease& cur, int64_t now, const std::string& contender,
+                       uint64_t token, int64_t ttl_ms, int64_t transition_ms) {
+  if (cur.holding) return decide_renew(cur, now, contender, token, ttl_ms + transition_ms, 0, true);
+  Decision d = decide_renew(cur, now, contender, token, ttl_ms, transition_ms, false);
+  // A step's CMD runs until the windows its own guard got: never shorter.
+  d.lease.ttl_at = std::max(d.lease.ttl_at, cur.ttl_at);
+  d.lease.transition_at = std::max(d.lease.transition_at, cur.transition_at);
+  return d;
+}
+
 Decision decide_release(const core::Lease& cur, int64_t now, const std::string& contender,
                         uint64_t token) {
   Decision d;

@@ -5,7 +5,7 @@
 // open_sqlite() below; everything else in the folder is private to it:
 //   sqlite_backend.cpp  the Backend: each operation as one write transaction,
 //                       and opening the path again when the file was replaced
-//   lease_rules         what acquire, guard, hold, release, force_release decide
+//   lease_rules         what acquire, guard, hold, extend, release, force_release decide
 //   lease_row           a table row <-> a Lease (boot clock and wall clock)
 //   clocks              the two clocks of an operation, the boot id
 //   done_records        --once-per: the table of done records (one row per mutex)
