@@ -10,7 +10,6 @@
 # SIMBA_BACKEND, else the default database), and CMD after `--`.
 
 _simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
-_simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
   --kill-after --log-format --timeout --conflict-exit-code --min-hold --once-per --offset
   --restart --restart-delay --every --strategy --initial-delay --max-runs --token --lease
   --env-file'

@@ -1,5 +1,6 @@
 #include "cli/driver.hpp"
 
+#include "cli/backend_calls.hpp"
 #include "cli/command.hpp"
 
 #include "backend/wakeups.hpp"
@@ -23,29 +24,12 @@ namespace simba::cli {
 
 namespace {
 
-core::CallResult to_call_result(const backend::Reply& r) {
-  core::CallResult c;
-  switch (r.status) {
-  case backend::Reply::Status::ok: c.status = core::CallResult::Status::ok; break;
-  case backend::Reply::Status::failed: c.status = core::CallResult::Status::failed; break;
-  case backend::Reply::Status::indeterminate:
-    c.status = core::CallResult::Status::indeterminate;
-    break;
-  }
-  c.observed = r.observed;
-  c.changed = r.changed;
-  c.error = r.error;
-  c.done = r.done;
-  c.last_run_at = r.last_run_at;
-  return c;
-}
-
 class Loop {
 public:
   Loop(core::Contender& c, const core::ContenderConfig& config, backend::Backend& b,
        const Command& command, const Log& log, process::Watchdog& w)
       : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_child(&w),
-        m_watchdog(w) {}
+        m_watchdog(w), m_calls(b, config) {}
 
   Outcome run() {
     try {
@@ -58,7 +42,7 @@ public:
       throw;
     }
     m_watchdog.leave(); // it goes when simba exits (see leave())
-    report_calls();
+    m_calls.report();
     return {*m_exit_code, m_exit_signal, m_leased};
   }
 
@@ -76,7 +60,7 @@ public:
           ::poll(nullptr, 0, 10);
         }
       }
-      disown(m_contender.on_emergency());
+      m_calls.disown(m_contender.on_emergency());
     } catch (...) {
     }
   }
@@ -122,7 +106,7 @@ private:
     return m_contender.on_reply(sys::boottime_ms(), r);
   }
   core::Actions perform(const core::action::Disown& a) {
-    disown(a);
+    m_calls.disown(a);
     return {};
   }
   core::Actions perform(const core::action::StartChild& a) { return start_child(a); }
@@ -156,66 +140,14 @@ private:
     return {};
   }
 
-  // A release nobody waits for (its reply is dropped).
-  void disown(const core::action::Disown& a) {
-    ++m_calls;
-    m_backend.release(m_config.mutex, m_config.contender_id, a.token, a.timeout_ms);
-  }
-
-  // SIMBA_CALL_COUNT_FILE (diagnostics, used by scripts/bench): at exit,
-  // append "<pid> <backend calls>" to that file.
-  void report_calls() const {
-    const char* path = getenv("SIMBA_CALL_COUNT_FILE");
-    if (!path || !*path) return;
-    std::string line = std::to_string(getpid()) + " " + std::to_string(m_calls) + "\n";
-    int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    ssize_t ignored = ::write(fd, line.data(), line.size());
-    (void)ignored;
-    ::close(fd);
-  }
-
   core::CallResult call(const core::action::Call& a) {
-    ++m_calls;
-    const std::string& mutex = m_config.mutex;
-    const std::string& id = m_config.contender_id;
     // A deferred call keeps the end its timeout had: it never runs past the
     // kill point the machine counted it against.
     int64_t timeout = a.timeout_ms;
     if (m_deferred_at)
       timeout = std::max<int64_t>(1, timeout - (sys::boottime_ms() - *m_deferred_at));
     m_deferred_at.reset();
-    switch (a.op) {
-    case core::Op::acquire:
-      if (m_config.once) return acquire_once(a, timeout);
-      return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
-    case core::Op::guard:
-      if (a.mark != core::RunMark::none)
-        return to_call_result(m_backend.guard_mark(mutex, id, a.token, a.ttl_ms, a.transition_ms,
-                                                   a.mark == core::RunMark::record, timeout));
-      return to_call_result(
-          m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
-    case core::Op::hold:
-      return to_call_result(m_backend.hold(mutex, id, a.token, a.ttl_ms, timeout));
-    case core::Op::release:
-      if (m_config.once)
-        return to_call_result(m_backend.release_once(mutex, id, a.token, a.exit_code,
-                                                     m_config.once->period_ms, timeout));
-      return to_call_result(m_backend.release(mutex, id, a.token, timeout));
-    }
-    return {};
-  }
-
-  // --once-per: the done record names the host as well as the label.
-  core::CallResult acquire_once(const core::action::Call& a, int64_t timeout) {
-    if (m_host.empty()) {
-      char host[256] = "";
-      gethostname(host, sizeof host - 1);
-      m_host = host;
-    }
-    return to_call_result(m_backend.acquire_once(m_config.mutex, m_config.contender_id, a.ttl_ms,
-                                                 a.transition_ms, *m_config.once, m_config.label,
-                                                 m_host, timeout));
+    return m_calls.call(a, timeout);
   }
 
   core::Actions start_child(const core::action::StartChild& a) {
@@ -404,7 +336,6 @@ private:
   process::SignalChannel m_signals;
   process::Child m_child;
   process::Watchdog& m_watchdog;
-  std::string m_host; // --once-per: gethostname(), on the first acquire
   bool m_started = false;
   bool m_child_exited = false;
   std::optional<int> m_exit_code;
@@ -413,7 +344,7 @@ private:
   int m_notify_fd = -1;                  // theirs, to poll
   bool m_listening = false;              // see listen_at()
   bool m_settle_pending = false;         // CMD started, settle_at() not reached yet
-  uint64_t m_calls = 0;                  // backend calls (lease operations)
+  BackendCalls m_calls;
   std::deque<core::Action> m_deferred;  // a call and what follows it, until after the poll (feed())
   bool m_called_this_turn = false;      // a backend call was made since the last poll
   std::optional<int64_t> m_deferred_at; // when the deferred call was put off

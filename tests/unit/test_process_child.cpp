@@ -365,7 +365,15 @@ TEST_SUITE("process::proc_tree") {
       pid_t pid = fork();
       REQUIRE(pid >= 0);
       if (pid == 0) {
-        if (how < 0) raise(-how);
+        // The signal's default action, not doctest's crash report (this
+        // child is a copy of the test process), and not blocked.
+        if (how < 0) {
+          signal(-how, SIG_DFL);
+          sigset_t none;
+          sigemptyset(&none);
+          sigprocmask(SIG_SETMASK, &none, nullptr);
+          raise(-how);
+        }
         _exit(how);
       }
       // Not reaped yet: a zombie, its status readable.

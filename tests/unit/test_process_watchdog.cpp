@@ -500,7 +500,8 @@ TEST_SUITE("process::Watchdog") {
   TEST_CASE("CMD started by the watchdog: its exit status comes relayed") {
     Watchdog w;
     Child c(&w);
-    c.spawn("/bin/sh", {"sh", "-c", "exit 3"}, base_env(), current_mask());
+    // Alive long enough for its parent to be read, loaded machine or not.
+    c.spawn("/bin/sh", {"sh", "-c", "sleep 0.5; exit 3"}, base_env(), current_mask());
     CHECK(getppid_of(c.pid()) == w.pid());
     ExitStatus st;
     REQUIRE(wait_until([&] { return c.reap(st); }, 3000));

@@ -1,0 +1,79 @@
+// The core's calls as backend operations (backend_calls.hpp).
+#include "cli/backend_calls.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace simba::cli {
+
+core::CallResult to_call_result(const backend::Reply& r) {
+  core::CallResult c;
+  switch (r.status) {
+  case backend::Reply::Status::ok: c.status = core::CallResult::Status::ok; break;
+  case backend::Reply::Status::failed: c.status = core::CallResult::Status::failed; break;
+  case backend::Reply::Status::indeterminate:
+    c.status = core::CallResult::Status::indeterminate;
+    break;
+  }
+  c.observed = r.observed;
+  c.changed = r.changed;
+  c.error = r.error;
+  c.done = r.done;
+  c.last_run_at = r.last_run_at;
+  return c;
+}
+
+core::CallResult BackendCalls::call(const core::action::Call& a, int64_t timeout) {
+  ++m_count;
+  const std::string& mutex = m_config.mutex;
+  const std::string& id = m_config.contender_id;
+  switch (a.op) {
+  case core::Op::acquire:
+    if (m_config.once) return acquire_once(a, timeout);
+    return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
+  case core::Op::guard:
+    if (a.mark != core::RunMark::none)
+      return to_call_result(m_backend.guard_mark(mutex, id, a.token, a.ttl_ms, a.transition_ms,
+                                                 a.mark == core::RunMark::record, timeout));
+    return to_call_result(m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
+  case core::Op::hold: return to_call_result(m_backend.hold(mutex, id, a.token, a.ttl_ms, timeout));
+  case core::Op::release:
+    if (m_config.once)
+      return to_call_result(m_backend.release_once(mutex, id, a.token, a.exit_code,
+                                                   m_config.once->period_ms, timeout));
+    return to_call_result(m_backend.release(mutex, id, a.token, timeout));
+  }
+  return {};
+}
+
+// --once-per: the done record names the host as well as the label.
+core::CallResult BackendCalls::acquire_once(const core::action::Call& a, int64_t timeout) {
+  if (m_host.empty()) {
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    m_host = host;
+  }
+  return to_call_result(m_backend.acquire_once(m_config.mutex, m_config.contender_id, a.ttl_ms,
+                                               a.transition_ms, *m_config.once, m_config.label,
+                                               m_host, timeout));
+}
+
+void BackendCalls::disown(const core::action::Disown& a) {
+  ++m_count;
+  m_backend.release(m_config.mutex, m_config.contender_id, a.token, a.timeout_ms);
+}
+
+void BackendCalls::report() const {
+  const char* path = getenv("SIMBA_CALL_COUNT_FILE");
+  if (!path || !*path) return;
+  std::string line = std::to_string(getpid()) + " " + std::to_string(m_count) + "\n";
+  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  ssize_t ignored = ::write(fd, line.data(), line.size());
+  (void)ignored;
+  ::close(fd);
+}
+
+} // namespace simba::cli

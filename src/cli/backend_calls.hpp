@@ -1,0 +1,38 @@
+#pragma once
+// The core's calls (action::Call, action::Disown) as backend operations:
+// which Backend method each one is, and the count of them all
+// (SIMBA_CALL_COUNT_FILE, for scripts/bench).
+#include "backend/backend.hpp"
+#include "core/action.hpp"
+#include "core/contender.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace simba::cli {
+
+core::CallResult to_call_result(const backend::Reply& r);
+
+class BackendCalls {
+public:
+  BackendCalls(backend::Backend& backend, const core::ContenderConfig& config)
+      : m_backend(backend), m_config(config) {}
+
+  // `a`, bounded by `timeout_ms`; its reply as the core reads it.
+  core::CallResult call(const core::action::Call& a, int64_t timeout_ms);
+  // A release nobody waits for (its reply is dropped).
+  void disown(const core::action::Disown& a);
+  // SIMBA_CALL_COUNT_FILE (diagnostics, used by scripts/bench): at exit,
+  // append "<pid> <backend calls>" to that file.
+  void report() const;
+
+private:
+  core::CallResult acquire_once(const core::action::Call& a, int64_t timeout_ms);
+
+  backend::Backend& m_backend;
+  const core::ContenderConfig& m_config;
+  uint64_t m_count = 0; // backend calls (lease operations)
+  std::string m_host;   // --once-per: gethostname(), on the first acquire
+};
+
+} // namespace simba::cli
