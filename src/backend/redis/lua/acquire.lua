@@ -20,17 +20,7 @@ else
   if till then
     return reply(now, false, quarantined(l, now, till))
   end
-  -- The new owner waits no more (queued with these terms, or by an older
-  -- simba). First: a key of the wrong type fails here, before the fence
-  -- moves (a failing script keeps the writes it made).
-  redis.call('ZREM', KEYS[1] .. ':waiters', member(me, ARGV[2], ARGV[3]), me)
-  -- A new token: above the last one, and never below the clock in
-  -- microseconds, so that tokens keep increasing when a restart lost the
-  -- counter (or restored an older snapshot of it).
-  local last = fence_value(KEYS[2])
-  l.token = redis.call('INCRBY', KEYS[2], int(math.max(1, now_us - last)))
-  l.owner = me
-  l.acquired_at = now
+  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us)
 end
 renew(KEYS[1], l, now, ttl, transition)
 return reply(now, true, l)

@@ -29,11 +29,8 @@ if not free(l, now) then
   end
   if not (rec and rec.token == l.token) then
     if not may_run() then
-      redis.call('DEL', KEYS[1])
+      end_lease_now(KEYS[1], l, now)
       notify(KEYS[1])
-      l.owner = ''
-      l.ttl_at = math.min(l.ttl_at, now)
-      l.transition_at = now
       return once_reply(now, true, l, rec)
     end
     start_record()
@@ -47,11 +44,7 @@ else
   if till then
     return once_reply(now, false, quarantined(l, now, till), rec)
   end
-  redis.call('ZREM', KEYS[1] .. ':waiters', member(me, ARGV[2], ARGV[3]), me)
-  local last = fence_value(KEYS[2])
-  l.token = redis.call('INCRBY', KEYS[2], int(math.max(1, now_us - last)))
-  l.owner = me
-  l.acquired_at = now
+  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us)
   start_record()
 end
 renew(KEYS[1], l, now, ttl, transition)

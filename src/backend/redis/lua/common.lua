@@ -168,6 +168,31 @@ local function member(contender, ttl, transition)
   return ttl .. ' ' .. transition .. ' ' .. contender
 end
 
+-- `me` becomes the owner of a new lease (`l` then shows it): out of the
+-- waiters' queue first, queued with `ttl` and `transition` (the new owner
+-- waits no more) -- a key of the wrong type fails here, before the fence
+-- moves (a failing script keeps the writes it made) -- then a new token:
+-- above the last one, and never below the clock in microseconds, so that
+-- tokens keep increasing when a restart lost the counter (or restored an
+-- older snapshot of it). The caller writes the lease (renew).
+local function take_new_lease(hash, fence, l, me, ttl, transition, now, now_us)
+  redis.call('ZREM', hash .. ':waiters', member(me, ttl, transition), me)
+  local last = fence_value(fence)
+  l.token = redis.call('INCRBY', fence, int(math.max(1, now_us - last)))
+  l.owner = me
+  l.acquired_at = now
+end
+
+-- The lease ends now, with nobody to hand it to: the hash goes (the fence
+-- keeps the token); `l` shows it as the reply does.
+local function end_lease_now(hash, l, now)
+  redis.call('DEL', hash)
+  l.owner = ''
+  l.holding = false
+  l.ttl_at = math.min(l.ttl_at, now)
+  l.transition_at = now
+end
+
 local function hand_over(hash, fence, marker, now, now_us, last, skip)
   local queue = hash .. ':waiters'
   for _ = 1, 32 do

@@ -13,8 +13,5 @@ end
 if hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, ARGV[1]) then
   return reply(now, true, read_lease(KEYS[1], KEYS[2]))
 end
-redis.call('DEL', KEYS[1])
-l.owner = ''
-l.ttl_at = math.min(l.ttl_at, now)
-l.transition_at = now
+end_lease_now(KEYS[1], l, now)
 return reply(now, true, l)

@@ -18,9 +18,6 @@ if rec and rec.token == l.token then
   rec.finished_at = now
   write_once(once, rec)
 end
-redis.call('DEL', KEYS[1])
+end_lease_now(KEYS[1], l, now)
 notify(KEYS[1])
-l.owner = ''
-l.ttl_at = math.min(l.ttl_at, now)
-l.transition_at = now
 return once_reply(now, true, l, rec)
