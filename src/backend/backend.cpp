@@ -31,8 +31,7 @@ Reply Backend::acquire_once(const std::string&, const std::string&, int64_t, int
   return no_done_records();
 }
 
-Reply Backend::release_once(const std::string&, const std::string&, uint64_t, int, int64_t,
-                            int64_t) {
+Reply Backend::release_once(const std::string&, const std::string&, uint64_t, int, int64_t) {
   return no_done_records();
 }
 

@@ -137,10 +137,11 @@ public:
                              const std::string& label, const std::string& host, int64_t timeout_ms);
 
   // release, and in the same step the run's done record (the one with the
-  // lease's token) gets `exit_code` and the time. The record is kept for
-  // at least two windows (`period_ms`); it never blocks the next window.
+  // lease's token) gets `exit_code` and the time. The record is kept until
+  // the next run's acquire_once replaces it (so for at least two windows);
+  // it never blocks the next window.
   virtual Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
-                             int exit_code, int64_t period_ms, int64_t timeout_ms);
+                             int exit_code, int64_t timeout_ms);
 
   // schedule: a guard (its rule exactly) that, in the same step, reads the
   // start of the mutex's last run into Reply::last_run_at and, with

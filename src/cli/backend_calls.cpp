@@ -41,8 +41,7 @@ core::CallResult BackendCalls::call(const core::action::Call& a, int64_t timeout
   case core::Op::hold: return to_call_result(m_backend.hold(mutex, id, a.token, a.ttl_ms, timeout));
   case core::Op::release:
     if (m_config.once)
-      return to_call_result(m_backend.release_once(mutex, id, a.token, a.exit_code,
-                                                   m_config.once->period_ms, timeout));
+      return to_call_result(m_backend.release_once(mutex, id, a.token, a.exit_code, timeout));
     return to_call_result(m_backend.release(mutex, id, a.token, timeout));
   }
   return {};

@@ -23,17 +23,12 @@ constexpr int64_t k_call_timeout_ms = 5000;
 constexpr int k_cannot_write = 74; // EX_IOERR: the handle could not be written (lease released)
 
 // The backend's `transition_at - now` from the local wall clock: when the
-// lease surely ends, in UTC.
+// lease surely ends, in UTC (rounded up to the second: not before it ends).
 std::string utc_at(int64_t transition_at, int64_t backend_now) {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   int64_t ms = int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000 + (transition_at - backend_now);
-  time_t secs = time_t((ms + 999) / 1000); // rounded up: not before it ends
-  tm t{};
-  gmtime_r(&secs, &t);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &t);
-  return buf;
+  return core::format_utc(ms + 999);
 }
 
 bool holds(const backend::Reply& r, const core::LeaseHandle& h) {
@@ -198,23 +193,19 @@ int renew_command(const RenewOptions& o) {
   return 0;
 }
 
-// Ends the handle's lease, and only it: the owner id is compared first, then
-// the fencing token by the backend's force_release, which frees a lease
+// Ends the handle's lease, and only it, in one call: force_release with the
+// handle's fencing token (a token names one lease of a mutex: tokens are
+// never reused, so the owner id needs no comparing). It frees a lease
 // nothing runs under at once (handing it to the next waiter) and revokes
 // one a step still runs under (the step stops; the next owner waits until
-// its command is surely stopped, DESIGN §4). Whether it frees or revokes is
-// decided by force_release itself, atomically, so a step starting after
-// the get is revoked, never freed. The owner id check is not needed for
-// safety (a fencing token names one lease of a mutex: tokens are never
-// reused); it only spares a write and words the message.
+// its command is surely stopped, DESIGN §4); which one, force_release
+// decides atomically from the lease's mark.
 int release_lease_command(const CommonOptions& o, const std::string& lease) {
   core::LeaseHandle h = core::decode_lease_handle(lease);
   auto backend = open_for(o, h);
-  backend::Reply cur = checked(backend->get(h.mutex, k_call_timeout_ms), *backend, h);
-  backend::Reply r = cur;
-  if (holds(cur, h))
-    r = checked(backend->force_release(h.mutex, h.token, k_call_timeout_ms), *backend, h);
-  if (!holds(cur, h) || !r.changed) {
+  backend::Reply r =
+      checked(backend->force_release(h.mutex, h.token, k_call_timeout_ms), *backend, h);
+  if (!r.changed) {
     if (!o.quiet) std::cerr << "simba: " << not_held(r, h) << "; nothing released\n";
     return k_release_not_held;
   }

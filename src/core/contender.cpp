@@ -8,11 +8,11 @@
 
 namespace simba::core {
 
-namespace {
-
 bool is_stop_signal(int signo) {
   return signo == SIGTERM || signo == SIGINT || signo == SIGHUP || signo == SIGQUIT;
 }
+
+namespace {
 
 // simba is failing: it does not wait long on the backend.
 constexpr int64_t k_emergency_release_timeout_ms = 1000;

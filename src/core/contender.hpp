@@ -81,6 +81,9 @@ struct CallResult {
   std::optional<int64_t> last_run_at; // a marking guard: the last run's start before it
 };
 
+// TERM, INT, HUP, QUIT: the signals that ask simba to stop.
+bool is_stop_signal(int signo);
+
 class Contender {
 public:
   enum class Phase {

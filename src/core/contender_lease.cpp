@@ -56,6 +56,14 @@ Actions Contender::on_step_confirmed(int64_t now, const CallResult& r, int64_t s
                                    "; the command was not started"}});
   }
   own.adopt(o.lease, owner_times(o, sent_at));
+  // Asked to stop while the lease was being confirmed (a cancelled CI job):
+  // CMD never starts, and the lease stays the job's, kept as after a step.
+  if (m_stop_signal) {
+    m_child_code = 128 + m_stop_signal;
+    return keep_lease(
+        now, {action::Log{LogLevel::info, "stopped before the command started; the lease of " +
+                                              m_config.mutex + " is kept"}});
+  }
   return start_cmd(now, {action::Log{LogLevel::verbose,
                                      "renewed the lease of " + m_config.mutex + " (fencing token " +
                                          std::to_string(o.lease.fencing_token) + ")"}});
@@ -100,8 +108,7 @@ Actions Contender::on_keep_reply(int64_t now, const CallResult& r, int64_t sent_
 // acquire between its acquire and its hold: a stop signal gives the lease
 // back (nobody would get its handle); others are ignored.
 Actions Contender::on_split_signal(int64_t now, int signo) {
-  bool stop = signo == SIGTERM || signo == SIGINT || signo == SIGHUP || signo == SIGQUIT;
-  if (!stop) return {};
+  if (!is_stop_signal(signo)) return {};
   return release_then_exit(now, 128 + signo);
 }
 

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 
 #include <cctype>
+#include <ctime>
 #include <limits>
 
 namespace simba::core {
@@ -90,6 +91,15 @@ std::string format_duration(int64_t ms) {
     out += "s";
   }
   return out;
+}
+
+std::string format_utc(int64_t epoch_ms) {
+  time_t secs = static_cast<time_t>(epoch_ms >= 0 ? epoch_ms / 1000 : (epoch_ms - 999) / 1000);
+  struct tm t = {};
+  gmtime_r(&secs, &t);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &t);
+  return buf;
 }
 
 } // namespace simba::core

@@ -14,4 +14,8 @@ int64_t parse_duration(std::string_view text, std::string_view what);
 // 1500 -> "1.5s", 90000 -> "1m30s", 250 -> "250ms".
 std::string format_duration(int64_t ms);
 
+// Epoch milliseconds as "2026-12-01T04:05:00Z" (UTC, whole seconds, rounded
+// down).
+std::string format_utc(int64_t epoch_ms);
+
 } // namespace simba::core

@@ -1,6 +1,8 @@
 // --once-per: windows and the done record's rules (once_per.hpp).
 #include "core/once_per.hpp"
 
+#include "core/duration.hpp"
+
 #include <ctime>
 
 namespace simba::core {
@@ -20,15 +22,6 @@ WindowState judge_window(const std::optional<DoneRecord>& record, const Lease& l
   // its CMD is being stopped); a lease that ended without a release was lost.
   if (!lease.free_at(now) && lease.fencing_token == record->token) return WindowState::running;
   return WindowState::failed;
-}
-
-std::string format_utc(int64_t epoch_ms) {
-  time_t secs = static_cast<time_t>(epoch_ms >= 0 ? epoch_ms / 1000 : (epoch_ms - 999) / 1000);
-  struct tm t = {};
-  gmtime_r(&secs, &t);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &t);
-  return buf;
 }
 
 std::string already_ran_message(const DoneRecord& r) {

@@ -58,7 +58,4 @@ inline bool may_run(WindowState s, const OncePer& o) {
 // "already ran in this window on <host> at <time> (exit N)", times in UTC.
 std::string already_ran_message(const DoneRecord& r);
 
-// Epoch milliseconds as "2026-12-01T04:05:00Z" (the backend's clock, UTC).
-std::string format_utc(int64_t epoch_ms);
-
 } // namespace simba::core

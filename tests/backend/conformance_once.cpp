@@ -40,8 +40,7 @@ TEST_CASE("acquire_once: the first in a window runs; the record closes it, also 
   // While it runs: busy, the record shown.
   Reply busy = require_ok(b->acquire_once(m, "B", 10000, 2000, o, "host-b", "h2", k_timeout));
   CHECK(busy.observed.lease.owner_id == "A");
-  Reply rel =
-      require_ok(b->release_once(m, "A", a.observed.lease.fencing_token, 0, k_day, k_timeout));
+  Reply rel = require_ok(b->release_once(m, "A", a.observed.lease.fencing_token, 0, k_timeout));
   CHECK(rel.changed);
   REQUIRE(rel.done);
   CHECK(rel.done->finished);
@@ -65,13 +64,13 @@ TEST_CASE("acquire_once: a failed run lets only --retry-failed in; the next wind
   int64_t now = require_ok(b->get(m, k_timeout)).observed.now;
   OncePer o = day_window(now);
   Reply a = require_ok(b->acquire_once(m, "A", 10000, 2000, o, "a", "h", k_timeout));
-  require_ok(b->release_once(m, "A", a.observed.lease.fencing_token, 3, k_day, k_timeout));
+  require_ok(b->release_once(m, "A", a.observed.lease.fencing_token, 3, k_timeout));
   Reply no = require_ok(b->acquire_once(m, "B", 10000, 2000, o, "b", "h", k_timeout));
   CHECK(no.observed.lease.owner_id.empty());
   OncePer retry = day_window(now, true);
   Reply yes = require_ok(b->acquire_once(m, "C", 10000, 2000, retry, "c", "h", k_timeout));
   CHECK(yes.observed.lease.owner_id == "C");
-  require_ok(b->release_once(m, "C", yes.observed.lease.fencing_token, 0, k_day, k_timeout));
+  require_ok(b->release_once(m, "C", yes.observed.lease.fencing_token, 0, k_timeout));
   // Another window (an offset 12 h on): open again.
   OncePer other = o;
   other.offset_ms = (o.offset_ms + k_day / 2) % k_day;

@@ -227,6 +227,27 @@ TEST_SUITE("core::Contender acquire and step") {
     }
   }
 
+  TEST_CASE("step: a stop signal while the lease is being confirmed: CMD never starts, the "
+            "lease is kept, simba ends by the signal") {
+    Held h;
+    Contender c = h.step();
+    Actions a = c.start(k_local);
+    action::Call guard = *find<action::Call>(a);
+    CHECK_FALSE(find<action::StartChild>(c.on_signal(k_local + 10, SIGTERM)));
+    a = c.on_reply(k_local + 20, h.b.apply("m", "job#1", guard));
+    CHECK_FALSE(find<action::StartChild>(a));
+    CHECK_FALSE(has_release(a));
+    const action::Call* keep = find<action::Call>(a);
+    REQUIRE(keep);
+    CHECK(keep->op == Op::hold);
+    a = c.on_reply(k_local + 30, h.b.apply("m", "job#1", *keep));
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 128 + SIGTERM);
+    CHECK(find<action::Exit>(a)->signo == SIGTERM);
+    CHECK(h.b.lease("m").owner_id == "job#1");
+    CHECK(h.b.lease("m").holding);
+  }
+
   TEST_CASE("step: a backend that fails before CMD -> 69, CMD never starts") {
     Held h;
     Contender c = h.step();

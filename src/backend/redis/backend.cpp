@@ -84,9 +84,9 @@ public:
   }
 
   // The record is kept until the next run replaces it (no TTL:
-  // lua/common.lua), so `period_ms` is not needed here.
+  // lua/common.lua).
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
-                     int exit_code, int64_t, int64_t timeout_ms) override {
+                     int exit_code, int64_t timeout_ms) override {
     return m_client.run(lua::k_release_once, mutex,
                         {contender, std::to_string(token), std::to_string(exit_code)}, timeout_ms,
                         true, Client::Extra::done);

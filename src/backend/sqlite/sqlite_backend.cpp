@@ -128,7 +128,7 @@ public:
                      int64_t transition_ms, const core::OncePer& once, const std::string& label,
                      const std::string& host, int64_t timeout_ms) override;
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
-                     int exit_code, int64_t period_ms, int64_t timeout_ms) override;
+                     int exit_code, int64_t timeout_ms) override;
   Reply done_record(const std::string& mutex, int64_t timeout_ms) override;
   Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
                    int64_t ttl_ms, int64_t transition_ms, bool record, int64_t timeout_ms) override;
@@ -342,13 +342,16 @@ Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& c
   });
   if (done_rc != SQLITE_OK) return fail_from_rc(done_rc);
   r.done = record;
+  // A lease of ours ended because its window may not run: the others look
+  // (as after release_once; Redis's acquire_once notifies too).
+  if (r.changed && !r.observed.lease.valid_at(r.observed.now)) m_waiters.notify(mutex);
   return r;
 }
 
 // The release and the record's end in one transaction: only the record of
 // the lease that ends (its token) is finished.
 Reply SqliteBackend::release_once(const std::string& mutex, const std::string& contender,
-                                  uint64_t token, int exit_code, int64_t, int64_t timeout_ms) {
+                                  uint64_t token, int exit_code, int64_t timeout_ms) {
   if (std::optional<Reply> failed = prepare_done_table()) return *failed;
   std::optional<core::DoneRecord> record;
   int done_rc = SQLITE_OK;
