@@ -165,6 +165,13 @@ public:
   // Identity of the backend for messages and re-entry detection: the URI with
   // any password removed (e.g. "sqlite:///home/u/.local/state/simba/simba.db").
   virtual std::string describe() const = 0;
+
+  // simba exits next: what only this process holds (a connection, its
+  // descriptors and memory) may be left for the kernel to end at exit,
+  // when that is quicker than closing it (README "Speed"). What others
+  // see, a place in a queue above all, is still undone by the destructor.
+  // No operation may follow.
+  virtual void leave() {}
 };
 
 // What opening a backend may do. `use` (run, lead, schedule): a missing

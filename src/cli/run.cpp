@@ -74,7 +74,9 @@ Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
-  return drive(contender, config, *backend, command, log, watchdog);
+  Outcome outcome = drive(contender, config, *backend, command, log, watchdog);
+  backend->leave(); // simba exits next
+  return outcome;
 }
 
 void require_command(const std::vector<std::string>& cmd) {

@@ -140,6 +140,8 @@ public:
 
   std::string describe() const override { return "sqlite://" + m_files.path(); }
 
+  void leave() override { m_db.leave(); }
+
 private:
   Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t ttl_ms, int64_t transition_ms, bool holding, int64_t timeout_ms) {
