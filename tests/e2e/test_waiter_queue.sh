@@ -30,3 +30,19 @@ if grep -q "\.w\..*\.$waiter\$" "$T/later"; then
   fail "the owner still held its place in the waiters' queue 300 ms into its CMD: $(tr '\n' ' ' <"$T/later")"
 fi
 assert_eq 0 "$(places)" "places of the waiter left after it exited"
+
+# A waiter that gives up (--timeout) leaves its place as simba exits (the
+# backend's destructor: no operation does it), so that no release wakes a
+# process that is gone while a live waiter sleeps.
+"$SIMBA" run --mutex m2 -- sh -c 'touch "$0"; exec sleep 30' "$T/holding2" &
+holder2=$!
+wait_file "$T/holding2" 10
+"$SIMBA" run --mutex m2 --timeout 1s -- true 2>/dev/null &
+waiter=$!
+wait_for 15 queued
+rc=0
+wait "$waiter" || rc=$?
+assert_eq 75 "$rc" "exit status of the waiter that gave up"
+assert_eq 0 "$(places)" "places of the waiter that gave up, after it exited"
+kill -TERM "$holder2"
+wait "$holder2" || true
