@@ -32,20 +32,13 @@ std::string utc_at(int64_t transition_at, int64_t backend_now) {
 }
 
 bool holds(const backend::Reply& r, const core::LeaseHandle& h) {
-  const core::Lease& l = r.observed.lease;
-  return r.ok() && l.owned_by(h.owner_id, r.observed.now) && l.fencing_token == h.token;
+  return r.ok() && core::holds_lease(r.observed, h.owner_id, h.token);
 }
 
 // Why the handle's lease is not held, for one line.
 std::string not_held(const backend::Reply& r, const core::LeaseHandle& h) {
-  const core::Observed& o = r.observed;
-  std::string why = "it expired or was released";
-  if (o.lease.revoked_at(o.now)) why = "it was revoked (release --force)";
-  if (o.lease.valid_at(o.now))
-    why = "the mutex has another lease now (fencing token " +
-          std::to_string(o.lease.fencing_token) + ")";
   return "the lease of " + h.mutex + " (fencing token " + std::to_string(h.token) +
-         ") is no longer held: " + why;
+         ") is no longer held: " + core::why_not_held(r.observed, h.token);
 }
 
 std::unique_ptr<backend::Backend> open_for(const CommonOptions& o, const core::LeaseHandle& h) {
@@ -89,10 +82,7 @@ core::ContenderConfig acquire_config(const AcquireOptions& o) {
   // Checked as run checks it: every step (run --lease) runs with these.
   core::ContenderConfig config = supervise_config(s, "acquire");
   config.mode = core::ContenderConfig::Mode::acquire;
-  config.no_wait = o.no_wait;
-  if (o.no_wait && !o.timeout.empty())
-    throw UsageError("--no-wait and --timeout contradict each other: --no-wait never waits");
-  if (!o.timeout.empty()) config.wait_timeout_ms = core::parse_duration(o.timeout, "--timeout");
+  apply_wait_options(config, o.no_wait, o.timeout);
   return config;
 }
 

@@ -86,4 +86,11 @@ core::ContendPeriod::Uniform random_uniform() {
   };
 }
 
+void apply_wait_options(core::ContenderConfig& config, bool no_wait, const std::string& timeout) {
+  config.no_wait = no_wait;
+  if (no_wait && !timeout.empty())
+    throw UsageError("--no-wait and --timeout contradict each other: --no-wait never waits");
+  if (!timeout.empty()) config.wait_timeout_ms = core::parse_duration(timeout, "--timeout");
+}
+
 } // namespace simba::cli

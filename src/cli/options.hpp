@@ -30,6 +30,9 @@ void add_contend_options(CLI::App& cmd, CommonOptions& o);
 // durations, contender id; a default id from pid, host and a random nonce).
 core::ContenderConfig contender_config(const CommonOptions& o);
 
+// --no-wait and --timeout (run, acquire) into `config`; both given: 64.
+void apply_wait_options(core::ContenderConfig& config, bool no_wait, const std::string& timeout);
+
 // `inspect` (status, release): creates nothing (backend::Access).
 std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o,
                                                backend::Access access = backend::Access::use);

@@ -194,9 +194,9 @@ void refuse_with_lease(const CLI::App& run_cmd, const std::string& lease) {
   // An empty $SIMBA_LEASE (acquire failed, or the env file was not read)
   // must not turn the step into a plain run.
   if (lease.empty()) throw UsageError("--lease is empty (did simba acquire fail?)");
-  for (const char* name : {"--ttl", "--transition", "--contender-id", "--timeout", "--no-wait",
-                           "--conflict-exit-code", "--min-hold", "--once-per", "--offset",
-                           "--retry-failed"}) {
+  for (const char* name :
+       {"--ttl", "--transition", "--contender-id", "--timeout", "--no-wait", "--conflict-exit-code",
+        "--min-hold", "--once-per", "--offset", "--retry-failed"}) {
     if (run_cmd.count(name) > 0)
       throw UsageError(std::string(name) +
                        " does not go with --lease: the lease is the one simba acquire took");
@@ -207,10 +207,7 @@ Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   require_command(cmd);
   if (!o.lease.empty()) return step_command(o, cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "run");
-  config.no_wait = o.no_wait;
-  if (o.no_wait && !o.timeout.empty())
-    throw UsageError("--no-wait and --timeout contradict each other: --no-wait never waits");
-  if (!o.timeout.empty()) config.wait_timeout_ms = core::parse_duration(o.timeout, "--timeout");
+  apply_wait_options(config, o.no_wait, o.timeout);
   if (!o.min_hold.empty()) config.min_hold_ms = core::parse_duration(o.min_hold, "--min-hold");
   // Range-checked here rather than by a CLI11 validator: building one
   // formats its description through an ostringstream on every start.

@@ -256,6 +256,7 @@ private:
   Actions after_all_gone(int64_t now, Actions acts);
   Actions after_run(int64_t now, Actions acts);       // lead, schedule: restart, next run or end
   Actions hold_or_release(int64_t now, Actions acts); // run: --min-hold, then the release
+  Actions hold_for(int64_t now, int64_t hold_ms, Actions acts, std::string note = {});
 
   // contender_lease.cpp: acquire and step (split_phase())
   Actions start_step(int64_t now);

@@ -14,21 +14,6 @@
 
 namespace simba::core {
 
-namespace {
-
-bool ours(const Observed& o, const std::string& id, uint64_t token) {
-  return o.lease.owned_by(id, o.now) && o.lease.fencing_token == token;
-}
-
-std::string why_gone(const Observed& o, uint64_t token) {
-  if (o.lease.revoked_at(o.now)) return "it was revoked (release --force)";
-  if (!o.lease.valid_at(o.now)) return "it expired or was released";
-  return "the mutex now has another lease (fencing token " + std::to_string(o.lease.fencing_token) +
-         (o.lease.fencing_token == token ? ", another owner" : "") + ")";
-}
-
-} // namespace
-
 Actions Contender::start_step(int64_t now) {
   m_state = Owner{};
   Owner& o = owner();
@@ -48,12 +33,12 @@ Actions Contender::on_step_confirmed(int64_t now, const CallResult& r, int64_t s
                                                     ": backend unavailable: " + r.error}});
   }
   const Observed& o = r.observed;
-  if (!ours(o, m_config.contender_id, own.lease.fencing_token)) {
-    return finish(now, exit_code::k_lost,
-                  {action::Log{LogLevel::error,
-                               "the lease of " + m_config.mutex +
-                                   " is no longer held: " + why_gone(o, own.lease.fencing_token) +
-                                   "; the command was not started"}});
+  if (!holds_lease(o, m_config.contender_id, own.lease.fencing_token)) {
+    return finish(
+        now, exit_code::k_lost,
+        {action::Log{LogLevel::error, "the lease of " + m_config.mutex + " is no longer held: " +
+                                          why_not_held(o, own.lease.fencing_token) +
+                                          "; the command was not started"}});
   }
   own.adopt(o.lease, owner_times(o, sent_at));
   // Asked to stop while the lease was being confirmed (a cancelled CI job):
@@ -72,12 +57,7 @@ Actions Contender::on_step_confirmed(int64_t now, const CallResult& r, int64_t s
 // acquire once it owns the mutex, a step once CMD and all it left are gone:
 // the lease is kept for a full ttl + transition, marked as only held.
 Actions Contender::keep_lease(int64_t now, Actions acts) {
-  Owner& o = owner();
-  o.holding = true;
-  o.guard_at.reset();
-  if (m_in_flight) return acts; // on_keep_reply sends the hold after this reply
-  o.hold_sent = true;
-  return call_with(now, Op::hold, m_config.ttl_ms + m_config.transition_ms, 0, std::move(acts));
+  return hold_for(now, m_config.ttl_ms + m_config.transition_ms, std::move(acts));
 }
 
 Actions Contender::on_keep_reply(int64_t now, const CallResult& r, int64_t sent_at) {
@@ -94,9 +74,9 @@ Actions Contender::on_keep_reply(int64_t now, const CallResult& r, int64_t sent_
     return finish(now, code, std::move(acts));
   }
   const Observed& o = r.observed;
-  if (!ours(o, m_config.contender_id, own.lease.fencing_token)) {
+  if (!holds_lease(o, m_config.contender_id, own.lease.fencing_token)) {
     std::string why =
-        "the lease of " + m_config.mutex + " was lost: " + why_gone(o, own.lease.fencing_token);
+        "the lease of " + m_config.mutex + " was lost: " + why_not_held(o, own.lease.fencing_token);
     if (acquire) return finish(now, exit_code::k_lost, {action::Log{LogLevel::error, why}});
     return finish(now, code, {action::Log{LogLevel::warning, why + " (after the command ended)"}});
   }

@@ -332,13 +332,22 @@ Actions Contender::hold_or_release(int64_t now, Actions acts) {
   if (m_config.min_hold_ms <= 0 || remaining <= 0) {
     return release_then_exit(now, m_child_code, std::move(acts));
   }
+  return hold_for(now, remaining, std::move(acts),
+                  "holding " + m_config.mutex + " for --min-hold, " + format_duration(remaining) +
+                      " more");
+}
+
+// --min-hold, and the lease a step or acquire keeps: the lease is marked as
+// only held, for `hold_ms` from the backend's now. With a call in flight the
+// hold waits for its reply (whose handler comes back here).
+Actions Contender::hold_for(int64_t now, int64_t hold_ms, Actions acts, std::string note) {
+  Owner& o = owner();
   o.holding = true;
   o.guard_at.reset();
-  if (m_in_flight) return acts; // on_guard_reply sends the hold after this reply
+  if (m_in_flight) return acts;
   o.hold_sent = true;
-  acts.push_back(action::Log{LogLevel::verbose, "holding " + m_config.mutex + " for --min-hold, " +
-                                                    format_duration(remaining) + " more"});
-  return call_with(now, Op::hold, remaining, 0, std::move(acts));
+  if (!note.empty()) acts.push_back(action::Log{LogLevel::verbose, std::move(note)});
+  return call_with(now, Op::hold, hold_ms, 0, std::move(acts));
 }
 
 } // namespace simba::core

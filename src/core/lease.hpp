@@ -59,4 +59,18 @@ struct Observed {
   int64_t now = 0;
 };
 
+// Whether `o` shows the lease of `owner_id` with fencing token `token`,
+// still valid: the test of a lease known by its handle (simba acquire).
+inline bool holds_lease(const Observed& o, const std::string& owner_id, uint64_t token) {
+  return o.lease.owned_by(owner_id, o.now) && o.lease.fencing_token == token;
+}
+
+// Why `o` does not show the lease with fencing token `token`, for one line.
+inline std::string why_not_held(const Observed& o, uint64_t token) {
+  if (o.lease.revoked_at(o.now)) return "it was revoked (release --force)";
+  if (!o.lease.valid_at(o.now)) return "it expired or was released";
+  return "the mutex now has another lease (fencing token " + std::to_string(o.lease.fencing_token) +
+         (o.lease.fencing_token == token ? ", another owner" : "") + ")";
+}
+
 } // namespace simba::core
