@@ -37,6 +37,9 @@ std::string load(OpenSslApi& a) {
   SIMBA_FIND(ssl, SSL_CTX_use_certificate_chain_file);
   SIMBA_FIND(ssl, SSL_CTX_use_PrivateKey_file);
   SIMBA_FIND(ssl, SSL_CTX_check_private_key);
+  SIMBA_FIND(ssl, SSL_CTX_set_client_cert_cb);
+  SIMBA_FIND(ssl, SSL_set_ex_data);
+  SIMBA_FIND(ssl, SSL_get_ex_data);
   SIMBA_FIND(ssl, SSL_new);
   SIMBA_FIND(ssl, SSL_free);
   SIMBA_FIND(ssl, SSL_ctrl);

@@ -30,6 +30,9 @@ struct OpenSslApi {
   SIMBA_OPENSSL_FN(SSL_CTX_use_certificate_chain_file);
   SIMBA_OPENSSL_FN(SSL_CTX_use_PrivateKey_file);
   SIMBA_OPENSSL_FN(SSL_CTX_check_private_key);
+  SIMBA_OPENSSL_FN(SSL_CTX_set_client_cert_cb);
+  SIMBA_OPENSSL_FN(SSL_set_ex_data);
+  SIMBA_OPENSSL_FN(SSL_get_ex_data);
   SIMBA_OPENSSL_FN(SSL_new);
   SIMBA_OPENSSL_FN(SSL_free);
   SIMBA_OPENSSL_FN(SSL_ctrl);

@@ -11,6 +11,9 @@
 namespace simba::backend::net {
 namespace {
 
+const char* const k_certificate_hint =
+    " (the server wants a client certificate: ?cert=FILE&key=FILE)";
+
 bool is_address(const std::string& host) {
   unsigned char buf[sizeof(in6_addr)];
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
@@ -28,8 +31,21 @@ std::string load_verification(const OpenSslApi& a, SSL_CTX* ctx, const TlsOption
   return "";
 }
 
+// Called by OpenSSL when the server asks for a client certificate and we
+// have none: remembered for the message when the server then hangs up (a
+// TLS 1.3 server says why in an alert that a reset connection may lose).
+const OpenSslApi* g_api = nullptr;
+int note_certificate_request(SSL* ssl, X509**, EVP_PKEY**) {
+  if (auto* asked = static_cast<bool*>(g_api->SSL_get_ex_data(ssl, 0))) *asked = true;
+  return 0; // none
+}
+
 std::string load_client_certificate(const OpenSslApi& a, SSL_CTX* ctx, const TlsOptions& o) {
-  if (o.cert_file.empty()) return "";
+  if (o.cert_file.empty()) {
+    g_api = &a;
+    a.SSL_CTX_set_client_cert_cb(ctx, note_certificate_request);
+    return "";
+  }
   if (a.SSL_CTX_use_certificate_chain_file(ctx, o.cert_file.c_str()) != 1)
     return "TLS: cannot load the client certificate from " + o.cert_file + ": " + openssl_error(a);
   if (a.SSL_CTX_use_PrivateKey_file(ctx, o.key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
@@ -89,6 +105,7 @@ std::string TlsSession::start(int fd, const TlsOptions& o, int64_t deadline) {
   m_out = out;
   if (!in || !out) return "TLS: out of memory";
   a.SSL_set_connect_state(m_ssl);
+  a.SSL_set_ex_data(m_ssl, 0, &m_certificate_asked);
   bool address = is_address(o.host);
   // SNI carries names only; the certificate must name what we connected to.
   if (!address)
@@ -133,6 +150,7 @@ std::string TlsSession::send_all(int fd, const std::string& plain, int64_t deadl
     m_unsent.append(buf, static_cast<size_t>(n));
   size_t left = 0;
   std::string err = net::send_all(fd, m_unsent, deadline, left);
+  if (!err.empty() && err != k_timed_out && m_certificate_asked) err += k_certificate_hint;
   if (left > before) sent = m_unsent.size() == left ? plain.size() : left - before;
   m_unsent.erase(0, left);
   return err;
@@ -155,6 +173,7 @@ std::string TlsSession::take_in(int fd, bool& got) {
 std::string TlsSession::receive_some(int fd, std::string& plain, bool& got) {
   const OpenSslApi& a = *m_api;
   std::string err = take_in(fd, got);
+  if (!err.empty() && m_certificate_asked) err += k_certificate_hint;
   if (!err.empty() || !got) return err;
   char buf[16384];
   for (;;) {
@@ -186,8 +205,8 @@ std::string TlsSession::failure(int ret, const char* during) {
   std::string why = openssl_error(a);
   if (why.empty()) why = "error " + std::to_string(a.SSL_get_error(m_ssl, ret));
   std::string msg = std::string("TLS ") + during + " failed: " + why;
-  if (why.find("certificate required") != std::string::npos)
-    msg += " (the server wants a client certificate: ?cert=FILE&key=FILE)";
+  if (why.find("certificate required") != std::string::npos || m_certificate_asked)
+    msg += k_certificate_hint;
   else if (why.find("wrong version number") != std::string::npos ||
            why.find("packet length too long") != std::string::npos)
     msg += " (is that port TLS?)";

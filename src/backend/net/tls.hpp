@@ -59,6 +59,7 @@ private:
   void* m_out = nullptr; // BIO*: what OpenSSL wrote, not yet sent
   std::string m_unsent;  // taken from m_out, not yet on the socket
   bool m_insecure = false;
+  bool m_certificate_asked = false; // and we had none
 };
 
 } // namespace simba::backend::net
