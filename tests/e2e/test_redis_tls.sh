@@ -83,6 +83,14 @@ refused "certificate required .*cert=FILE&key=FILE" "$(uri localhost "$mtls")"
 refused "cannot load the CA certificates from $T/nothing" \
   "rediss://localhost:$good/0?cacert=$T/nothing&quarantine=off"
 
+# The system's store, read as a hashed directory (SSL_CERT_DIR stands for
+# /etc/ssl/certs): our CA there is trusted without ?cacert.
+mkdir -p -- "$PKI/store"
+cp -- "$PKI/ca.crt" "$PKI/store/"
+openssl rehash "$PKI/store" >/dev/null 2>&1 || fail "openssl rehash failed"
+SSL_CERT_DIR=$PKI/store assert_exit 0 "$SIMBA" run --backend "rediss://localhost:$good/0?quarantine=off" \
+  --mutex m -- true
+
 # 4. A client certificate; insecure=1 trusts anything (only when named).
 assert_exit 0 "$SIMBA" run --backend "$(uri localhost "$mtls" "&cert=$PKI/client.crt&key=$PKI/client.key")" \
   --mutex m -- true

@@ -62,6 +62,9 @@ std::string load(OpenSslApi& a) {
   SIMBA_FIND(crypto, ERR_reason_error_string);
   SIMBA_FIND(crypto, X509_verify_cert_error_string);
   SIMBA_FIND(crypto, X509_VERIFY_PARAM_set1_ip_asc);
+  SIMBA_FIND(crypto, X509_get_default_cert_dir);
+  SIMBA_FIND(crypto, X509_get_default_cert_dir_env);
+  SIMBA_FIND(crypto, X509_get_default_cert_file_env);
 #undef SIMBA_FIND
   if (!missing.empty())
     return "TLS needs OpenSSL 3, and the libssl.so.3 found lacks " + missing +

@@ -56,6 +56,9 @@ struct OpenSslApi {
   SIMBA_OPENSSL_FN(ERR_reason_error_string);
   SIMBA_OPENSSL_FN(X509_verify_cert_error_string);
   SIMBA_OPENSSL_FN(X509_VERIFY_PARAM_set1_ip_asc);
+  SIMBA_OPENSSL_FN(X509_get_default_cert_dir);
+  SIMBA_OPENSSL_FN(X509_get_default_cert_dir_env);
+  SIMBA_OPENSSL_FN(X509_get_default_cert_file_env);
 #undef SIMBA_OPENSSL_FN
 };
 

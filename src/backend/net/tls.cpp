@@ -6,6 +6,9 @@
 #include "sys/clock.hpp"
 
 #include <arpa/inet.h>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
 #include <poll.h>
 
 namespace simba::backend::net {
@@ -19,9 +22,40 @@ bool is_address(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
+// A directory of certificates named by their subject's hash (c_rehash, as
+// Debian's ca-certificates keeps /etc/ssl/certs)?
+bool has_hash_links(const char* dir) {
+  DIR* d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    const char* n = e->d_name;
+    size_t len = std::strlen(n);
+    if (len == 10 && n[8] == '.' && std::strspn(n, "0123456789abcdef") == 8) {
+      found = true;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+// The system's store as OpenSSL's default paths name it, but read lazily:
+// the default file (the whole bundle, parsed at once) costs some 20 ms per
+// process, the hashed directory only the certificates a chain needs. The
+// bundle only when the directory has no hash links, or SSL_CERT_FILE names
+// a file.
+int load_system_store(const OpenSslApi& a, SSL_CTX* ctx) {
+  const char* file = std::getenv(a.X509_get_default_cert_file_env());
+  const char* dir = std::getenv(a.X509_get_default_cert_dir_env());
+  if (!dir) dir = a.X509_get_default_cert_dir();
+  if (file || !dir || !has_hash_links(dir)) return a.SSL_CTX_set_default_verify_paths(ctx);
+  return a.SSL_CTX_load_verify_locations(ctx, nullptr, dir);
+}
+
 std::string load_verification(const OpenSslApi& a, SSL_CTX* ctx, const TlsOptions& o) {
   if (o.insecure) return ""; // SSL_VERIFY_NONE, OpenSSL's default
-  int ok = o.ca_file.empty() ? a.SSL_CTX_set_default_verify_paths(ctx)
+  int ok = o.ca_file.empty() ? load_system_store(a, ctx)
                              : a.SSL_CTX_load_verify_locations(ctx, o.ca_file.c_str(), nullptr);
   if (ok != 1)
     return "TLS: cannot load the CA certificates " +
