@@ -127,7 +127,7 @@ _simba() {
       values=("${values[@]/#/${cur%%:*}:}")
       [[ // == "$rest"* ]] && values+=("${cur%%:*}:///")
       ;;
-    *) values=(sqlite: sqlite:/// redis:// redis+unix://) ;;
+    *) values=(sqlite: sqlite:/// redis:// rediss:// redis+unix://) ;;
     esac
     compopt -o nospace 2>/dev/null || true
     ;;

@@ -79,6 +79,7 @@ function __simba_backends
         echo -e 'sqlite:\tSQLite database, relative path'
         echo -e 'sqlite:///\tSQLite database, absolute path'
         echo -e 'redis://\tRedis: [[user]:password@]host[:port][/db][?prefix=..&timeout=..]'
+        echo -e 'rediss://\tRedis over TLS: [user@]host[:port][/db][?cacert=..&cert=..&key=..]'
         echo -e 'redis+unix://\tRedis over a Unix socket: redis+unix:///path.sock[?db=N]'
     end
 end

@@ -16,7 +16,7 @@ namespace simba::backend {
 namespace {
 
 constexpr const char* k_expected =
-    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB] or "
+    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB], rediss://... or "
     "redis+unix:///PATH.sock";
 
 [[noreturn]] void bad_uri(const std::string& shown, const std::string& why) {
@@ -132,6 +132,32 @@ void parse_userinfo(const std::string& info, RedisUri& e, const std::string& sho
   if (colon != std::string::npos) e.password = percent_decode(info.substr(colon + 1), shown);
 }
 
+// rediss:// only: the CA file, the client's certificate and key, insecure=1.
+bool parse_tls_item(const std::string& name, const std::string& value, RedisUri& e,
+                    const std::string& shown) {
+  std::string* file = name == "cacert" ? &e.tls_ca
+                      : name == "cert" ? &e.tls_cert
+                      : name == "key"  ? &e.tls_key
+                                       : nullptr;
+  if (!file && name != "insecure") return false;
+  if (!e.tls) bad_uri(shown, "'" + name + "' needs TLS: rediss://");
+  if (file) {
+    if (value.empty()) bad_uri(shown, "an empty " + name + " file");
+    *file = value;
+  } else {
+    if (value != "1" && value != "0") bad_uri(shown, "insecure is 1 or 0");
+    e.tls_insecure = value == "1";
+  }
+  return true;
+}
+
+void check_tls_items(const RedisUri& e, const std::string& shown) {
+  if (e.tls_cert.empty() != e.tls_key.empty())
+    bad_uri(shown, "a client certificate needs both cert= and key=");
+  if (e.tls_insecure && !e.tls_ca.empty())
+    bad_uri(shown, "insecure=1 verifies nothing: cacert= would be ignored");
+}
+
 void parse_query(const std::string& query, RedisUri& e, bool& db_given, const std::string& shown) {
   size_t pos = 0;
   while (pos <= query.size()) {
@@ -161,10 +187,13 @@ void parse_query(const std::string& query, RedisUri& e, bool& db_given, const st
     } else if (name == "quarantine") {
       if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
       e.quarantine = value == "on";
-    } else {
-      bad_uri(shown, "unknown parameter '" + name + "' (known: prefix, timeout, db, quarantine)");
+    } else if (!parse_tls_item(name, value, e, shown)) {
+      bad_uri(shown, "unknown parameter '" + name +
+                         "' (known: prefix, timeout, db, quarantine; rediss: cacert, cert, key, "
+                         "insecure)");
     }
   }
+  check_tls_items(e, shown);
 }
 
 // "host", "host:port", "[v6]" or "[v6]:port" into e.host; the port's text.
@@ -211,15 +240,19 @@ void parse_tcp_target(const std::string& s, RedisUri& e, bool& db_given, const s
   }
 }
 
-// `rest` is what follows "redis:" or "redis+unix:".
-RedisUri parse_redis(bool unix_socket, const std::string& rest, const std::string& shown) {
+// `rest` is what follows "redis:", "rediss:" or "redis+unix:".
+RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
+                     const std::string& shown) {
   RedisUri e;
   e.unix_socket = unix_socket;
+  e.tls = tls;
   std::string s = rest;
   std::string query;
   bool db_given = false;
   if (s.rfind("//", 0) != 0) {
-    if (!e.unix_socket) bad_uri(shown, "expected redis://HOST[:PORT][/DB]");
+    if (!e.unix_socket)
+      bad_uri(shown,
+              e.tls ? "expected rediss://HOST[:PORT][/DB]" : "expected redis://HOST[:PORT][/DB]");
     if (s.empty() || s[0] != '/') bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock");
     s = "//" + s; // redis+unix:/path.sock: an empty authority
   }
@@ -287,8 +320,9 @@ BackendUri parse_backend_uri(const std::string& uri) {
   std::string rest = uri.substr(colon + 1);
 
   if (scheme == "sqlite") return parse_sqlite(rest, shown);
-  if (scheme == "redis") return parse_redis(false, rest, shown);
-  if (scheme == "redis+unix") return parse_redis(true, rest, shown);
+  if (scheme == "redis") return parse_redis(false, false, rest, shown);
+  if (scheme == "rediss") return parse_redis(false, true, rest, shown);
+  if (scheme == "redis+unix") return parse_redis(true, false, rest, shown);
   throw UsageError("unknown backend '" + scheme + "' in '" + shown + "': " + k_expected);
 }
 
@@ -303,8 +337,13 @@ std::string redis_describe(const RedisUri& u) {
   std::string prefix = "prefix=" + percent_encode(u.prefix);
   std::string db = std::to_string(u.db);
   std::string d = u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
-                                : "redis://" + user + redis_where(u) + "/" + db + "?" + prefix;
+                                : (u.tls ? "rediss://" : "redis://") + user + redis_where(u) + "/" +
+                                      db + "?" + prefix;
   if (!u.quarantine) d += "&quarantine=off";
+  if (!u.tls_ca.empty()) d += "&cacert=" + percent_encode(u.tls_ca);
+  if (!u.tls_cert.empty())
+    d += "&cert=" + percent_encode(u.tls_cert) + "&key=" + percent_encode(u.tls_key);
+  if (u.tls_insecure) d += "&insecure=1";
   return d;
 }
 

@@ -18,6 +18,7 @@ struct SqliteUri {
 
 // redis://[[user]:password@]host[:port][/db][?prefix=...&timeout=...&db=...&quarantine=...]
 // redis+unix://[[user]:password@]/path.sock[?db=N&...] (also redis+unix:/path.sock)
+// rediss://... the same over TLS, plus ?cacert=FILE, ?cert=FILE&key=FILE, ?insecure=1
 // The password may come from SIMBA_REDIS_PASSWORD instead (when the URI has none).
 struct RedisUri {
   bool unix_socket = false;
@@ -33,6 +34,11 @@ struct RedisUri {
   // a failover, a flush: redis/lua/common.lua, quarantine_end). Off only for
   // a server that cannot lose data, or for tests that restart their own.
   bool quarantine = true;
+  // rediss:// (net/tls.hpp): the server verified against tls_ca ("": the
+  // system's store) unless tls_insecure; a client certificate when given.
+  bool tls = false;
+  std::string tls_ca, tls_cert, tls_key;
+  bool tls_insecure = false;
 };
 
 // The environment variable a Redis password may come from.

@@ -27,7 +27,8 @@ uint64_t kernel_random() {
 void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help) {
   cmd.add_option("--backend", o.backend,
                  "Backend URI: sqlite:///path.db, sqlite:rel.db, redis://[[user]:password@]"
-                 "host[:port][/db], redis+unix:///path.sock (default: $SIMBA_HOME/simba.db "
+                 "host[:port][/db], rediss://... (TLS), redis+unix:///path.sock (default: "
+                 "$SIMBA_HOME/simba.db "
                  "or ~/.local/state/simba/simba.db)")
       ->envname("SIMBA_BACKEND");
   cmd.add_flag("-q,--quiet", o.quiet, quiet_help);

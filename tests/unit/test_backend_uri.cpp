@@ -106,6 +106,33 @@ TEST_SUITE("backend::uri") {
     CHECK(redis_of("redis+unix:///run/redis.sock").path == "/run/redis.sock");
   }
 
+  TEST_CASE("rediss: TLS, its files, insecure only when named; none of it without TLS") {
+    EnvVar no_password(k_redis_password_env, nullptr);
+    RedisUri t = redis_of("rediss://cache.example/2?cacert=/etc/ca.pem&cert=c.pem&key=k%20.pem");
+    CHECK(t.tls);
+    CHECK(t.port == 6379);
+    CHECK(t.db == 2);
+    CHECK(t.tls_ca == "/etc/ca.pem");
+    CHECK(t.tls_cert == "c.pem");
+    CHECK(t.tls_key == "k .pem");
+    CHECK_FALSE(t.tls_insecure);
+    CHECK(redis_describe(t) == "rediss://cache.example:6379/2?prefix=simba:&cacert=/etc/ca.pem"
+                               "&cert=c.pem&key=k%20.pem");
+    CHECK(redis_of("REDISS://h?insecure=1").tls_insecure);
+    CHECK(redis_describe(redis_of("rediss://h?insecure=1")) ==
+          "rediss://h:6379/0?prefix=simba:&insecure=1");
+    CHECK_FALSE(redis_of("redis://h").tls);
+    CHECK(usage_error_of("redis://h?cacert=/ca.pem") ==
+          "invalid backend URI 'redis://h?cacert=/ca.pem': 'cacert' needs TLS: rediss://");
+    CHECK(usage_error_of("redis+unix:///s.sock?insecure=1").find("needs TLS") != std::string::npos);
+    CHECK(usage_error_of("rediss://h?cert=c.pem").find("needs both cert= and key=") !=
+          std::string::npos);
+    CHECK(usage_error_of("rediss://h?insecure=yes").find("insecure is 1 or 0") !=
+          std::string::npos);
+    CHECK(usage_error_of("rediss://h?insecure=1&cacert=a").find("would be ignored") !=
+          std::string::npos);
+  }
+
   TEST_CASE("messages hide the password") {
     CHECK(redact("redis://u:pw@h:1/0") == "redis://***@h:1/0");
     CHECK(redact("redis://admin:secret") == "redis://admin:***");
@@ -121,8 +148,9 @@ TEST_SUITE("backend::uri") {
 
   TEST_CASE("refusals name the URI and say what is wrong") {
     EnvVar no_password(k_redis_password_env, nullptr);
-    const std::string expected = "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
-                                 "redis://HOST[:PORT][/DB] or redis+unix:///PATH.sock";
+    const std::string expected =
+        "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
+        "redis://HOST[:PORT][/DB], rediss://... or redis+unix:///PATH.sock";
     CHECK(usage_error_of("postgres://db") ==
           "unknown backend 'postgres' in 'postgres://db': " + expected);
     CHECK(usage_error_of("no-scheme") == "invalid backend URI 'no-scheme': " + expected);

@@ -41,17 +41,44 @@ std::string Connection::connect(const RedisUri& e, int64_t deadline) {
   // (a leftover holding the subscription would count as a listener).
   net::set_cloexec(c->fd);
   m_ctx = std::move(ctx);
-  return "";
+  if (!e.tls) return "";
+  std::string err = start_tls(e, deadline);
+  if (!err.empty()) close();
+  return err;
 }
 
-bool Connection::stale() const { return net::readable_now(fd()); }
+std::string Connection::start_tls(const RedisUri& e, int64_t deadline) {
+  net::TlsOptions o;
+  o.host = e.host;
+  o.ca_file = e.tls_ca;
+  o.cert_file = e.tls_cert;
+  o.key_file = e.tls_key;
+  o.insecure = e.tls_insecure;
+  m_tls = std::make_unique<net::TlsSession>();
+  return m_tls->start(fd(), o, deadline);
+}
+
+bool Connection::stale() {
+  if (!net::readable_now(fd())) return false;
+  if (!m_tls) return true;
+  // A TLS 1.3 server sends its session tickets after the handshake: records
+  // for OpenSSL, nothing for us. Only data, an EOF or an error make it stale.
+  std::string plain;
+  bool got = false;
+  return !m_tls->receive_some(fd(), plain, got).empty() || !plain.empty();
+}
+
+std::string Connection::send_bytes(const std::string& out, int64_t deadline, size_t& sent) {
+  return m_tls ? m_tls->send_all(fd(), out, deadline, sent)
+               : net::send_all(fd(), out, deadline, sent);
+}
 
 Exchange Connection::exchange(const std::vector<Command>& commands, int64_t deadline) {
   Exchange x;
   std::string out;
   for (const Command& c : commands) append_command(out, c);
   size_t sent = 0;
-  x.error = net::send_all(fd(), out, deadline, sent);
+  x.error = send_bytes(out, deadline, sent);
   if (!x.error.empty()) {
     x.reach = sent == 0 ? Reach::not_sent : Reach::maybe_sent;
     close();
@@ -76,7 +103,7 @@ std::string Connection::send_only(const std::vector<Command>& commands, int64_t 
   std::string out;
   for (const Command& c : commands) append_command(out, c);
   size_t sent = 0;
-  std::string err = net::send_all(fd(), out, deadline, sent);
+  std::string err = send_bytes(out, deadline, sent);
   if (!err.empty()) close();
   return err;
 }
@@ -104,6 +131,7 @@ std::string Connection::read_available(std::vector<ReplyPtr>& out) {
 }
 
 std::string Connection::receive(bool all) {
+  if (m_tls) return receive_tls(all);
   char buf[16384];
   for (;;) {
     size_t got = 0;
@@ -111,6 +139,17 @@ std::string Connection::receive(bool all) {
     if (!err.empty() || got == 0) return err;
     if (redisReaderFeed(m_ctx->reader, buf, got) != REDIS_OK) return "out of memory";
     if (!all) return "";
+  }
+}
+
+std::string Connection::receive_tls(bool all) {
+  for (;;) {
+    std::string plain;
+    bool got = false;
+    std::string err = m_tls->receive_some(fd(), plain, got);
+    if (!plain.empty() && redisReaderFeed(m_ctx->reader, plain.data(), plain.size()) != REDIS_OK)
+      return "out of memory";
+    if (!err.empty() || !got || !all) return err;
   }
 }
 

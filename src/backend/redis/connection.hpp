@@ -5,7 +5,9 @@
 // parsing; the bytes go through net/deadline_io, polled against one deadline
 // per call. That way we know whether any byte of a request left: a request
 // that never left is `failed` and may be retried, one that left and got no
-// answer is `indeterminate` (DESIGN §4: it may have been applied).
+// answer is `indeterminate` (DESIGN §4: it may have been applied). Over
+// rediss:// the same bytes go through net/tls, with the same deadlines.
+#include "backend/net/tls.hpp"
 #include "backend/redis/reply.hpp"
 #include "backend/uri.hpp"
 
@@ -38,7 +40,10 @@ class Connection {
 public:
   bool is_open() const { return bool(m_ctx); }
   int fd() const { return m_ctx ? m_ctx->fd : -1; }
-  void close() { m_ctx.reset(); }
+  void close() {
+    m_tls.reset();
+    m_ctx.reset();
+  }
 
   // Connects within `deadline` (sys::boottime_ms()); "" or why not.
   std::string connect(const RedisUri& e, int64_t deadline);
@@ -46,7 +51,7 @@ public:
   // An idle connection that is readable was closed by the server (or got
   // something nobody asked for, which is as bad): the next request should
   // go to a fresh connection instead of being lost with this one.
-  bool stale() const;
+  bool stale();
 
   // Sends the commands in one write and reads one reply per command.
   Exchange exchange(const std::vector<Command>& commands, int64_t deadline);
@@ -63,14 +68,18 @@ public:
   std::string read_available(std::vector<ReplyPtr>& out);
 
 private:
+  std::string start_tls(const RedisUri& e, int64_t deadline);
+  std::string send_bytes(const std::string& out, int64_t deadline, size_t& sent);
   // One recv() or all that is buffered (`all`), fed to the reply parser.
   std::string receive(bool all);
+  std::string receive_tls(bool all);
   std::string take_buffered(ReplyPtr& reply);
 
   struct ContextFree {
     void operator()(redisContext* c) const { redisFree(c); }
   };
   std::unique_ptr<redisContext, ContextFree> m_ctx;
+  std::unique_ptr<net::TlsSession> m_tls; // rediss://
 };
 
 } // namespace simba::backend::redis

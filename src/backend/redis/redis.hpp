@@ -7,7 +7,7 @@
 //   redis.hpp        this factory, all that open_backend() sees
 //   backend.cpp      the Backend: the lease operations, forwarding the rest
 //   client.*         the main connection: requests, scripts, the key layout
-//   connection.*     one connection with deadlines (hiredis + net/)
+//   connection.*     one connection with deadlines (hiredis + net/), TLS or not
 //   server_check.*   what a connection sends first, the server's checks
 //   reply.*          reading hiredis' replies
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants

@@ -3,6 +3,7 @@
 #include "backend/redis/server_check.hpp"
 
 #include "backend/net/deadline_io.hpp"
+#include "backend/redis/client.hpp"
 #include "core/duration.hpp"
 
 #include <cstdlib>
@@ -10,6 +11,19 @@
 
 namespace simba::backend::redis {
 namespace {
+
+// An ACL user (README "ACL users") is checked when simba starts, in the
+// same write: may it run scripts on its keys and publish on its channels?
+// A NOPERM later would be a lease that cannot be released or handed over.
+// Each probe changes nothing: a script that is not there (NOSCRIPT proves
+// the permission), one that returns 0, a message on a channel that no
+// mutex has (no mutex name is empty).
+void append_acl_probes(std::vector<Command>& hello, const RedisUri& uri) {
+  std::string none = uri.prefix + "{}";
+  hello.push_back({"EVALSHA", std::string(40, '0'), "3", none, none + ":fence", k_marker});
+  hello.push_back({"EVAL", "return 0", "0"});
+  hello.push_back({"PUBLISH", none + ":db" + std::to_string(uri.db) + ":acl-check", ""});
+}
 
 std::vector<Command> hello_commands(const RedisUri& uri, bool select, bool verify) {
   std::vector<Command> hello;
@@ -28,6 +42,7 @@ std::vector<Command> hello_commands(const RedisUri& uri, bool select, bool verif
     hello.push_back({"INFO", "memory"});
   }
   if (hello.empty() && verify) hello.push_back({"PING"});
+  if (select && verify && !uri.user.empty()) append_acl_probes(hello, uri);
   return hello;
 }
 
@@ -63,6 +78,11 @@ std::string refusal(const Command& hello, const redisReply* r, const RedisUri& u
                     const std::string& where, std::string& run_id) {
   const std::string& cmd = hello[0];
   std::string text = scrub(reply_text(r), uri.password);
+  bool probe = cmd == "EVALSHA" || cmd == "EVAL" || cmd == "PUBLISH";
+  if (probe && is_error(r) && text.rfind("NOPERM", 0) == 0)
+    return "Redis at " + where + ": user " + uri.user +
+           " lacks what simba needs (README \"ACL users\"): " + text;
+  if (probe) return ""; // NOSCRIPT says EVALSHA may run; a busy or loading server answers later
   if (is_error(r)) {
     if (text.rfind("NOAUTH", 0) == 0)
       return "Redis at " + where + " requires a password: give it in " + k_redis_password_env;
