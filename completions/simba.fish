@@ -3,7 +3,7 @@
 #
 # Subcommands, each subcommand's options, the values of --backend (URI
 # schemes, files for sqlite:), --kill-signal, --restart, --strategy,
-# --log-format and durations, mutex names for --mutex (from `simba status
+# --log-format and durations, mutex names for --mutex (from `simba status --all
 # --json`, on the backend already typed with --backend, else SIMBA_BACKEND,
 # else the default database), and CMD after `--`.
 
@@ -54,7 +54,7 @@ function __simba_mutexes
     if test -n "$db"; and not test -e "$db"
         return 0
     end
-    set -l cmd simba status --json
+    set -l cmd simba status --all --json
     test -n "$backend"; and set cmd $cmd --backend $backend
     command -sq timeout; and set cmd timeout 2 $cmd
     # {"mutexes":[{...,"mutex":"NAME",...}]}: names are [A-Za-z0-9._:/@-] only
@@ -154,6 +154,8 @@ complete -c simba -n '__simba_in schedule' -l max-runs -x -d 'Release and exit a
 complete -c simba -n '__simba_in schedule' -l align -d 'Ticks on multiples of --every (backend clock)'
 
 complete -c simba -n '__simba_in status' -l json -d 'JSON for programs'
+complete -c simba -n '__simba_in status' -l all -d 'Free mutexes too'
+complete -c simba -n '__simba_in status' -l format -x -a 'table json openmetrics' -d 'Output format'
 complete -c simba -n '__simba_in release' -l force -d "Required: the owner's command is then stopped"
 complete -c simba -n '__simba_in release' -l token -x -d 'Revoke only the lease with this fencing token'
 complete -c simba -n '__simba_in run release renew' -l lease -x -a '(set -q SIMBA_LEASE; and echo $SIMBA_LEASE)' -d 'Handle of a lease of simba acquire ($SIMBA_LEASE)'

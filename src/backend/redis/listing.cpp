@@ -7,6 +7,8 @@
 // keeps). SCAN walks the whole keyspace, which is fine for `status`.
 #include "backend/redis/listing.hpp"
 
+#include "backend/holder.hpp"
+
 #include <cstring>
 #include <set>
 
@@ -61,7 +63,66 @@ bool scan_names(Client& client, int64_t deadline, std::set<std::string>& names,
   return true;
 }
 
+// One mutex of the inspect script's answer at `i` (lua/inspect.lua),
+// `i` moved past it; false when it is not what the script sends.
+bool read_inspected(const redisReply* r, size_t& i, MutexLease& ml) {
+  if (i + k_lease_fields + 2 > r->elements || !read_lease(r, i, ml.lease)) return false;
+  i += k_lease_fields;
+  std::string text;
+  int64_t n = 0;
+  if (!as_string(r->element[i++], text) || !as_int(r->element[i++], n) || n < 0 ||
+      i + 3 * size_t(n) > r->elements)
+    return false;
+  ml.holder = decode_holder(text);
+  for (int64_t k = 0; k < n; ++k) {
+    Waiter w;
+    if (!as_string(r->element[i], w.owner_id) || !as_int(r->element[i + 1], w.since) ||
+        !as_string(r->element[i + 2], text))
+      return false;
+    w.holder = decode_holder(text);
+    ml.waiters.push_back(std::move(w));
+    i += 3;
+  }
+  return true;
+}
+
 } // namespace
+
+Listing inspect_mutexes(Client& client, const std::string& mutex, int64_t timeout_ms) {
+  Listing out;
+  out.holders_kept = out.waiters_kept = true;
+  int64_t deadline = client.call_deadline(timeout_ms);
+  std::set<std::string> names;
+  if (!mutex.empty())
+    names.insert(mutex);
+  else if (!scan_names(client, deadline, names, out.error))
+    return out;
+  std::vector<std::string> keys{k_marker};
+  for (const std::string& n : names) {
+    keys.push_back(client.hash_key(n));
+    keys.push_back(client.hash_key(n) + ":fence");
+  }
+  Exchange x = client.call_script(lua::k_inspect, keys, client.script_args({}), deadline);
+  const redisReply* r = client.answer(x, out.error);
+  if (!r) return out;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_int(r->element[0], out.now)) {
+    out.error = "unexpected reply from the inspect script";
+    return out;
+  }
+  size_t i = 1;
+  for (const std::string& n : names) {
+    MutexLease ml;
+    ml.mutex = n;
+    if (!read_inspected(r, i, ml)) {
+      out.error = "unexpected reply from the inspect script";
+      out.mutexes.clear();
+      return out;
+    }
+    out.mutexes.push_back(std::move(ml));
+  }
+  out.ok = true;
+  return out;
+}
 
 Listing list_mutexes(Client& client, int64_t timeout_ms) {
   Listing out;

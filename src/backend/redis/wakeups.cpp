@@ -50,6 +50,7 @@ int PubSubWakeups::watch(const std::string& mutex, const std::string& contender,
     if (waiting && m_queued.empty()) {
       std::vector<std::string> args{contender};
       args.insert(args.end(), m_terms.begin(), m_terms.end());
+      if (!m_terms.empty()) args.push_back(m_holder);
       Reply r = m_client.run(lua::k_enqueue, mutex, args, k_queue_timeout_ms);
       if (r.ok()) m_queued = mutex;
       m_queued_as = contender;

@@ -1,9 +1,11 @@
 // The SQLite backend (sqlite_backend.hpp): each operation is one write
 // transaction on the connection; the folder's other units do the rest.
 // Over 400 lines for a reason: the --once-per operations (acquire_once,
-// release_once) must run inside write_op's transaction, a private member.
+// release_once) must run inside write_op's transaction, a private member;
+// and list and inspect share the connection's clocks and reopening.
 #include "backend/sqlite/sqlite_backend.hpp"
 
+#include "backend/holder.hpp"
 #include "backend/sqlite/clocks.hpp"
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
@@ -122,7 +124,14 @@ public:
     return *r;
   }
 
-  Listing list(int64_t timeout_ms) override;
+  Listing list(int64_t timeout_ms) override { return list_rows("", false, timeout_ms); }
+  Listing inspect(const std::string& mutex, int64_t timeout_ms) override {
+    return list_rows(mutex, true, timeout_ms);
+  }
+  void set_holder(const Holder& h) override {
+    m_holder = encode_holder(h);
+    m_waiters.set_holder(m_holder);
+  }
 
   Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                      int64_t transition_ms, const core::OncePer& once, const std::string& label,
@@ -158,7 +167,8 @@ private:
   Reply write_op(const std::string& mutex, int64_t timeout_ms, Decide decide);
   template <typename Decide>
   std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide);
-  Reply write_decision(const std::string& mutex, const Decision& d);
+  Reply write_decision(const std::string& mutex, const Decision& d, bool new_lease);
+  Listing list_rows(const std::string& mutex, bool holders, int64_t timeout_ms);
   std::optional<Reply> reopen();
   void remember_before_reopen(const std::string& mutex, const core::Lease& lease);
   bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now);
@@ -182,6 +192,7 @@ private:
   std::optional<MutexLease> m_before_reopen; // see remember_before_reopen()
   bool m_done_table_ready = false;           // --once-per: simba_done exists
   bool m_last_run_table_ready = false;       // schedule: simba_last_run exists
+  std::string m_holder;                      // set_holder(), encoded; "" when not set
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -219,11 +230,14 @@ std::optional<Reply> SqliteBackend::write_once(const std::string& mutex, int64_t
     return std::nullopt;
   }
   core::Lease cur = lease_of(row, m_clocks.now());
-  return write_decision(mutex, decide(cur, m_clocks.now().boot));
+  Decision d = decide(cur, m_clocks.now().boot);
+  // A new token with an owner: an acquisition, whose holder is ours.
+  bool new_lease = !d.lease.owner_id.empty() && d.lease.fencing_token != cur.fencing_token;
+  return write_decision(mutex, d, new_lease);
 }
 
 // Writes what an operation decided, if anything, and ends its transaction.
-Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d) {
+Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d, bool new_lease) {
   Reply r;
   r.observed.now = m_clocks.reply_now();
   r.observed.lease = on_wall_clock(d.lease, m_clocks.boot_to_wall());
@@ -234,7 +248,8 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d)
     r.status = Reply::Status::ok;
     return r;
   }
-  int rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall());
+  int rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall(),
+                     new_lease && !m_holder.empty() ? &m_holder : nullptr);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   rc = m_db.run(k_commit, "COMMIT");
   if (rc != SQLITE_OK) {
@@ -267,8 +282,11 @@ std::optional<Reply> SqliteBackend::get_once(const std::string& mutex, int64_t t
   return r;
 }
 
-Listing SqliteBackend::list(int64_t timeout_ms) {
+// All rows (`mutex` empty) or one, read at one instant; with `holders`,
+// each lease's holder too (status).
+Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t timeout_ms) {
   Listing out;
+  out.holders_kept = out.waiters_kept = holders;
   if (!m_db.db() || m_files.replaced()) {
     if (std::optional<Reply> failed = reopen()) {
       out.error = failed->error;
@@ -276,7 +294,12 @@ Listing SqliteBackend::list(int64_t timeout_ms) {
     }
   }
   m_db.set_busy_timeout(timeout_ms);
-  sqlite3_stmt* s = m_db.stmt(k_list, k_sql_list);
+  sqlite3_stmt* one = nullptr; // status --mutex: not kept (one use)
+  if (!mutex.empty()) {
+    sqlite3_prepare_v2(m_db.db(), k_sql_list_one, -1, &one, nullptr);
+    if (one) sqlite3_bind_text(one, 1, mutex.data(), int(mutex.size()), SQLITE_TRANSIENT);
+  }
+  sqlite3_stmt* s = mutex.empty() ? m_db.stmt(k_list, k_sql_list) : one;
   if (!s) {
     out.error = m_db.errmsg();
     return out;
@@ -288,15 +311,26 @@ Listing SqliteBackend::list(int64_t timeout_ms) {
     MutexLease ml;
     ml.mutex = column_text(s, 0);
     ml.lease = on_wall_clock(lease_of(read_row(s, 1), m_clocks.now()), m_clocks.boot_to_wall());
+    if (holders) ml.holder = decode_holder(read_holder(s, 1, ml.lease.fencing_token));
     out.mutexes.push_back(std::move(ml));
   }
   if (rc != SQLITE_DONE) {
     out.error = fail_from_rc(rc).error;
     out.mutexes.clear();
-    sqlite3_reset(s);
-    return out;
   }
-  sqlite3_reset(s);
+  if (one)
+    sqlite3_finalize(one);
+  else
+    sqlite3_reset(s);
+  if (rc != SQLITE_DONE) return out;
+  // A mutex never acquired has no row: free, as get() shows it.
+  if (!mutex.empty() && out.mutexes.empty()) out.mutexes.push_back({mutex, core::Lease{}, {}, {}});
+  if (holders) {
+    auto queues = m_waiters.queues();
+    for (MutexLease& ml : out.mutexes)
+      if (auto q = queues.find(Waiters::queue_key(ml.mutex)); q != queues.end())
+        ml.waiters = std::move(q->second);
+  }
   out.ok = true;
   return out;
 }
@@ -432,7 +466,7 @@ std::optional<Reply> SqliteBackend::reopen() {
 // ended (its owner's CMD may run until then), nor does anyone else whom this
 // process serves. Only for others' leases: our own is lost.
 void SqliteBackend::remember_before_reopen(const std::string& mutex, const core::Lease& lease) {
-  if (!lease.free_at(m_clocks.now().boot)) m_before_reopen = MutexLease{mutex, lease};
+  if (!lease.free_at(m_clocks.now().boot)) m_before_reopen = MutexLease{mutex, lease, {}, {}};
 }
 
 bool SqliteBackend::held_before_reopen(const std::string& mutex, const std::string& contender,

@@ -2,7 +2,10 @@
 --
 -- Layout (DESIGN §5.2): KEYS[1] = <prefix>{<mutex>}, a hash with the fields
 -- owner, acquired_at, ttl_at, transition_at, token, holding ('1': the lease
--- is only kept for --min-hold, core::Lease::holding); KEYS[2] =
+-- is only kept for --min-hold, core::Lease::holding), holder and
+-- holder_token (who took the lease with that token: backend/holder.hpp;
+-- written only by the acquisition, so shown only while the tokens match);
+-- KEYS[2] =
 -- <prefix>{<mutex>}:fence, the fencing counter; KEYS[3] = simba:server, the
 -- database's marker (see "The server run" below). None of them has a TTL:
 -- the scripts compare transition_at, and a key without a TTL is never taken
@@ -175,8 +178,19 @@ end
 -- above the last one, and never below the clock in microseconds, so that
 -- tokens keep increasing when a restart lost the counter (or restored an
 -- older snapshot of it). The caller writes the lease (renew).
+-- The holder of a new lease with token `token` ('' or nil: none given).
+local function set_holder(hash, token, holder)
+  if holder and holder ~= '' then
+    redis.call('HSET', hash, 'holder', holder, 'holder_token', int(token))
+  end
+end
+
+-- `holder` of the new lease is set by the caller (set_holder) once the
+-- lease is written; its entry in <hash>:who (a waiter's holder, see
+-- enqueue.lua) goes here.
 local function take_new_lease(hash, fence, l, me, ttl, transition, now, now_us)
   redis.call('ZREM', hash .. ':waiters', member(me, ttl, transition), me)
+  redis.call('HDEL', hash .. ':who', me)
   local last = fence_value(fence)
   l.token = redis.call('INCRBY', fence, int(math.max(1, now_us - last)))
   l.owner = me
@@ -216,10 +230,12 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       -- and nothing is rolled back in Redis.
       redis.call('SET', fence, int(l.token))
       renew(hash, l, now, tonumber(ttl), tonumber(transition))
+      set_holder(hash, l.token, redis.call('HGET', hash .. ':who', w))
       local msg = table.concat({'grant', int(now), int(l.acquired_at), int(l.ttl_at),
                                 int(l.transition_at), int(l.token)}, ' ')
       if redis.call('PUBLISH', wake, msg) > 0 then
         redis.call('ZREM', queue, first[1])
+        redis.call('HDEL', hash .. ':who', w)
         return true
       end
       -- Nobody listened: the lease written above is the next candidate's
@@ -227,6 +243,7 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       last = l.token
     end
     redis.call('ZREM', queue, first[1])
+    redis.call('HDEL', hash .. ':who', w)
   end
   return false
 end
