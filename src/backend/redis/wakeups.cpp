@@ -74,6 +74,21 @@ void PubSubWakeups::leave_queue() {
   m_client.run(lua::k_dequeue, mutex, args, k_queue_timeout_ms); // best effort
 }
 
+// One script call (lua/place.lua), for a notice only.
+std::optional<QueuePlace> PubSubWakeups::queue_place(const std::string& mutex,
+                                                     const std::string& contender) {
+  std::string error;
+  Exchange x = m_client.call_script(lua::k_place, {m_client.hash_key(mutex)},
+                                    m_client.script_args({contender}),
+                                    m_client.call_deadline(k_queue_timeout_ms));
+  const redisReply* r = m_client.answer(x, error);
+  int64_t position = 0, length = 0;
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !as_int(r->element[0], position) ||
+      !as_int(r->element[1], length))
+    return std::nullopt;
+  return QueuePlace{int(position), int(length)};
+}
+
 bool PubSubWakeups::subscribe() {
   int64_t now = sys::boottime_ms();
   if (now < m_resubscribe_at) return false;

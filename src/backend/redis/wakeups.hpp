@@ -40,6 +40,8 @@ private:
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
   bool drain_wakeups() override;
   std::optional<Grant> take_grant() override;
+  std::optional<QueuePlace> queue_place(const std::string& mutex,
+                                        const std::string& contender) override;
 
   void leave_queue();
   bool subscribe();

@@ -330,6 +330,26 @@ void Waiters::notify(const std::string& mutex) {
 
 namespace simba::backend::sqlite {
 
+// The live waiter files of `mutex` in queue order, ours among them.
+std::optional<QueuePlace> Waiters::queue_place(const std::string& mutex, const std::string&) {
+  int dir = notify_directory(false);
+  if (dir < 0) return std::nullopt;
+  std::vector<std::string> names = names_in_notify(dir, fnv1a_hex(mutex) + ".w.");
+  std::sort(names.begin(), names.end()); // by enqueue time
+  QueuePlace p;
+  for (const std::string& name : names) {
+    int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue;
+    bool live = flock(fd, LOCK_SH | LOCK_NB) != 0; // ours too: a lock per open file
+    close(fd);
+    if (!live) continue;
+    ++p.length;
+    if (name == m_waiter_file) p.position = p.length;
+  }
+  if (p.position == 0) p.position = ++p.length; // not queued yet: it joins last
+  return p;
+}
+
 // A waiter file's name "<hash>.w.<enqueue ns>.<pid>" and content (see
 // join_queue) as a Waiter; false when the file is not a live waiter's.
 static bool read_waiter(int dir, const std::string& name, Waiter& w) {

@@ -69,6 +69,7 @@ private:
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
   bool drain_wakeups() override;
   void upkeep() override;
+  std::optional<QueuePlace> queue_place(const std::string& mutex, const std::string&) override;
 
   mode_t file_mode() const;
   mode_t dir_mode() const;
