@@ -28,6 +28,7 @@ _simba_options() {
   release) echo "--mutex $backend --force --token --lease" ;;
   acquire) echo "--mutex $backend --ttl --transition --contender-id --timeout --no-wait --env-file" ;;
   renew) echo "--lease --ttl $backend" ;;
+  history) echo "--mutex --since $backend --json" ;;
   esac
 }
 
@@ -137,7 +138,7 @@ _simba() {
   --log-format) values=(text json) ;;
   --format) values=(table json openmetrics) ;;
   --ttl | --transition | --kill-after | --timeout | --min-hold | --restart-delay | \
-    --every | --initial-delay | --once-per | --offset)
+    --every | --initial-delay | --once-per | --offset | --since)
     values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h 1d)
     ;;
   --contender-id | --conflict-exit-code | --max-runs | --token) return 0 ;;
@@ -148,7 +149,7 @@ _simba() {
       if [[ $cur == -* ]]; then
         values=(--help --version)
       else
-        values=(run lead schedule status release acquire renew)
+        values=(run lead schedule status release acquire renew history)
       fi
     elif [[ $cur == -* || -z $cur ]]; then
       # shellcheck disable=SC2207 # a list of words without blanks

@@ -42,6 +42,12 @@ Reply Backend::guard_mark(const std::string& mutex, const std::string& contender
 
 Reply Backend::done_record(const std::string&, int64_t) { return no_done_records(); }
 
+History Backend::history(const std::string&, int64_t, int64_t) {
+  History h;
+  h.ok = true;
+  return h;
+}
+
 Listing Backend::inspect(const std::string& mutex, int64_t timeout_ms) {
   if (mutex.empty()) return list(timeout_ms);
   Listing out;

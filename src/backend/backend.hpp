@@ -81,6 +81,29 @@ struct Listing {
   bool waiters_kept = false;       // and lists its queues of waiters
 };
 
+// One event of a mutex's history (Backend::history). Written by the
+// operation that makes it, in its transaction or script; "expired" by the
+// acquisition that finds the lease run out (nobody is there when it does).
+struct HistoryEvent {
+  std::string mutex;
+  int64_t at = 0;               // epoch ms, the backend's clock
+  std::string event;            // acquired, released, forced, expired, handed_over
+  std::string owner_id;         // whose lease
+  std::optional<Holder> holder; // who that was; forced: who forced it
+  uint64_t token = 0;
+  std::optional<int> exit_code;     // released: CMD's, where known
+  std::optional<int64_t> held_ms;   // released, forced, expired
+  std::optional<int64_t> waited_ms; // acquired, handed_over: in the queue
+};
+
+struct History {
+  bool ok = false;
+  bool kept = false; // false: the backend keeps no history
+  std::string error;
+  int64_t now = 0;
+  std::vector<HistoryEvent> events; // oldest first
+};
+
 // Whether a reply shows the mutex held by someone else than `contender`
 // at the backend's time: an owner, and not yet free.
 inline bool held_by_other(const Reply& r, const std::string& contender) {
@@ -189,6 +212,16 @@ public:
   // queue); set once, before the first of them. No I/O. The default: not
   // kept by this backend.
   virtual void set_holder(const Holder&) {}
+
+  // simba history: the events of `mutex` (empty: every mutex) at or after
+  // `since_ms` (epoch ms), oldest first. Read-only. Each backend keeps the
+  // last history_limit() (backend/history.hpp) events per mutex. The
+  // default: none kept.
+  virtual History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms);
+
+  // CMD's exit code, for the history event of the release that follows.
+  // No I/O. The default: not kept.
+  virtual void set_exit_code(int) {}
 
   // The wake-ups and hand-overs of `contender` on `mutex` (wakeups.hpp: their
   // lifecycle), valid while the backend lives; no_wakeups() for a backend

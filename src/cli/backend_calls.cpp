@@ -44,6 +44,7 @@ core::CallResult BackendCalls::call(const core::action::Call& a, int64_t timeout
   case core::Op::release:
     if (m_config.once)
       return to_call_result(m_backend.release_once(mutex, id, a.token, a.exit_code, timeout));
+    m_backend.set_exit_code(a.exit_code); // for the history (no I/O)
     return to_call_result(m_backend.release(mutex, id, a.token, timeout));
   }
   return {};

@@ -147,6 +147,7 @@ int release_command(const ReleaseOptions& o) {
   }
   uint64_t token = parse_token(o.token);
   auto backend = open_backend(o.common, backend::Access::inspect);
+  backend->set_holder(this_holder("release --force", "")); // who forced it, for the history
   backend::Reply before = backend->get(mutex, k_admin_timeout_ms);
   backend::Reply r = backend->force_release(mutex, token, k_admin_timeout_ms);
   if (!r.ok())

@@ -60,12 +60,13 @@ public:
   // next owner its message: a slower hand-over.
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return m_client.run(lua::k_release, mutex, {contender, std::to_string(token)}, timeout_ms,
+    std::string code = m_exit_code ? std::to_string(*m_exit_code) : "";
+    return m_client.run(lua::k_release, mutex, {contender, std::to_string(token), code}, timeout_ms,
                         true);
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return m_client.run(lua::k_force_release, mutex, {std::to_string(token)}, timeout_ms);
+    return m_client.run(lua::k_force_release, mutex, {std::to_string(token), m_holder}, timeout_ms);
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
@@ -108,6 +109,11 @@ public:
 
   Listing list(int64_t timeout_ms) override { return redis::list_mutexes(m_client, timeout_ms); }
 
+  History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override {
+    return redis::read_history(m_client, mutex, since_ms, timeout_ms);
+  }
+  void set_exit_code(int code) override { m_exit_code = code; }
+
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override {
     return redis::inspect_mutexes(m_client, mutex, timeout_ms);
   }
@@ -130,7 +136,8 @@ private:
   std::string m_describe; // the URI without the password
   Client m_client;        // before m_wakeups: leaving the queue at the end needs it
   redis::PubSubWakeups m_wakeups;
-  std::string m_holder; // set_holder(), encoded; "" when not set
+  std::string m_holder;           // set_holder(), encoded; "" when not set
+  std::optional<int> m_exit_code; // set_exit_code(), for the release's history event
 };
 
 } // namespace

@@ -14,4 +14,9 @@ Listing list_mutexes(Client& client, int64_t timeout_ms);
 // waiters (lua/inspect.lua), at the server's time.
 Listing inspect_mutexes(Client& client, const std::string& mutex, int64_t timeout_ms);
 
+// simba history: the events of `mutex` (empty: every mutex) at or after
+// `since_ms` (lua/history.lua).
+History read_history(Client& client, const std::string& mutex, int64_t since_ms,
+                     int64_t timeout_ms);
+
 } // namespace simba::backend::redis

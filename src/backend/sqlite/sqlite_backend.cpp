@@ -5,11 +5,13 @@
 // and list and inspect share the connection's clocks and reopening.
 #include "backend/sqlite/sqlite_backend.hpp"
 
+#include "backend/history.hpp"
 #include "backend/holder.hpp"
 #include "backend/sqlite/clocks.hpp"
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
 #include "backend/sqlite/done_records.hpp"
+#include "backend/sqlite/history_table.hpp"
 #include "backend/sqlite/lease_row.hpp"
 #include "backend/sqlite/lease_rules.hpp"
 #include "backend/sqlite/schema.hpp"
@@ -40,7 +42,8 @@ std::string absolute_path(const std::string& path) {
 class SqliteBackend final : public Backend {
 public:
   SqliteBackend(std::string path, const SqliteOpen& how)
-      : m_files(std::move(path), how), m_waiters(*this, m_files, m_db) {}
+      : m_files(std::move(path), how), m_waiters(*this, m_files, m_db),
+        m_history_limit(history_limit()) {}
 
   // Opens the database at the path: its directory (checked: see trust.hpp;
   // the default location's made when missing), the notification directory
@@ -92,18 +95,22 @@ public:
 
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
+    m_op = Op::release;
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       return decide_release(cur, now, contender, token);
     });
+    m_op = Op::other;
     bool woke = r.changed && m_waiters.wake_first_waiter(mutex);
     m_db.checkpoint_if_due(woke);
     return r;
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    m_op = Op::force;
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       return decide_force_release(cur, now, token);
     });
+    m_op = Op::other;
     // A lease that ended wakes the first waiter, as a release does; a
     // revocation tells its owner and every waiter.
     if (r.changed && r.observed.lease.free_at(r.observed.now)) {
@@ -128,7 +135,11 @@ public:
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override {
     return list_rows(mutex, true, timeout_ms);
   }
+  History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
+  void set_exit_code(int code) override { m_exit_code = code; }
+
   void set_holder(const Holder& h) override {
+    m_holder_info = h;
     m_holder = encode_holder(h);
     m_waiters.set_holder(m_holder);
   }
@@ -169,6 +180,8 @@ private:
   std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide);
   Reply write_decision(const std::string& mutex, const Decision& d, bool new_lease);
   Listing list_rows(const std::string& mutex, bool holders, int64_t timeout_ms);
+  int record_history(const std::string& mutex, const core::Lease& cur, const core::Lease& next,
+                     bool new_lease);
   std::optional<Reply> reopen();
   void remember_before_reopen(const std::string& mutex, const core::Lease& lease);
   bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now);
@@ -193,6 +206,10 @@ private:
   bool m_done_table_ready = false;           // --once-per: simba_done exists
   bool m_last_run_table_ready = false;       // schedule: simba_last_run exists
   std::string m_holder;                      // set_holder(), encoded; "" when not set
+  std::optional<Holder> m_holder_info;       // set_holder()'s
+  int64_t m_history_limit;                   // SIMBA_HISTORY_LIMIT: 0, none written
+  enum class Op { other, release, force } m_op = Op::other; // names the history event
+  std::optional<int> m_exit_code;                           // set_exit_code(), for a release
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -233,7 +250,50 @@ std::optional<Reply> SqliteBackend::write_once(const std::string& mutex, int64_t
   Decision d = decide(cur, m_clocks.now().boot);
   // A new token with an owner: an acquisition, whose holder is ours.
   bool new_lease = !d.lease.owner_id.empty() && d.lease.fencing_token != cur.fencing_token;
+  if (d.write && m_history_limit > 0)
+    if (int rc = record_history(mutex, cur, d.lease, new_lease); rc != SQLITE_OK)
+      return fail_and_roll_back(rc);
   return write_decision(mutex, d, new_lease);
+}
+
+// The history events of a write from `cur` to `next` (history_table.hpp),
+// in its transaction: a new lease is "acquired", after "expired" for a
+// lease that ran out unreleased (its end is only seen now); a lease that
+// ends is "released" or "forced". Renewals are no events.
+int SqliteBackend::record_history(const std::string& mutex, const core::Lease& cur,
+                                  const core::Lease& next, bool new_lease) {
+  const int64_t now = m_clocks.now().boot, to_wall = m_clocks.boot_to_wall();
+  HistoryEvent e;
+  if (new_lease) {
+    if (!cur.owner_id.empty()) {
+      e.event = "expired";
+      e.at = cur.transition_at + to_wall;
+      e.owner_id = cur.owner_id;
+      e.token = cur.fencing_token;
+      e.held_ms = cur.transition_at - cur.acquired_at;
+      if (int rc = append_history(m_db, mutex, e, m_history_limit); rc != SQLITE_OK) return rc;
+    }
+    e = HistoryEvent{};
+    e.event = "acquired";
+    e.owner_id = next.owner_id;
+    e.holder = m_holder_info;
+    e.token = next.fencing_token;
+    std::optional<int64_t> queued = m_waiters.queued_at_ms();
+    e.waited_ms = queued ? std::max<int64_t>(0, now + to_wall - *queued) : 0;
+  } else if (!cur.owner_id.empty() && next.owner_id.empty()) {
+    e.event = m_op == Op::force ? "forced" : "released";
+    e.owner_id = cur.owner_id;
+    e.token = cur.fencing_token;
+    e.held_ms = now - cur.acquired_at;
+    if (m_op == Op::force)
+      e.holder = m_holder_info; // who forced it
+    else
+      e.exit_code = m_exit_code;
+  } else {
+    return SQLITE_OK;
+  }
+  e.at = now + to_wall;
+  return append_history(m_db, mutex, e, m_history_limit);
 }
 
 // Writes what an operation decided, if anything, and ends its transaction.
@@ -391,6 +451,7 @@ Reply SqliteBackend::release_once(const std::string& mutex, const std::string& c
   if (std::optional<Reply> failed = prepare_done_table()) return *failed;
   std::optional<core::DoneRecord> record;
   int done_rc = SQLITE_OK;
+  m_exit_code = exit_code;
   Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
     Decision d = decide_release(cur, now, contender, token);
     if (!d.write) return d;
@@ -434,6 +495,27 @@ Reply SqliteBackend::guard_mark(const std::string& mutex, const std::string& con
   r.last_run_at = last;
   m_db.checkpoint_if_due();
   return r;
+}
+
+History SqliteBackend::history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) {
+  History h;
+  h.kept = true;
+  if (!m_db.db() || m_files.replaced()) {
+    if (std::optional<Reply> failed = reopen()) {
+      h.error = failed->error;
+      return h;
+    }
+  }
+  m_db.set_busy_timeout(timeout_ms);
+  m_clocks.read(m_db.vfs());
+  h.now = m_clocks.reply_now();
+  if (int rc = read_history(m_db, mutex, since_ms, h.events); rc != SQLITE_OK) {
+    h.error = fail_from_rc(rc).error;
+    h.events.clear();
+    return h;
+  }
+  h.ok = true;
+  return h;
 }
 
 Reply SqliteBackend::done_record(const std::string& mutex, int64_t timeout_ms) {

@@ -330,6 +330,12 @@ void Waiters::notify(const std::string& mutex) {
 
 namespace simba::backend::sqlite {
 
+std::optional<int64_t> Waiters::queued_at_ms() const {
+  size_t at = m_waiter_file.find(".w.");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtoll(m_waiter_file.c_str() + at + 3, nullptr, 10) / 1000000;
+}
+
 // The live waiter files of `mutex` in queue order, ours among them.
 std::optional<QueuePlace> Waiters::queue_place(const std::string& mutex, const std::string&) {
   int dir = notify_directory(false);

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +53,8 @@ public:
   // queue_key(mutex). Reads only (a dead waiter's file stays).
   std::unordered_map<std::string, std::vector<Waiter>> queues();
   static std::string queue_key(const std::string& mutex);
+  // When we joined the queue we are in (epoch ms); nullopt when in none.
+  std::optional<int64_t> queued_at_ms() const;
   // Who we are, written into our waiter file when we queue.
   void set_holder(const std::string& encoded) { m_holder = encoded; }
 

@@ -21,7 +21,7 @@ else
   if till then
     return reply(now, false, quarantined(l, now, till))
   end
-  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us)
+  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us, ARGV[4])
   taken = true
 end
 renew(KEYS[1], l, now, ttl, transition)

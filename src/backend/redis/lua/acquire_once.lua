@@ -45,7 +45,7 @@ else
   if till then
     return once_reply(now, false, quarantined(l, now, till), rec)
   end
-  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us)
+  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us, ARGV[9])
   start_record()
   renew(KEYS[1], l, now, ttl, transition)
   set_holder(KEYS[1], l.token, ARGV[9])
