@@ -7,13 +7,14 @@
 #include <sqlite3.h>
 
 namespace simba::backend::sqlite {
-namespace {
 
-constexpr const char* k_sql_create =
+const char* const k_sql_create_history =
     "CREATE TABLE IF NOT EXISTS simba_history(mutex TEXT NOT NULL, seq INTEGER NOT NULL, "
     "at INTEGER NOT NULL, event TEXT NOT NULL, owner TEXT NOT NULL, holder TEXT, "
     "token INTEGER NOT NULL, exit_code INTEGER, held_ms INTEGER, waited_ms INTEGER, "
     "PRIMARY KEY(mutex, seq)) WITHOUT ROWID";
+
+namespace {
 
 // seq: one more than the mutex's last (a seek to the end of its range).
 constexpr const char* k_sql_insert =
@@ -50,15 +51,21 @@ bool no_table(Connection& db) { return db.errmsg().find("no such table") != std:
 // The cached statement, the table made first when it is missing.
 sqlite3_stmt* statement(Connection& db, StmtId id, const char* sql) {
   if (sqlite3_stmt* s = db.stmt(id, sql)) return s;
-  if (!no_table(db) || sqlite3_exec(db.db(), k_sql_create, nullptr, nullptr, nullptr) != SQLITE_OK)
+  if (!no_table(db) ||
+      sqlite3_exec(db.db(), k_sql_create_history, nullptr, nullptr, nullptr) != SQLITE_OK)
     return nullptr;
   return db.stmt(id, sql);
 }
 
-int step_once(sqlite3_stmt* s) {
+// A failed step drops the statement: the table it was prepared on may
+// have gone with a rolled-back transaction (one that made it).
+int step_once(Connection& db, StmtId id, sqlite3_stmt* s) {
   int rc = sqlite3_step(s);
   sqlite3_reset(s);
-  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+  if (rc == SQLITE_DONE) return SQLITE_OK;
+  sqlite3_finalize(s);
+  db.keep(id, nullptr);
+  return rc;
 }
 
 } // namespace
@@ -79,10 +86,10 @@ int append_history(Connection& db, const std::string& mutex, const HistoryEvent&
   bind_optional(s, 7, e.exit_code);
   bind_optional(s, 8, e.held_ms);
   bind_optional(s, 9, e.waited_ms);
-  if (int rc = step_once(s); rc != SQLITE_OK) return rc;
+  if (int rc = step_once(db, k_history_insert, s); rc != SQLITE_OK) return rc;
   bind_text(t, 1, mutex);
   sqlite3_bind_int64(t, 2, limit);
-  return step_once(t);
+  return step_once(db, k_history_trim, t);
 }
 
 int read_history(Connection& db, const std::string& mutex, int64_t since_ms,

@@ -3,7 +3,8 @@
 // simba_history, one row per event, keyed by (mutex, seq) (WITHOUT ROWID:
 // one B-tree), written inside the transaction of the operation that makes
 // the event and trimmed there to the last `limit` events of the mutex.
-// Made on the first event: a database of an older simba gets it then.
+// Made with a new database and when an older one is migrated
+// (schema.cpp), else on the first event.
 #include "backend/backend.hpp"
 
 #include <cstdint>
@@ -13,6 +14,9 @@
 namespace simba::backend::sqlite {
 
 class Connection;
+
+// CREATE TABLE IF NOT EXISTS simba_history.
+extern const char* const k_sql_create_history;
 
 // Appends `e` (e.mutex ignored: `mutex`) and drops the mutex's events
 // older than the last `limit`; an SQLite code.

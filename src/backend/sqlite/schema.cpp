@@ -3,6 +3,7 @@
 
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
+#include "backend/sqlite/history_table.hpp"
 #include "core/error.hpp"
 #include "sys/clock.hpp"
 
@@ -59,6 +60,7 @@ void migrate_schema(Connection& db, const std::string& path) {
       }
     }
   }
+  exec_or_throw(db, path, k_sql_create_history);
   exec_or_throw(db, path, "COMMIT");
 }
 
@@ -154,7 +156,10 @@ void ensure_schema(Connection& db, const DatabaseFiles& files) {
     // A new database. journal_mode is stored in the file, so it is set only
     // here: the pragma costs a noticeable part of a run when repeated.
     set_wal_mode(db, path);
-    exec_or_throw(db, path, (std::string("BEGIN IMMEDIATE; ") + k_sql_schema + "; COMMIT").c_str());
+    exec_or_throw(
+        db, path,
+        (std::string("BEGIN IMMEDIATE; ") + k_sql_schema + "; " + k_sql_create_history + "; COMMIT")
+            .c_str());
   }
 }
 

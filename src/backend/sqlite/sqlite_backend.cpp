@@ -178,7 +178,8 @@ private:
   Reply write_op(const std::string& mutex, int64_t timeout_ms, Decide decide);
   template <typename Decide>
   std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide);
-  Reply write_decision(const std::string& mutex, const Decision& d, bool new_lease);
+  Reply write_decision(const std::string& mutex, const Decision& d, bool new_lease,
+                       const core::Lease& cur);
   Listing list_rows(const std::string& mutex, bool holders, int64_t timeout_ms);
   int record_history(const std::string& mutex, const core::Lease& cur, const core::Lease& next,
                      bool new_lease);
@@ -250,10 +251,7 @@ std::optional<Reply> SqliteBackend::write_once(const std::string& mutex, int64_t
   Decision d = decide(cur, m_clocks.now().boot);
   // A new token with an owner: an acquisition, whose holder is ours.
   bool new_lease = !d.lease.owner_id.empty() && d.lease.fencing_token != cur.fencing_token;
-  if (d.write && m_history_limit > 0)
-    if (int rc = record_history(mutex, cur, d.lease, new_lease); rc != SQLITE_OK)
-      return fail_and_roll_back(rc);
-  return write_decision(mutex, d, new_lease);
+  return write_decision(mutex, d, new_lease, cur);
 }
 
 // The history events of a write from `cur` to `next` (history_table.hpp),
@@ -297,7 +295,8 @@ int SqliteBackend::record_history(const std::string& mutex, const core::Lease& c
 }
 
 // Writes what an operation decided, if anything, and ends its transaction.
-Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d, bool new_lease) {
+Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d, bool new_lease,
+                                    const core::Lease& cur) {
   Reply r;
   r.observed.now = m_clocks.reply_now();
   r.observed.lease = on_wall_clock(d.lease, m_clocks.boot_to_wall());
@@ -310,6 +309,8 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
   }
   int rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall(),
                      new_lease && !m_holder.empty() ? &m_holder : nullptr);
+  // The lease first: its errors are the ones to report.
+  if (rc == SQLITE_OK && m_history_limit > 0) rc = record_history(mutex, cur, d.lease, new_lease);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   rc = m_db.run(k_commit, "COMMIT");
   if (rc != SQLITE_OK) {
