@@ -6,7 +6,7 @@
 # (URI schemes, then files for sqlite:), --kill-signal, --restart,
 # --strategy, --log-format, durations, --env-file (files) and --lease
 # ($SIMBA_LEASE), mutex names for --mutex (from
-# `simba status --json`, on the backend already typed with --backend, else
+# `simba status --all --json`, on the backend already typed with --backend, else
 # SIMBA_BACKEND, else the default database), and CMD after `--`.
 
 _simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
@@ -24,10 +24,11 @@ _simba_options() {
     --retry-failed --lease" ;;
   lead) echo "$supervise --restart --restart-delay" ;;
   schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align" ;;
-  status) echo "--mutex $backend --json" ;;
+  status) echo "--mutex --all $backend --json --format" ;;
   release) echo "--mutex $backend --force --token --lease" ;;
   acquire) echo "--mutex $backend --ttl --transition --contender-id --timeout --no-wait --env-file" ;;
   renew) echo "--lease --ttl $backend" ;;
+  history) echo "--mutex --since $backend --json" ;;
   esac
 }
 
@@ -54,7 +55,7 @@ _simba_mutexes() {
   local backend=${1:-${SIMBA_BACKEND-}} db json
   db=$(_simba_sqlite_file "$backend")
   [[ -n $db && ! -e $db ]] && return 0
-  local -a cmd=(simba status --json)
+  local -a cmd=(simba status --all --json)
   [[ -n $backend ]] && cmd+=(--backend "$backend")
   command -v timeout >/dev/null 2>&1 && cmd=(timeout 2 "${cmd[@]}")
   json=$("${cmd[@]}" 2>/dev/null </dev/null) || return 0
@@ -135,8 +136,9 @@ _simba() {
   --restart) values=(never on-failure always) ;;
   --strategy) values=(fixed-rate fixed-delay) ;;
   --log-format) values=(text json) ;;
+  --format) values=(table json openmetrics) ;;
   --ttl | --transition | --kill-after | --timeout | --min-hold | --restart-delay | \
-    --every | --initial-delay | --once-per | --offset)
+    --every | --initial-delay | --once-per | --offset | --since)
     values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h 1d)
     ;;
   --contender-id | --conflict-exit-code | --max-runs | --token) return 0 ;;
@@ -147,7 +149,7 @@ _simba() {
       if [[ $cur == -* ]]; then
         values=(--help --version)
       else
-        values=(run lead schedule status release acquire renew)
+        values=(run lead schedule status release acquire renew history)
       fi
     elif [[ $cur == -* || -z $cur ]]; then
       # shellcheck disable=SC2207 # a list of words without blanks

@@ -3,11 +3,11 @@
 #
 # Subcommands, each subcommand's options, the values of --backend (URI
 # schemes, files for sqlite:), --kill-signal, --restart, --strategy,
-# --log-format and durations, mutex names for --mutex (from `simba status
+# --log-format and durations, mutex names for --mutex (from `simba status --all
 # --json`, on the backend already typed with --backend, else SIMBA_BACKEND,
 # else the default database), and CMD after `--`.
 
-set -l simba_commands run lead schedule status release acquire renew
+set -l simba_commands run lead schedule status release acquire renew history
 
 # The backend typed on the command line so far, else SIMBA_BACKEND.
 function __simba_backend
@@ -54,7 +54,7 @@ function __simba_mutexes
     if test -n "$db"; and not test -e "$db"
         return 0
     end
-    set -l cmd simba status --json
+    set -l cmd simba status --all --json
     test -n "$backend"; and set cmd $cmd --backend $backend
     command -sq timeout; and set cmd timeout 2 $cmd
     # {"mutexes":[{...,"mutex":"NAME",...}]}: names are [A-Za-z0-9._:/@-] only
@@ -89,7 +89,7 @@ function __simba_in
     set -l tokens (commandline -opc)
     contains -- -- $tokens; and return 1
     for t in $tokens[2..-1]
-        contains -- $t run lead schedule status release acquire renew; or continue
+        contains -- $t run lead schedule status release acquire renew history; or continue
         contains -- $t $argv
         return
     end
@@ -119,11 +119,12 @@ complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a status
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a release -d 'Break a lock (admin), or end a lease of simba acquire'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a acquire -d 'Take a lease that outlives simba (CI job steps)'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a renew -d 'Extend a lease of simba acquire'
+complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a history -d 'Show what happened to the mutexes'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -l version -d 'Show the version and the backends compiled in'
 complete -c simba -s h -l help -d 'Show help'
 
 # Every subcommand.
-complete -c simba -n "__simba_in run lead schedule status release acquire" -l mutex -x -a '(__simba_mutexes)' -d 'Name of the mutex'
+complete -c simba -n "__simba_in run lead schedule status release acquire history" -l mutex -x -a '(__simba_mutexes)' -d 'Name of the mutex'
 complete -c simba -n "__simba_in $simba_commands" -l backend -x -a '(__simba_backends)' -d 'Backend URI'
 complete -c simba -n "__simba_in $simba_commands" -s q -l quiet -d 'Print nothing but errors'
 complete -c simba -n "__simba_in $simba_commands" -s v -l verbose -d 'Log every transition on stderr'
@@ -154,7 +155,10 @@ complete -c simba -n '__simba_in schedule' -l initial-delay -x -a "$durations" -
 complete -c simba -n '__simba_in schedule' -l max-runs -x -d 'Release and exit after N runs'
 complete -c simba -n '__simba_in schedule' -l align -d 'Ticks on multiples of --every (backend clock)'
 
-complete -c simba -n '__simba_in status' -l json -d 'JSON for programs'
+complete -c simba -n '__simba_in status history' -l json -d 'JSON for programs'
+complete -c simba -n '__simba_in history' -l since -x -a "$durations" -d 'Only the events of the last D'
+complete -c simba -n '__simba_in status' -l all -d 'Free mutexes too'
+complete -c simba -n '__simba_in status' -l format -x -a 'table json openmetrics' -d 'Output format'
 complete -c simba -n '__simba_in release' -l force -d "Required: the owner's command is then stopped"
 complete -c simba -n '__simba_in release' -l token -x -d 'Revoke only the lease with this fencing token'
 complete -c simba -n '__simba_in run release renew' -l lease -x -a '(set -q SIMBA_LEASE; and echo $SIMBA_LEASE)' -d 'Handle of a lease of simba acquire ($SIMBA_LEASE)'

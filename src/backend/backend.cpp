@@ -42,6 +42,23 @@ Reply Backend::guard_mark(const std::string& mutex, const std::string& contender
 
 Reply Backend::done_record(const std::string&, int64_t) { return no_done_records(); }
 
+History Backend::history(const std::string&, int64_t, int64_t) {
+  History h;
+  h.ok = true;
+  return h;
+}
+
+Listing Backend::inspect(const std::string& mutex, int64_t timeout_ms) {
+  if (mutex.empty()) return list(timeout_ms);
+  Listing out;
+  Reply r = get(mutex, timeout_ms);
+  out.ok = r.ok();
+  out.error = r.error;
+  out.now = r.observed.now;
+  if (r.ok()) out.mutexes.push_back({mutex, r.observed.lease, std::nullopt, {}});
+  return out;
+}
+
 std::unique_ptr<Backend> open_backend(const std::string& uri, Access access) {
   BackendUri parsed = parse_backend_uri(uri);
   return std::visit([access](auto& u) { return open_uri(std::move(u), access); }, parsed);

@@ -45,9 +45,31 @@ struct Reply {
   }
 };
 
+// Who took a lease (status): stored with it by the acquisition itself, in
+// the same transaction or script (holder.hpp: its encoding). The label is
+// the owner id's (core::label_of).
+struct Holder {
+  std::string via;     // the subcommand that took it: run, lead, schedule, acquire
+  long pid = 0;        // of the simba process that took it
+  std::string host;    // gethostname() of that process
+  std::string command; // CMD's argv[0] only (arguments can hold secrets); "" for acquire
+};
+
+// A contender in a mutex's queue of waiters (status).
+struct Waiter {
+  std::string owner_id;
+  int64_t since = 0;            // when it joined the queue: epoch ms
+  std::optional<Holder> holder; // who it is, when it said so
+};
+
 struct MutexLease {
   std::string mutex;
   core::Lease lease;
+  // The holder of this very lease (its fencing token); nullopt when none is
+  // known: a free mutex, a lease taken by an older simba, a backend that
+  // keeps none (Listing::holders_kept).
+  std::optional<Holder> holder;
+  std::vector<Waiter> waiters; // in queue order (Listing::waiters_kept)
 };
 
 struct Listing {
@@ -55,6 +77,31 @@ struct Listing {
   std::string error;
   int64_t now = 0;
   std::vector<MutexLease> mutexes; // sorted by name
+  bool holders_kept = false;       // the backend stores holders (inspect())
+  bool waiters_kept = false;       // and lists its queues of waiters
+};
+
+// One event of a mutex's history (Backend::history). Written by the
+// operation that makes it, in its transaction or script; "expired" by the
+// acquisition that finds the lease run out (nobody is there when it does).
+struct HistoryEvent {
+  std::string mutex;
+  int64_t at = 0;               // epoch ms, the backend's clock
+  std::string event;            // acquired, released, forced, expired, handed_over
+  std::string owner_id;         // whose lease
+  std::optional<Holder> holder; // who that was; forced: who forced it
+  uint64_t token = 0;
+  std::optional<int> exit_code;     // released: CMD's, where known
+  std::optional<int64_t> held_ms;   // released, forced, expired
+  std::optional<int64_t> waited_ms; // acquired, handed_over: in the queue
+};
+
+struct History {
+  bool ok = false;
+  bool kept = false; // false: the backend keeps no history
+  std::string error;
+  int64_t now = 0;
+  std::vector<HistoryEvent> events; // oldest first
 };
 
 // Whether a reply shows the mutex held by someone else than `contender`
@@ -154,6 +201,27 @@ public:
   virtual Reply done_record(const std::string& mutex, int64_t timeout_ms);
 
   virtual Listing list(int64_t timeout_ms) = 0;
+
+  // status: the mutexes with their holders (MutexLease::holder), all of
+  // them (`mutex` empty) or one. Read-only. The default (a backend that
+  // keeps no holders): list() or get(), holders_kept false.
+  virtual Listing inspect(const std::string& mutex, int64_t timeout_ms);
+
+  // Who this process is, written with every lease its acquisitions take
+  // from now on (acquire, acquire_once, and a hand-over to its place in a
+  // queue); set once, before the first of them. No I/O. The default: not
+  // kept by this backend.
+  virtual void set_holder(const Holder&) {}
+
+  // simba history: the events of `mutex` (empty: every mutex) at or after
+  // `since_ms` (epoch ms), oldest first. Read-only. Each backend keeps the
+  // last history_limit() (backend/history.hpp) events per mutex. The
+  // default: none kept.
+  virtual History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms);
+
+  // CMD's exit code, for the history event of the release that follows.
+  // No I/O. The default: not kept.
+  virtual void set_exit_code(int) {}
 
   // The wake-ups and hand-overs of `contender` on `mutex` (wakeups.hpp: their
   // lifecycle), valid while the backend lives; no_wakeups() for a backend

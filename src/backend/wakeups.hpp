@@ -53,6 +53,12 @@ struct Wake {
   explicit operator bool() const { return kind != Kind::none; }
 };
 
+// A waiter's place in its queue (Wakeups::place()).
+struct QueuePlace {
+  int position = 0;
+  int length = 0;
+};
+
 class Wakeups {
 public:
   virtual ~Wakeups() = default;
@@ -63,6 +69,11 @@ public:
   virtual Wake wake() = 0;
   // True when unknown.
   virtual bool look_after_queueing() const { return true; }
+  // A waiter's place in the mutex's queue, for its notices: `position` (1:
+  // next) of `length`; one not yet queued counts itself last. One read of
+  // the queue, asked for only by a notice (never on the way from a release
+  // to CMD); nullopt when the backend cannot tell.
+  virtual std::optional<QueuePlace> place() { return std::nullopt; }
   // A warning the user should see once (e.g. SQLite: this waiter cannot use
   // the release notification, its hand-overs will be slow); empty when
   // there is none. The driver asks after every wait() and own().
@@ -83,6 +94,7 @@ public:
   int own() final;
   void settle() final;
   Wake wake() final;
+  std::optional<QueuePlace> place() final { return queue_place(m_mutex, m_contender); }
 
   // For Backend::wakeups(): the contender and mutex the calls are about.
   void target(const std::string& mutex, const std::string& contender);
@@ -100,6 +112,10 @@ protected:
   virtual std::optional<Grant> take_grant() { return std::nullopt; }
   // settle()'s upkeep (see 4. above).
   virtual void upkeep() {}
+  // place() of `contender` in the queue of `mutex`.
+  virtual std::optional<QueuePlace> queue_place(const std::string&, const std::string&) {
+    return std::nullopt;
+  }
 
 private:
   enum class Role {

@@ -1,5 +1,6 @@
 #include "cli/app.hpp"
 
+#include "cli/history.hpp"
 #include "cli/lease.hpp"
 #include "cli/run.hpp"
 #include "cli/status.hpp"
@@ -33,6 +34,7 @@ const char* subcommand_description(const std::string& name) {
   if (name == "release") return k_release_description;
   if (name == "acquire") return k_acquire_description;
   if (name == "renew") return k_renew_description;
+  if (name == "history") return k_history_description;
   return "";
 }
 
@@ -123,6 +125,7 @@ struct Subcommands {
   ReleaseOptions release;
   AcquireOptions acquire;
   RenewOptions renew;
+  HistoryOptions history;
   CLI::App* run_cmd = nullptr;
   CLI::App* lead_cmd = nullptr;
   CLI::App* schedule_cmd = nullptr;
@@ -130,6 +133,7 @@ struct Subcommands {
   CLI::App* release_cmd = nullptr;
   CLI::App* acquire_cmd = nullptr;
   CLI::App* renew_cmd = nullptr;
+  CLI::App* history_cmd = nullptr;
 
   // Only the subcommand named on the command line gets its options: building
   // all of them costs a fifth of a millisecond on every start. The others
@@ -148,6 +152,7 @@ struct Subcommands {
     release_cmd = build("release", add_release_command, release);
     acquire_cmd = build("acquire", add_acquire_command, acquire);
     renew_cmd = build("renew", add_renew_command, renew);
+    history_cmd = build("history", add_history_command, history);
   }
 
   // The parsed subcommand's exit code.
@@ -169,6 +174,7 @@ struct Subcommands {
     }
     if (acquire_cmd->parsed()) return end(acquire_command(acquire));
     if (renew_cmd->parsed()) return renew_command(renew);
+    if (history_cmd->parsed()) return history_command(history);
     throw InternalError("no subcommand");
   }
 };
@@ -188,7 +194,8 @@ int main(int argc, char** argv) {
   try {
     if (!line.wanted.empty() && !is_subcommand(line.wanted)) {
       throw UsageError("unknown command '" + line.wanted +
-                       "' (commands: run, lead, schedule, status, release, acquire, renew)");
+                       "' (commands: run, lead, schedule, status, release, acquire, renew, "
+                       "history)");
     }
     try {
       app.parse(line.parse_argc, argv);

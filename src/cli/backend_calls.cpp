@@ -1,6 +1,8 @@
 // The core's calls as backend operations (backend_calls.hpp).
 #include "cli/backend_calls.hpp"
 
+#include "cli/options.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -42,6 +44,7 @@ core::CallResult BackendCalls::call(const core::action::Call& a, int64_t timeout
   case core::Op::release:
     if (m_config.once)
       return to_call_result(m_backend.release_once(mutex, id, a.token, a.exit_code, timeout));
+    m_backend.set_exit_code(a.exit_code); // for the history (no I/O)
     return to_call_result(m_backend.release(mutex, id, a.token, timeout));
   }
   return {};
@@ -49,14 +52,9 @@ core::CallResult BackendCalls::call(const core::action::Call& a, int64_t timeout
 
 // --once-per: the done record names the host as well as the label.
 core::CallResult BackendCalls::acquire_once(const core::action::Call& a, int64_t timeout) {
-  if (m_host.empty()) {
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    m_host = host;
-  }
   return to_call_result(m_backend.acquire_once(m_config.mutex, m_config.contender_id, a.ttl_ms,
                                                a.transition_ms, *m_config.once, m_config.label,
-                                               m_host, timeout));
+                                               this_host(), timeout));
 }
 
 void BackendCalls::disown(const core::action::Disown& a) {

@@ -32,7 +32,6 @@ private:
   backend::Backend& m_backend;
   const core::ContenderConfig& m_config;
   uint64_t m_count = 0; // backend calls (lease operations)
-  std::string m_host;   // --once-per: gethostname(), on the first acquire
 };
 
 } // namespace simba::cli

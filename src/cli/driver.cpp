@@ -135,8 +135,21 @@ private:
     m_leased = a;
     return {};
   }
+  // A waiter's notice says its place in the queue: one read of the queue
+  // when the wait begins and at each repeat (every 5m), none on the way
+  // from a release to CMD.
   core::Actions perform(const core::action::Notice& a) {
-    m_log.notice(int(a.level), a.notice);
+    using E = core::WaitNotice::Event;
+    if (a.notice.event != E::waiting && a.notice.event != E::still_waiting) {
+      m_log.notice(int(a.level), a.notice);
+      return {};
+    }
+    core::WaitNotice n = a.notice;
+    if (std::optional<backend::QueuePlace> p = wakeups().place()) {
+      n.queue_position = p->position;
+      n.queue_length = p->length;
+    }
+    m_log.notice(int(a.level), n);
     return {};
   }
 

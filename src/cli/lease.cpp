@@ -121,6 +121,7 @@ Outcome acquire_command(const AcquireOptions& o) {
   }
   Log log{o.common.quiet, o.common.verbose, false, false};
   auto backend = open_backend(o.common);
+  backend->set_holder(this_holder("acquire", ""));
   Command none; // acquire starts no CMD
   process::Watchdog watchdog;
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));

@@ -102,6 +102,17 @@ const char* event_name(core::WaitNotice::Event e) {
   return "?";
 }
 
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st, ...
+std::string ordinal(int n) {
+  int tens = n % 100, ones = n % 10;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : ones == 1                ? "st"
+                       : ones == 2                ? "nd"
+                       : ones == 3                ? "rd"
+                                                  : "th";
+  return std::to_string(n) + suffix;
+}
+
 // "held by 4711@build-3 since 2026-12-01T08:15:02Z", "its lease was revoked
 // ...", or "" when no holder is known. The holder's label (its
 // --contender-id, by default <pid>@<host>) is all a backend tells of it.
@@ -153,10 +164,19 @@ void Log::notice(int level, const core::WaitNotice& n) const {
     return b.empty() ? a : a + sep + b;
   };
   std::string m;
+  // The place, when others wait too ("1st of 1" tells nothing).
+  std::string place;
+  if (n.queue_length > 0) {
+    f["queue_position"] = n.queue_position;
+    f["queue_length"] = n.queue_length;
+    if (n.queue_length > 1)
+      place =
+          ", " + ordinal(n.queue_position) + " of " + std::to_string(n.queue_length) + " in line";
+  }
   switch (n.event) {
-  case E::waiting: m = with("waiting for " + n.mutex, holder); break;
+  case E::waiting: m = with("waiting for " + n.mutex + place, holder); break;
   case E::still_waiting:
-    m = with("still waiting for " + n.mutex + " after " + waited,
+    m = with("still waiting for " + n.mutex + " after " + waited + place,
              trouble.empty() ? holder
                              : trouble + " (failing for " + for_people(n.failing_ms) + ")");
     break;

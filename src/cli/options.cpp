@@ -24,6 +24,24 @@ uint64_t kernel_random() {
 
 } // namespace
 
+const std::string& this_host() {
+  static const std::string host = [] {
+    char buf[256] = "";
+    gethostname(buf, sizeof buf - 1);
+    return std::string(buf);
+  }();
+  return host;
+}
+
+long this_pid() {
+  static const long pid = long(getpid());
+  return pid;
+}
+
+backend::Holder this_holder(const char* via, const std::string& command) {
+  return backend::Holder{via, this_pid(), this_host(), command};
+}
+
 void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help) {
   cmd.add_option("--backend", o.backend,
                  "Backend URI: sqlite:///path.db, sqlite:rel.db, redis://[[user]:password@]"
@@ -58,9 +76,7 @@ core::ContenderConfig contender_config(const CommonOptions& o) {
   c.transition_ms = core::parse_duration(o.transition, "--transition");
   if (c.ttl_ms <= 0) throw UsageError("--ttl must be longer than 0");
   if (o.contender_id.empty()) {
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    c.label = core::default_contender_label(getpid(), host);
+    c.label = core::default_contender_label(this_pid(), this_host());
   } else {
     core::validate_contender_label(o.contender_id);
     c.label = o.contender_id;

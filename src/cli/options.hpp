@@ -37,6 +37,14 @@ void apply_wait_options(core::ContenderConfig& config, bool no_wait, const std::
 std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o,
                                                backend::Access access = backend::Access::use);
 
+// This process's host name and pid, each read once (gethostname, getpid).
+const std::string& this_host();
+long this_pid();
+
+// Who this process is, for the leases it takes (Backend::set_holder): `via`
+// the subcommand, `command` CMD's argv[0] only ("" for acquire).
+backend::Holder this_holder(const char* via, const std::string& command);
+
 // A uniform integer source for the jitter, seeded from the kernel.
 core::ContendPeriod::Uniform random_uniform();
 

@@ -52,6 +52,18 @@ core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* co
 
 namespace {
 
+const char* mode_name(core::ContenderConfig::Mode m) {
+  using Mode = core::ContenderConfig::Mode;
+  switch (m) {
+  case Mode::lead: return "lead";
+  case Mode::schedule: return "schedule";
+  case Mode::acquire: return "acquire";
+  case Mode::step: return "run --lease";
+  case Mode::run: break;
+  }
+  return "run";
+}
+
 // Validates CMD, opens the backend, refuses re-entry, and drives the core.
 // `handle`: run --lease, the lease's backend must be the one opened.
 Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
@@ -71,6 +83,7 @@ Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o
   command.argv = cmd;
   auto backend = open_backend(o.common);
   if (handle) check_lease_backend(*handle, *backend);
+  backend->set_holder(this_holder(mode_name(config.mode), cmd[0]));
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));

@@ -1,13 +1,13 @@
 #include "cli/status.hpp"
 
 #include "cli/lease.hpp"
+#include "cli/status_view.hpp"
 
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
 
-#include <nlohmann/json.hpp>
-
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -17,31 +17,6 @@ namespace {
 
 constexpr int64_t k_admin_timeout_ms = 5000;
 
-nlohmann::json to_json(const backend::MutexLease& m, int64_t now) {
-  const core::Lease& l = m.lease;
-  core::Window w = core::window_at(l, now);
-  nlohmann::json j;
-  j["mutex"] = m.mutex;
-  j["state"] = core::window_name(w);
-  bool owned = !l.owner_id.empty() && w != core::Window::idle;
-  j["owner"] = owned ? nlohmann::json(l.owner_id) : nlohmann::json(nullptr);
-  // the --contender-id the owner was given (the owner id without its instance)
-  j["label"] =
-      owned ? nlohmann::json(std::string(core::label_of(l.owner_id))) : nlohmann::json(nullptr);
-  j["fencing_token"] = l.fencing_token;
-  bool acquired = w != core::Window::idle && w != core::Window::quarantine;
-  j["acquired_at"] = acquired ? nlohmann::json(l.acquired_at) : nlohmann::json(nullptr);
-  j["ttl_at"] = w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.ttl_at);
-  j["transition_at"] =
-      w == core::Window::idle ? nlohmann::json(nullptr) : nlohmann::json(l.transition_at);
-  j["ttl_remaining_ms"] = w == core::Window::ttl ? l.ttl_at - now : 0;
-  j["transition_remaining_ms"] = w == core::Window::idle ? 0 : l.transition_at - now;
-  // false: no simba process guards it (simba acquire's lease between
-  // steps, or --min-hold after CMD): nothing runs under it.
-  j["guarded"] = owned ? nlohmann::json(!l.holding) : nlohmann::json(nullptr);
-  return j;
-}
-
 // --token: a fencing token as status shows it; 0 when not given.
 uint64_t parse_token(const std::string& text) {
   if (text.empty()) return 0;
@@ -50,43 +25,6 @@ uint64_t parse_token(const std::string& text) {
   if (token == 0)
     throw UsageError("--token must be a fencing token (a positive number), not '" + text + "'");
   return token;
-}
-
-std::string pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
-
-void print_table(const std::vector<backend::MutexLease>& mutexes, int64_t now) {
-  std::vector<std::vector<std::string>> rows = {
-      {"MUTEX", "STATE", "OWNER", "TOKEN", "ACQUIRED", "TTL LEFT", "VALID FOR", "GUARDED"}};
-  for (const auto& m : mutexes) {
-    const core::Lease& l = m.lease;
-    core::Window w = core::window_at(l, now);
-    bool held = w != core::Window::idle;
-    // Escaped: a row written by someone else must not drive the terminal.
-    rows.push_back({core::escape_control(m.mutex), core::window_name(w),
-                    held && !l.owner_id.empty() ? core::escape_control(l.owner_id) : "-",
-                    l.fencing_token ? std::to_string(l.fencing_token) : "-",
-                    held && w != core::Window::quarantine
-                        ? core::format_duration(now - l.acquired_at) + " ago"
-                        : "-",
-                    w == core::Window::ttl ? core::format_duration(l.ttl_at - now) : "-",
-                    held ? core::format_duration(l.transition_at - now) : "-",
-                    !held || l.owner_id.empty() ? "-"
-                    : l.holding                 ? "no"
-                                                : "yes"});
-  }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows)
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  for (const auto& r : rows) {
-    std::string line;
-    for (size_t i = 0; i < r.size(); ++i) {
-      line += i + 1 < r.size() ? pad(r[i], width[i] + 2) : r[i];
-    }
-    std::cout << line << '\n';
-  }
 }
 
 // --once-per: the mutex's done record, for people.
@@ -99,67 +37,72 @@ std::string describe_done(const core::DoneRecord& d) {
          core::escape_control(d.label) + ", " + outcome;
 }
 
-nlohmann::json done_json(const core::DoneRecord& d) {
-  nlohmann::json j;
-  j["window_start"] = d.window_start;
-  j["label"] = d.label;
-  j["host"] = d.host;
-  j["fencing_token"] = d.token;
-  j["started_at"] = d.started_at;
-  j["finished_at"] = d.finished ? nlohmann::json(d.finished_at) : nlohmann::json(nullptr);
-  j["exit_code"] = d.finished ? nlohmann::json(d.exit_code) : nlohmann::json(nullptr);
-  return j;
-}
-
 } // namespace
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
   CLI::App* cmd = app.add_subcommand("status", k_status_description);
-  cmd->footer("Usage: simba status [--mutex NAME] [--json | -q] [--backend URI]");
+  cmd->footer("Usage: simba status [--mutex NAME | --all] [--json | --format F | -q] "
+              "[--backend URI]");
   // Never from SIMBA_MUTEX: inside a job that variable names the job's own
   // lock, and status would quietly show only that one.
-  cmd->add_option("--mutex", o.common.mutex, "Only this mutex");
+  cmd->add_option("--mutex", o.common.mutex, "Only this mutex (shown held or free)");
+  cmd->add_flag("--all", o.all, "Free mutexes too (by default only those not free)");
   add_backend_options(
       *cmd, o.common,
       "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");
-  cmd->add_flag("--json", o.json, "JSON for programs");
+  cmd->add_flag("--json", o.json, "JSON for programs (the same as --format json)");
+  cmd->add_option("--format", o.format, "table (default), json or openmetrics (for scrapers)");
   return cmd;
 }
 
+namespace {
+
+enum class Format { table, json, openmetrics };
+
+Format parse_format(const StatusOptions& o) {
+  if (o.json && !o.format.empty() && o.format != "json")
+    throw UsageError("--json and --format " + o.format + " contradict each other");
+  if (o.json || o.format == "json") return Format::json;
+  if (o.format.empty() || o.format == "table") return Format::table;
+  if (o.format == "openmetrics") return Format::openmetrics;
+  throw UsageError("--format must be table, json or openmetrics, not '" + o.format + "'");
+}
+
+// status lists what is not free (or has waiters), unless --all or --mutex.
+void keep_shown(backend::Listing& l, const StatusOptions& o) {
+  if (o.all || !o.common.mutex.empty()) return;
+  auto idle = [&](const backend::MutexLease& m) {
+    return m.lease.free_at(l.now) && m.waiters.empty();
+  };
+  l.mutexes.erase(std::remove_if(l.mutexes.begin(), l.mutexes.end(), idle), l.mutexes.end());
+}
+
+} // namespace
+
 int status_command(const StatusOptions& o) {
   if (!o.common.mutex.empty()) core::validate_mutex_name(o.common.mutex);
+  if (o.all && !o.common.mutex.empty()) throw UsageError("--all and --mutex contradict each other");
+  Format format = parse_format(o);
   auto backend = open_backend(o.common, backend::Access::inspect);
-  std::vector<backend::MutexLease> mutexes;
-  int64_t now = 0;
+  backend::Listing listing = backend->inspect(o.common.mutex, k_admin_timeout_ms);
+  if (!listing.ok)
+    throw UnavailableError("cannot read " + backend->describe() + ": " + listing.error);
   std::optional<core::DoneRecord> done; // --mutex: its --once-per record
-  if (o.common.mutex.empty()) {
-    backend::Listing listing = backend->list(k_admin_timeout_ms);
-    if (!listing.ok)
-      throw UnavailableError("cannot read " + backend->describe() + ": " + listing.error);
-    mutexes = std::move(listing.mutexes);
-    now = listing.now;
-  } else {
-    // The lease and, for --once-per, the done record, in one call.
+  if (!o.common.mutex.empty()) {
     backend::Reply r = backend->done_record(o.common.mutex, k_admin_timeout_ms);
-    if (!r.ok()) r = backend->get(o.common.mutex, k_admin_timeout_ms);
-    if (!r.ok()) throw UnavailableError("cannot read " + backend->describe() + ": " + r.error);
-    mutexes.push_back({o.common.mutex, r.observed.lease});
-    now = r.observed.now;
-    done = r.done;
+    if (r.ok()) done = r.done;
   }
+  keep_shown(listing, o);
   bool any_held = false;
   // held: not free to acquire (owned, or revoked and not yet over)
-  for (const auto& m : mutexes) any_held = any_held || !m.lease.free_at(now);
+  for (const auto& m : listing.mutexes) any_held = any_held || !m.lease.free_at(listing.now);
   if (o.common.quiet) return any_held ? 0 : 1;
-  if (o.json) {
-    nlohmann::json j;
-    j["backend_now"] = now;
-    j["mutexes"] = nlohmann::json::array();
-    for (const auto& m : mutexes) j["mutexes"].push_back(to_json(m, now));
-    if (done) j["mutexes"][0]["last_once_per_run"] = done_json(*done);
-    std::cout << j.dump() << '\n';
+  if (format == Format::json) {
+    print_status_json(std::cout, listing, done);
+  } else if (format == Format::openmetrics) {
+    print_status_openmetrics(std::cout, listing);
   } else {
-    print_table(mutexes, now);
+    print_status_table(std::cout, listing);
     if (done) std::cout << describe_done(*done) << '\n';
   }
   return 0;
@@ -204,6 +147,7 @@ int release_command(const ReleaseOptions& o) {
   }
   uint64_t token = parse_token(o.token);
   auto backend = open_backend(o.common, backend::Access::inspect);
+  backend->set_holder(this_holder("release --force", "")); // who forced it, for the history
   backend::Reply before = backend->get(mutex, k_admin_timeout_ms);
   backend::Reply r = backend->force_release(mutex, token, k_admin_timeout_ms);
   if (!r.ok())

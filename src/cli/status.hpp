@@ -6,6 +6,8 @@ namespace simba::cli {
 struct StatusOptions {
   CommonOptions common;
   bool json = false;
+  bool all = false;   // --all: free mutexes too
+  std::string format; // --format: table, json, openmetrics
 };
 
 constexpr const char* k_status_description = "Show who holds what, until when";

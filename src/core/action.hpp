@@ -56,6 +56,8 @@ struct WaitNotice {
   int64_t failing_ms = 0;                // how long it has failed
   int failures = 0;                      // failed tries in this series
   int64_t retry_max_ms = 0;              // backend_failing: the back-off's cap
+  int queue_position = 0;                // waiting, still_waiting: our place (1: next) in
+  int queue_length = 0;                  // the queue of this length; 0: not known
 };
 
 namespace action {

@@ -149,7 +149,7 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
   CHECK(cols == "mutex:TEXT:nn:pk owner_id:TEXT:nn acquired_at:INTEGER ttl_at:INTEGER "
                 "transition_at:INTEGER fencing_token:INTEGER:nn boot_id:TEXT "
                 "boot_acquired_at:INTEGER boot_ttl_at:INTEGER boot_transition_at:INTEGER "
-                "boot_token:INTEGER holding:INTEGER ");
+                "boot_token:INTEGER holding:INTEGER holder:TEXT holder_token:INTEGER ");
 }
 
 TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acquires never") {
@@ -521,9 +521,17 @@ TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-cloc
   int64_t left = r.observed.lease.transition_at - r.observed.now;
   CHECK(left > 55000);
   CHECK(left <= 60000);
-  // Over: taken, with a larger token; the row is now timed on the boot clock.
+  // Over: taken, with a larger token; the row is now timed on the boot clock,
+  // and holds its holder (the columns the migration added).
+  b->set_holder(simba::backend::Holder{"run", 55, "host-b", "make"});
   r = require_ok(b->acquire("ended", "B", 10000, 2000, k_timeout));
   CHECK(r.changed);
+  {
+    auto seen = b->inspect("ended", k_timeout);
+    REQUIRE(seen.ok);
+    REQUIRE(seen.mutexes.at(0).holder);
+    CHECK(seen.mutexes.at(0).holder->pid == 55);
+  }
   CHECK(r.observed.lease.fencing_token > 8000);
   CHECK(query_text(h, "SELECT boot_token = fencing_token FROM simba_mutex WHERE mutex = 'ended'") ==
         "1");
@@ -543,12 +551,14 @@ TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-cloc
   r = require_ok(b->acquire("ended", "B", 10000, 2000, k_timeout));
   CHECK_FALSE(r.changed);
   CHECK(r.observed.lease.owner_id == "old2");
+  // It wrote no holder: B's is not shown as old2's.
+  CHECK_FALSE(b->inspect("ended", k_timeout).mutexes.at(0).holder);
 
   // A lease stamped by an earlier boot is over, whatever its times say.
   exec_sql(h, "INSERT INTO simba_mutex VALUES ('rebooted', 'gone', 0, " +
                   std::to_string(wall + 3600000) + ", " + std::to_string(wall + 3600000) +
                   ", 9000, '00000000-0000-0000-0000-000000000000', 0, 999999999999, 999999999999, "
-                  "9000, 0)");
+                  "9000, 0, NULL, NULL)");
   r = require_ok(b->acquire("rebooted", "B", 10000, 2000, k_timeout));
   CHECK(r.changed);
   CHECK(r.observed.lease.fencing_token > 9000);

@@ -23,7 +23,8 @@
 #   pid_alive PID                 true while PID runs (a zombie counts as dead)
 #   pid_dead PID                  the opposite (for wait_for)
 #   now_ms                        wall clock, epoch milliseconds
-#   mutex_state MUTEX             held|transition|free, from `simba status --json`
+#   mutex_state MUTEX             held|holding|leased|transition|revoked|free, from
+#                                 `simba status --mutex MUTEX --json`
 #   mutex_field MUTEX FIELD       one field of MUTEX in `simba status --json`
 #                                 ("null" when absent)
 #

@@ -55,7 +55,7 @@ lines=(
   'simba run --mutex m -- ech'
   'simba run --ttl '
 )
-subs=(run lead schedule status release acquire renew)
+subs=(run lead schedule status release acquire renew history)
 for sub in "${subs[@]}"; do lines+=("simba $sub --"); done
 
 "$SIMBA" run --mutex alpha -- true
@@ -84,7 +84,7 @@ offers() { # offers N CANDIDATE...
   done
 }
 
-expect 1 "run lead schedule status release acquire renew"
+expect 1 "run lead schedule status release acquire renew history"
 expect 2 "run release renew"
 expect 3 "sqlite: sqlite:/// redis:// rediss:// redis+unix://"
 expect 4 "TERM INT HUP QUIT KILL USR1 USR2"

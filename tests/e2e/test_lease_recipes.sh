@@ -30,7 +30,7 @@ gh_step 'simba run --lease "$SIMBA_LEASE" -- ./work.sh migrate' || fail "GitHub:
 rc=0
 gh_step 'simba run --lease "$SIMBA_LEASE" -- ./work.sh deploy 3' || rc=$?
 assert_eq 3 "$rc" "GitHub: a failing Deploy step's status"
-assert_eq held "$(mutex_state deploy-prod)" "GitHub: after the failed step, before the cleanup"
+assert_eq leased "$(mutex_state deploy-prod)" "GitHub: after the failed step, before the cleanup"
 # if: always() && env.SIMBA_LEASE != ''
 gh_step 'simba release --lease "$SIMBA_LEASE" || [ $? -eq 76 ]' || fail "GitHub: the Unlock step"
 assert_eq free "$(mutex_state deploy-prod)" "GitHub: after the Unlock step"
@@ -53,7 +53,7 @@ gitlab_after_script='
 if [ -f simba.env ]; then . ./simba.env; simba release --lease "$SIMBA_LEASE" || [ $? -eq 76 ]; fi
 '
 bash -e -c "$gitlab_script" || fail "GitLab: before_script and script"
-assert_eq held "$(mutex_state deploy-prod)" "GitLab: before after_script"
+assert_eq leased "$(mutex_state deploy-prod)" "GitLab: before after_script"
 bash -e -c "$gitlab_after_script" || fail "GitLab: after_script"
 assert_eq free "$(mutex_state deploy-prod)" "GitLab: after after_script"
 token=$(sed -n 's/^SIMBA_FENCING_TOKEN=//p' simba.env)

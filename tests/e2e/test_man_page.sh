@@ -21,7 +21,7 @@ groff -man -Tutf8 -P-cbou -rHY=0 -dAD=l "$page" 2>/dev/null >"$T/page.txt" ||
 sed -i 's/\xe2\x80\x90/-/g; s/\xe2\x88\x92/-/g' "$T/page.txt"
 documented() { grep -qF -- "$1" "$T/page.txt"; }
 
-for sub in run lead schedule status release acquire renew; do
+for sub in run lead schedule status release acquire renew history; do
   documented "simba $sub" || fail "the man page does not show 'simba $sub'"
   "$SIMBA" "$sub" --help >"$T/help" || fail "simba $sub --help failed"
   for opt in $(grep -o -- '--[a-z][a-z-]*' "$T/help" | sort -u); do

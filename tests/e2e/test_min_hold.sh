@@ -12,7 +12,7 @@ dt=$(($(now_ms) - t0))
 ((dt < 2000)) || fail "simba --min-hold 3s took ${dt} ms to exit (expected at once)"
 
 # Still held by the first run, until about acquired_at + 3 s.
-assert_eq held "$(mutex_state m)" "state right after the --min-hold run"
+assert_eq holding "$(mutex_state m)" "state right after the --min-hold run"
 assert_eq cron@host-a "$(mutex_field m label)" "owner right after the --min-hold run"
 acquired=$(mutex_field m acquired_at)
 until_at=$(mutex_field m transition_at)
@@ -25,7 +25,7 @@ assert_exit 75 simba_bounded run --mutex m --no-wait -- touch "$T/ran"
 sleep 1.5
 if (($(now_ms) - t0 < 2500)); then
   assert_exit 75 simba_bounded run --mutex m --no-wait -- touch "$T/ran"
-  assert_eq held "$(mutex_state m)" "state 1.5 s after the --min-hold run"
+  assert_eq holding "$(mutex_state m)" "state 1.5 s after the --min-hold run"
 fi
 
 # About 4 s after the first run, a --no-wait run succeeds.

@@ -9,7 +9,7 @@ simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 
 # The cron recipe's hold: CMD is done at once, the lease stays for 10 minutes.
 assert_exit 0 simba_bounded run --mutex m --no-wait --min-hold 10m -- true
-assert_eq held "$(mutex_state m)" "state during the --min-hold hold"
+assert_eq holding "$(mutex_state m)" "state during the --min-hold hold"
 assert_exit 75 simba_bounded run --mutex m --no-wait -- true
 
 assert_exit 0 simba_bounded release --force --mutex m

@@ -125,7 +125,7 @@ wait "$holder" || true
 # removes them), which B cannot make in the directory.
 sqlite3 "$ro/simba.db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null
 [[ ! -e $ro/simba.db-shm ]] || fail "the -shm file is still there"
-assert_exit 0 as_user "$B" "$SIMBA_ANY" status --backend "sqlite:$ro/simba.db" --json
+assert_exit 0 as_user "$B" "$SIMBA_ANY" status --all --backend "sqlite:$ro/simba.db" --json
 jq -e '.mutexes | map(.mutex) | index("r") != null' "$T/out" >/dev/null ||
   fail "status as B without -shm: $(cat "$T/out" "$T/err")"
 [[ ! -e $ro/simba.db-shm && ! -e $ro/simba.db-wal ]] || fail "B's status made files"

@@ -2,7 +2,8 @@
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
 # backends: sqlite redis
 # simba status: --json fields of a held mutex, -q exit codes, unknown
-# mutexes are free, the table lists every mutex, and a lease past its TTL but
+# mutexes are free, the table lists the mutexes not free (--all: every one),
+# and a lease past its TTL but
 # within its transition shows "transition".
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
@@ -64,23 +65,32 @@ done
 "$SIMBA" run --mutex delta -- sh -c 'touch "$0"; exec sleep 60' "$T/delta" &
 delta=$!
 wait_file "$T/delta" 10
-assert_exit 0 simba_bounded status
-mapfile -t lines <"$T/out"
-((${#lines[@]} == 5)) || fail "expected a header and 4 lines, got: $(cat -- "$T/out")"
+# --all: every mutex, a header line and one row each (the lines under a
+# row are indented).
+assert_exit 0 simba_bounded status --all
+mapfile -t lines < <(grep -v '^ ' "$T/out")
+((${#lines[@]} == 5)) || fail "expected a header and 4 rows, got: $(cat -- "$T/out")"
 for name in alpha beta/one gamma@x delta; do
   grep -q "^${name}[[:space:]]" "$T/out" || fail "the table has no line for $name: $(cat -- "$T/out")"
 done
 [[ ${lines[0],,} == *mutex* ]] || fail "no header line: ${lines[0]}"
 grep -E "^delta[[:space:]]+held[[:space:]]" "$T/out" >/dev/null ||
   fail "the table does not show delta as held: $(cat -- "$T/out")"
+# By default only the mutexes not free.
+assert_exit 0 simba_bounded status
+mapfile -t lines < <(grep -v '^ ' "$T/out")
+((${#lines[@]} == 2)) || fail "expected a header and delta's row, got: $(cat -- "$T/out")"
+grep -q "^delta[[:space:]]" "$T/out" || fail "status lacks the held delta: $(cat -- "$T/out")"
 assert_exit 0 simba_bounded status -q # one is held
 # SIMBA_MUTEX (set for every CMD under simba) does not narrow the listing.
-SIMBA_MUTEX=alpha assert_exit 0 simba_bounded status
-mapfile -t lines <"$T/out"
+SIMBA_MUTEX=alpha assert_exit 0 simba_bounded status --all
+mapfile -t lines < <(grep -v '^ ' "$T/out")
 ((${#lines[@]} == 5)) || fail "with SIMBA_MUTEX set, expected all 4 mutexes, got: $(cat -- "$T/out")"
-assert_exit 0 simba_bounded status --json
+assert_exit 0 simba_bounded status --all --json
 assert_eq "alpha beta/one delta gamma@x" \
-  "$(jq -r '[.mutexes[].mutex] | sort | join(" ")' "$T/out")" "mutexes in status --json"
+  "$(jq -r '[.mutexes[].mutex] | sort | join(" ")' "$T/out")" "mutexes in status --all --json"
+assert_exit 0 simba_bounded status --json
+assert_eq "delta" "$(jq -r '[.mutexes[].mutex] | join(" ")' "$T/out")" "mutexes in status --json"
 kill -TERM "$delta"
 wait_for 5 pid_dead "$delta"
 wait "$delta" || true

@@ -2,6 +2,7 @@
 // connection; the wake-ups go to PubSubWakeups, the listing to list_mutexes().
 #include "backend/redis/redis.hpp"
 
+#include "backend/holder.hpp"
 #include "backend/redis/client.hpp"
 #include "backend/redis/listing.hpp"
 #include "backend/redis/wakeups.hpp"
@@ -21,9 +22,9 @@ public:
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
-    Reply r = m_client.run(lua::k_acquire, mutex,
-                           {contender, std::to_string(ttl_ms), std::to_string(transition_ms)},
-                           timeout_ms);
+    Reply r = m_client.run(
+        lua::k_acquire, mutex,
+        {contender, std::to_string(ttl_ms), std::to_string(transition_ms), m_holder}, timeout_ms);
     m_wakeups.acquired(mutex, contender, r, ttl_ms, transition_ms);
     return r;
   }
@@ -59,12 +60,13 @@ public:
   // next owner its message: a slower hand-over.
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return m_client.run(lua::k_release, mutex, {contender, std::to_string(token)}, timeout_ms,
+    std::string code = m_exit_code ? std::to_string(*m_exit_code) : "";
+    return m_client.run(lua::k_release, mutex, {contender, std::to_string(token), code}, timeout_ms,
                         true);
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return m_client.run(lua::k_force_release, mutex, {std::to_string(token)}, timeout_ms);
+    return m_client.run(lua::k_force_release, mutex, {std::to_string(token), m_holder}, timeout_ms);
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
@@ -77,7 +79,7 @@ public:
     Reply r = m_client.run(lua::k_acquire_once, mutex,
                            {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
                             std::to_string(once.period_ms), std::to_string(once.offset_ms),
-                            once.retry_failed ? "1" : "0", label, host},
+                            once.retry_failed ? "1" : "0", label, host, m_holder},
                            timeout_ms, false, Client::Extra::done);
     m_wakeups.acquired(mutex, contender, r, ttl_ms, transition_ms);
     return r;
@@ -107,6 +109,22 @@ public:
 
   Listing list(int64_t timeout_ms) override { return redis::list_mutexes(m_client, timeout_ms); }
 
+  History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override {
+    return redis::read_history(m_client, mutex, since_ms, timeout_ms);
+  }
+  void set_exit_code(int code) override { m_exit_code = code; }
+
+  Listing inspect(const std::string& mutex, int64_t timeout_ms) override {
+    return redis::inspect_mutexes(m_client, mutex, timeout_ms);
+  }
+
+  // Sent with every acquire (the script writes it only with a new lease)
+  // and with a place in the queue (a hand-over writes it then).
+  void set_holder(const Holder& h) override {
+    m_holder = encode_holder(h);
+    m_wakeups.set_holder(m_holder);
+  }
+
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
     m_wakeups.target(mutex, contender);
     return m_wakeups;
@@ -118,6 +136,8 @@ private:
   std::string m_describe; // the URI without the password
   Client m_client;        // before m_wakeups: leaving the queue at the end needs it
   redis::PubSubWakeups m_wakeups;
+  std::string m_holder;           // set_holder(), encoded; "" when not set
+  std::optional<int> m_exit_code; // set_exit_code(), for the release's history event
 };
 
 } // namespace

@@ -1,6 +1,8 @@
 // The backend's requests on the main connection (client.hpp).
 #include "backend/redis/client.hpp"
 
+#include "backend/history.hpp"
+
 #include "backend/net/deadline_io.hpp"
 #include "backend/redis/server_check.hpp"
 #include "core/duration.hpp"
@@ -13,7 +15,9 @@ namespace simba::backend::redis {
 
 const std::string k_marker = "simba:server";
 
-Client::Client(RedisUri uri) : m_uri(std::move(uri)), m_where(redis_where(m_uri)) {}
+Client::Client(RedisUri uri)
+    : m_uri(std::move(uri)), m_where(redis_where(m_uri)),
+      m_history_limit(std::to_string(history_limit())) {}
 
 void Client::open() {
   int64_t deadline = sys::boottime_ms() + m_uri.timeout_ms;
@@ -121,6 +125,7 @@ const redisReply* Client::answer(const Exchange& x, std::string& error) const {
 }
 
 std::vector<std::string> Client::script_args(std::vector<std::string> args) const {
+  args.push_back(m_history_limit);
   args.push_back(std::to_string(m_uri.db));
   args.push_back(server_run());
   return args;

@@ -84,6 +84,7 @@ private:
 
   RedisUri m_uri;
   std::string m_where;
+  std::string m_history_limit; // SIMBA_HISTORY_LIMIT, sent with every script (lua/common.lua)
   Connection m_conn;
   std::string m_run_id;    // of the server m_conn talks to (INFO at connect)
   int64_t m_budget_ms = 0; // of the current call, for messages

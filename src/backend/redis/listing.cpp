@@ -7,6 +7,12 @@
 // keeps). SCAN walks the whole keyspace, which is fine for `status`.
 #include "backend/redis/listing.hpp"
 
+#include "backend/holder.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
 #include <cstring>
 #include <set>
 
@@ -61,7 +67,133 @@ bool scan_names(Client& client, int64_t deadline, std::set<std::string>& names,
   return true;
 }
 
+// One mutex of the inspect script's answer at `i` (lua/inspect.lua),
+// `i` moved past it; false when it is not what the script sends.
+bool read_inspected(const redisReply* r, size_t& i, MutexLease& ml) {
+  if (i + k_lease_fields + 2 > r->elements || !read_lease(r, i, ml.lease)) return false;
+  i += k_lease_fields;
+  std::string text;
+  int64_t n = 0;
+  if (!as_string(r->element[i++], text) || !as_int(r->element[i++], n) || n < 0 ||
+      i + 3 * size_t(n) > r->elements)
+    return false;
+  ml.holder = decode_holder(text);
+  for (int64_t k = 0; k < n; ++k) {
+    Waiter w;
+    if (!as_string(r->element[i], w.owner_id) || !as_int(r->element[i + 1], w.since) ||
+        !as_string(r->element[i + 2], text))
+      return false;
+    w.holder = decode_holder(text);
+    ml.waiters.push_back(std::move(w));
+    i += 3;
+  }
+  return true;
+}
+
 } // namespace
+
+Listing inspect_mutexes(Client& client, const std::string& mutex, int64_t timeout_ms) {
+  Listing out;
+  out.holders_kept = out.waiters_kept = true;
+  int64_t deadline = client.call_deadline(timeout_ms);
+  std::set<std::string> names;
+  if (!mutex.empty())
+    names.insert(mutex);
+  else if (!scan_names(client, deadline, names, out.error))
+    return out;
+  std::vector<std::string> keys{k_marker};
+  for (const std::string& n : names) {
+    keys.push_back(client.hash_key(n));
+    keys.push_back(client.hash_key(n) + ":fence");
+  }
+  Exchange x = client.call_script(lua::k_inspect, keys, client.script_args({}), deadline);
+  const redisReply* r = client.answer(x, out.error);
+  if (!r) return out;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_int(r->element[0], out.now)) {
+    out.error = "unexpected reply from the inspect script";
+    return out;
+  }
+  size_t i = 1;
+  for (const std::string& n : names) {
+    MutexLease ml;
+    ml.mutex = n;
+    if (!read_inspected(r, i, ml)) {
+      out.error = "unexpected reply from the inspect script";
+      out.mutexes.clear();
+      return out;
+    }
+    out.mutexes.push_back(std::move(ml));
+  }
+  out.ok = true;
+  return out;
+}
+
+namespace {
+
+std::optional<int64_t> number_in(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string() || it->get<std::string>().empty()) return std::nullopt;
+  return std::stoll(it->get<std::string>());
+}
+
+// One entry of lua/common.lua's history().
+bool parse_event(const std::string& mutex, const std::string& text, HistoryEvent& e) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return false;
+  e.mutex = mutex;
+  e.event = j.value("e", "");
+  e.owner_id = j.value("o", "");
+  e.at = number_in(j, "at").value_or(0);
+  e.token = uint64_t(number_in(j, "t").value_or(0));
+  if (std::string h = j.value("h", ""); !h.empty()) e.holder = decode_holder(h);
+  if (auto x = number_in(j, "x")) e.exit_code = int(*x);
+  e.held_ms = number_in(j, "hd");
+  e.waited_ms = number_in(j, "w");
+  return true;
+}
+
+} // namespace
+
+History read_history(Client& client, const std::string& mutex, int64_t since_ms,
+                     int64_t timeout_ms) {
+  History out;
+  out.kept = true;
+  int64_t deadline = client.call_deadline(timeout_ms);
+  std::set<std::string> names;
+  if (!mutex.empty())
+    names.insert(mutex);
+  else if (!scan_names(client, deadline, names, out.error))
+    return out;
+  std::vector<std::string> keys;
+  for (const std::string& n : names) keys.push_back(client.hash_key(n));
+  Exchange x = client.call_script(lua::k_history, keys,
+                                  client.script_args({std::to_string(since_ms)}), deadline);
+  const redisReply* r = client.answer(x, out.error);
+  if (!r) return out;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_int(r->element[0], out.now)) {
+    out.error = "unexpected reply from the history script";
+    return out;
+  }
+  size_t i = 1;
+  for (const std::string& n : names) {
+    int64_t count = 0;
+    if (i >= r->elements || !as_int(r->element[i++], count) || i + size_t(count) > r->elements) {
+      out.error = "unexpected reply from the history script";
+      out.events.clear();
+      return out;
+    }
+    for (int64_t k = 0; k < count; ++k) {
+      std::string text;
+      HistoryEvent e;
+      if (as_string(r->element[i++], text) && parse_event(n, text, e))
+        out.events.push_back(std::move(e));
+    }
+  }
+  std::stable_sort(out.events.begin(), out.events.end(),
+                   [](const HistoryEvent& a, const HistoryEvent& b) { return a.at < b.at; });
+  out.ok = true;
+  return out;
+}
 
 Listing list_mutexes(Client& client, int64_t timeout_ms) {
   Listing out;

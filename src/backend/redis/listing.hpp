@@ -10,4 +10,13 @@ namespace simba::backend::redis {
 
 Listing list_mutexes(Client& client, int64_t timeout_ms);
 
+// status: the mutexes (all, or `mutex` only) with their holders and
+// waiters (lua/inspect.lua), at the server's time.
+Listing inspect_mutexes(Client& client, const std::string& mutex, int64_t timeout_ms);
+
+// simba history: the events of `mutex` (empty: every mutex) at or after
+// `since_ms` (lua/history.lua).
+History read_history(Client& client, const std::string& mutex, int64_t since_ms,
+                     int64_t timeout_ms);
+
 } // namespace simba::backend::redis

@@ -11,7 +11,8 @@
 //   server_check.*   what a connection sends first, the server's checks
 //   reply.*          reading hiredis' replies
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
-//   listing.*        list(): the mutexes for `simba status`
+//   listing.*        list(), inspect(), history(): the mutexes for `simba
+//                    status` (holders, waiters) and `simba history`
 //   lua/             the scripts (lua/common.lua: the key layout;
 //                    lua/common_once.lua: the done records of --once-per)
 #include "backend/backend.hpp"

@@ -50,6 +50,7 @@ int PubSubWakeups::watch(const std::string& mutex, const std::string& contender,
     if (waiting && m_queued.empty()) {
       std::vector<std::string> args{contender};
       args.insert(args.end(), m_terms.begin(), m_terms.end());
+      if (!m_terms.empty()) args.push_back(m_holder);
       Reply r = m_client.run(lua::k_enqueue, mutex, args, k_queue_timeout_ms);
       if (r.ok()) m_queued = mutex;
       m_queued_as = contender;
@@ -71,6 +72,21 @@ void PubSubWakeups::leave_queue() {
   std::vector<std::string> args{m_queued_as};
   args.insert(args.end(), m_queued_terms.begin(), m_queued_terms.end());
   m_client.run(lua::k_dequeue, mutex, args, k_queue_timeout_ms); // best effort
+}
+
+// One script call (lua/place.lua), for a notice only.
+std::optional<QueuePlace> PubSubWakeups::queue_place(const std::string& mutex,
+                                                     const std::string& contender) {
+  std::string error;
+  Exchange x = m_client.call_script(lua::k_place, {m_client.hash_key(mutex)},
+                                    m_client.script_args({contender}),
+                                    m_client.call_deadline(k_queue_timeout_ms));
+  const redisReply* r = m_client.answer(x, error);
+  int64_t position = 0, length = 0;
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !as_int(r->element[0], position) ||
+      !as_int(r->element[1], length))
+    return std::nullopt;
+  return QueuePlace{int(position), int(length)};
 }
 
 bool PubSubWakeups::subscribe() {

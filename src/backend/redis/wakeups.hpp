@@ -32,11 +32,16 @@ public:
 
   bool look_after_queueing() const override { return m_look; }
 
+  // Who we are (backend/holder.hpp), sent when we queue.
+  void set_holder(std::string encoded) { m_holder = std::move(encoded); }
+
 private:
   // QueueWakeups' calls (wakeups.hpp).
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
   bool drain_wakeups() override;
   std::optional<Grant> take_grant() override;
+  std::optional<QueuePlace> queue_place(const std::string& mutex,
+                                        const std::string& contender) override;
 
   void leave_queue();
   bool subscribe();
@@ -57,6 +62,7 @@ private:
   std::optional<Grant> m_grant;            // see take_grant()
   int64_t m_resubscribe_at = 0;            // sys::boottime_ms()
   bool m_look = true;                      // see look_after_queueing()
+  std::string m_holder;                    // see set_holder()
 };
 
 } // namespace simba::backend::redis

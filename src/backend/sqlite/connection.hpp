@@ -10,7 +10,17 @@
 namespace simba::backend::sqlite {
 
 // The statements kept prepared for the life of the connection.
-enum StmtId { k_begin, k_commit, k_rollback, k_select, k_upsert, k_list, k_stmt_count };
+enum StmtId {
+  k_begin,
+  k_commit,
+  k_rollback,
+  k_select,
+  k_upsert,
+  k_list,
+  k_history_insert,
+  k_history_trim,
+  k_stmt_count
+};
 
 bool is_busy(int rc);
 

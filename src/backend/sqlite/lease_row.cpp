@@ -28,6 +28,14 @@ Row read_row(sqlite3_stmt* s, int first) {
   return row;
 }
 
+std::string read_holder(sqlite3_stmt* s, int first, uint64_t token) {
+  int h = first + k_holder_column;
+  if (sqlite3_column_type(s, h + 1) == SQLITE_NULL ||
+      static_cast<uint64_t>(sqlite3_column_int64(s, h + 1)) != token)
+    return "";
+  return column_text(s, h);
+}
+
 int select_row(Connection& db, const std::string& mutex, Row& row) {
   sqlite3_stmt* s = db.stmt(k_select, k_sql_select);
   if (!s) return sqlite3_errcode(db.db());
@@ -38,8 +46,8 @@ int select_row(Connection& db, const std::string& mutex, Row& row) {
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-int write_row(Connection& db, const std::string& mutex, const core::Lease& l,
-              int64_t boot_to_wall) {
+int write_row(Connection& db, const std::string& mutex, const core::Lease& l, int64_t boot_to_wall,
+              const std::string* holder) {
   sqlite3_stmt* u = db.stmt(k_upsert, k_sql_upsert);
   if (!u) return sqlite3_errcode(db.db());
   core::Lease wall = on_wall_clock(l, boot_to_wall);
@@ -57,6 +65,14 @@ int write_row(Connection& db, const std::string& mutex, const core::Lease& l,
   sqlite3_bind_int64(u, 10, l.transition_at);
   sqlite3_bind_int64(u, 11, token);
   sqlite3_bind_int(u, 12, l.holding ? 1 : 0);
+  // Bindings outlive a reset: NULL when not given.
+  if (holder) {
+    sqlite3_bind_text(u, 13, holder->data(), static_cast<int>(holder->size()), SQLITE_STATIC);
+    sqlite3_bind_int64(u, 14, token);
+  } else {
+    sqlite3_bind_null(u, 13);
+    sqlite3_bind_null(u, 14);
+  }
   int rc = sqlite3_step(u);
   sqlite3_reset(u);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;

@@ -27,12 +27,20 @@ struct Row {
 // The row whose SIMBA_SQL_ROW columns start at column `first` of `s`.
 Row read_row(sqlite3_stmt* s, int first);
 
+// The holder (holder.hpp) stored in the row at `first` for the lease with
+// fencing token `token`; "" when none is (status only: not read by the
+// operations, which have no use for it).
+std::string read_holder(sqlite3_stmt* s, int first, uint64_t token);
+
 // Reads the mutex's row into `row` (exists = false: none); an SQLite code.
 int select_row(Connection& db, const std::string& mutex, Row& row);
 
 // Writes `l` (on the boot clock) on both clocks, stamped with our boot; an
 // SQLite code.
-int write_row(Connection& db, const std::string& mutex, const core::Lease& l, int64_t boot_to_wall);
+// `holder` (encoded: holder.hpp) is written as the holder of this lease's
+// token; nullptr keeps the stored one.
+int write_row(Connection& db, const std::string& mutex, const core::Lease& l, int64_t boot_to_wall,
+              const std::string* holder = nullptr);
 
 // The stored lease on this boot's boot clock, at the instant `c`.
 core::Lease lease_of(const Row& row, const Clocks& c);

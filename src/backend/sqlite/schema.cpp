@@ -3,6 +3,7 @@
 
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
+#include "backend/sqlite/history_table.hpp"
 #include "core/error.hpp"
 #include "sys/clock.hpp"
 
@@ -20,12 +21,13 @@ constexpr const char* k_sql_schema =
     "mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, acquired_at INTEGER, "
     "ttl_at INTEGER, transition_at INTEGER, fencing_token INTEGER NOT NULL, "
     "boot_id TEXT, boot_acquired_at INTEGER, boot_ttl_at INTEGER, boot_transition_at INTEGER, "
-    "boot_token INTEGER, holding INTEGER) WITHOUT ROWID";
+    "boot_token INTEGER, holding INTEGER, holder TEXT, holder_token INTEGER) WITHOUT ROWID";
 
 // Added in place to a table made by an older simba (migrate_schema()).
 constexpr const char* k_added_columns[] = {"boot_id TEXT",        "boot_acquired_at INTEGER",
                                            "boot_ttl_at INTEGER", "boot_transition_at INTEGER",
-                                           "boot_token INTEGER",  "holding INTEGER"};
+                                           "boot_token INTEGER",  "holding INTEGER",
+                                           "holder TEXT",         "holder_token INTEGER"};
 
 // Opening may race with another process creating the database.
 constexpr int k_open_busy_timeout_ms = 5000;
@@ -39,7 +41,7 @@ void exec_or_throw(Connection& db, const std::string& path, const char* sql) {
   }
 }
 
-// A table made by an older simba gets the boot_ columns, empty: its rows keep
+// A table made by an older simba gets the boot_ and holder columns, empty: its rows keep
 // being judged on the wall clock (lease_of()) until this simba writes them.
 // Older simba processes still running go on with their own columns. Several
 // processes may migrate at once: a column another one added meanwhile is
@@ -58,6 +60,7 @@ void migrate_schema(Connection& db, const std::string& path) {
       }
     }
   }
+  exec_or_throw(db, path, k_sql_create_history);
   exec_or_throw(db, path, "COMMIT");
 }
 
@@ -153,7 +156,10 @@ void ensure_schema(Connection& db, const DatabaseFiles& files) {
     // A new database. journal_mode is stored in the file, so it is set only
     // here: the pragma costs a noticeable part of a run when repeated.
     set_wal_mode(db, path);
-    exec_or_throw(db, path, (std::string("BEGIN IMMEDIATE; ") + k_sql_schema + "; COMMIT").c_str());
+    exec_or_throw(
+        db, path,
+        (std::string("BEGIN IMMEDIATE; ") + k_sql_schema + "; " + k_sql_create_history + "; COMMIT")
+            .c_str());
   }
 }
 

@@ -10,7 +10,10 @@
 // boot_ columns were written with: a row whose token differs was last
 // written by an older simba, which leaves the boot_ columns as they were
 // (lease_row.hpp). `holding` (1: the lease is only kept for --min-hold,
-// Lease::holding) counts only in a row so stamped.
+// Lease::holding) counts only in a row so stamped. `holder` (holder.hpp)
+// is who took the lease with fencing token `holder_token`: written by the
+// acquisition that takes a new lease, kept by every other write (NULL
+// bound: COALESCE), and shown only while the tokens match.
 namespace simba::backend::sqlite {
 
 class Connection;
@@ -20,20 +23,30 @@ class DatabaseFiles;
   "owner_id, acquired_at, ttl_at, transition_at, fencing_token, boot_id, boot_acquired_at, "       \
   "boot_ttl_at, boot_transition_at, boot_token, holding"
 
-// The columns of SIMBA_SQL_ROW in this order (lease_row.cpp reads them so).
-constexpr const char* k_sql_select = "SELECT " SIMBA_SQL_ROW " FROM simba_mutex WHERE mutex = ?1";
+// The columns of SIMBA_SQL_ROW in this order (lease_row.cpp reads them so),
+// then the holder's two (k_holder_column): the select is also the probe
+// that finds a table without them (ensure_schema).
+constexpr const char* k_sql_select =
+    "SELECT " SIMBA_SQL_ROW ", holder, holder_token FROM simba_mutex WHERE mutex = ?1";
+constexpr int k_holder_column = 11;
 
 constexpr const char* k_sql_list =
-    "SELECT mutex, " SIMBA_SQL_ROW " FROM simba_mutex ORDER BY mutex";
+    "SELECT mutex, " SIMBA_SQL_ROW ", holder, holder_token FROM simba_mutex ORDER BY mutex";
+
+constexpr const char* k_sql_list_one =
+    "SELECT mutex, " SIMBA_SQL_ROW ", holder, holder_token FROM simba_mutex WHERE mutex = ?1";
 
 constexpr const char* k_sql_upsert =
-    "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ") "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT(mutex) DO UPDATE SET "
+    "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ", holder, holder_token) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+    "ON CONFLICT(mutex) DO UPDATE SET "
     "owner_id = excluded.owner_id, acquired_at = excluded.acquired_at, ttl_at = excluded.ttl_at, "
     "transition_at = excluded.transition_at, fencing_token = excluded.fencing_token, "
     "boot_id = excluded.boot_id, boot_acquired_at = excluded.boot_acquired_at, "
     "boot_ttl_at = excluded.boot_ttl_at, boot_transition_at = excluded.boot_transition_at, "
-    "boot_token = excluded.boot_token, holding = excluded.holding";
+    "boot_token = excluded.boot_token, holding = excluded.holding, "
+    "holder = COALESCE(excluded.holder, holder), "
+    "holder_token = COALESCE(excluded.holder_token, holder_token)";
 
 #undef SIMBA_SQL_ROW
 

@@ -1,13 +1,17 @@
 // The SQLite backend (sqlite_backend.hpp): each operation is one write
 // transaction on the connection; the folder's other units do the rest.
 // Over 400 lines for a reason: the --once-per operations (acquire_once,
-// release_once) must run inside write_op's transaction, a private member.
+// release_once) must run inside write_op's transaction, a private member;
+// and list and inspect share the connection's clocks and reopening.
 #include "backend/sqlite/sqlite_backend.hpp"
 
+#include "backend/history.hpp"
+#include "backend/holder.hpp"
 #include "backend/sqlite/clocks.hpp"
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
 #include "backend/sqlite/done_records.hpp"
+#include "backend/sqlite/history_table.hpp"
 #include "backend/sqlite/lease_row.hpp"
 #include "backend/sqlite/lease_rules.hpp"
 #include "backend/sqlite/schema.hpp"
@@ -38,7 +42,8 @@ std::string absolute_path(const std::string& path) {
 class SqliteBackend final : public Backend {
 public:
   SqliteBackend(std::string path, const SqliteOpen& how)
-      : m_files(std::move(path), how), m_waiters(*this, m_files, m_db) {}
+      : m_files(std::move(path), how), m_waiters(*this, m_files, m_db),
+        m_history_limit(history_limit()) {}
 
   // Opens the database at the path: its directory (checked: see trust.hpp;
   // the default location's made when missing), the notification directory
@@ -90,18 +95,22 @@ public:
 
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
+    m_op = Op::release;
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       return decide_release(cur, now, contender, token);
     });
+    m_op = Op::other;
     bool woke = r.changed && m_waiters.wake_first_waiter(mutex);
     m_db.checkpoint_if_due(woke);
     return r;
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    m_op = Op::force;
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       return decide_force_release(cur, now, token);
     });
+    m_op = Op::other;
     // A lease that ended wakes the first waiter, as a release does; a
     // revocation tells its owner and every waiter.
     if (r.changed && r.observed.lease.free_at(r.observed.now)) {
@@ -122,7 +131,18 @@ public:
     return *r;
   }
 
-  Listing list(int64_t timeout_ms) override;
+  Listing list(int64_t timeout_ms) override { return list_rows("", false, timeout_ms); }
+  Listing inspect(const std::string& mutex, int64_t timeout_ms) override {
+    return list_rows(mutex, true, timeout_ms);
+  }
+  History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
+  void set_exit_code(int code) override { m_exit_code = code; }
+
+  void set_holder(const Holder& h) override {
+    m_holder_info = h;
+    m_holder = encode_holder(h);
+    m_waiters.set_holder(m_holder);
+  }
 
   Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                      int64_t transition_ms, const core::OncePer& once, const std::string& label,
@@ -158,7 +178,11 @@ private:
   Reply write_op(const std::string& mutex, int64_t timeout_ms, Decide decide);
   template <typename Decide>
   std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide);
-  Reply write_decision(const std::string& mutex, const Decision& d);
+  Reply write_decision(const std::string& mutex, const Decision& d, bool new_lease,
+                       const core::Lease& cur);
+  Listing list_rows(const std::string& mutex, bool holders, int64_t timeout_ms);
+  int record_history(const std::string& mutex, const core::Lease& cur, const core::Lease& next,
+                     bool new_lease);
   std::optional<Reply> reopen();
   void remember_before_reopen(const std::string& mutex, const core::Lease& lease);
   bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now);
@@ -182,6 +206,11 @@ private:
   std::optional<MutexLease> m_before_reopen; // see remember_before_reopen()
   bool m_done_table_ready = false;           // --once-per: simba_done exists
   bool m_last_run_table_ready = false;       // schedule: simba_last_run exists
+  std::string m_holder;                      // set_holder(), encoded; "" when not set
+  std::optional<Holder> m_holder_info;       // set_holder()'s
+  int64_t m_history_limit;                   // SIMBA_HISTORY_LIMIT: 0, none written
+  enum class Op { other, release, force } m_op = Op::other; // names the history event
+  std::optional<int> m_exit_code;                           // set_exit_code(), for a release
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -219,11 +248,55 @@ std::optional<Reply> SqliteBackend::write_once(const std::string& mutex, int64_t
     return std::nullopt;
   }
   core::Lease cur = lease_of(row, m_clocks.now());
-  return write_decision(mutex, decide(cur, m_clocks.now().boot));
+  Decision d = decide(cur, m_clocks.now().boot);
+  // A new token with an owner: an acquisition, whose holder is ours.
+  bool new_lease = !d.lease.owner_id.empty() && d.lease.fencing_token != cur.fencing_token;
+  return write_decision(mutex, d, new_lease, cur);
+}
+
+// The history events of a write from `cur` to `next` (history_table.hpp),
+// in its transaction: a new lease is "acquired", after "expired" for a
+// lease that ran out unreleased (its end is only seen now); a lease that
+// ends is "released" or "forced". Renewals are no events.
+int SqliteBackend::record_history(const std::string& mutex, const core::Lease& cur,
+                                  const core::Lease& next, bool new_lease) {
+  const int64_t now = m_clocks.now().boot, to_wall = m_clocks.boot_to_wall();
+  HistoryEvent e;
+  if (new_lease) {
+    if (!cur.owner_id.empty()) {
+      e.event = "expired";
+      e.at = cur.transition_at + to_wall;
+      e.owner_id = cur.owner_id;
+      e.token = cur.fencing_token;
+      e.held_ms = cur.transition_at - cur.acquired_at;
+      if (int rc = append_history(m_db, mutex, e, m_history_limit); rc != SQLITE_OK) return rc;
+    }
+    e = HistoryEvent{};
+    e.event = "acquired";
+    e.owner_id = next.owner_id;
+    e.holder = m_holder_info;
+    e.token = next.fencing_token;
+    std::optional<int64_t> queued = m_waiters.queued_at_ms();
+    e.waited_ms = queued ? std::max<int64_t>(0, now + to_wall - *queued) : 0;
+  } else if (!cur.owner_id.empty() && next.owner_id.empty()) {
+    e.event = m_op == Op::force ? "forced" : "released";
+    e.owner_id = cur.owner_id;
+    e.token = cur.fencing_token;
+    e.held_ms = now - cur.acquired_at;
+    if (m_op == Op::force)
+      e.holder = m_holder_info; // who forced it
+    else
+      e.exit_code = m_exit_code;
+  } else {
+    return SQLITE_OK;
+  }
+  e.at = now + to_wall;
+  return append_history(m_db, mutex, e, m_history_limit);
 }
 
 // Writes what an operation decided, if anything, and ends its transaction.
-Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d) {
+Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d, bool new_lease,
+                                    const core::Lease& cur) {
   Reply r;
   r.observed.now = m_clocks.reply_now();
   r.observed.lease = on_wall_clock(d.lease, m_clocks.boot_to_wall());
@@ -234,7 +307,10 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d)
     r.status = Reply::Status::ok;
     return r;
   }
-  int rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall());
+  int rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall(),
+                     new_lease && !m_holder.empty() ? &m_holder : nullptr);
+  // The lease first: its errors are the ones to report.
+  if (rc == SQLITE_OK && m_history_limit > 0) rc = record_history(mutex, cur, d.lease, new_lease);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   rc = m_db.run(k_commit, "COMMIT");
   if (rc != SQLITE_OK) {
@@ -267,8 +343,11 @@ std::optional<Reply> SqliteBackend::get_once(const std::string& mutex, int64_t t
   return r;
 }
 
-Listing SqliteBackend::list(int64_t timeout_ms) {
+// All rows (`mutex` empty) or one, read at one instant; with `holders`,
+// each lease's holder too (status).
+Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t timeout_ms) {
   Listing out;
+  out.holders_kept = out.waiters_kept = holders;
   if (!m_db.db() || m_files.replaced()) {
     if (std::optional<Reply> failed = reopen()) {
       out.error = failed->error;
@@ -276,7 +355,12 @@ Listing SqliteBackend::list(int64_t timeout_ms) {
     }
   }
   m_db.set_busy_timeout(timeout_ms);
-  sqlite3_stmt* s = m_db.stmt(k_list, k_sql_list);
+  sqlite3_stmt* one = nullptr; // status --mutex: not kept (one use)
+  if (!mutex.empty()) {
+    sqlite3_prepare_v2(m_db.db(), k_sql_list_one, -1, &one, nullptr);
+    if (one) sqlite3_bind_text(one, 1, mutex.data(), int(mutex.size()), SQLITE_TRANSIENT);
+  }
+  sqlite3_stmt* s = mutex.empty() ? m_db.stmt(k_list, k_sql_list) : one;
   if (!s) {
     out.error = m_db.errmsg();
     return out;
@@ -288,15 +372,26 @@ Listing SqliteBackend::list(int64_t timeout_ms) {
     MutexLease ml;
     ml.mutex = column_text(s, 0);
     ml.lease = on_wall_clock(lease_of(read_row(s, 1), m_clocks.now()), m_clocks.boot_to_wall());
+    if (holders) ml.holder = decode_holder(read_holder(s, 1, ml.lease.fencing_token));
     out.mutexes.push_back(std::move(ml));
   }
   if (rc != SQLITE_DONE) {
     out.error = fail_from_rc(rc).error;
     out.mutexes.clear();
-    sqlite3_reset(s);
-    return out;
   }
-  sqlite3_reset(s);
+  if (one)
+    sqlite3_finalize(one);
+  else
+    sqlite3_reset(s);
+  if (rc != SQLITE_DONE) return out;
+  // A mutex never acquired has no row: free, as get() shows it.
+  if (!mutex.empty() && out.mutexes.empty()) out.mutexes.push_back({mutex, core::Lease{}, {}, {}});
+  if (holders) {
+    auto queues = m_waiters.queues();
+    for (MutexLease& ml : out.mutexes)
+      if (auto q = queues.find(Waiters::queue_key(ml.mutex)); q != queues.end())
+        ml.waiters = std::move(q->second);
+  }
   out.ok = true;
   return out;
 }
@@ -357,6 +452,7 @@ Reply SqliteBackend::release_once(const std::string& mutex, const std::string& c
   if (std::optional<Reply> failed = prepare_done_table()) return *failed;
   std::optional<core::DoneRecord> record;
   int done_rc = SQLITE_OK;
+  m_exit_code = exit_code;
   Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
     Decision d = decide_release(cur, now, contender, token);
     if (!d.write) return d;
@@ -402,6 +498,27 @@ Reply SqliteBackend::guard_mark(const std::string& mutex, const std::string& con
   return r;
 }
 
+History SqliteBackend::history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) {
+  History h;
+  h.kept = true;
+  if (!m_db.db() || m_files.replaced()) {
+    if (std::optional<Reply> failed = reopen()) {
+      h.error = failed->error;
+      return h;
+    }
+  }
+  m_db.set_busy_timeout(timeout_ms);
+  m_clocks.read(m_db.vfs());
+  h.now = m_clocks.reply_now();
+  if (int rc = read_history(m_db, mutex, since_ms, h.events); rc != SQLITE_OK) {
+    h.error = fail_from_rc(rc).error;
+    h.events.clear();
+    return h;
+  }
+  h.ok = true;
+  return h;
+}
+
 Reply SqliteBackend::done_record(const std::string& mutex, int64_t timeout_ms) {
   Reply r = get(mutex, timeout_ms);
   if (!r.ok()) return r;
@@ -432,7 +549,7 @@ std::optional<Reply> SqliteBackend::reopen() {
 // ended (its owner's CMD may run until then), nor does anyone else whom this
 // process serves. Only for others' leases: our own is lost.
 void SqliteBackend::remember_before_reopen(const std::string& mutex, const core::Lease& lease) {
-  if (!lease.free_at(m_clocks.now().boot)) m_before_reopen = MutexLease{mutex, lease};
+  if (!lease.free_at(m_clocks.now().boot)) m_before_reopen = MutexLease{mutex, lease, {}, {}};
 }
 
 bool SqliteBackend::held_before_reopen(const std::string& mutex, const std::string& contender,

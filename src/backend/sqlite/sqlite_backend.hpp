@@ -9,6 +9,7 @@
 //   lease_row           a table row <-> a Lease (boot clock and wall clock)
 //   clocks              the two clocks of an operation, the boot id
 //   done_records        --once-per: the table of done records (one row per mutex)
+//   history_table       simba history: the table of events, trimmed per mutex
 //   schema              the table, its statements, creating and migrating it
 //   connection          the SQLite connection: settings, busy handler,
 //                       statement cache, the WAL checkpoint policy

@@ -3,6 +3,7 @@
 #include "backend/sqlite/waiters.hpp"
 
 #include "backend/backend.hpp"
+#include "backend/holder.hpp"
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
 #include "backend/sqlite/trust.hpp"
@@ -48,7 +49,10 @@ Waiters::~Waiters() {
   drop_notify_directory();
 }
 
+std::string Waiters::queue_key(const std::string& mutex) { return fnv1a_hex(mutex); }
+
 int Waiters::watch(const std::string& mutex, const std::string& contender, bool waiting) {
+  m_contender = contender;
   std::string name = fnv1a_hex(mutex);
   if (m_watch_fd < 0 || name != m_watch_name) {
     leave_queue();
@@ -253,6 +257,10 @@ void Waiters::join_queue() {
   // Held while we wait: the kernel drops it the instant we die, which is
   // how a releaser tells a live waiter from a dead one (a pid may be reused).
   flock(fd, LOCK_EX);
+  // Who waits, for status: one write, while waiting (not on a hand-over).
+  std::string who = m_contender + '\n' + m_holder;
+  ssize_t ignored = write(fd, who.data(), who.size());
+  (void)ignored;
   m_waiter_fd = fd;
   m_waiter_file = name;
   // IN_ATTRIB: a releaser touched it (our turn).
@@ -316,6 +324,70 @@ bool Waiters::wake_first_waiter(const std::string& mutex) {
 void Waiters::notify(const std::string& mutex) {
   int fd = open_in_notify(fnv1a_hex(mutex), O_CREAT | O_WRONLY);
   if (fd >= 0) close(fd);
+}
+
+} // namespace simba::backend::sqlite
+
+namespace simba::backend::sqlite {
+
+std::optional<int64_t> Waiters::queued_at_ms() const {
+  size_t at = m_waiter_file.find(".w.");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtoll(m_waiter_file.c_str() + at + 3, nullptr, 10) / 1000000;
+}
+
+// The live waiter files of `mutex` in queue order, ours among them.
+std::optional<QueuePlace> Waiters::queue_place(const std::string& mutex, const std::string&) {
+  int dir = notify_directory(false);
+  if (dir < 0) return std::nullopt;
+  std::vector<std::string> names = names_in_notify(dir, fnv1a_hex(mutex) + ".w.");
+  std::sort(names.begin(), names.end()); // by enqueue time
+  QueuePlace p;
+  for (const std::string& name : names) {
+    int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue;
+    bool live = flock(fd, LOCK_SH | LOCK_NB) != 0; // ours too: a lock per open file
+    close(fd);
+    if (!live) continue;
+    ++p.length;
+    if (name == m_waiter_file) p.position = p.length;
+  }
+  if (p.position == 0) p.position = ++p.length; // not queued yet: it joins last
+  return p;
+}
+
+// A waiter file's name "<hash>.w.<enqueue ns>.<pid>" and content (see
+// join_queue) as a Waiter; false when the file is not a live waiter's.
+static bool read_waiter(int dir, const std::string& name, Waiter& w) {
+  int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return false;
+  bool live = flock(fd, LOCK_SH | LOCK_NB) != 0; // a live waiter holds its LOCK_EX
+  char buf[4096];
+  ssize_t n = live ? read(fd, buf, sizeof buf) : -1;
+  close(fd);
+  if (!live) return false;
+  std::string text(buf, n > 0 ? size_t(n) : 0);
+  size_t eol = text.find('\n');
+  w.owner_id = text.substr(0, eol);
+  if (eol != std::string::npos) w.holder = decode_holder(text.substr(eol + 1));
+  size_t at = name.find(".w.") + 3;
+  w.since = std::strtoll(name.c_str() + at, nullptr, 10) / 1000000;
+  return true;
+}
+
+std::unordered_map<std::string, std::vector<Waiter>> Waiters::queues() {
+  std::unordered_map<std::string, std::vector<Waiter>> out;
+  int dir = notify_directory(false);
+  if (dir < 0) return out;
+  std::vector<std::string> names = names_in_notify(dir, "");
+  std::sort(names.begin(), names.end()); // by mutex, then by enqueue time
+  for (const std::string& name : names) {
+    size_t mark = name.find(".w.");
+    Waiter w;
+    if (mark == std::string::npos || !read_waiter(dir, name, w)) continue;
+    out[name.substr(0, mark)].push_back(std::move(w));
+  }
+  return out;
 }
 
 } // namespace simba::backend::sqlite

@@ -8,7 +8,8 @@
 //
 // The notify directory holds, per mutex, a broadcast file named by the
 // mutex's hash (touched by a forced release: the owner hears of it) and one
-// file per waiter, "<hash>.w.<enqueue ns>.<pid>": the FIFO of waiters. A
+// file per waiter, "<hash>.w.<enqueue ns>.<pid>": the FIFO of waiters,
+// each holding its owner id and holder ("<owner id>\n<holder.hpp>"). A
 // release touches only the first live waiter's file. Each contender watches
 // the files, not the directory: a directory watch would wake every waiter
 // for every other waiter's turn and every departure.
@@ -18,7 +19,9 @@
 
 #include <cstdint>
 
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace simba::backend::sqlite {
@@ -46,6 +49,15 @@ public:
   // A revocation: tells the owner and every waiter.
   void notify(const std::string& mutex);
 
+  // status: the live waiters of every mutex, in queue order, keyed by
+  // queue_key(mutex). Reads only (a dead waiter's file stays).
+  std::unordered_map<std::string, std::vector<Waiter>> queues();
+  static std::string queue_key(const std::string& mutex);
+  // When we joined the queue we are in (epoch ms); nullopt when in none.
+  std::optional<int64_t> queued_at_ms() const;
+  // Who we are, written into our waiter file when we queue.
+  void set_holder(const std::string& encoded) { m_holder = encoded; }
+
   // Opening: an existing notification directory is checked now (refused:
   // UnavailableError); a missing one when it is made.
   void check_notify_directory();
@@ -60,6 +72,7 @@ private:
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
   bool drain_wakeups() override;
   void upkeep() override;
+  std::optional<QueuePlace> queue_place(const std::string& mutex, const std::string&) override;
 
   mode_t file_mode() const;
   mode_t dir_mode() const;
@@ -90,6 +103,8 @@ private:
   int m_waiter_fd = -1;      // its flock says we are alive
   bool m_look = true;        // see look_after_queueing()
   bool m_waiting = false;    // the last watch() was a waiter's
+  std::string m_holder;      // see set_holder()
+  std::string m_contender;   // the owner id of the last watch()
 };
 
 } // namespace simba::backend::sqlite

@@ -1,5 +1,5 @@
 -- acquire: KEYS = hash, fence, marker; ARGV = contender, ttl_ms,
--- transition_ms.
+-- transition_ms[, holder] (backend/holder.hpp: written with a new lease).
 -- The rule of DESIGN §2: a new lease once transition_at has passed (or
 -- there is none), a renewal for the valid owner, otherwise the lease
 -- unchanged.
@@ -7,6 +7,7 @@ local now, now_us = clock()
 local l = read_lease(KEYS[1], KEYS[2])
 local me = ARGV[1]
 local ttl, transition = tonumber(ARGV[2]), tonumber(ARGV[3])
+local taken = false
 if not free(l, now) then
   if not valid(l, now) or l.owner ~= me then
     return reply(now, false, l)
@@ -20,7 +21,9 @@ else
   if till then
     return reply(now, false, quarantined(l, now, till))
   end
-  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us)
+  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us, ARGV[4])
+  taken = true
 end
 renew(KEYS[1], l, now, ttl, transition)
+if taken then set_holder(KEYS[1], l.token, ARGV[4]) end
 return reply(now, true, l)

@@ -1,5 +1,6 @@
 -- acquire_once: KEYS = hash, fence, marker; ARGV = contender, ttl_ms,
--- transition_ms, period_ms, offset_ms, retry_failed ('1'), label, host.
+-- transition_ms, period_ms, offset_ms, retry_failed ('1'), label, host[,
+-- holder] (backend/holder.hpp: written with a new lease).
 -- --once-per (core/once_per.hpp; the rules are mirrored in common_once.lua,
 -- keep them alike): acquire.lua's rule, but a new lease is taken only if
 -- the window holding the server's now may run, judged from the done record
@@ -44,8 +45,11 @@ else
   if till then
     return once_reply(now, false, quarantined(l, now, till), rec)
   end
-  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us)
+  take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us, ARGV[9])
   start_record()
+  renew(KEYS[1], l, now, ttl, transition)
+  set_holder(KEYS[1], l.token, ARGV[9])
+  return once_reply(now, true, l, rec)
 end
 renew(KEYS[1], l, now, ttl, transition)
 return once_reply(now, true, l, rec)

@@ -2,7 +2,10 @@
 --
 -- Layout (DESIGN §5.2): KEYS[1] = <prefix>{<mutex>}, a hash with the fields
 -- owner, acquired_at, ttl_at, transition_at, token, holding ('1': the lease
--- is only kept for --min-hold, core::Lease::holding); KEYS[2] =
+-- is only kept for --min-hold, core::Lease::holding), holder and
+-- holder_token (who took the lease with that token: backend/holder.hpp;
+-- written only by the acquisition, so shown only while the tokens match);
+-- KEYS[2] =
 -- <prefix>{<mutex>}:fence, the fencing counter; KEYS[3] = simba:server, the
 -- database's marker (see "The server run" below). None of them has a TTL:
 -- the scripts compare transition_at, and a key without a TTL is never taken
@@ -14,13 +17,15 @@
 -- with the lease after the call and the server's clock: TIME only, never a
 -- client's clock.
 --
--- The client appends two arguments to every script, taken off ARGV here so
--- that each script sees only its own: the database number (channels are
+-- The client appends three arguments to every script, taken off ARGV here
+-- so that each script sees only its own: the history limit (see history()
+-- below), the database number (channels are
 -- server-wide, so their names carry it) and the run_id of the server its
 -- connection talks to ("" with quarantine=off), from the INFO it sent when
 -- it connected.
 local SERVER_RUN = table.remove(ARGV)
 local DB = table.remove(ARGV)
+local HISTORY_LIMIT = tonumber(table.remove(ARGV)) or 0
 
 -- The server's clock: epoch milliseconds (lease times) and microseconds
 -- (fence seeds).
@@ -175,12 +180,57 @@ end
 -- above the last one, and never below the clock in microseconds, so that
 -- tokens keep increasing when a restart lost the counter (or restored an
 -- older snapshot of it). The caller writes the lease (renew).
-local function take_new_lease(hash, fence, l, me, ttl, transition, now, now_us)
-  redis.call('ZREM', hash .. ':waiters', member(me, ttl, transition), me)
+-- The history (backend.hpp: Backend::history): <hash>:history, a list of
+-- JSON entries, newest first, each pushed by the script of its event and
+-- trimmed there to the last HISTORY_LIMIT (SIMBA_HISTORY_LIMIT of the
+-- writer; 0: none written). No TTL, like the hash. Numbers go as strings
+-- (cjson writes 14 digits: a token has 16). "expired" is written by the
+-- acquisition that finds a lease run out unreleased.
+local function history(hash, e)
+  if HISTORY_LIMIT <= 0 then return end
+  redis.call('LPUSH', hash .. ':history', cjson.encode(e))
+  redis.call('LTRIM', hash .. ':history', 0, HISTORY_LIMIT - 1)
+end
+
+-- A lease that ends: released (with CMD's exit code, '' when unknown) or
+-- forced (`by`: who forced it).
+local function ended(hash, l, now, event, exit_code, by)
+  history(hash, {e = event, at = int(now), o = l.owner, h = by or '', t = int(l.token),
+                 hd = int(now - l.acquired_at), x = exit_code or ''})
+end
+
+-- How long a waiter queued at `score` (microseconds) has waited at `now`.
+local function waited(score, now)
+  if not score then return '0' end
+  return int(math.max(0, now - math.floor(tonumber(score) / 1000)))
+end
+
+-- The holder of a new lease with token `token` ('' or nil: none given).
+local function set_holder(hash, token, holder)
+  if holder and holder ~= '' then
+    redis.call('HSET', hash, 'holder', holder, 'holder_token', int(token))
+  end
+end
+
+-- `holder` of the new lease is set by the caller (set_holder) once the
+-- lease is written; its entry in <hash>:who (a waiter's holder, see
+-- enqueue.lua) goes here.
+local function take_new_lease(hash, fence, l, me, ttl, transition, now, now_us, holder)
+  local queue = hash .. ':waiters'
+  local score = redis.call('ZSCORE', queue, member(me, ttl, transition)) or
+                redis.call('ZSCORE', queue, me)
+  if l.owner ~= '' then
+    history(hash, {e = 'expired', at = int(l.transition_at), o = l.owner, t = int(l.token),
+                   hd = int(l.transition_at - l.acquired_at)})
+  end
+  redis.call('ZREM', queue, member(me, ttl, transition), me)
+  redis.call('HDEL', hash .. ':who', me)
   local last = fence_value(fence)
   l.token = redis.call('INCRBY', fence, int(math.max(1, now_us - last)))
   l.owner = me
   l.acquired_at = now
+  history(hash, {e = 'acquired', at = int(now), o = me, h = holder or '', t = int(l.token),
+                 w = waited(score, now)})
 end
 
 -- The lease ends now, with nobody to hand it to: the hash goes (the fence
@@ -196,7 +246,7 @@ end
 local function hand_over(hash, fence, marker, now, now_us, last, skip)
   local queue = hash .. ':waiters'
   for _ = 1, 32 do
-    local first = redis.call('ZRANGE', queue, 0, 0)
+    local first = redis.call('ZRANGE', queue, 0, 0, 'WITHSCORES')
     if #first == 0 then return false end
     local ttl, transition, w = string.match(first[1], '^(%d+) (%d+) (.+)$')
     if not ttl then w = first[1] end
@@ -216,10 +266,15 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       -- and nothing is rolled back in Redis.
       redis.call('SET', fence, int(l.token))
       renew(hash, l, now, tonumber(ttl), tonumber(transition))
+      set_holder(hash, l.token, redis.call('HGET', hash .. ':who', w))
       local msg = table.concat({'grant', int(now), int(l.acquired_at), int(l.ttl_at),
                                 int(l.transition_at), int(l.token)}, ' ')
       if redis.call('PUBLISH', wake, msg) > 0 then
+        history(hash, {e = 'handed_over', at = int(now), o = w,
+                       h = redis.call('HGET', hash .. ':who', w) or '', t = int(l.token),
+                       w = waited(first[2], now)})
         redis.call('ZREM', queue, first[1])
+        redis.call('HDEL', hash .. ':who', w)
         return true
       end
       -- Nobody listened: the lease written above is the next candidate's
@@ -227,6 +282,7 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       last = l.token
     end
     redis.call('ZREM', queue, first[1])
+    redis.call('HDEL', hash .. ':who', w)
   end
   return false
 end

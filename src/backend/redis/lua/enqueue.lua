@@ -1,4 +1,7 @@
--- enqueue: KEYS = hash, fence; ARGV = contender[, ttl_ms, transition_ms].
+-- enqueue: KEYS = hash, fence; ARGV = contender[, ttl_ms, transition_ms[,
+-- holder]]. The holder (backend/holder.hpp) goes to <hash>:who, keyed by
+-- the contender: status lists the waiters with it, and a hand-over writes
+-- it as the new lease's holder (common.lua: hand_over).
 -- Joins the mutex's queue of waiters (a no-op when already in it), with the
 -- terms a release hands the mutex over on (common.lua: hand_over; without
 -- them the waiter is only woken). The queue expires a day after its last
@@ -8,4 +11,8 @@ local queue = KEYS[1] .. ':waiters'
 local m = ARGV[3] and member(ARGV[1], ARGV[2], ARGV[3]) or ARGV[1]
 redis.call('ZADD', queue, 'NX', int(now_us), m)
 redis.call('PEXPIRE', queue, 86400000)
+if ARGV[4] and ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1] .. ':who', ARGV[1], ARGV[4])
+  redis.call('PEXPIRE', KEYS[1] .. ':who', 86400000)
+end
 return reply(now, false, read_lease(KEYS[1], KEYS[2]))

@@ -1,4 +1,5 @@
--- force_release: KEYS = hash, fence, marker; ARGV = token (0: any). Admin
+-- force_release: KEYS = hash, fence, marker; ARGV = token (0: any)[, who
+-- forces it (backend/holder.hpp), for the history]. Admin
 -- break-lock of the valid lease (only the one with that fencing token).
 -- A lease whose CMD may still run is revoked: the owner goes at once (its
 -- guard sees no owner and stops CMD; the notification tells it sooner), but
@@ -12,6 +13,7 @@ local token = tonumber(ARGV[1])
 if not valid(l, now) or (token ~= 0 and l.token ~= token) then
   return reply(now, false, l)
 end
+ended(KEYS[1], l, now, 'forced', nil, ARGV[2])
 if l.holding then
   if hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, l.owner) then
     return reply(now, true, read_lease(KEYS[1], KEYS[2]))

@@ -1,5 +1,6 @@
 -- release: KEYS = hash, fence, marker; ARGV = contender, token (0: whatever
--- lease the contender owns, see backend.hpp). Only the valid owner's own
+-- lease the contender owns, see backend.hpp)[, CMD's exit code ('' unknown):
+-- for the history]. Only the valid owner's own
 -- lease, with that token, ends, at once, and the mutex goes to the first live waiter
 -- (common.lua: hand_over), or, with nobody waiting, the hash goes (the fence
 -- counter keeps the token). The reply is the lease after the call: the new
@@ -10,6 +11,7 @@ local token = tonumber(ARGV[2])
 if not valid(l, now) or l.owner ~= ARGV[1] or (token ~= 0 and l.token ~= token) then
   return reply(now, false, l)
 end
+ended(KEYS[1], l, now, 'released', ARGV[3])
 if hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, ARGV[1]) then
   return reply(now, true, read_lease(KEYS[1], KEYS[2]))
 end

@@ -12,6 +12,7 @@ local rec = read_once(once)
 if not valid(l, now) or l.owner ~= ARGV[1] or (token ~= 0 and l.token ~= token) then
   return once_reply(now, false, l, rec)
 end
+ended(KEYS[1], l, now, 'released', ARGV[3])
 if rec and rec.token == l.token then
   rec.finished = true
   rec.exit_code = tonumber(ARGV[3])

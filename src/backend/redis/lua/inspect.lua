@@ -1,0 +1,30 @@
+-- inspect (status): KEYS = marker, hash1, fence1, hash2, fence2, ... Reads
+-- only. One clock for all: {now, then per mutex the lease as list.lua gives
+-- it (7 fields), its holder ('' when none is stored for this token), the
+-- number of waiters n, and n times: member, queued at (ms), holder ('')}.
+-- Waiters in queue order (the sorted set's, by the time they queued).
+local now = clock()
+local till = quarantine_seen(KEYS[1], now)
+local out = {now}
+for i = 2, #KEYS, 2 do
+  local l = read_lease(KEYS[i], KEYS[i + 1])
+  if till and free(l, now) then quarantined(l, now, till) end
+  out[#out + 1] = l.owner
+  out[#out + 1] = l.acquired_at
+  out[#out + 1] = l.ttl_at
+  out[#out + 1] = l.transition_at
+  out[#out + 1] = l.token
+  out[#out + 1] = l.quarantine and 1 or 0
+  out[#out + 1] = l.holding and 1 or 0
+  local h = redis.call('HMGET', KEYS[i], 'holder', 'holder_token')
+  out[#out + 1] = (h[1] and tonumber(h[2]) == l.token) and h[1] or ''
+  local queue = redis.call('ZRANGE', KEYS[i] .. ':waiters', 0, -1, 'WITHSCORES')
+  out[#out + 1] = #queue / 2
+  for j = 1, #queue, 2 do
+    local w = string.match(queue[j], '^%d+ %d+ (.+)$') or queue[j]
+    out[#out + 1] = w
+    out[#out + 1] = math.floor(tonumber(queue[j + 1]) / 1000)
+    out[#out + 1] = redis.call('HGET', KEYS[i] .. ':who', w) or ''
+  end
+end
+return out

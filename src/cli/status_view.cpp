@@ -1,0 +1,234 @@
+// The forms of `simba status` (status_view.hpp).
+#include "cli/status_view.hpp"
+
+#include "core/duration.hpp"
+#include "core/names.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace simba::cli {
+namespace {
+
+using backend::Holder;
+using backend::MutexLease;
+using nlohmann::json;
+
+// "2026-12-01T04:43:03Z (2m5s ago)" / "(in 10s)".
+// Relative times in whole seconds from 1s on: milliseconds are noise here.
+std::string when(int64_t at, int64_t now) {
+  auto rounded = [](int64_t ms) { return core::format_duration(ms < 1000 ? ms : ms - ms % 1000); };
+  std::string rel = at <= now ? rounded(now - at) + " ago" : "in " + rounded(at - now);
+  return core::format_utc(at) + " (" + rel + ")";
+}
+
+std::string cut(std::string s, size_t width) {
+  if (s.size() > width) s = s.substr(0, width - 1) + "~";
+  return s;
+}
+
+std::string pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+json host_json(const std::optional<Holder>& h) { return h ? json(h->host) : json(nullptr); }
+json pid_json(const std::optional<Holder>& h) { return h ? json(h->pid) : json(nullptr); }
+json command_json(const std::optional<Holder>& h) {
+  return h && !h->command.empty() ? json(h->command) : json(nullptr);
+}
+
+json holder_json(const MutexLease& m) {
+  const core::Lease& l = m.lease;
+  json j;
+  j["owner"] = l.owner_id;
+  j["label"] = std::string(core::label_of(l.owner_id));
+  j["host"] = host_json(m.holder);
+  j["pid"] = pid_json(m.holder);
+  j["command"] = command_json(m.holder);
+  j["via"] = m.holder ? json(m.holder->via) : json(nullptr);
+  j["fencing_token"] = l.fencing_token;
+  j["acquired_at"] = l.acquired_at;
+  j["lease_end"] = l.transition_at;
+  return j;
+}
+
+json waiter_json(const backend::Waiter& w, size_t position) {
+  json j;
+  j["position"] = position;
+  j["owner"] = w.owner_id;
+  j["label"] = std::string(core::label_of(w.owner_id));
+  j["host"] = host_json(w.holder);
+  j["pid"] = pid_json(w.holder);
+  j["command"] = command_json(w.holder);
+  j["since"] = w.since;
+  return j;
+}
+
+// The fields of the first wave's status (kept as they were), then holders
+// and waiters (lists: a mutex with slots will have several holders).
+json mutex_json(const MutexLease& m, int64_t now) {
+  const core::Lease& l = m.lease;
+  core::Window w = core::window_at(l, now);
+  bool owned = !l.owner_id.empty() && w != core::Window::idle;
+  json j;
+  j["mutex"] = m.mutex;
+  j["state"] = state_name(m, now);
+  j["owner"] = owned ? json(l.owner_id) : json(nullptr);
+  j["label"] = owned ? json(std::string(core::label_of(l.owner_id))) : json(nullptr);
+  j["fencing_token"] = l.fencing_token;
+  bool acquired = w != core::Window::idle && w != core::Window::quarantine;
+  j["acquired_at"] = acquired ? json(l.acquired_at) : json(nullptr);
+  j["ttl_at"] = w == core::Window::idle ? json(nullptr) : json(l.ttl_at);
+  j["transition_at"] = w == core::Window::idle ? json(nullptr) : json(l.transition_at);
+  j["ttl_remaining_ms"] = w == core::Window::ttl ? l.ttl_at - now : 0;
+  j["transition_remaining_ms"] = w == core::Window::idle ? 0 : l.transition_at - now;
+  // false: no simba process guards it (simba acquire's lease between
+  // steps, or --min-hold after CMD): nothing runs under it.
+  j["guarded"] = owned ? json(!l.holding) : json(nullptr);
+  j["holders"] = json::array();
+  if (owned) j["holders"].push_back(holder_json(m));
+  j["waiters"] = json::array();
+  for (size_t i = 0; i < m.waiters.size(); ++i)
+    j["waiters"].push_back(waiter_json(m.waiters[i], i + 1));
+  return j;
+}
+
+json done_json(const core::DoneRecord& d) {
+  json j;
+  j["window_start"] = d.window_start;
+  j["label"] = d.label;
+  j["host"] = d.host;
+  j["fencing_token"] = d.token;
+  j["started_at"] = d.started_at;
+  j["finished_at"] = d.finished ? json(d.finished_at) : json(nullptr);
+  j["exit_code"] = d.finished ? json(d.exit_code) : json(nullptr);
+  return j;
+}
+
+// The lines under a mutex's row: when, the token, the queue.
+void print_details(std::ostream& out, const MutexLease& m, int64_t now) {
+  const core::Lease& l = m.lease;
+  if (l.valid_at(now)) {
+    out << "  acquired " << when(l.acquired_at, now) << ", token " << l.fencing_token << '\n';
+    out << "  lease ends " << when(l.transition_at, now) << '\n';
+  } else if (!l.free_at(now)) {
+    out << "  free " << when(l.transition_at, now) << ", token " << l.fencing_token << '\n';
+  }
+  for (size_t i = 0; i < m.waiters.size(); ++i) {
+    const backend::Waiter& w = m.waiters[i];
+    out << "  waiting " << i + 1 << ". " << core::escape_control(core::label_of(w.owner_id));
+    if (w.holder)
+      out << " on " << core::escape_control(w.holder->host) << ", pid " << w.holder->pid;
+    out << ", since " << when(w.since, now) << '\n';
+  }
+}
+
+// An OpenMetrics label value: backslash, double quote and newline escaped.
+std::string label_value(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '\\' || c == '"') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+} // namespace
+
+std::string state_name(const MutexLease& m, int64_t now) {
+  const core::Lease& l = m.lease;
+  core::Window w = core::window_at(l, now);
+  if (w != core::Window::ttl || !l.holding) return core::window_name(w);
+  // Only kept, nothing runs under it: simba acquire's lease between its
+  // steps, or --min-hold after CMD ended.
+  return m.holder && m.holder->via == "acquire" ? "leased" : "holding";
+}
+
+void print_status_table(std::ostream& out, const backend::Listing& listing) {
+  int64_t now = listing.now;
+  // The widest each column but the mutex's may be: a row fits 80 columns
+  // with a mutex name of up to 19 bytes; longer fields are cut ("~").
+  const std::vector<size_t> cap = {0, 10, 16, 12, 7, 10};
+  std::vector<std::vector<std::string>> rows = {
+      {"MUTEX", "STATE", "HOLDER", "HOST", "PID", "COMMAND"}};
+  for (const MutexLease& m : listing.mutexes) {
+    const core::Lease& l = m.lease;
+    bool owned = l.valid_at(now);
+    const std::optional<Holder>& h = owned ? m.holder : std::nullopt;
+    // Escaped: a row written by someone else must not drive the terminal.
+    rows.push_back({core::escape_control(m.mutex), state_name(m, now),
+                    owned ? core::escape_control(core::label_of(l.owner_id)) : "-",
+                    h ? core::escape_control(h->host) : "-", h ? std::to_string(h->pid) : "-",
+                    h && !h->command.empty() ? core::escape_control(h->command) : "-"});
+  }
+  std::vector<size_t> width(cap.size(), 0);
+  for (auto& r : rows)
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (cap[i]) r[i] = cut(r[i], cap[i]);
+      width[i] = std::max(width[i], r[i].size());
+    }
+  for (size_t k = 0; k < rows.size(); ++k) {
+    std::string line;
+    for (size_t i = 0; i < rows[k].size(); ++i)
+      line += i + 1 < rows[k].size() ? pad(rows[k][i], width[i] + 2) : rows[k][i];
+    out << line << '\n';
+    if (k > 0) print_details(out, listing.mutexes[k - 1], now);
+  }
+}
+
+void print_status_json(std::ostream& out, const backend::Listing& listing,
+                       const std::optional<core::DoneRecord>& done) {
+  json j;
+  j["schema"] = 1;
+  j["backend_now"] = listing.now;
+  j["holders_kept"] = listing.holders_kept;
+  j["waiters_kept"] = listing.waiters_kept;
+  j["mutexes"] = json::array();
+  for (const MutexLease& m : listing.mutexes) j["mutexes"].push_back(mutex_json(m, listing.now));
+  if (done && !j["mutexes"].empty()) j["mutexes"][0]["last_once_per_run"] = done_json(*done);
+  out << j.dump() << '\n';
+}
+
+// OpenMetrics text (node_exporter's textfile collector, any scraper): one
+// gauge family per fact, every sample labelled with its mutex.
+void print_status_openmetrics(std::ostream& out, const backend::Listing& listing) {
+  int64_t now = listing.now;
+  struct Family {
+    const char* name;
+    const char* help;
+    double (*value)(const MutexLease&, int64_t);
+    const char* format; // integers exactly, seconds to the millisecond
+  };
+  static const Family families[] = {
+      {"simba_mutex_held", "1 while the mutex is not free (held, revoked or quarantined)",
+       [](const MutexLease& m, int64_t t) { return m.lease.free_at(t) ? 0.0 : 1.0; }, "%.0f"},
+      {"simba_mutex_waiters", "Contenders in the mutex's queue of waiters",
+       [](const MutexLease& m, int64_t) { return double(m.waiters.size()); }, "%.0f"},
+      {"simba_mutex_lease_remaining_seconds", "Seconds until the mutex is free, 0 when it is",
+       [](const MutexLease& m, int64_t t) {
+         return m.lease.free_at(t) ? 0.0 : double(m.lease.transition_at - t) / 1000.0;
+       },
+       "%.3f"},
+      {"simba_mutex_fencing_token", "The fencing token of the mutex's last lease",
+       [](const MutexLease& m, int64_t) { return double(m.lease.fencing_token); }, "%.0f"},
+  };
+  for (const Family& f : families) {
+    out << "# TYPE " << f.name << " gauge\n# HELP " << f.name << ' ' << f.help << '\n';
+    for (const MutexLease& m : listing.mutexes) {
+      char value[64];
+      std::snprintf(value, sizeof value, f.format, f.value(m, now));
+      out << f.name << "{mutex=\"" << label_value(m.mutex) << "\"} " << value << '\n';
+    }
+  }
+  out << "# EOF\n";
+}
+
+} // namespace simba::cli

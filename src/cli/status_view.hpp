@@ -1,0 +1,24 @@
+#pragma once
+// What `simba status` prints: the state of each mutex as one word, and the
+// listing as a table for people, JSON for programs (man simba: "STATUS
+// JSON"), or OpenMetrics for scrapers. Reads nothing: the listing is given.
+#include "backend/backend.hpp"
+#include "core/once_per.hpp"
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace simba::cli {
+
+// free, held, holding (only kept for --min-hold after CMD ended), leased
+// (simba acquire's lease between steps), transition (not renewed in time,
+// not yet free), revoked, quarantine.
+std::string state_name(const backend::MutexLease& m, int64_t now);
+
+void print_status_table(std::ostream& out, const backend::Listing& l);
+void print_status_json(std::ostream& out, const backend::Listing& l,
+                       const std::optional<core::DoneRecord>& done);
+void print_status_openmetrics(std::ostream& out, const backend::Listing& l);
+
+} // namespace simba::cli

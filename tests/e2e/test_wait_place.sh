@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
+# backends: sqlite redis
+# A waiting run's notice says its place in the queue ("3rd of 3 in line"),
+# the JSON log carries it (queue_position, queue_length), and the place
+# moves up as the queue drains.
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+
+command -v jq >/dev/null 2>&1 || skip "needs jq"
+export SIMBA_WAIT_NOTICE_EVERY=300ms
+waiters() { "$SIMBA" status --mutex q --json | jq '.mutexes[0].waiters | length'; }
+queued() { [[ $(waiters) == "$1" ]]; }
+short=(--ttl 1s --transition 1s)
+
+"$SIMBA" run --mutex q "${short[@]}" -- sh -c 'touch "$0"; sleep 3' "$T/h" &
+holder=$!
+wait_file "$T/h" 10
+"$SIMBA" run --mutex q "${short[@]}" --contender-id w1 -- sleep 1.5 2>"$T/w1.err" &
+w1=$!
+wait_for 10 queued 1
+"$SIMBA" run --mutex q "${short[@]}" --contender-id w2 -- sleep 1.5 2>"$T/w2.err" &
+w2=$!
+wait_for 10 queued 2
+"$SIMBA" run --mutex q "${short[@]}" --contender-id w3 --log-format json -- true 2>"$T/w3.log" &
+w3=$!
+wait_for 10 queued 3
+grep -q '^simba: waiting for q, 2nd of 2 in line: held by ' "$T/w2.err" ||
+  fail "w2's notice: $(cat -- "$T/w2.err")"
+grep -q '^simba: waiting for q: held by ' "$T/w1.err" || fail "w1's notice (1st of 1: no place): $(cat -- "$T/w1.err")"
+wait "$holder" "$w1" "$w2" "$w3" || fail "a run failed: $(cat -- "$T/w3.log")"
+# The first in line knows itself among the others (not "4th of 4").
+grep -q "^simba: still waiting for q after .*, 1st of 3 in line: held by " "$T/w1.err" ||
+  fail "w1 did not say it is first of three: $(cat -- "$T/w1.err")"
+
+first=$(jq -r 'select(.event == "waiting") | .message' "$T/w3.log")
+[[ $first == "waiting for q, 3rd of 3 in line: held by "* ]] || fail "w3's first notice: $first"
+places=$(jq -r 'select(.queue_position) | "\(.queue_position)/\(.queue_length)"' "$T/w3.log" | tr '\n' ' ')
+[[ $places == "3/3 "* ]] || fail "w3's places: $places"
+# Only ever moving up, and up it moved.
+jq -s '[.[] | select(.queue_position) | .queue_position] | . == (sort | reverse) and min < 3' \
+  "$T/w3.log" | grep -qx true || fail "w3's place did not move up in order: $places"
