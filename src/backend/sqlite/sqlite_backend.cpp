@@ -328,7 +328,12 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
   int rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall(),
                      new_lease && !m_holder.empty() ? &m_holder : nullptr);
   // The lease first: its errors are the ones to report.
-  if (rc == SQLITE_OK && m_history_limit > 0) rc = record_history(mutex, cur, d.lease, new_lease);
+  if (rc == SQLITE_OK && m_history_limit > 0) {
+    // A slot's events are its mutex's (core/slots.hpp).
+    size_t slot = mutex.find('#');
+    rc = slot == std::string::npos ? record_history(mutex, cur, d.lease, new_lease)
+                                   : record_history(mutex.substr(0, slot), cur, d.lease, new_lease);
+  }
   // A slot's row (core/slots.hpp): its marker in the same transaction.
   if (rc == SQLITE_OK && mutex.find('#') != std::string::npos)
     rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall());
