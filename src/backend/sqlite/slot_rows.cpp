@@ -41,7 +41,9 @@ int soonest_free(const std::vector<core::Lease>& slots) {
   return it == slots.end() ? 0 : it->slot;
 }
 
-int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall) {
+int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
+                    int& free_slots) {
+  free_slots = 0;
   const std::string mutex(core::mutex_of_row(row));
   core::Lease marker;
   std::vector<core::Lease> slots;
@@ -53,7 +55,10 @@ int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int
   if (int rc = read_slots(db, mutex, n, c, marker, slots); rc != SQLITE_OK) return rc;
   marker.ttl_at = marker.transition_at = c.boot;
   for (const core::Lease& l : slots) {
-    if (l.free_at(c.boot)) continue;
+    if (l.free_at(c.boot)) {
+      ++free_slots;
+      continue;
+    }
     marker.ttl_at = std::max(marker.ttl_at, l.ttl_at);
     marker.transition_at = std::max(marker.transition_at, l.transition_at);
   }

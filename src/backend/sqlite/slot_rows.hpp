@@ -27,7 +27,8 @@ int soonest_free(const std::vector<core::Lease>& slots);
 // After a write to slot row `row`: the marker of its mutex is moved to end
 // with the last of its valid slots (to now when none is valid: the mutex is
 // free, and the next acquirer's N wins). Nothing when the row has no marker
-// of slots. An SQLite code.
-int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall);
+// of slots. An SQLite code; `free_slots`: how many slots are free then.
+int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
+                    int& free_slots);
 
 } // namespace simba::backend::sqlite

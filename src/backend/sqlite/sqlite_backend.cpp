@@ -173,7 +173,7 @@ private:
   bool wake_first_waiter(const std::string& row) {
     size_t hash = row.find('#');
     if (hash == std::string::npos) return m_waiters.wake_first_waiter(row);
-    return m_waiters.wake_first_waiter(row.substr(0, hash));
+    return m_waiters.wake_first_waiter(row.substr(0, hash), std::max(0, m_free_slots - 1));
   }
   void notify(const std::string& row) {
     size_t hash = row.find('#');
@@ -229,6 +229,7 @@ private:
   int64_t m_history_limit;                   // SIMBA_HISTORY_LIMIT: 0, none written
   enum class Op { other, release, force } m_op = Op::other; // names the history event
   std::optional<int> m_exit_code;                           // set_exit_code(), for a release
+  int m_free_slots = 0; // --slots: free slots after the last write to a slot (cover_by_marker)
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -336,7 +337,7 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
   }
   // A slot's row (core/slots.hpp): its marker in the same transaction.
   if (rc == SQLITE_OK && mutex.find('#') != std::string::npos)
-    rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall());
+    rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall(), m_free_slots);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   rc = m_db.run(k_commit, "COMMIT");
   if (rc != SQLITE_OK) {
