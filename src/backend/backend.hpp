@@ -65,14 +65,22 @@ struct Waiter {
   std::optional<Holder> holder; // who it is, when it said so
 };
 
+// One slot of a mutex with --slots N (core/slots.hpp): its lease and who
+// holds it.
+struct SlotLease {
+  core::Lease lease; // Lease::slot: which
+  std::optional<Holder> holder;
+};
+
 struct MutexLease {
   std::string mutex;
-  core::Lease lease;
+  core::Lease lease; // with slots: the marker (owner core::slot_marker(N))
   // The holder of this very lease (its fencing token); nullopt when none is
   // known: a free mutex, a lease taken by an older simba, a backend that
   // keeps none (Listing::holders_kept).
   std::optional<Holder> holder;
-  std::vector<Waiter> waiters; // in queue order (Listing::waiters_kept)
+  std::vector<Waiter> waiters;  // in queue order (Listing::waiters_kept)
+  std::vector<SlotLease> slots; // inspect(), a mutex with slots: each one, by number
 };
 
 struct Listing {

@@ -5,7 +5,8 @@
 # and reach 3 (each CMD counts the others by a directory of pid files,
 # written inside its lease), each CMD sees SIMBA_SLOT (0-2) and SIMBA_SLOTS
 # 3 and its own slot is never in use by another; another N exits 64 with
-# one line naming the recorded N, a plain run too; a kill -9 of one holder
+# one line naming the recorded N, a plain run too; status shows used/total
+# and each slot's holder; a kill -9 of one holder
 # frees its slot within ttl + transition + 1 s.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
@@ -39,6 +40,18 @@ assert_eq free "$(mutex_state m)" "mutex m after all runs"
 "$SIMBA" run --mutex n --slots 3 -- sleep 30 >/dev/null 2>&1 &
 n_held() { [[ $(mutex_state n) == held ]]; }
 wait_for 10 n_held
+# status: used/total and the holder of each slot.
+"$SIMBA" status --mutex n --format json >"$T/status.json"
+python3 - "$T/status.json" <<'PY' || fail "status --format json: $(cat -- "$T/status.json")"
+import json, sys
+m = json.load(open(sys.argv[1]))["mutexes"][0]
+assert (m["slots"], m["slots_used"], m["state"]) == (3, 1, "held"), m
+[h] = m["holders"]
+assert h["slot"] == 0 and h["command"] == "sleep" and h["via"] == "run", h
+PY
+"$SIMBA" status --mutex n >"$T/status.txt"
+grep -q '^n  *held  *1/3 slots' "$T/status.txt" || fail "status: $(cat -- "$T/status.txt")"
+grep -q '^  slot 0: .* (sleep), token ' "$T/status.txt" || fail "status: $(cat -- "$T/status.txt")"
 assert_exit 64 "$SIMBA" run --mutex n --slots 2 -- true
 [[ $(wc -l <"$T/err") == 1 && $(cat -- "$T/err") == *"held with --slots 3, not 2"* ]] ||
   fail "mismatch message: $(cat -- "$T/err")"

@@ -2,6 +2,7 @@
 // --slots N on SQLite (core/slots.hpp: the slot rows and the marker row):
 // reading a mutex's slots and keeping its marker, inside the transaction of
 // the operation that calls them.
+#include "backend/backend.hpp"
 #include "backend/sqlite/clocks.hpp"
 #include "core/lease.hpp"
 
@@ -30,5 +31,9 @@ int soonest_free(const std::vector<core::Lease>& slots);
 // of slots. An SQLite code; `free_slots`: how many slots are free then.
 int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
                     int& free_slots);
+
+// A listing's rows of slots ("m#k") moved into their mutex's
+// MutexLease::slots, by number (status shows a mutex, not its rows).
+void group_slot_rows(std::vector<MutexLease>& mutexes);
 
 } // namespace simba::backend::sqlite

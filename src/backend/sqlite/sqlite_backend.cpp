@@ -411,6 +411,7 @@ Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t
   else
     sqlite3_reset(s);
   if (rc != SQLITE_DONE) return out;
+  group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.
   if (!mutex.empty() && out.mutexes.empty()) out.mutexes.push_back({mutex, core::Lease{}, {}, {}});
   if (holders) {
