@@ -89,7 +89,8 @@ core::CallResult BackendCalls::call_slot(const core::action::Call& a, int64_t ti
   case core::Op::acquire:
     r = m_backend.acquire_slot(mutex, id, m_config.slots, a.ttl_ms, a.transition_ms, timeout);
     if (r.slots_recorded > 0) refuse(mutex, r.slots_recorded, m_config.slots);
-    if (r.ok() && r.observed.lease.owned_by(id, r.observed.now)) m_slot = r.observed.lease.slot;
+    // An answer says which slot we hold, if any; no answer leaves it as it was.
+    if (r.ok()) m_slot = r.observed.lease.owned_by(id, r.observed.now) ? r.observed.lease.slot : -1;
     return to_call_result(r);
   case core::Op::guard:
     r = m_backend.guard(core::slot_row(mutex, std::max(m_slot, 0)), id, a.token, a.ttl_ms,
@@ -107,11 +108,11 @@ core::CallResult BackendCalls::call_slot(const core::action::Call& a, int64_t ti
   return to_call_result(r);
 }
 
-// The slot last acquired; when no acquisition was answered, each slot (our
-// id holds at most one).
+// The slot last acquired; with token 0 (an acquisition whose answer never
+// came) or no slot known, each slot (our id holds at most one).
 backend::Reply BackendCalls::release_slot(uint64_t token, int64_t timeout) {
   const std::string& id = m_config.contender_id;
-  if (m_slot >= 0)
+  if (m_slot >= 0 && token != 0)
     return m_backend.release(core::slot_row(m_config.mutex, m_slot), id, token, timeout);
   backend::Reply r;
   for (int k = 0; k < m_config.slots && !r.changed; ++k)
