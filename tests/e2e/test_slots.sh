@@ -7,7 +7,8 @@
 # 3 and its own slot is never in use by another; another N exits 64 with
 # one line naming the recorded N, a plain run too; status shows used/total
 # and each slot's holder; a kill -9 of one holder
-# frees its slot within ttl + transition + 1 s.
+# frees its slot within ttl + transition + 1 s; release --force revokes
+# every slot (--token: one).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 mkdir "$T/in" "$T/slot"
@@ -75,4 +76,19 @@ elapsed=$(($(now_ms) - start))
 ((elapsed <= 1000 + 1000 + 1000)) || fail "slot freed after ${elapsed} ms"
 # Only that slot: one more holder fills the semaphore again.
 "$SIMBA" run --mutex k --slots 3 --ttl 1s --transition 1s -- sleep 30 >/dev/null 2>&1 &
+holders[0]=$!
 wait_for 10 k_full
+
+# release --force of the mutex revokes every slot: each holder stops its
+# CMD and exits 76; with --token, only that slot's lease.
+"$SIMBA" status --mutex k --format json >"$T/k.json"
+token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["mutexes"][0]["holders"][1]["fencing_token"])' "$T/k.json")
+assert_exit 0 "$SIMBA" release --mutex k --force --token "$token"
+[[ $(grep -c 'revoked slot' "$T/err") == 1 ]] || fail "release --token: $(cat -- "$T/err")"
+assert_exit 0 "$SIMBA" release --mutex k --force
+[[ $(grep -c 'revoked slot' "$T/err") == 2 ]] || fail "release --force: $(cat -- "$T/err")"
+for p in "${holders[@]}"; do
+  rc=0
+  wait "$p" || rc=$?
+  assert_eq 76 "$rc" "exit code of a holder whose slot was revoked"
+done

@@ -443,14 +443,14 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
   rc = read_slots(m_db, mutex, slots, m_clocks.now(), marker, lease);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   int recorded = marker.free_at(now) ? 0 : core::slots_of_owner(marker.owner_id);
-  int pick = recorded == 0 || recorded == slots ? pick_slot(lease, contender, now) : -1;
+  bool agreed = recorded == 0 || recorded == slots;
+  // A revoked marker (not free, no owner) no longer says N: wait until it is free.
+  bool revoked = marker.revoked_at(now);
+  int pick = agreed && !revoked ? pick_slot(lease, contender, now) : -1;
   if (pick < 0) { // refused, or every slot held: nothing written
-    Reply r = write_decision(mutex,
-                             Decision{false, recorded == 0 || recorded == slots
-                                                 ? lease[size_t(soonest_free(lease))]
-                                                 : marker},
-                             false, marker);
-    if (recorded != 0 && recorded != slots) r.slots_recorded = recorded;
+    const core::Lease& shown = agreed && !revoked ? lease[size_t(soonest_free(lease))] : marker;
+    Reply r = write_decision(mutex, Decision{false, shown}, false, marker);
+    if (!agreed) r.slots_recorded = recorded;
     return r;
   }
   const core::Lease& cur = lease[size_t(pick)];

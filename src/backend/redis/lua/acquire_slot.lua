@@ -16,6 +16,8 @@ local function answer(changed, l, slot, refused)
   return r
 end
 if recorded ~= 0 and recorded ~= n then return answer(false, m, 0, recorded) end
+-- A revoked marker (not free, no owner) no longer says N: wait until it is free.
+if not free(m, now) and m.owner == '' then return answer(false, m, 0, 0) end
 local mine, first_free, soonest
 for k = 0, n - 1 do
   local l = read_lease(KEYS[1] .. '#' .. k, KEYS[2])
