@@ -1,0 +1,217 @@
+// The SQL of the PostgreSQL backend (statements.hpp).
+//
+// Tables: "<prefix>leases", one row per mutex, never deleted (the row
+// keeps the last fencing token when the lease ends: owner '' and
+// transition_at at the end), and "<prefix>server", one row: the marker of
+// the quarantine. The rules are those of redis/lua/ (keep them alike):
+// DESIGN §2's owner-or-expired acquisition, owner and token compared
+// together in every compare-and-set, tokens above the last one and never
+// below the clock in microseconds.
+//
+// The server run (README "Backends"): a primary that restarts after
+// losing its last writes (synchronous_commit off, fsync off), or a standby
+// promoted before it received them, may have lost a lease whose CMD still
+// runs. The marker holds the run that last granted a lease
+// (pg_postmaster_start_time(): a restart or a promoted standby has
+// another), the end of the quarantine in force and the longest lease asked
+// for; a missing marker or another run means that no new lease is granted
+// for the longest lease + 1 s from then. Tables that simba has just made
+// get a marker of the current run: nothing can have been lost there.
+#include "backend/postgres/statements.hpp"
+
+namespace simba::backend::pg {
+namespace {
+
+// {L}, {S}, {N} (schema) in `sql` replaced by the quoted names.
+std::string fill(std::string sql, const std::string& leases, const std::string& server,
+                 const std::string& schema) {
+  for (auto [token, name] : {std::pair<const char*, const std::string*>{"{L}", &leases},
+                             {"{S}", &server},
+                             {"{N}", &schema}}) {
+    for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
+      sql.replace(at, 3, *name);
+  }
+  return sql;
+}
+
+std::string quote(const std::string& identifier) {
+  std::string out = "\"";
+  for (char c : identifier) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// The server's clock, read once: epoch ms (lease times), µs (token
+// seeds); and the server run.
+constexpr const char* k_now = R"(n AS (
+  SELECT floor(extract(epoch FROM t) * 1000)::bigint AS ms,
+         floor(extract(epoch FROM t) * 1000000)::bigint AS us,
+         extract(epoch FROM pg_postmaster_start_time())::text AS run
+  FROM (SELECT clock_timestamp() AS t) c))";
+
+// The quarantine for a lease of LEASE ms, QUARANTINE: 'on' or not: `till`
+// (0: none), and whether the marker is to be written (`lost`: another run,
+// or no marker; or a longer lease than `known`).
+std::string quarantine(const std::string& lease, const std::string& on) {
+  return R"(m AS (SELECT run, until_ms, longest FROM {S} WHERE id = 1),
+q AS (
+  SELECT n.run, m.run IS DISTINCT FROM n.run AS lost, coalesce(m.longest, -1) AS known,
+         greatest(coalesce(m.longest, 0), )" +
+         lease + R"() AS longest,
+         CASE WHEN NOT )" +
+         on + R"( THEN 0
+              WHEN m.run IS DISTINCT FROM n.run
+                THEN greatest(coalesce(m.until_ms, 0),
+                              n.ms + greatest(coalesce(m.longest, 0), )" +
+         lease + R"() + 1000)
+              ELSE m.until_ms END AS till
+  FROM n LEFT JOIN m ON true))";
+}
+
+constexpr const char* k_fields = "owner, acquired_at, ttl_at, transition_at, token, holding";
+
+// The answer: the lease written by `up`, or else as it stands.
+constexpr const char* k_answer = R"(
+SELECT n.ms, coalesce(r.changed, false), r.owner, r.acquired_at, r.ttl_at, r.transition_at,
+       r.token, r.holding, {TILL}
+FROM n {Q} LEFT JOIN (
+  SELECT owner, acquired_at, ttl_at, transition_at, token, holding, changed FROM up
+  UNION ALL
+  SELECT owner, acquired_at, ttl_at, transition_at, token, holding, false FROM {L}
+  WHERE mutex = $1 AND NOT EXISTS (SELECT 1 FROM up)) r ON true)";
+
+std::string answer(bool with_quarantine) {
+  std::string a = k_answer;
+  a.replace(a.find("{TILL}"), 6, with_quarantine ? "q.till" : "0");
+  a.replace(a.find("{Q}"), 3, with_quarantine ? "CROSS JOIN q" : "");
+  return a;
+}
+
+// acquire: $1 mutex, $2 contender, $3 ttl_ms, $4 transition_ms, $5
+// quarantine (boolean). One INSERT ... ON CONFLICT DO UPDATE ... WHERE:
+// a new lease when the row is free (transition_at passed) and no
+// quarantine is in force, a renewal for the valid owner (acquired_at and
+// token stay), otherwise nothing. A new mutex during a quarantine gets a
+// free row (no owner, token 0). The marker is written only where a new
+// lease would be granted and it needs to be.
+std::string acquire_sql() {
+  return std::string("WITH ") + k_now + ",\n" + quarantine("$3::bigint + $4::bigint", "$5::boolean") +
+         R"(,
+mark AS (
+  INSERT INTO {S} AS s (id, run, until_ms, longest)
+  SELECT 1, q.run, q.till, q.longest FROM q
+  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
+    AND NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND transition_at > (SELECT ms FROM n))
+  ON CONFLICT (id) DO UPDATE SET run = excluded.run,
+    until_ms = greatest(s.until_ms, excluded.until_ms),
+    longest = greatest(s.longest, excluded.longest)),
+up AS (
+  INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding)
+  SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false
+  FROM n, q
+  ON CONFLICT (mutex) DO UPDATE SET
+    owner = $2::text,
+    acquired_at = CASE WHEN l.transition_at > excluded.acquired_at THEN l.acquired_at
+                       ELSE excluded.acquired_at END,
+    token = CASE WHEN l.transition_at > excluded.acquired_at THEN l.token
+                 ELSE greatest(l.token + 1, (SELECT us FROM n)) END,
+    ttl_at = excluded.ttl_at,
+    transition_at = excluded.ttl_at + $4::bigint,
+    holding = false
+  WHERE (l.transition_at > excluded.acquired_at AND l.owner = $2::text)
+     OR (l.transition_at <= excluded.acquired_at AND excluded.acquired_at >= (SELECT till FROM q))
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            l.owner = $2::text AS changed))" +
+         answer(true);
+}
+
+// guard, hold, extend: $1 mutex, $2 contender, $3 token, $4 ttl_ms, $5
+// transition_ms, $6 'guard', 'hold' (--min-hold: marked as only held) or
+// 'keep' (extend: the mark as it is; a held lease kept without a
+// transition, a guarded one never shortened). Only the valid owner's
+// lease with that token.
+constexpr const char* k_guard = R"(,
+up AS (
+  UPDATE {L} AS l SET
+    ttl_at = CASE WHEN $6 = 'keep' AND l.holding THEN n.ms + $4::bigint + $5::bigint
+                  WHEN $6 = 'keep' THEN greatest(n.ms + $4::bigint, l.ttl_at)
+                  ELSE n.ms + $4::bigint END,
+    transition_at = CASE WHEN $6 = 'keep' AND l.holding THEN n.ms + $4::bigint + $5::bigint
+                         WHEN $6 = 'keep'
+                           THEN greatest(greatest(n.ms + $4::bigint, l.ttl_at) + $5::bigint,
+                                         l.transition_at)
+                         ELSE n.ms + $4::bigint + $5::bigint END,
+    holding = CASE WHEN $6 = 'keep' THEN l.holding ELSE $6 = 'hold' END
+  FROM n
+  WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> '' AND l.token = $3::bigint
+    AND l.transition_at > n.ms
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            true AS changed))";
+
+// release: $1 mutex, $2 contender, $3 token (0: any of the contender's).
+// The lease ends now; the row keeps the token.
+constexpr const char* k_release = R"(,
+up AS (
+  UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
+                      transition_at = n.ms
+  FROM n
+  WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> ''
+    AND ($3::bigint = 0 OR l.token = $3::bigint) AND l.transition_at > n.ms
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            true AS changed))";
+
+// force_release: $1 mutex, $2 token (0: any). A lease only held ends now;
+// one whose CMD may run is revoked: no owner, transition_at kept.
+constexpr const char* k_force_release = R"(,
+up AS (
+  UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
+                      transition_at = CASE WHEN l.holding THEN n.ms ELSE l.transition_at END
+  FROM n
+  WHERE l.mutex = $1 AND l.owner <> '' AND l.transition_at > n.ms
+    AND ($2::bigint = 0 OR l.token = $2::bigint)
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            true AS changed))";
+
+} // namespace
+
+std::string schema_sql(const std::string& schema, const std::string& prefix) {
+  return fill(R"(CREATE TABLE IF NOT EXISTS {L} (
+  mutex text PRIMARY KEY, owner text NOT NULL, acquired_at bigint NOT NULL,
+  ttl_at bigint NOT NULL, transition_at bigint NOT NULL, token bigint NOT NULL,
+  holding boolean NOT NULL);
+CREATE TABLE IF NOT EXISTS {S} (
+  id integer PRIMARY KEY CHECK (id = 1), run text NOT NULL, until_ms bigint NOT NULL,
+  longest bigint NOT NULL);
+INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
+  WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
+              quote(schema) + "." + quote(prefix + "leases"),
+              quote(schema) + "." + quote(prefix + "server"), quote(schema));
+}
+
+Statements make_statements(const std::string& schema, const std::string& prefix) {
+  std::string leases = quote(schema) + "." + quote(prefix + "leases");
+  std::string server = quote(schema) + "." + quote(prefix + "server");
+  auto f = [&](const std::string& sql) { return fill(sql, leases, server, quote(schema)); };
+  std::string with_now = std::string("WITH ") + k_now;
+  Statements s;
+  s.schema = schema_sql(schema, prefix);
+  s.probe = f("SELECT 1 FROM {L}, {S} LIMIT 0");
+  s.acquire = f(acquire_sql());
+  s.guard = f(with_now + k_guard + answer(false));
+  s.release = f(with_now + k_release + answer(false));
+  s.force_release = f(with_now + k_force_release + answer(false));
+  // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.
+  s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
+up AS (SELECT )" + k_fields + R"(, false AS changed FROM {L} WHERE false))" +
+            answer(true));
+  // list: $1 quarantine: now, till, then each mutex ever leased, by name.
+  s.list = f(with_now + ",\n" + quarantine("0", "$1::boolean") + R"(
+SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,
+       l.holding
+FROM n CROSS JOIN q LEFT JOIN {L} l ON l.token > 0
+ORDER BY l.mutex COLLATE "C")");
+  return s;
+}
+
+} // namespace simba::backend::pg
