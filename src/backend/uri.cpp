@@ -292,6 +292,9 @@ void parse_postgres_query(const std::string& query, PostgresUri& u, std::string&
     } else if (name == "quarantine") {
       if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
       u.quarantine = value == "on";
+    } else if (name == "listen") {
+      if (value != "on" && value != "off") bad_uri(shown, "listen is on or off");
+      u.listen = value == "on";
     } else {
       if (secret_parameter(name) && !value.empty()) {
         u.secrets.push_back(value);

@@ -5,6 +5,7 @@
 #include "backend/net/deadline_io.hpp"
 #include "backend/postgres/connection.hpp"
 #include "backend/postgres/statements.hpp"
+#include "backend/postgres/wakeups.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "sys/clock.hpp"
@@ -50,7 +51,8 @@ class PostgresBackend final : public Backend {
 public:
   explicit PostgresBackend(PostgresUri uri)
       : m_uri(std::move(uri)), m_sql(pg::make_statements(m_uri.schema, m_uri.prefix)),
-        m_describe(describe_uri(m_uri)), m_quarantine(m_uri.quarantine ? "t" : "f") {}
+        m_describe(describe_uri(m_uri)), m_quarantine(m_uri.quarantine ? "t" : "f"),
+        m_wakeups(m_uri) {}
 
   void open(Access access);
 
@@ -79,11 +81,13 @@ public:
 
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return run(m_sql.release, {mutex, contender, std::to_string(token)}, timeout_ms);
+    return run(m_sql.release, {mutex, contender, std::to_string(token), pg::channel(m_uri, mutex)},
+               timeout_ms);
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return run(m_sql.force_release, {mutex, std::to_string(token)}, timeout_ms);
+    return run(m_sql.force_release, {mutex, std::to_string(token), pg::channel(m_uri, mutex)},
+               timeout_ms);
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
@@ -94,13 +98,23 @@ public:
 
   std::string describe() const override { return m_describe; }
 
-  void leave() override { m_conn.leave(); }
+  // Without LISTEN (listen=off): the waiters wake on their timers.
+  Wakeups& wakeups(const std::string& mutex, const std::string&) override {
+    if (!m_uri.listen) return no_wakeups();
+    m_wakeups.target(mutex);
+    return m_wakeups;
+  }
+
+  void leave() override {
+    m_conn.leave();
+    m_wakeups.leave();
+  }
 
 private:
   static std::string describe_uri(const PostgresUri& u) {
     return u.shown + (u.shown.find('?') == std::string::npos ? "?" : "&") +
            "schema=" + u.schema + "&prefix=" + u.prefix +
-           (u.quarantine ? "" : "&quarantine=off");
+           (u.quarantine ? "" : "&quarantine=off") + (u.listen ? "" : "&listen=off");
   }
 
   Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -123,6 +137,7 @@ private:
   std::string m_describe;
   std::string m_quarantine; // the statements' boolean parameter
   pg::Connection m_conn;
+  pg::ListenWakeups m_wakeups; // reads m_uri
   int64_t m_budget_ms = 0; // of the current call, for messages
 };
 

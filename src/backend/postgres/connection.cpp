@@ -65,6 +65,23 @@ std::string Connection::connect(const PostgresUri& uri, int64_t deadline) {
   return "";
 }
 
+int Connection::socket() const { return m_conn ? libpq().socket(m_conn) : -1; }
+
+int Connection::notifications() {
+  const Libpq& pq = libpq();
+  if (!m_conn) return -1;
+  if (!pq.consume_input(m_conn) || pq.status(m_conn) == k_connection_bad) {
+    close();
+    return -1;
+  }
+  int n = 0;
+  while (void* note = pq.notifies(m_conn)) {
+    pq.freemem(note);
+    ++n;
+  }
+  return n;
+}
+
 bool Connection::stale() const { return m_conn && net::readable_now(libpq().socket(m_conn)); }
 
 void Connection::close() {

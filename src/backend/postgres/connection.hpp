@@ -51,6 +51,11 @@ public:
   // transaction), no parameters: the schema.
   Result script(const std::string& sql, int64_t deadline);
 
+  // A connection in LISTEN: reads what came without waiting. The number
+  // of notifications, or -1 when the connection is gone (then closed).
+  int notifications();
+  int socket() const;
+
 private:
   Result finish_query(bool sent, int64_t deadline);
   Result collect();

@@ -47,6 +47,8 @@ Libpq load() {
   take(lib, "PQgetisnull", f.get_is_null);
   take(lib, "PQclear", f.clear);
   take(lib, "PQfinish", f.finish);
+  take(lib, "PQnotifies", f.notifies);
+  take(lib, "PQfreemem", f.freemem);
   return f;
 }
 

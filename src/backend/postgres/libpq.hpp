@@ -46,6 +46,8 @@ struct Libpq {
   int (*get_is_null)(const PGresult*, int row, int field);
   void (*clear)(PGresult*);
   void (*finish)(PGconn*);
+  void* (*notifies)(PGconn*); // a PGnotify, whose fields simba never reads
+  void (*freemem)(void*);
 };
 
 // The library, loaded at the first call. Throws UnavailableError (exit 69)

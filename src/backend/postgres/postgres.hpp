@@ -7,10 +7,11 @@
 //   backend.cpp      the Backend: one statement per operation, the replies
 //   statements.*     the SQL: the schema, the statements, the quarantine
 //   connection.*     one connection with deadlines (libpq's async API)
+//   wakeups.*        LISTEN/NOTIFY: releases wake the waiters
 //   libpq.*          loading libpq.so.5 and the functions simba calls
 //
-// No wake-ups yet (no_wakeups(): waiters poll), no done records
-// (--once-per: the failure of the base class).
+// No done records yet (--once-per, schedule's last run: the base class's
+// failure and plain guard).
 #include "backend/backend.hpp"
 #include "backend/uri.hpp"
 

@@ -79,10 +79,15 @@ FROM n {Q} LEFT JOIN (
   SELECT owner, acquired_at, ttl_at, transition_at, token, holding, false FROM {L}
   WHERE mutex = $1 AND NOT EXISTS (SELECT 1 FROM up)) r ON true)";
 
-std::string answer(bool with_quarantine) {
+// `notify`: the parameter naming the mutex's channel, NOTIFYed when `up`
+// changed the lease (at commit: the waiters look once it is visible).
+std::string answer(bool with_quarantine, const char* notify = nullptr) {
   std::string a = k_answer;
   a.replace(a.find("{TILL}"), 6, with_quarantine ? "q.till" : "0");
-  a.replace(a.find("{Q}"), 3, with_quarantine ? "CROSS JOIN q" : "");
+  std::string joins = with_quarantine ? "CROSS JOIN q" : "";
+  if (notify)
+    joins += std::string(" CROSS JOIN (SELECT count(pg_notify(") + notify + ", '')) FROM up) w";
+  a.replace(a.find("{Q}"), 3, joins);
   return a;
 }
 
@@ -149,8 +154,8 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed))";
 
-// release: $1 mutex, $2 contender, $3 token (0: any of the contender's).
-// The lease ends now; the row keeps the token.
+// release: $1 mutex, $2 contender, $3 token (0: any of the contender's),
+// $4 the channel. The lease ends now; the row keeps the token.
 constexpr const char* k_release = R"(,
 up AS (
   UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
@@ -161,7 +166,8 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed))";
 
-// force_release: $1 mutex, $2 token (0: any). A lease only held ends now;
+// force_release: $1 mutex, $2 token (0: any), $3 the channel. A lease
+// only held ends now;
 // one whose CMD may run is revoked: no owner, transition_at kept.
 constexpr const char* k_force_release = R"(,
 up AS (
@@ -199,8 +205,8 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.probe = f("SELECT 1 FROM {L}, {S} LIMIT 0");
   s.acquire = f(acquire_sql());
   s.guard = f(with_now + k_guard + answer(false));
-  s.release = f(with_now + k_release + answer(false));
-  s.force_release = f(with_now + k_force_release + answer(false));
+  s.release = f(with_now + k_release + answer(false, "$4"));
+  s.force_release = f(with_now + k_force_release + answer(false, "$3"));
   // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.
   s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" + k_fields + R"(, false AS changed FROM {L} WHERE false))" +
