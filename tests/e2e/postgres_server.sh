@@ -32,17 +32,16 @@ pg_bin_dir() {
   return 1
 }
 
-# as_pg CMD...: CMD as the unprivileged user when we are root (exec'd, so
-# that $! is CMD's pid)
-as_pg() {
-  if ((EUID == 0)); then
-    id -u simba-pg >/dev/null 2>&1 ||
-      useradd --system --no-create-home --user-group --shell /usr/sbin/nologin simba-pg ||
-      return 1
-    setpriv --reuid=simba-pg --regid="$(id -g simba-pg)" --clear-groups -- "$@"
-  else
-    "$@"
-  fi
+# The prefix that runs a command as the unprivileged user when we are root
+# (setpriv execs it: `"${as_pg[@]}" CMD &` makes $! CMD's pid); pg_user
+# sets it, making the user when missing.
+as_pg=()
+pg_user() {
+  ((EUID == 0)) || return 0
+  id -u simba-pg >/dev/null 2>&1 ||
+    useradd --system --no-create-home --user-group --shell /usr/sbin/nologin simba-pg ||
+    return 1
+  as_pg=(setpriv --reuid=simba-pg --regid="$(id -g simba-pg)" --clear-groups --)
 }
 
 _port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -55,7 +54,7 @@ pg_server_spawn() {
   # After a kill -9 the old server's processes may hold its shared memory
   # for a moment: a start that fails is tried again.
   for ((i = 0; i < 100; i++)); do
-    as_pg "$bin/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_SOCKET_DIR" \
+    "${as_pg[@]}" "$bin/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_SOCKET_DIR" \
       -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 \
       </dev/null >>"$PG_DIR/server.log" 2>&1 &
     PG_PID=$!
@@ -74,11 +73,12 @@ pg_server_start() {
   bin=$(pg_bin_dir) || return 1
   PG_DIR=$1
   mkdir -p -- "$PG_DIR" && chmod 755 -- "$PG_DIR" || return 1
-  ((EUID == 0)) && { as_pg true || return 1; chown simba-pg: -- "$PG_DIR"; }
+  pg_user || return 1
+  ((EUID == 0)) && chown simba-pg: -- "$PG_DIR"
   PG_SOCKET_DIR=$PG_DIR
   printf '%s\n' "$PG_PASSWORD" >"$PG_DIR/pw"
   ((EUID == 0)) && chown simba-pg: -- "$PG_DIR/pw"
-  as_pg "$bin/initdb" -D "$PG_DIR/data" -U simba --auth-local=scram-sha-256 \
+  "${as_pg[@]}" "$bin/initdb" -D "$PG_DIR/data" -U simba --auth-local=scram-sha-256 \
     --auth-host=scram-sha-256 --pwfile="$PG_DIR/pw" -E UTF8 --no-sync \
     >"$PG_DIR/initdb.log" 2>&1 || { cat -- "$PG_DIR/initdb.log" >&2; return 1; }
   for ((attempt = 0; attempt < 20; attempt++)); do
@@ -135,7 +135,7 @@ default_pool_size = 20
 logfile = $PG_DIR/pgbouncer.log
 INI
     ((EUID == 0)) && chown simba-pg: -- "$PG_DIR/pgbouncer.ini" "$PG_DIR/userlist.txt"
-    as_pg "$bin" -q "$PG_DIR/pgbouncer.ini" </dev/null >>"$PG_DIR/pgbouncer.out" 2>&1 &
+    "${as_pg[@]}" "$bin" -q "$PG_DIR/pgbouncer.ini" </dev/null >>"$PG_DIR/pgbouncer.out" 2>&1 &
     PGB_PID=$!
     for ((i = 0; i < 100; i++)); do
       _pg_alive "$PGB_PID" || break
