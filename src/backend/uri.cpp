@@ -16,7 +16,7 @@ namespace simba::backend {
 namespace {
 
 constexpr const char* k_expected =
-    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB] or "
+    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB], "
     "redis+unix:///PATH.sock or postgres://[USER@]HOST[:PORT]/DB";
 
 [[noreturn]] void bad_uri(const std::string& shown, const std::string& why) {
@@ -301,8 +301,8 @@ void parse_postgres_query(const std::string& query, PostgresUri& u, std::string&
         u.secrets.push_back(item.substr(eq + 1));
       }
       kept += (kept.empty() ? "" : "&") + item;
-      shown_query += (shown_query.empty() ? "" : "&") +
-                     (secret_parameter(name) ? name + "=***" : item);
+      shown_query +=
+          (shown_query.empty() ? "" : "&") + (secret_parameter(name) ? name + "=***" : item);
     }
   }
 }
@@ -319,9 +319,8 @@ PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
   }
   parse_postgres_query(query, u, kept, shown_query, shown);
   // user:password@ (the last '@' of the authority, as redact() takes it)
-  std::string authority = base.substr(2, base.find('/', 2) == std::string::npos
-                                             ? std::string::npos
-                                             : base.find('/', 2) - 2);
+  std::string authority = base.substr(
+      2, base.find('/', 2) == std::string::npos ? std::string::npos : base.find('/', 2) - 2);
   if (auto at = authority.rfind('@'); at != std::string::npos) {
     std::string info = authority.substr(0, at);
     if (auto colon = info.find(':'); colon != std::string::npos && colon + 1 < info.size()) {

@@ -58,10 +58,10 @@ public:
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
-    return run(m_sql.acquire,
-               {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
-                m_quarantine},
-               timeout_ms);
+    return run(
+        m_sql.acquire,
+        {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms), m_quarantine},
+        timeout_ms);
   }
 
   Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -112,9 +112,9 @@ public:
 
 private:
   static std::string describe_uri(const PostgresUri& u) {
-    return u.shown + (u.shown.find('?') == std::string::npos ? "?" : "&") +
-           "schema=" + u.schema + "&prefix=" + u.prefix +
-           (u.quarantine ? "" : "&quarantine=off") + (u.listen ? "" : "&listen=off");
+    return u.shown + (u.shown.find('?') == std::string::npos ? "?" : "&") + "schema=" + u.schema +
+           "&prefix=" + u.prefix + (u.quarantine ? "" : "&quarantine=off") +
+           (u.listen ? "" : "&listen=off");
   }
 
   Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -138,7 +138,7 @@ private:
   std::string m_quarantine; // the statements' boolean parameter
   pg::Connection m_conn;
   pg::ListenWakeups m_wakeups; // reads m_uri
-  int64_t m_budget_ms = 0; // of the current call, for messages
+  int64_t m_budget_ms = 0;     // of the current call, for messages
 };
 
 std::string PostgresBackend::scrub(std::string msg) const {

@@ -29,13 +29,20 @@ std::string Connection::connect(const PostgresUri& uri, int64_t deadline) {
   // Server-side bounds of a statement that outlives its client: set per
   // session at start-up, not with SET (which a pooler would leak to others).
   std::string ms = std::to_string(uri.timeout_ms);
-  std::string options = "-c statement_timeout=" + ms + " -c idle_in_transaction_session_timeout=" + ms;
+  std::string options =
+      "-c statement_timeout=" + ms + " -c idle_in_transaction_session_timeout=" + ms;
   // Keywords are applied in order: the URI (dbname, expanded) comes last,
   // so that whatever it says wins over these defaults.
-  const char* keys[] = {"connect_timeout", "keepalives",          "keepalives_idle",
-                        "keepalives_interval", "keepalives_count", "fallback_application_name",
-                        "options",         "dbname",              nullptr};
-  const char* values[] = {seconds.c_str(), "1", "5", "2", "3", "simba", options.c_str(),
+  const char* keys[] = {"connect_timeout",
+                        "keepalives",
+                        "keepalives_idle",
+                        "keepalives_interval",
+                        "keepalives_count",
+                        "fallback_application_name",
+                        "options",
+                        "dbname",
+                        nullptr};
+  const char* values[] = {seconds.c_str(),      "1",    "5", "2", "3", "simba", options.c_str(),
                           uri.conninfo.c_str(), nullptr};
   m_conn = pq.connect_start_params(keys, values, 1);
   if (!m_conn) return "out of memory";

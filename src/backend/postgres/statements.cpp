@@ -99,7 +99,8 @@ std::string answer(bool with_quarantine, const char* notify = nullptr) {
 // free row (no owner, token 0). The marker is written only where a new
 // lease would be granted and it needs to be.
 std::string acquire_sql() {
-  return std::string("WITH ") + k_now + ",\n" + quarantine("$3::bigint + $4::bigint", "$5::boolean") +
+  return std::string("WITH ") + k_now + ",\n" +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") +
          R"(,
 mark AS (
   INSERT INTO {S} AS s (id, run, until_ms, longest)
@@ -209,8 +210,8 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.force_release = f(with_now + k_force_release + answer(false, "$3"));
   // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.
   s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
-up AS (SELECT )" + k_fields + R"(, false AS changed FROM {L} WHERE false))" +
-            answer(true));
+up AS (SELECT )" +
+            k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
   // list: $1 quarantine: now, till, then each mutex ever leased, by name.
   s.list = f(with_now + ",\n" + quarantine("0", "$1::boolean") + R"(
 SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,
