@@ -11,7 +11,7 @@
 #                         PG_PID (the postmaster), PG_URI
 #                         (postgres://simba:PASSWORD@127.0.0.1:PORT/postgres)
 #                         and PG_SOCKET_DIR; false when it cannot
-#   pg_server_stop        SIGTERM (a fast shutdown), then SIGKILL
+#   pg_server_stop        SIGINT (a fast shutdown), then SIGKILL
 #   pg_server_spawn       start it again on the same port and data (after
 #                         pg_server_stop or a kill -9 of PG_PID)
 #   pg_server_sql SQL     runs SQL as the superuser (psql over the socket)
@@ -96,7 +96,7 @@ pg_server_start() {
 pg_server_stop() {
   local i
   [[ -n $PG_PID ]] || return 0
-  kill -TERM "$PG_PID" 2>/dev/null
+  kill -INT "$PG_PID" 2>/dev/null # a fast shutdown: clients are disconnected
   for ((i = 0; i < 100; i++)); do _pg_alive "$PG_PID" || break; sleep 0.05; done
   kill -KILL "$PG_PID" 2>/dev/null
   wait "$PG_PID" 2>/dev/null

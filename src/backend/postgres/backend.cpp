@@ -94,6 +94,16 @@ public:
     return run(m_sql.get, {mutex, m_quarantine}, timeout_ms);
   }
 
+  // schedule's record of the last run (the column last_run_at).
+  Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, bool record,
+                   int64_t timeout_ms) override {
+    return run(m_sql.guard_mark,
+               {mutex, contender, std::to_string(token), std::to_string(ttl_ms),
+                std::to_string(transition_ms), "guard", record ? "t" : "f"},
+               timeout_ms);
+  }
+
   Listing list(int64_t timeout_ms) override;
 
   std::string describe() const override { return m_describe; }
@@ -197,7 +207,7 @@ Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string
     return Reply::failure(maybe_applied ? Reply::Status::indeterminate : Reply::Status::failed,
                           r.error);
   }
-  if (r.rows.size() != 1 || r.rows[0].size() != 9)
+  if (r.rows.size() != 1 || r.rows[0].size() < 9 || r.rows[0].size() > 10)
     return Reply::failure(Reply::Status::failed, "unexpected answer from PostgreSQL");
   const std::vector<std::string>& row = r.rows[0];
   Reply out;
@@ -206,6 +216,7 @@ Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string
   out.changed = row[1] == "t";
   out.observed.lease = read_lease(row, 2);
   show_quarantine(out.observed.lease, out.observed.now, number(row[8]));
+  if (row.size() == 10 && !row[9].empty()) out.last_run_at = number(row[9]);
   return out;
 }
 

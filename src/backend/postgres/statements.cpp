@@ -72,7 +72,7 @@ constexpr const char* k_fields = "owner, acquired_at, ttl_at, transition_at, tok
 // The answer: the lease written by `up`, or else as it stands.
 constexpr const char* k_answer = R"(
 SELECT n.ms, coalesce(r.changed, false), r.owner, r.acquired_at, r.ttl_at, r.transition_at,
-       r.token, r.holding, {TILL}
+       r.token, r.holding, {TILL}{EXTRA}
 FROM n {Q} LEFT JOIN (
   SELECT owner, acquired_at, ttl_at, transition_at, token, holding, changed FROM up
   UNION ALL
@@ -81,9 +81,11 @@ FROM n {Q} LEFT JOIN (
 
 // `notify`: the parameter naming the mutex's channel, NOTIFYed when `up`
 // changed the lease (at commit: the waiters look once it is visible).
-std::string answer(bool with_quarantine, const char* notify = nullptr) {
+// `extra`: a tenth column.
+std::string answer(bool with_quarantine, const char* notify = nullptr, const char* extra = "") {
   std::string a = k_answer;
   a.replace(a.find("{TILL}"), 6, with_quarantine ? "q.till" : "0");
+  a.replace(a.find("{EXTRA}"), 7, extra);
   std::string joins = with_quarantine ? "CROSS JOIN q" : "";
   if (notify)
     joins += std::string(" CROSS JOIN (SELECT count(pg_notify(") + notify + ", '')) FROM up) w";
@@ -148,7 +150,7 @@ up AS (
                            THEN greatest(greatest(n.ms + $4::bigint, l.ttl_at) + $5::bigint,
                                          l.transition_at)
                          ELSE n.ms + $4::bigint + $5::bigint END,
-    holding = CASE WHEN $6 = 'keep' THEN l.holding ELSE $6 = 'hold' END
+    holding = CASE WHEN $6 = 'keep' THEN l.holding ELSE $6 = 'hold' END{MARK}
   FROM n
   WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> '' AND l.token = $3::bigint
     AND l.transition_at > n.ms
@@ -186,7 +188,7 @@ std::string schema_sql(const std::string& schema, const std::string& prefix) {
   return fill(R"(CREATE TABLE IF NOT EXISTS {L} (
   mutex text PRIMARY KEY, owner text NOT NULL, acquired_at bigint NOT NULL,
   ttl_at bigint NOT NULL, transition_at bigint NOT NULL, token bigint NOT NULL,
-  holding boolean NOT NULL);
+  holding boolean NOT NULL, last_run_at bigint);
 CREATE TABLE IF NOT EXISTS {S} (
   id integer PRIMARY KEY CHECK (id = 1), run text NOT NULL, until_ms bigint NOT NULL,
   longest bigint NOT NULL);
@@ -205,7 +207,18 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.schema = schema_sql(schema, prefix);
   s.probe = f("SELECT 1 FROM {L}, {S} LIMIT 0");
   s.acquire = f(acquire_sql());
-  s.guard = f(with_now + k_guard + answer(false));
+  std::string guard = k_guard;
+  s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));
+  // guard_mark: guard's, and $7 (boolean) 'record'. Only when it renewed:
+  // the start of the last run as it was (the statement's snapshot) in a
+  // tenth column, and with $7 now as the start of this run.
+  s.guard_mark = f(with_now +
+                   guard.replace(guard.find("{MARK}"), 6,
+                                 ",\n    last_run_at = CASE WHEN $7::boolean THEN n.ms "
+                                 "ELSE l.last_run_at END") +
+                   answer(false, nullptr,
+                          ",\n       CASE WHEN r.changed THEN (SELECT last_run_at FROM {L} "
+                          "WHERE mutex = $1) END"));
   s.release = f(with_now + k_release + answer(false, "$4"));
   s.force_release = f(with_now + k_force_release + answer(false, "$3"));
   // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.

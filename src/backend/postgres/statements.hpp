@@ -17,7 +17,7 @@ namespace simba::backend::pg {
 struct Statements {
   std::string schema; // run when the tables are missing (CREATE ... IF NOT EXISTS)
   std::string probe;  // fails when the tables are missing
-  std::string acquire, guard, release, force_release, get, list;
+  std::string acquire, guard, guard_mark, release, force_release, get, list;
 };
 
 // The statements on the tables "<prefix>leases" and "<prefix>server" of
