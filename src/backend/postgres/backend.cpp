@@ -37,6 +37,21 @@ core::Lease read_lease(const std::vector<std::string>& row, size_t at) {
   return l;
 }
 
+// The done record's columns (statements.hpp), from column `at` on.
+constexpr size_t k_done_columns = 8;
+core::DoneRecord read_done(const std::vector<std::string>& row, size_t at) {
+  core::DoneRecord d;
+  d.window_start = number(row[at]);
+  d.label = row[at + 1];
+  d.host = row[at + 2];
+  d.token = static_cast<uint64_t>(number(row[at + 3]));
+  d.started_at = number(row[at + 4]);
+  d.finished = row[at + 5] == "t";
+  d.exit_code = static_cast<int>(number(row[at + 6]));
+  d.finished_at = number(row[at + 7]);
+  return d;
+}
+
 // A free mutex during a quarantine is shown as one that ends then (as
 // redis/lua/common.lua's quarantined()): waiters sleep until it does.
 void show_quarantine(core::Lease& l, int64_t now, int64_t till) {
@@ -92,6 +107,28 @@ public:
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
     return run(m_sql.get, {mutex, m_quarantine}, timeout_ms);
+  }
+
+  Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                     int64_t transition_ms, const core::OncePer& once, const std::string& label,
+                     const std::string& host, int64_t timeout_ms) override {
+    return run(m_sql.acquire_once,
+               {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                m_quarantine, std::to_string(once.period_ms), std::to_string(once.offset_ms),
+                once.retry_failed ? "t" : "f", label, host},
+               timeout_ms);
+  }
+
+  Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int exit_code, int64_t timeout_ms) override {
+    return run(m_sql.release_once,
+               {mutex, contender, std::to_string(token), pg::channel(m_uri, mutex),
+                std::to_string(exit_code)},
+               timeout_ms);
+  }
+
+  Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
+    return run(m_sql.done_record, {mutex, m_quarantine}, timeout_ms);
   }
 
   // schedule's record of the last run (the column last_run_at).
@@ -207,7 +244,8 @@ Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string
     return Reply::failure(maybe_applied ? Reply::Status::indeterminate : Reply::Status::failed,
                           r.error);
   }
-  if (r.rows.size() != 1 || r.rows[0].size() < 9 || r.rows[0].size() > 10)
+  if (r.rows.size() != 1 ||
+      (r.rows[0].size() != 9 && r.rows[0].size() != 10 && r.rows[0].size() != 9 + k_done_columns))
     return Reply::failure(Reply::Status::failed, "unexpected answer from PostgreSQL");
   const std::vector<std::string>& row = r.rows[0];
   Reply out;
@@ -217,6 +255,7 @@ Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string
   out.observed.lease = read_lease(row, 2);
   show_quarantine(out.observed.lease, out.observed.now, number(row[8]));
   if (row.size() == 10 && !row[9].empty()) out.last_run_at = number(row[9]);
+  if (row.size() == 9 + k_done_columns && !row[9].empty()) out.done = read_done(row, 9);
   return out;
 }
 

@@ -10,8 +10,8 @@
 //   wakeups.*        LISTEN/NOTIFY: releases wake the waiters
 //   libpq.*          loading libpq.so.5 and the functions simba calls
 //
-// No done records yet (--once-per, schedule's last run: the base class's
-// failure and plain guard).
+// The done records of --once-per and schedule's last run are columns of the
+// lease's row (statements.cpp).
 #include "backend/backend.hpp"
 #include "backend/uri.hpp"
 

@@ -19,6 +19,8 @@
 // get a marker of the current run: nothing can have been lost there.
 #include "backend/postgres/statements.hpp"
 
+#include <cstring>
+
 namespace simba::backend::pg {
 namespace {
 
@@ -69,21 +71,33 @@ q AS (
 
 constexpr const char* k_fields = "owner, acquired_at, ttl_at, transition_at, token, holding";
 
+// The done record of --once-per (core::DoneRecord): columns of the lease's
+// row, once_window NULL when there is none.
+constexpr const char* k_once_fields =
+    "once_window, once_label, once_host, once_token, once_started_at, once_finished, "
+    "once_exit_code, once_finished_at";
+constexpr const char* k_once_columns =
+    ",\n       r.once_window, r.once_label, r.once_host, r.once_token, r.once_started_at, "
+    "r.once_finished, r.once_exit_code, r.once_finished_at";
+
 // The answer: the lease written by `up`, or else as it stands.
 constexpr const char* k_answer = R"(
 SELECT n.ms, coalesce(r.changed, false), r.owner, r.acquired_at, r.ttl_at, r.transition_at,
        r.token, r.holding, {TILL}{EXTRA}
 FROM n {Q} LEFT JOIN (
-  SELECT owner, acquired_at, ttl_at, transition_at, token, holding, changed FROM up
+  SELECT {FIELDS}, changed FROM up
   UNION ALL
-  SELECT owner, acquired_at, ttl_at, transition_at, token, holding, false FROM {L}
+  SELECT {FIELDS}, false FROM {L}
   WHERE mutex = $1 AND NOT EXISTS (SELECT 1 FROM up)) r ON true)";
 
 // `notify`: the parameter naming the mutex's channel, NOTIFYed when `up`
 // changed the lease (at commit: the waiters look once it is visible).
-// `extra`: a tenth column.
-std::string answer(bool with_quarantine, const char* notify = nullptr, const char* extra = "") {
+// `extra`: more columns (of r: then with `once`, the done record's).
+std::string answer(bool with_quarantine, const char* notify = nullptr, const char* extra = "",
+                   bool once = false) {
   std::string a = k_answer;
+  std::string fields = std::string(k_fields) + (once ? std::string(", ") + k_once_fields : "");
+  for (int i = 0; i < 2; ++i) a.replace(a.find("{FIELDS}"), 8, fields);
   a.replace(a.find("{TILL}"), 6, with_quarantine ? "q.till" : "0");
   a.replace(a.find("{EXTRA}"), 7, extra);
   std::string joins = with_quarantine ? "CROSS JOIN q" : "";
@@ -133,6 +147,94 @@ up AS (
             l.owner = $2::text AS changed))" +
          answer(true);
 }
+
+// acquire_once: acquire's $1..$5, then $6 period_ms, $7 offset_ms, $8
+// retry_failed (boolean), $9 label, $10 host. acquire's rule, but a new
+// lease only when the window holding now may run (core::judge_window and
+// core::may_run, mirrored: keep them alike, as redis/lua/acquire_once.lua),
+// writing the record of its run (unfinished) in the same row; a lease of
+// ours without a record of its own (taken by a plain acquire) is judged
+// too, and ended if the window may not run.
+std::string acquire_once_sql() {
+  auto put = [](std::string sql) {
+    const std::pair<const char*, const char*> parts[] = {
+        {"{NOW}", "excluded.acquired_at"},
+        {"{W}", "(SELECT start FROM w)"},
+        {"{MINE}", "(l.transition_at > excluded.acquired_at AND l.owner = $2::text)"},
+        {"{OWNREC}", "(l.once_window IS NOT NULL AND l.once_token = l.token)"},
+        {"{MAY}", "(l.once_window IS DISTINCT FROM (SELECT start FROM w) OR ($8::boolean AND "
+                  "NOT coalesce(l.once_finished AND l.once_exit_code = 0, false)))"},
+        {"{TOKEN}", "greatest(l.token + 1, (SELECT us FROM n))"},
+        {"{B}", "({MINE} AND NOT {OWNREC} AND {MAY})"},
+        {"{C}", "({MINE} AND NOT {OWNREC} AND NOT {MAY})"},
+        {"{D}", "(l.transition_at <= excluded.acquired_at AND {MAY} AND "
+                "excluded.acquired_at >= (SELECT till FROM q))"},
+        {"{START}", "({B} OR {D})"}};
+    for (int pass = 0; pass < 3; ++pass)
+      for (auto [token, text] : parts)
+        for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
+          sql.replace(at, std::strlen(token), text);
+    return sql;
+  };
+  return std::string("WITH ") + k_now + ",\n" +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + put(R"(,
+w AS (SELECT ((n.ms - $7::bigint) / $6::bigint) * $6::bigint + $7::bigint AS start FROM n),
+mark AS (
+  INSERT INTO {S} AS s (id, run, until_ms, longest)
+  SELECT 1, q.run, q.till, q.longest FROM q
+  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
+    AND NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND transition_at > (SELECT ms FROM n))
+  ON CONFLICT (id) DO UPDATE SET run = excluded.run,
+    until_ms = greatest(s.until_ms, excluded.until_ms),
+    longest = greatest(s.longest, excluded.longest)),
+up AS (
+  INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
+                        once_window, once_label, once_host, once_token, once_started_at,
+                        once_finished, once_exit_code, once_finished_at)
+  SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false,
+         CASE WHEN n.ms < q.till THEN NULL ELSE w.start END, $9::text, $10::text, n.us, n.ms,
+         false, 0, 0
+  FROM n, q, w
+  ON CONFLICT (mutex) DO UPDATE SET
+    owner = CASE WHEN {C} THEN '' ELSE $2::text END,
+    acquired_at = CASE WHEN {D} THEN {NOW} ELSE l.acquired_at END,
+    token = CASE WHEN {D} THEN {TOKEN} ELSE l.token END,
+    ttl_at = CASE WHEN {C} THEN least(l.ttl_at, {NOW}) ELSE excluded.ttl_at END,
+    transition_at = CASE WHEN {C} THEN {NOW} ELSE excluded.ttl_at + $4::bigint END,
+    holding = false,
+    once_window = CASE WHEN {START} THEN {W} ELSE l.once_window END,
+    once_label = CASE WHEN {START} THEN $9::text ELSE l.once_label END,
+    once_host = CASE WHEN {START} THEN $10::text ELSE l.once_host END,
+    once_token = CASE WHEN {D} THEN {TOKEN} WHEN {B} THEN l.token ELSE l.once_token END,
+    once_started_at = CASE WHEN {START} THEN {NOW} ELSE l.once_started_at END,
+    once_finished = CASE WHEN {START} THEN false ELSE l.once_finished END,
+    once_exit_code = CASE WHEN {START} THEN 0 ELSE l.once_exit_code END,
+    once_finished_at = CASE WHEN {START} THEN 0 ELSE l.once_finished_at END
+  WHERE {MINE} OR {D}
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
+            l.once_finished, l.once_exit_code, l.once_finished_at,
+            NOT (l.owner = '' AND l.token = 0) AS changed))") +
+         answer(true, nullptr, k_once_columns, true);
+}
+
+// release_once: release's $1..$4, then $5 the exit code: the done record
+// of the run that ends (the one with its token) gets it and the time.
+constexpr const char* k_release_once = R"(,
+up AS (
+  UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
+                      transition_at = n.ms,
+    once_finished = CASE WHEN l.once_token = l.token THEN true ELSE l.once_finished END,
+    once_exit_code = CASE WHEN l.once_token = l.token THEN $5::integer ELSE l.once_exit_code END,
+    once_finished_at = CASE WHEN l.once_token = l.token THEN n.ms ELSE l.once_finished_at END
+  FROM n
+  WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> ''
+    AND ($3::bigint = 0 OR l.token = $3::bigint) AND l.transition_at > n.ms
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
+            l.once_finished, l.once_exit_code, l.once_finished_at, true AS changed))";
 
 // guard, hold, extend: $1 mutex, $2 contender, $3 token, $4 ttl_ms, $5
 // transition_ms, $6 'guard', 'hold' (--min-hold: marked as only held) or
@@ -188,7 +290,9 @@ std::string schema_sql(const std::string& schema, const std::string& prefix) {
   return fill(R"(CREATE TABLE IF NOT EXISTS {L} (
   mutex text PRIMARY KEY, owner text NOT NULL, acquired_at bigint NOT NULL,
   ttl_at bigint NOT NULL, transition_at bigint NOT NULL, token bigint NOT NULL,
-  holding boolean NOT NULL, last_run_at bigint);
+  holding boolean NOT NULL, last_run_at bigint, once_window bigint, once_label text,
+  once_host text, once_token bigint, once_started_at bigint, once_finished boolean,
+  once_exit_code integer, once_finished_at bigint);
 CREATE TABLE IF NOT EXISTS {S} (
   id integer PRIMARY KEY CHECK (id = 1), run text NOT NULL, until_ms bigint NOT NULL,
   longest bigint NOT NULL);
@@ -225,6 +329,13 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" +
             k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
+  s.acquire_once = f(acquire_once_sql());
+  s.release_once = f(with_now + k_release_once + answer(false, "$4", k_once_columns, true));
+  // done_record: get's, with the done record.
+  s.done_record = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
+up AS (SELECT )" + k_fields +
+                    ", " + k_once_fields + R"(, false AS changed FROM {L} WHERE false))" +
+                    answer(true, nullptr, k_once_columns, true));
   // list: $1 quarantine: now, till, then each mutex ever leased, by name.
   s.list = f(with_now + ",\n" + quarantine("0", "$1::boolean") + R"(
 SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,

@@ -18,6 +18,10 @@ struct Statements {
   std::string schema; // run when the tables are missing (CREATE ... IF NOT EXISTS)
   std::string probe;  // fails when the tables are missing
   std::string acquire, guard, guard_mark, release, force_release, get, list;
+  // --once-per: as acquire, release and get, with the done record after
+  // the answer's nine columns (core::DoneRecord's eight; once_window NULL:
+  // none).
+  std::string acquire_once, release_once, done_record;
 };
 
 // The statements on the tables "<prefix>leases" and "<prefix>server" of
