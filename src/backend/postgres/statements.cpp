@@ -155,29 +155,35 @@ up AS (
 // writing the record of its run (unfinished) in the same row; a lease of
 // ours without a record of its own (taken by a plain acquire) is judged
 // too, and ended if the window may not run.
-std::string acquire_once_sql() {
-  auto put = [](std::string sql) {
-    const std::pair<const char*, const char*> parts[] = {
-        {"{NOW}", "excluded.acquired_at"},
-        {"{W}", "(SELECT start FROM w)"},
-        {"{MINE}", "(l.transition_at > excluded.acquired_at AND l.owner = $2::text)"},
-        {"{OWNREC}", "(l.once_window IS NOT NULL AND l.once_token = l.token)"},
-        {"{MAY}", "(l.once_window IS DISTINCT FROM (SELECT start FROM w) OR ($8::boolean AND "
-                  "NOT coalesce(l.once_finished AND l.once_exit_code = 0, false)))"},
-        {"{TOKEN}", "greatest(l.token + 1, (SELECT us FROM n))"},
-        {"{B}", "({MINE} AND NOT {OWNREC} AND {MAY})"},
-        {"{C}", "({MINE} AND NOT {OWNREC} AND NOT {MAY})"},
-        {"{D}", "(l.transition_at <= excluded.acquired_at AND {MAY} AND "
-                "excluded.acquired_at >= (SELECT till FROM q))"},
-        {"{START}", "({B} OR {D})"}};
-    for (int pass = 0; pass < 3; ++pass)
-      for (auto [token, text] : parts)
-        for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
-          sql.replace(at, std::strlen(token), text);
-    return sql;
-  };
-  return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + put(R"(,
+//
+// The terms of k_acquire_once, spelled out: MINE, we are the valid owner;
+// OWNREC, the lease has a record of its own; MAY, core::may_run for the
+// window (an unfinished record of it counts as failed, as in Redis); B, a
+// lease of ours without its record and the window may run: the record
+// starts; C, the same but it may not: the lease ends now; D, free, it may
+// run, no quarantine: a new lease and its record.
+std::string once_terms(std::string sql) {
+  const std::pair<const char*, const char*> parts[] = {
+      {"{NOW}", "excluded.acquired_at"},
+      {"{W}", "(SELECT start FROM w)"},
+      {"{MINE}", "(l.transition_at > excluded.acquired_at AND l.owner = $2::text)"},
+      {"{OWNREC}", "(l.once_window IS NOT NULL AND l.once_token = l.token)"},
+      {"{MAY}", "(l.once_window IS DISTINCT FROM (SELECT start FROM w) OR ($8::boolean AND "
+                "NOT coalesce(l.once_finished AND l.once_exit_code = 0, false)))"},
+      {"{TOKEN}", "greatest(l.token + 1, (SELECT us FROM n))"},
+      {"{B}", "({MINE} AND NOT {OWNREC} AND {MAY})"},
+      {"{C}", "({MINE} AND NOT {OWNREC} AND NOT {MAY})"},
+      {"{D}", "(l.transition_at <= excluded.acquired_at AND {MAY} AND "
+              "excluded.acquired_at >= (SELECT till FROM q))"},
+      {"{START}", "({B} OR {D})"}};
+  for (int pass = 0; pass < 3; ++pass)
+    for (auto [token, text] : parts)
+      for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
+        sql.replace(at, std::strlen(token), text);
+  return sql;
+}
+
+constexpr const char* k_acquire_once = R"(,
 w AS (SELECT ((n.ms - $7::bigint) / $6::bigint) * $6::bigint + $7::bigint AS start FROM n),
 mark AS (
   INSERT INTO {S} AS s (id, run, until_ms, longest)
@@ -216,7 +222,11 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
             l.once_finished, l.once_exit_code, l.once_finished_at,
-            NOT (l.owner = '' AND l.token = 0) AS changed))") +
+            NOT (l.owner = '' AND l.token = 0) AS changed))";
+
+std::string acquire_once_sql() {
+  return std::string("WITH ") + k_now + ",\n" +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + once_terms(k_acquire_once) +
          answer(true, nullptr, k_once_columns, true);
 }
 
