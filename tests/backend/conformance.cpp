@@ -641,15 +641,11 @@ int main(int argc, char** argv) {
     ctx.addFilter("source-file-exclude", "*/tests/backend/redis*");
   if (simba::test::backend_uri().rfind("postgres", 0) != 0)
     ctx.addFilter("source-file-exclude", "*/tests/backend/postgres*");
-  // PostgreSQL's wake-ups have no queue (every waiter is woken): README
-  // "Backends", PostgreSQL.
-  if (simba::test::backend_is_postgres()) {
-    ctx.addFilter("test-case-exclude", "wake-up: a release wakes only the first*");
-    ctx.addFilter("test-case-exclude", "wake-up: queued behind a valid owner*");
-    // listen=off (through PgBouncer): no wake-ups at all, waiters poll.
-    if (simba::test::backend_uri().find("listen=off") != std::string::npos)
-      ctx.addFilter("test-case-exclude", "wake-up:*");
-  }
+  // PostgreSQL with listen=off (through PgBouncer): no wake-ups at all,
+  // waiters poll (README "Backends", PostgreSQL).
+  if (simba::test::backend_is_postgres() &&
+      simba::test::backend_uri().find("listen=off") != std::string::npos)
+    ctx.addFilter("test-case-exclude", "wake-up:*");
   return ctx.run();
 }
 

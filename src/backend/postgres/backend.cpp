@@ -67,7 +67,7 @@ public:
   explicit PostgresBackend(PostgresUri uri)
       : m_uri(std::move(uri)), m_sql(pg::make_statements(m_uri.schema, m_uri.prefix)),
         m_describe(describe_uri(m_uri)), m_quarantine(m_uri.quarantine ? "t" : "f"),
-        m_wakeups(m_uri) {}
+        m_wakeups(m_uri, m_sql) {}
 
   void open(Access access);
 
@@ -96,8 +96,7 @@ public:
 
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return run(m_sql.release, {mutex, contender, std::to_string(token), pg::channel(m_uri, mutex)},
-               timeout_ms);
+    return run(m_sql.release, {mutex, contender, std::to_string(token)}, timeout_ms);
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
@@ -146,16 +145,14 @@ public:
   std::string describe() const override { return m_describe; }
 
   // Without LISTEN (listen=off): the waiters wake on their timers.
-  Wakeups& wakeups(const std::string& mutex, const std::string&) override {
+  Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
     if (!m_uri.listen) return no_wakeups();
-    m_wakeups.target(mutex);
+    m_wakeups.target(mutex, contender);
     return m_wakeups;
   }
 
-  void leave() override {
-    m_conn.leave();
-    m_wakeups.leave();
-  }
+  // The LISTEN connection stays: its queue entry is left by the destructor.
+  void leave() override { m_conn.leave(); }
 
 private:
   static std::string describe_uri(const PostgresUri& u) {
@@ -184,8 +181,8 @@ private:
   std::string m_describe;
   std::string m_quarantine; // the statements' boolean parameter
   pg::Connection m_conn;
-  pg::ListenWakeups m_wakeups; // reads m_uri
-  int64_t m_budget_ms = 0;     // of the current call, for messages
+  pg::QueueListenWakeups m_wakeups; // reads m_uri and m_sql
+  int64_t m_budget_ms = 0;          // of the current call, for messages
 };
 
 std::string PostgresBackend::scrub(std::string msg) const {

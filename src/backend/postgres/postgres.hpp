@@ -7,7 +7,7 @@
 //   backend.cpp      the Backend: one statement per operation, the replies
 //   statements.*     the SQL: the schema, the statements, the quarantine
 //   connection.*     one connection with deadlines (libpq's async API)
-//   wakeups.*        LISTEN/NOTIFY: releases wake the waiters
+//   wakeups.*        LISTEN/NOTIFY and the FIFO queue of waiters
 //   libpq.*          loading libpq.so.5 and the functions simba calls
 //
 // The done records of --once-per and schedule's last run are columns of the

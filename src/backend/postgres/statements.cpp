@@ -24,12 +24,12 @@
 namespace simba::backend::pg {
 namespace {
 
-// {L}, {S}, {N} (schema) in `sql` replaced by the quoted names.
+// {L}, {S}, {Z} (the tables) in `sql` replaced by the quoted names.
 std::string fill(std::string sql, const std::string& leases, const std::string& server,
-                 const std::string& schema) {
+                 const std::string& waiters) {
   for (auto [token, name] : {std::pair<const char*, const std::string*>{"{L}", &leases},
                              {"{S}", &server},
-                             {"{N}", &schema}}) {
+                             {"{Z}", &waiters}}) {
     for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
       sql.replace(at, 3, *name);
   }
@@ -90,10 +90,10 @@ FROM n {Q} LEFT JOIN (
   SELECT {FIELDS}, false FROM {L}
   WHERE mutex = $1 AND NOT EXISTS (SELECT 1 FROM up)) r ON true)";
 
-// `notify`: the parameter naming the mutex's channel, NOTIFYed when `up`
-// changed the lease (at commit: the waiters look once it is visible).
+// `notify`: the channel NOTIFYed when `up` changed the lease (at commit:
+// the waiters look once it is visible); "" none.
 // `extra`: more columns (of r: then with `once`, the done record's).
-std::string answer(bool with_quarantine, const char* notify = nullptr, const char* extra = "",
+std::string answer(bool with_quarantine, const std::string& notify = "", const char* extra = "",
                    bool once = false) {
   std::string a = k_answer;
   std::string fields = std::string(k_fields) + (once ? std::string(", ") + k_once_fields : "");
@@ -101,8 +101,9 @@ std::string answer(bool with_quarantine, const char* notify = nullptr, const cha
   a.replace(a.find("{TILL}"), 6, with_quarantine ? "q.till" : "0");
   a.replace(a.find("{EXTRA}"), 7, extra);
   std::string joins = with_quarantine ? "CROSS JOIN q" : "";
-  if (notify)
-    joins += std::string(" CROSS JOIN (SELECT count(pg_notify(") + notify + ", '')) FROM up) w";
+  if (!notify.empty())
+    joins += " CROSS JOIN (SELECT count(pg_notify(x.c, '')) FROM up CROSS JOIN (SELECT " + notify +
+             " AS c) x WHERE x.c IS NOT NULL) w";
   a.replace(a.find("{Q}"), 3, joins);
   return a;
 }
@@ -227,7 +228,7 @@ up AS (
 std::string acquire_once_sql() {
   return std::string("WITH ") + k_now + ",\n" +
          quarantine("$3::bigint + $4::bigint", "$5::boolean") + once_terms(k_acquire_once) +
-         answer(true, nullptr, k_once_columns, true);
+         answer(true, "", k_once_columns, true);
 }
 
 // release_once: release's $1..$4, then $5 the exit code: the done record
@@ -269,8 +270,9 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed))";
 
-// release: $1 mutex, $2 contender, $3 token (0: any of the contender's),
-// $4 the channel. The lease ends now; the row keeps the token.
+// release: $1 mutex, $2 contender, $3 token (0: any of the contender's).
+// The lease ends now; the row keeps the token; the first live waiter is
+// woken (make_statements).
 constexpr const char* k_release = R"(,
 up AS (
   UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
@@ -294,6 +296,15 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed))";
 
+// The channel of the first waiter whose session still runs, but `skip`.
+std::string first_waiter(const std::string& skip) {
+  return R"((SELECT z.channel FROM {Z} z
+    WHERE z.mutex = $1 AND z.contender <> )" +
+         skip + R"(
+      AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)
+    ORDER BY z.queued_at LIMIT 1))";
+}
+
 } // namespace
 
 std::string schema_sql(const std::string& schema, const std::string& prefix) {
@@ -306,20 +317,25 @@ std::string schema_sql(const std::string& schema, const std::string& prefix) {
 CREATE TABLE IF NOT EXISTS {S} (
   id integer PRIMARY KEY CHECK (id = 1), run text NOT NULL, until_ms bigint NOT NULL,
   longest bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS {Z} (
+  mutex text NOT NULL, contender text NOT NULL, channel text NOT NULL,
+  queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));
 INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
   WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
               quote(schema) + "." + quote(prefix + "leases"),
-              quote(schema) + "." + quote(prefix + "server"), quote(schema));
+              quote(schema) + "." + quote(prefix + "server"),
+              quote(schema) + "." + quote(prefix + "waiters"));
 }
 
 Statements make_statements(const std::string& schema, const std::string& prefix) {
   std::string leases = quote(schema) + "." + quote(prefix + "leases");
   std::string server = quote(schema) + "." + quote(prefix + "server");
-  auto f = [&](const std::string& sql) { return fill(sql, leases, server, quote(schema)); };
+  std::string waiters = quote(schema) + "." + quote(prefix + "waiters");
+  auto f = [&](const std::string& sql) { return fill(sql, leases, server, waiters); };
   std::string with_now = std::string("WITH ") + k_now;
   Statements s;
   s.schema = schema_sql(schema, prefix);
-  s.probe = f("SELECT 1 FROM {L}, {S} LIMIT 0");
+  s.probe = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
   s.acquire = f(acquire_sql());
   std::string guard = k_guard;
   s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));
@@ -330,11 +346,20 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
                    guard.replace(guard.find("{MARK}"), 6,
                                  ",\n    last_run_at = CASE WHEN $7::boolean THEN n.ms "
                                  "ELSE l.last_run_at END") +
-                   answer(false, nullptr,
+                   answer(false, "",
                           ",\n       CASE WHEN r.changed THEN (SELECT last_run_at FROM {L} "
                           "WHERE mutex = $1) END"));
-  s.release = f(with_now + k_release + answer(false, "$4"));
-  s.force_release = f(with_now + k_force_release + answer(false, "$3"));
+  // A release wakes the first live waiter in the queue (not the
+  // releaser), on its own channel. Live: the session that queued it (its
+  // LISTEN) still runs.
+  s.release = f(with_now + k_release + answer(false, first_waiter("$2::text")));
+  // A forced release that freed the mutex (a lease only held) wakes the
+  // first live waiter, as a release does; one that revoked a lease tells
+  // the owner, and every waiter, on the mutex's channel.
+  s.force_release =
+      f(with_now + k_force_release +
+        answer(false, "CASE WHEN (SELECT transition_at FROM up) <= (SELECT ms FROM n) THEN " +
+                          first_waiter("''") + " ELSE $3::text END"));
   // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.
   s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" +
@@ -345,7 +370,21 @@ up AS (SELECT )" +
   s.done_record = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" + k_fields +
                     ", " + k_once_fields + R"(, false AS changed FROM {L} WHERE false))" +
-                    answer(true, nullptr, k_once_columns, true));
+                    answer(true, "", k_once_columns, true));
+  // The waiters' queue (wakeups.hpp): $1 mutex, $2 contender, $3 its
+  // channel. enqueue keeps the place of one already queued, drops the
+  // dead (their session is gone), and answers whether the waiter must look
+  // (no valid owner, whose release would wake it).
+  s.enqueue = f(with_now + R"(,
+gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
+           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)),
+up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid)
+       SELECT $1, $2::text, $3::text, n.us, pg_backend_pid() FROM n
+       ON CONFLICT (mutex, contender) DO UPDATE SET channel = excluded.channel,
+                                                    pid = excluded.pid)
+SELECT NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND owner <> '' AND transition_at > n.ms)
+FROM n)");
+  s.dequeue = f("DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text");
   // list: $1 quarantine: now, till, then each mutex ever leased, by name.
   s.list = f(with_now + ",\n" + quarantine("0", "$1::boolean") + R"(
 SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,

@@ -22,10 +22,12 @@ struct Statements {
   // the answer's nine columns (core::DoneRecord's eight; once_window NULL:
   // none).
   std::string acquire_once, release_once, done_record;
+  // The waiters' queue (wakeups.hpp), on the waiter's LISTEN connection.
+  std::string enqueue, dequeue;
 };
 
-// The statements on the tables "<prefix>leases" and "<prefix>server" of
-// `schema` (quoted identifiers).
+// The statements on the tables "<prefix>leases", "<prefix>server" and
+// "<prefix>waiters" of `schema` (quoted identifiers).
 Statements make_statements(const std::string& schema, const std::string& prefix);
 
 // The part of the schema that needs privileges, for the message that asks

@@ -1,4 +1,4 @@
-// LISTEN/NOTIFY wake-ups (wakeups.hpp).
+// LISTEN/NOTIFY wake-ups and the waiters' queue (wakeups.hpp).
 #include "backend/postgres/wakeups.hpp"
 
 #include "sys/clock.hpp"
@@ -13,9 +13,10 @@ constexpr int64_t k_retry_ms = 1000;
 
 } // namespace
 
-std::string channel(const PostgresUri& uri, const std::string& mutex) {
+std::string channel(const PostgresUri& uri, const std::string& mutex,
+                    const std::string& contender) {
   uint64_t h = 1469598103934665603ull; // FNV-1a
-  for (const std::string* part : {&uri.schema, &uri.prefix, &mutex}) {
+  for (const std::string* part : {&uri.schema, &uri.prefix, &mutex, &contender}) {
     for (unsigned char c : *part + '\0') {
       h ^= c;
       h *= 1099511628211ull;
@@ -23,36 +24,64 @@ std::string channel(const PostgresUri& uri, const std::string& mutex) {
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::string("simba_") + hex;
+  return std::string(contender.empty() ? "simba_" : "simba_w") + hex;
 }
 
-void ListenWakeups::target(const std::string& mutex) {
-  std::string c = channel(m_uri, mutex);
-  if (c == m_channel) return;
-  m_channel = c;
-  m_conn.close();
-  m_retry_at = 0;
-}
-
-int ListenWakeups::listen() {
-  if (m_conn.is_open()) return m_conn.socket();
-  int64_t now = sys::boottime_ms();
-  if (now < m_retry_at) return -1;
-  m_retry_at = now + k_retry_ms;
-  int64_t deadline = now + m_uri.timeout_ms;
-  if (!m_conn.connect(m_uri, deadline).empty()) return -1;
-  if (!m_conn.script("LISTEN " + m_channel, deadline).ok) {
+int QueueListenWakeups::watch(const std::string& mutex, const std::string& contender,
+                              bool waiting) {
+  if (mutex != m_mutex || contender != m_contender) {
+    leave_queue();
     m_conn.close();
-    return -1;
+    m_mutex = mutex;
+    m_contender = contender;
+    m_retry_at = 0;
   }
+  int64_t deadline = sys::boottime_ms() + m_uri.timeout_ms;
+  if (!m_conn.is_open() && !listen(deadline)) return -1;
+  if (waiting && !m_queued) enqueue(deadline);
+  if (!waiting && m_queued) leave_queue();
   return m_conn.socket();
 }
 
+// A new session: its LISTENs, and no queue entry yet (an older one's
+// session is gone, and the releases skip it).
+bool QueueListenWakeups::listen(int64_t deadline) {
+  m_queued = false;
+  int64_t now = sys::boottime_ms();
+  if (now < m_retry_at) return false;
+  m_retry_at = now + k_retry_ms;
+  if (!m_conn.connect(m_uri, deadline).empty()) return false;
+  std::string sql =
+      "LISTEN " + channel(m_uri, m_mutex) + "; LISTEN " + channel(m_uri, m_mutex, m_contender);
+  if (!m_conn.script(sql, deadline).ok) {
+    m_conn.close();
+    return false;
+  }
+  return true;
+}
+
+// A notification that came while the answer was read is taken here: the
+// socket will not show it; looking once does.
+void QueueListenWakeups::enqueue(int64_t deadline) {
+  Result r = m_conn.query(m_sql.enqueue,
+                          {m_mutex, m_contender, channel(m_uri, m_mutex, m_contender)}, deadline);
+  m_queued = r.ok;
+  m_look = !r.ok || r.rows.size() != 1 || r.rows[0].empty() || r.rows[0][0] != "f";
+  if (m_conn.is_open() && m_conn.notifications() > 0) m_look = true;
+}
+
+void QueueListenWakeups::leave_queue() {
+  if (!m_queued) return;
+  m_queued = false;
+  if (m_conn.is_open())
+    m_conn.query(m_sql.dequeue, {m_mutex, m_contender}, sys::boottime_ms() + m_uri.timeout_ms);
+}
+
 // A lost connection may have lost a notification too: look.
-Wake ListenWakeups::wake() {
-  Wake w;
-  if (m_conn.notifications() != 0) w.kind = Wake::Kind::look;
-  return w;
+bool QueueListenWakeups::drain_wakeups() {
+  int n = m_conn.notifications();
+  if (n < 0) m_queued = false;
+  return n != 0;
 }
 
 } // namespace simba::backend::pg
