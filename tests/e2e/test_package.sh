@@ -56,6 +56,7 @@ assert_eq "$version" "$(dpkg-deb -f "$deb" Version)" "Version"
 static=$(sed -n 's/^SIMBA_STATIC:BOOL=//p' "$build/CMakeCache.txt")
 if [[ $static == ON ]]; then
   assert_eq "" "$(dpkg-deb -f "$deb" Depends)" "Depends of a package with a static binary"
+  assert_eq "libpq5" "$(dpkg-deb -f "$deb" Recommends)" "Recommends (libpq, for postgres URIs)"
 fi
 assert_eq "libssl3 | libssl3t64" "$(dpkg-deb -f "$deb" Recommends)" "Recommends (rediss loads OpenSSL)"
 

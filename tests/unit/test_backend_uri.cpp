@@ -146,13 +146,44 @@ TEST_SUITE("backend::uri") {
     CHECK(usage_error_of("redis://admin:secret").find("secret") == std::string::npos);
   }
 
+  TEST_CASE("postgres: simba's parameters are taken out, the rest goes to libpq; no password "
+            "is shown") {
+    auto u = std::get<PostgresUri>(parse_backend_uri(
+        "postgresql://u:pw@h1:5432,h2/db?sslmode=require&schema=locks&prefix=ci_&timeout=3s"
+        "&target_session_attrs=read-write&quarantine=off&listen=off&password=pw2"));
+    CHECK(u.conninfo ==
+          "postgresql://u:pw@h1:5432,h2/db?sslmode=require&target_session_attrs=read-write"
+          "&password=pw2");
+    CHECK(u.shown == "postgresql://***@h1:5432,h2/db?sslmode=require&target_session_attrs="
+                     "read-write&password=***");
+    CHECK(u.schema == "locks");
+    CHECK(u.prefix == "ci_");
+    CHECK(u.timeout_ms == 3000);
+    CHECK_FALSE(u.quarantine);
+    CHECK_FALSE(u.listen);
+    auto d = std::get<PostgresUri>(parse_backend_uri("postgres://h/db"));
+    CHECK(d.conninfo == "postgres://h/db");
+    CHECK(d.schema == "public");
+    CHECK(d.prefix == "simba_");
+    CHECK(d.quarantine);
+    CHECK(d.listen);
+    CHECK(redact("postgres://h/db?sslmode=require&password=pw") ==
+          "postgres://h/db?sslmode=require&password=***");
+    CHECK(usage_error_of("postgres://h/db?password=pw&timeout=x").find("pw&") ==
+          std::string::npos);
+  }
+
   TEST_CASE("refusals name the URI and say what is wrong") {
     EnvVar no_password(k_redis_password_env, nullptr);
-    const std::string expected =
-        "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
-        "redis://HOST[:PORT][/DB], rediss://... or redis+unix:///PATH.sock";
-    CHECK(usage_error_of("postgres://db") ==
-          "unknown backend 'postgres' in 'postgres://db': " + expected);
+    const std::string expected = "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
+                                 "redis://HOST[:PORT][/DB], rediss://..., redis+unix:///PATH.sock or "
+                                 "postgres://[USER@]HOST[:PORT]/DB";
+    CHECK(usage_error_of("mysql://db") == "unknown backend 'mysql' in 'mysql://db': " + expected);
+    CHECK(usage_error_of("postgres:db") ==
+          "invalid backend URI 'postgres:db': expected postgres://[USER@]HOST[:PORT]/DB");
+    CHECK(usage_error_of("postgres://h/db?prefix=a-b") ==
+          "invalid backend URI 'postgres://h/db?prefix=a-b': the prefix may hold only letters, "
+          "digits and '_' (at most 40)");
     CHECK(usage_error_of("no-scheme") == "invalid backend URI 'no-scheme': " + expected);
     CHECK(usage_error_of("sqlite://host/a.db") ==
           "invalid backend URI 'sqlite://host/a.db': a sqlite URI names a local file, not a host "
