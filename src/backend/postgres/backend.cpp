@@ -270,7 +270,9 @@ Listing PostgresBackend::list(int64_t timeout_ms) {
     }
     out.now = number(row[0]);
     if (row[2].empty()) continue; // no mutex yet: the clock only
-    MutexLease m{row[2], read_lease(row, 3)};
+    MutexLease m;
+    m.mutex = row[2];
+    m.lease = read_lease(row, 3);
     show_quarantine(m.lease, out.now, number(row[1]));
     out.mutexes.push_back(std::move(m));
   }
