@@ -51,7 +51,7 @@ wait "$holder"
 (($(<"$T/waiter.token") > $(<"$T/holder.token"))) || fail "tokens do not increase"
 read -r _ calls <"$T/calls"
 assert_eq 2 "$calls" "the waiter's backend calls (a hand-over; an acquire of its own makes 3)"
-assert_exit 0 "$SIMBA" status --json
+assert_exit 0 "$SIMBA" status --all --json
 grep -q '"mutex":"m"' "$T/out" || fail "status does not list m: $(cat -- "$T/out")"
 "$SIMBA" run --mutex held -- sleep 30 &
 owner=$!
