@@ -3,8 +3,9 @@
 // talks to: the password (AUTH), the database (SELECT), and on the main
 // connection the server's run (INFO server: run_id, for the quarantine of
 // lua/common.lua), its version (5 or newer: see learn_server()) and its
-// eviction policy (INFO memory: none that may evict a lease). All in one
-// write: no round trip of its own.
+// eviction policy (INFO memory: none that may evict a lease); with Sentinel,
+// that the server is the master (ROLE) and its replication id (INFO
+// replication, sentinel.hpp). All in one write: no round trip of its own.
 #include "backend/redis/connection.hpp"
 #include "backend/uri.hpp"
 
