@@ -17,7 +17,7 @@ namespace {
 
 constexpr const char* k_expected =
     "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB] or "
-    "redis+unix:///PATH.sock or redis+sentinel://HOST:PORT,HOST:PORT/MASTER";
+    "redis+unix:///PATH.sock";
 constexpr const char* k_sentinel_form =
     "expected redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]";
 
@@ -269,6 +269,9 @@ void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::strin
     std::string port = parse_host(list.substr(pos, comma - pos), node, shown);
     RedisSentinels::Node n{node.host};
     if (!port.empty()) {
+      // Never echoed: "admin:secret/m" (no "@") puts a password here.
+      if (!all_digits(port))
+        bad_uri(shown, "a sentinel's port must be a number (a password goes before '@host')");
       n.port = static_cast<int>(parse_number(port, 65535, "a sentinel's port", shown));
       if (n.port == 0) bad_uri(shown, "port 0");
     }
