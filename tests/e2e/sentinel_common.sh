@@ -73,8 +73,9 @@ CONF
 }
 
 start_sentinel_group() {
-  command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+  if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
     skip "sentinel tests skipped: redis-server or redis-cli is not installed"
+  fi
   mkdir -p -- "$T/sentinel"
   local i ok=0
   for ((i = 0; i < 10 && !ok; i++)); do
@@ -112,10 +113,10 @@ _group_ready() {
   done
 }
 
-# held_lease_scenario ACTION: runs and a hand-over through SENTINEL_URI, then
-# a lease held (CMD of HOLD_S seconds; every lease is LEASE, default
-# "--ttl 2s --transition 2s") with a waiter queued behind it, and ACTION at
-# t0 while fresh contenders (--no-wait) keep trying for 15 s. ACTION is
+# held_lease_scenario ACTION HOLD_S [LEASE]: runs and a hand-over through
+# SENTINEL_URI, then a lease held (CMD of HOLD_S seconds; every lease is
+# LEASE, default "--ttl 2s --transition 2s") with a waiter queued behind
+# it, and ACTION at t0 while fresh contenders (--no-wait) keep trying for 15 s. ACTION is
 # "failover" (SENTINEL FAILOVER) or "kill9" (the replica is pointed at a
 # port where nobody listens before the holder acquires, so that the lease
 # never reaches it -- a replica that lags; then SIGKILL of the master: the
@@ -127,8 +128,8 @@ _group_ready() {
 # (from t0 to the holder's exit), and fails on an overlap or a token that
 # does not increase.
 held_lease_scenario() {
-  local action=$1 log=$T/log lease
-  read -r -a lease <<<"${LEASE:---ttl 2s --transition 2s}"
+  local action=$1 hold_s=$2 log=$T/log lease
+  read -r -a lease <<<"${3:---ttl 2s --transition 2s}"
   cat >"$T/cmd.sh" <<'CMD'
 log=$1 dir=$2
 exec 9>>"$dir/excl"
@@ -152,7 +153,7 @@ CMD
   # (A stopped replica would not do: the kernel still buffers what the
   # master sends it.)
   [[ $action == kill9 ]] && rcli "$REPLICA_PORT" REPLICAOF 127.0.0.1 1 >/dev/null
-  "$SIMBA" run --mutex m "${lease[@]}" -- bash "$T/cmd.sh" "$log" "$T" "$HOLD_S" &
+  "$SIMBA" run --mutex m "${lease[@]}" -- bash "$T/cmd.sh" "$log" "$T" "$hold_s" &
   local holder=$!
   wait_for 10 _starts_at_least 4
   "$SIMBA" run --mutex m "${lease[@]}" -- bash "$T/cmd.sh" "$log" "$T" 0 &

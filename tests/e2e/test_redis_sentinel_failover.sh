@@ -14,8 +14,10 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
 [[ -n ${SIMBA_TEST_REDIS_URI:-} ]] ||
   skip "redis tests skipped: SIMBA_TEST_REDIS_URI is not set (scripts/test starts a redis-server and sets it)"
 
-HOLD_S=10.5 # ends ~10 s after the failover: after the stale copy of its lease on the new master + the quarantine, before Sentinel turns the old master into a replica (~11 s)
-held_lease_scenario failover
+# The holder's CMD ends ~10 s after the failover: after the stale copy of
+# its lease on the new master and the quarantine would have let a contender
+# in, before Sentinel turns the old master into a replica (~11 s).
+held_lease_scenario failover 10.5
 [[ $(master_port) == "$REPLICA_PORT" ]] || fail "no failover: the master is still $(master_port)"
 [[ $HOLDER_RC == 0 || $HOLDER_RC == 76 ]] || fail "holder: exit $HOLDER_RC"
 [[ $WAITER_RC == 0 ]] || fail "waiter: exit $WAITER_RC"

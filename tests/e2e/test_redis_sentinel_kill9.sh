@@ -17,9 +17,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
 
 # Leases longer than the failover: without the quarantine a contender
 # would get the mutex from the new master while CMD still runs.
-LEASE='--ttl 5s --transition 2s'
-HOLD_S=300
-held_lease_scenario kill9
+held_lease_scenario kill9 300 '--ttl 5s --transition 2s'
 [[ $(master_port) == "$REPLICA_PORT" ]] || fail "no failover: the master is still $(master_port)"
 assert_eq 76 "$HOLDER_RC" "exit status of the holder whose lease the failover lost"
 echo "holder exit $HOLDER_RC after ${HOLDER_END_MS} ms, next CMD ${NEXT_MS} ms after the kill" >&2
