@@ -11,6 +11,8 @@
 #                          MASTER_PID, REPLICA_PID, SENTINEL_PORTS (array)
 #                          and SENTINEL_URI (redis+sentinel://.../mymaster).
 #   rcli PORT ARGS...      redis-cli on 127.0.0.1:PORT, 2 s at most
+#   spawn_redis NAME ARGS...  one more redis-server job on a free port:
+#                          sets SPAWNED_PORT, SPAWNED_PID
 #   master_port            the port the first sentinel names as the master
 #
 # down-after-milliseconds is DOWN_AFTER_MS (default 1000): a master that does
@@ -56,6 +58,19 @@ _spawn_redis() {
   return 1
 }
 
+# spawn_redis NAME ARGS...: _spawn_redis on a free port, trying others when
+# it was taken meanwhile; sets SPAWNED_PORT and SPAWNED_PID.
+spawn_redis() {
+  local name=$1 i
+  shift
+  for ((i = 0; i < 10; i++)); do
+    SPAWNED_PORT=$(_free_port)
+    _spawn_redis "$name" "$SPAWNED_PORT" "$@" && return 0
+    kill -KILL "$SPAWNED_PID" 2>/dev/null || true
+  done
+  fail "could not start redis-server ($name): $(tail -3 -- "$T/sentinel/$name.log" 2>/dev/null)"
+}
+
 _spawn_sentinel() {
   local port=$1 conf=$T/sentinel/sentinel-$1.conf
   cat >"$conf" <<CONF
@@ -77,21 +92,10 @@ start_sentinel_group() {
     skip "sentinel tests skipped: redis-server or redis-cli is not installed"
   fi
   mkdir -p -- "$T/sentinel"
-  local i ok=0
-  for ((i = 0; i < 10 && !ok; i++)); do
-    MASTER_PORT=$(_free_port)
-    _spawn_redis master "$MASTER_PORT" && ok=1
-  done
-  ((ok)) || fail "could not start the master"
-  MASTER_PID=$SPAWNED_PID
-  ok=0
-  for ((i = 0; i < 10 && !ok; i++)); do
-    REPLICA_PORT=$(_free_port)
-    _spawn_redis replica "$REPLICA_PORT" --replicaof 127.0.0.1 "$MASTER_PORT" \
-      --repl-diskless-sync-delay 0 && ok=1
-  done
-  ((ok)) || fail "could not start the replica"
-  REPLICA_PID=$SPAWNED_PID
+  spawn_redis master
+  MASTER_PORT=$SPAWNED_PORT MASTER_PID=$SPAWNED_PID
+  spawn_redis replica --replicaof 127.0.0.1 "$MASTER_PORT" --repl-diskless-sync-delay 0
+  REPLICA_PORT=$SPAWNED_PORT REPLICA_PID=$SPAWNED_PID
   SENTINEL_PORTS=() SENTINEL_PIDS=()
   for _ in 1 2 3; do
     SENTINEL_PORTS+=("$(_free_port)")

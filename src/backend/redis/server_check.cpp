@@ -71,6 +71,7 @@ std::string check_role(const redisReply* r, const RedisUri& uri, const std::stri
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_string(r->element[0], role))
     return where + " does not answer ROLE like a Redis server";
   if (role == "master") return "";
+  if (role == "slave") role = "replica";
   return "Redis at " + where + " is a " + role + ", not the master '" + uri.sentinel.master + "'";
 }
 
