@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace simba::backend {
 
@@ -14,6 +15,20 @@ namespace simba::backend {
 struct SqliteUri {
   std::string path;
   bool default_location = false; // the URI was empty: the one place simba creates
+};
+
+// redis+sentinel://[[user]:password@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/db][?...]: the
+// sentinels (port 26379 by default), asked in this order for the master
+// named MASTER (redis/sentinel.hpp); user and password are the master's.
+// rediss+sentinel:// is parsed (tls) but refused until simba speaks TLS.
+struct RedisSentinels {
+  struct Node {
+    std::string host;
+    int port = 26379;
+  };
+  std::vector<Node> nodes; // empty: not Sentinel
+  std::string master;      // the name the sentinels know the master by
+  bool tls = false;
 };
 
 // redis://[[user]:password@]host[:port][/db][?prefix=...&timeout=...&db=...&quarantine=...]
@@ -39,6 +54,8 @@ struct RedisUri {
   bool tls = false;
   std::string tls_ca, tls_cert, tls_key;
   bool tls_insecure = false;
+  // Sentinel: host and port are the master's, found by asking them.
+  RedisSentinels sentinel;
 };
 
 // The environment variable a Redis password may come from.

@@ -41,6 +41,12 @@ std::vector<Command> hello_commands(const RedisUri& uri, bool select, bool verif
     hello.push_back({"INFO", "server"});
     hello.push_back({"INFO", "memory"});
   }
+  // Sentinel: every connection proves it talks to the master, and the main
+  // one adds the replication id to the server run (sentinel.hpp).
+  if (!uri.sentinel.nodes.empty()) {
+    hello.push_back({"ROLE"});
+    if (select) hello.push_back({"INFO", "replication"});
+  }
   if (hello.empty() && verify) hello.push_back({"PING"});
   if (select && verify && !uri.user.empty()) append_acl_probes(hello, uri);
   return hello;
@@ -73,6 +79,17 @@ std::string check_eviction(const std::string& info, const std::string& where) {
   return "";
 }
 
+// Sentinel: ROLE's first element, "master", else the sentinel that named
+// this server is behind a failover (or the server is).
+std::string check_role(const redisReply* r, const RedisUri& uri, const std::string& where) {
+  std::string role;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_string(r->element[0], role))
+    return where + " does not answer ROLE like a Redis server";
+  if (role == "master") return "";
+  if (role == "slave") role = "replica";
+  return "Redis at " + where + " is a " + role + ", not the master '" + uri.sentinel.master + "'";
+}
+
 // Why the answer to hello[i] refuses the connection, or "".
 std::string refusal(const Command& hello, const redisReply* r, const RedisUri& uri,
                     const std::string& where, std::string& run_id) {
@@ -92,6 +109,13 @@ std::string refusal(const Command& hello, const redisReply* r, const RedisUri& u
     return "Redis at " + where + ": " + text;
   }
   if (cmd == "PING" && text != "PONG") return where + " does not answer like a Redis server";
+  if (cmd == "ROLE") return check_role(r, uri, where);
+  if (cmd == "INFO" && hello[1] == "replication") {
+    std::string replid = info_field(text, "master_replid");
+    if (replid.empty()) return where + " does not answer like a Redis server";
+    run_id += ":" + replid;
+    return "";
+  }
   if (cmd == "INFO")
     return hello[1] == "server" ? learn_server(text, where, run_id) : check_eviction(text, where);
   return "";
