@@ -14,6 +14,8 @@ namespace {
 
 // An ACL user (README "ACL users") is checked when simba starts, in the
 // same write: may it run scripts on its keys and publish on its channels?
+// (INFO and, with Sentinel, ROLE and INFO replication are in that write
+// anyway: their NOPERM is named the same way.)
 // A NOPERM later would be a lease that cannot be released or handed over.
 // Each probe changes nothing: a script that is not there (NOSCRIPT proves
 // the permission), one that returns 0, a message on a channel that no
@@ -96,8 +98,9 @@ std::string refusal(const Command& hello, const redisReply* r, const RedisUri& u
   const std::string& cmd = hello[0];
   std::string text = scrub(reply_text(r), uri.password);
   bool probe = cmd == "EVALSHA" || cmd == "EVAL" || cmd == "PUBLISH";
-  if (probe && is_error(r) && text.rfind("NOPERM", 0) == 0)
-    return "Redis at " + where + ": user " + uri.user +
+  // The probes, and what simba sends itself (INFO; ROLE with Sentinel).
+  if (is_error(r) && text.rfind("NOPERM", 0) == 0)
+    return "Redis at " + where + ": user " + (uri.user.empty() ? "default" : uri.user) +
            " lacks what simba needs (README \"ACL users\"): " + text;
   if (probe) return ""; // NOSCRIPT says EVALSHA may run; a busy or loading server answers later
   if (is_error(r)) {
