@@ -316,7 +316,8 @@ void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::strin
 // `rest` follows "redis+sentinel:": //[userinfo@]NODES/MASTER[/db][?query]
 RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& shown) {
   RedisUri e;
-  e.sentinel.tls = tls;
+  e.sentinel.tls = tls; // to the sentinels
+  e.tls = tls;          // to the master, with the same ?cacert= ?cert= ?key= ?insecure=
   if (rest.rfind("//", 0) != 0) bad_uri(shown, k_sentinel_form);
   std::string s = rest.substr(2);
   if (auto at = s.rfind('@'); at != std::string::npos) {

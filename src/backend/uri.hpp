@@ -20,7 +20,9 @@ struct SqliteUri {
 // redis+sentinel://[[user]:password@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/db][?...]: the
 // sentinels (port 26379 by default), asked in this order for the master
 // named MASTER (redis/sentinel.hpp); user and password are the master's.
-// rediss+sentinel:// is parsed (tls) but refused until simba speaks TLS.
+// rediss+sentinel:// speaks TLS to the sentinels and to the master (tls
+// here and RedisUri::tls, one set of ?cacert= ?cert= ?key= ?insecure=); the
+// master's certificate must name the address a sentinel gives (README).
 struct RedisSentinels {
   struct Node {
     std::string host;

@@ -2,7 +2,7 @@
 # Redis Sentinel that cannot name a master: sentinels that do not answer, a
 # sentinel that does not know the master's name, a Redis that is no
 # sentinel, a sentinel that names a replica (ROLE says so), and
-# rediss+sentinel:// (no TLS yet) each end simba with exit 69 and one line
+# rediss+sentinel:// to a sentinel without TLS each end simba with exit 69 and one line
 # saying so; CMD never runs.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
@@ -40,7 +40,8 @@ expect_69 "redis+sentinel://127.0.0.1:$OWN_REDIS_PORT/mymaster?timeout=500ms" \
   "cannot find the Redis master 'mymaster': no sentinel answers (sentinel 127.0.0.1:$OWN_REDIS_PORT: ERR unknown command"
 expect_69 "redis+sentinel://127.0.0.1:$port/stale" \
   "Redis at 127.0.0.1:$replica is a replica, not the master 'stale'\$"
-expect_69 "rediss+sentinel://127.0.0.1:$port/mymaster" "rediss+sentinel:// needs TLS"
+expect_69 "rediss+sentinel://127.0.0.1:$port/stale?timeout=1s" \
+  "cannot find the Redis master 'stale': no sentinel answers (sentinel 127.0.0.1:$port: "
 # status and release --force say the same.
 assert_exit 69 "$SIMBA" status --backend "redis+sentinel://127.0.0.1:$port/nosuch"
 grep -q "no sentinel knows a master named 'nosuch'" "$T/err" || fail "status: $(cat -- "$T/err")"

@@ -183,6 +183,16 @@ TEST_SUITE("backend::uri") {
     CHECK(redis_describe(r) ==
           "redis+sentinel://app@s1:26379,s2:26380,[::1]:7/my%20master/3?prefix=simba:");
     CHECK(redis_of("rediss+sentinel://s/m").sentinel.tls);
+    // TLS to the sentinels and to the master, one set of TLS parameters.
+    RedisUri t = redis_of("rediss+sentinel://s1,s2:7/m?cacert=/ca.pem&cert=/c.pem&key=/k.pem");
+    CHECK(t.tls);
+    CHECK(t.tls_ca == "/ca.pem");
+    CHECK(t.tls_key == "/k.pem");
+    CHECK(redis_describe(t) == "rediss+sentinel://s1:26379,s2:7/m/0?prefix=simba:&cacert=/ca.pem"
+                               "&cert=/c.pem&key=/k.pem");
+    CHECK_FALSE(redis_of("redis+sentinel://s/m").tls);
+    CHECK(usage_error_of("redis+sentinel://s/m?insecure=1") ==
+          "invalid backend URI 'redis+sentinel://s/m?insecure=1': 'insecure' needs TLS: rediss://");
     CHECK(redis_of("redis://h").sentinel.nodes.empty());
     const std::string form = "expected redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]";
     CHECK(usage_error_of("redis+sentinel://s1") ==

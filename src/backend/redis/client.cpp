@@ -38,9 +38,6 @@ Client::Client(RedisUri uri)
       m_history_limit(std::to_string(history_limit())) {}
 
 void Client::open() {
-  if (m_uri.sentinel.tls)
-    throw UnavailableError("rediss+sentinel:// needs TLS, which this simba does not speak yet: "
-                           "use redis+sentinel://");
   int64_t deadline = sys::boottime_ms() + m_uri.timeout_ms;
   std::string err = connect(m_conn, deadline, true, true);
   if (!err.empty()) throw UnavailableError(err);
