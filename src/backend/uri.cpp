@@ -18,6 +18,8 @@ namespace {
 constexpr const char* k_expected =
     "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB], rediss://..., "
     "redis+unix:///PATH.sock or postgres://[USER@]HOST[:PORT]/DB";
+constexpr const char* k_sentinel_form =
+    "expected redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]";
 
 [[noreturn]] void bad_uri(const std::string& shown, const std::string& why) {
   throw UsageError("invalid backend URI '" + shown + "': " + why);
@@ -240,6 +242,16 @@ void parse_tcp_target(const std::string& s, RedisUri& e, bool& db_given, const s
   }
 }
 
+// The password from SIMBA_REDIS_PASSWORD when the URI has none.
+void take_password(RedisUri& e, const std::string& shown) {
+  if (e.password.empty()) {
+    if (const char* p = std::getenv(k_redis_password_env); p && *p) e.password = p;
+  }
+  if (!e.user.empty() && e.password.empty())
+    bad_uri(shown,
+            std::string("a user name needs a password (give it in ") + k_redis_password_env + ")");
+}
+
 // `rest` is what follows "redis:", "rediss:" or "redis+unix:".
 RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
                      const std::string& shown) {
@@ -276,13 +288,61 @@ RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
     parse_tcp_target(s, e, db_given, shown);
   }
   parse_query(query, e, db_given, shown);
+  take_password(e, shown);
+  return e;
+}
 
-  if (e.password.empty()) {
-    if (const char* p = std::getenv(k_redis_password_env); p && *p) e.password = p;
+// "HOST[:PORT],HOST[:PORT]..." of a redis+sentinel:// URI.
+void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::string& shown) {
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = std::min(list.find(',', pos), list.size());
+    RedisUri node;
+    node.host.clear();
+    std::string port = parse_host(list.substr(pos, comma - pos), node, shown);
+    RedisSentinels::Node n{node.host};
+    if (!port.empty()) {
+      // Never echoed: "admin:secret/m" (no "@") puts a password here.
+      if (!all_digits(port))
+        bad_uri(shown, "a sentinel's port must be a number (a password goes before '@host')");
+      n.port = static_cast<int>(parse_number(port, 65535, "a sentinel's port", shown));
+      if (n.port == 0) bad_uri(shown, "port 0");
+    }
+    e.sentinel.nodes.push_back(n);
+    pos = comma + 1;
   }
-  if (!e.user.empty() && e.password.empty())
-    bad_uri(shown,
-            std::string("a user name needs a password (give it in ") + k_redis_password_env + ")");
+}
+
+// `rest` follows "redis+sentinel:": //[userinfo@]NODES/MASTER[/db][?query]
+RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& shown) {
+  RedisUri e;
+  e.sentinel.tls = tls; // to the sentinels
+  e.tls = tls;          // to the master, with the same ?cacert= ?cert= ?key= ?insecure=
+  if (rest.rfind("//", 0) != 0) bad_uri(shown, k_sentinel_form);
+  std::string s = rest.substr(2);
+  if (auto at = s.rfind('@'); at != std::string::npos) {
+    parse_userinfo(s.substr(0, at), e, shown);
+    s = s.substr(at + 1);
+  }
+  std::string query;
+  if (auto q = s.find('?'); q != std::string::npos) {
+    query = s.substr(q + 1);
+    s = s.substr(0, q);
+  }
+  auto slash = s.find('/');
+  if (slash == std::string::npos || slash == 0) bad_uri(shown, k_sentinel_form);
+  parse_sentinel_nodes(s.substr(0, slash), e, shown);
+  std::string path = s.substr(slash + 1);
+  auto db_slash = path.find('/');
+  e.sentinel.master = percent_decode(path.substr(0, db_slash), shown);
+  if (e.sentinel.master.empty()) bad_uri(shown, "no master name: " + std::string(k_sentinel_form));
+  bool db_given = false;
+  if (db_slash != std::string::npos) {
+    e.db = parse_number(path.substr(db_slash + 1), INT_MAX, "the database (the path)", shown);
+    db_given = true;
+  }
+  parse_query(query, e, db_given, shown);
+  take_password(e, shown);
   return e;
 }
 
@@ -418,6 +478,8 @@ BackendUri parse_backend_uri(const std::string& uri) {
   if (scheme == "redis") return parse_redis(false, false, rest, shown);
   if (scheme == "rediss") return parse_redis(false, true, rest, shown);
   if (scheme == "redis+unix") return parse_redis(true, false, rest, shown);
+  if (scheme == "redis+sentinel") return parse_sentinel(false, rest, shown);
+  if (scheme == "rediss+sentinel") return parse_sentinel(true, rest, shown);
   if (scheme == "postgres" || scheme == "postgresql") return parse_postgres(scheme, rest, shown);
   throw UsageError("unknown backend '" + scheme + "' in '" + shown + "': " + k_expected);
 }
@@ -428,13 +490,30 @@ std::string redis_where(const RedisUri& u) {
   return host + ":" + std::to_string(u.port);
 }
 
+namespace {
+
+// "redis+sentinel://USER@NODE,NODE/MASTER"
+std::string sentinel_describe(const RedisUri& u, const std::string& user) {
+  std::string d = (u.sentinel.tls ? "rediss+sentinel://" : "redis+sentinel://") + user;
+  for (size_t i = 0; i < u.sentinel.nodes.size(); ++i) {
+    RedisUri node;
+    node.host = u.sentinel.nodes[i].host;
+    node.port = u.sentinel.nodes[i].port;
+    d += (i ? "," : "") + redis_where(node);
+  }
+  return d + "/" + percent_encode(u.sentinel.master);
+}
+
+} // namespace
+
 std::string redis_describe(const RedisUri& u) {
   std::string user = u.user.empty() ? "" : percent_encode(u.user) + "@";
   std::string prefix = "prefix=" + percent_encode(u.prefix);
   std::string db = std::to_string(u.db);
-  std::string d = u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
-                                : (u.tls ? "rediss://" : "redis://") + user + redis_where(u) + "/" +
-                                      db + "?" + prefix;
+  std::string d = !u.sentinel.nodes.empty() ? sentinel_describe(u, user) + "/" + db + "?" + prefix
+                  : u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
+                                  : (u.tls ? "rediss://" : "redis://") + user + redis_where(u) +
+                                        "/" + db + "?" + prefix;
   if (!u.quarantine) d += "&quarantine=off";
   if (!u.tls_ca.empty()) d += "&cacert=" + percent_encode(u.tls_ca);
   if (!u.tls_cert.empty())

@@ -17,6 +17,22 @@ struct SqliteUri {
   bool default_location = false; // the URI was empty: the one place simba creates
 };
 
+// redis+sentinel://[[user]:password@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/db][?...]: the
+// sentinels (port 26379 by default), asked in this order for the master
+// named MASTER (redis/sentinel.hpp); user and password are the master's.
+// rediss+sentinel:// speaks TLS to the sentinels and to the master (tls
+// here and RedisUri::tls, one set of ?cacert= ?cert= ?key= ?insecure=); the
+// master's certificate must name the address a sentinel gives (README).
+struct RedisSentinels {
+  struct Node {
+    std::string host;
+    int port = 26379;
+  };
+  std::vector<Node> nodes; // empty: not Sentinel
+  std::string master;      // the name the sentinels know the master by
+  bool tls = false;
+};
+
 // redis://[[user]:password@]host[:port][/db][?prefix=...&timeout=...&db=...&quarantine=...]
 // redis+unix://[[user]:password@]/path.sock[?db=N&...] (also redis+unix:/path.sock)
 // rediss://... the same over TLS, plus ?cacert=FILE, ?cert=FILE&key=FILE, ?insecure=1
@@ -40,6 +56,8 @@ struct RedisUri {
   bool tls = false;
   std::string tls_ca, tls_cert, tls_key;
   bool tls_insecure = false;
+  // Sentinel: host and port are the master's, found by asking them.
+  RedisSentinels sentinel;
 };
 
 // The environment variable a Redis password may come from.

@@ -197,4 +197,47 @@ TEST_SUITE("backend::uri") {
           "SIMBA_REDIS_PASSWORD)");
   }
 
+  TEST_CASE("redis+sentinel: the sentinels in order, the master's name, the database") {
+    EnvVar password(k_redis_password_env, "pw");
+    RedisUri r = redis_of("redis+sentinel://app@s1,s2:26380,[::1]:7/my%20master/3?timeout=1s");
+    REQUIRE(r.sentinel.nodes.size() == 3);
+    CHECK(r.sentinel.nodes[0].host == "s1");
+    CHECK(r.sentinel.nodes[0].port == 26379);
+    CHECK(r.sentinel.nodes[1].port == 26380);
+    CHECK(r.sentinel.nodes[2].host == "::1");
+    CHECK(r.sentinel.master == "my master");
+    CHECK(r.db == 3);
+    CHECK(r.user == "app");
+    CHECK(r.password == "pw");
+    CHECK(r.timeout_ms == 1000);
+    CHECK_FALSE(r.sentinel.tls);
+    CHECK(redis_describe(r) ==
+          "redis+sentinel://app@s1:26379,s2:26380,[::1]:7/my%20master/3?prefix=simba:");
+    CHECK(redis_of("rediss+sentinel://s/m").sentinel.tls);
+    // TLS to the sentinels and to the master, one set of TLS parameters.
+    RedisUri t = redis_of("rediss+sentinel://s1,s2:7/m?cacert=/ca.pem&cert=/c.pem&key=/k.pem");
+    CHECK(t.tls);
+    CHECK(t.tls_ca == "/ca.pem");
+    CHECK(t.tls_key == "/k.pem");
+    CHECK(redis_describe(t) == "rediss+sentinel://s1:26379,s2:7/m/0?prefix=simba:&cacert=/ca.pem"
+                               "&cert=/c.pem&key=/k.pem");
+    CHECK_FALSE(redis_of("redis+sentinel://s/m").tls);
+    CHECK(usage_error_of("redis+sentinel://s/m?insecure=1") ==
+          "invalid backend URI 'redis+sentinel://s/m?insecure=1': 'insecure' needs TLS: rediss://");
+    CHECK(redis_of("redis://h").sentinel.nodes.empty());
+    const std::string form = "expected redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]";
+    CHECK(usage_error_of("redis+sentinel://s1") ==
+          "invalid backend URI 'redis+sentinel://s1': " + form);
+    CHECK(usage_error_of("redis+sentinel://s1/") ==
+          "invalid backend URI 'redis+sentinel://s1/': no master name: " + form);
+    CHECK(usage_error_of("redis+sentinel://s1,,s2/m") ==
+          "invalid backend URI 'redis+sentinel://s1,,s2/m': an empty host");
+    CHECK(usage_error_of("redis+sentinel://admin:secret/m") ==
+          "invalid backend URI 'redis+sentinel://admin:***/m': a sentinel's port must be a number "
+          "(a password goes before '@host')");
+    CHECK(usage_error_of("redis+sentinel://s1/m/x") ==
+          "invalid backend URI 'redis+sentinel://s1/m/x': the database (the path) must be a "
+          "number, got 'x'");
+  }
+
 } // TEST_SUITE
