@@ -2,6 +2,7 @@
 // URI is parsed in uri.cpp; each backend is one line here.
 #include "backend/backend.hpp"
 
+#include "backend/postgres/postgres.hpp"
 #include "backend/redis/redis.hpp"
 #include "backend/sqlite/sqlite_backend.hpp"
 #include "backend/uri.hpp"
@@ -19,6 +20,10 @@ std::unique_ptr<Backend> open_uri(const SqliteUri& u, Access access) {
 }
 
 std::unique_ptr<Backend> open_uri(RedisUri&& u, Access) { return open_redis(std::move(u)); }
+
+std::unique_ptr<Backend> open_uri(PostgresUri&& u, Access access) {
+  return open_postgres(std::move(u), access);
+}
 
 Reply no_done_records() {
   return Reply::failure(Reply::Status::failed, "this backend keeps no done records (--once-per)");

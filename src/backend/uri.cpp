@@ -16,8 +16,10 @@ namespace simba::backend {
 namespace {
 
 constexpr const char* k_expected =
-    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB], rediss://... or "
-    "redis+unix:///PATH.sock";
+    "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB], rediss://..., "
+    "redis+unix:///PATH.sock or postgres://[USER@]HOST[:PORT]/DB";
+constexpr const char* k_sentinel_form =
+    "expected redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]";
 
 [[noreturn]] void bad_uri(const std::string& shown, const std::string& why) {
   throw UsageError("invalid backend URI '" + shown + "': " + why);
@@ -240,6 +242,16 @@ void parse_tcp_target(const std::string& s, RedisUri& e, bool& db_given, const s
   }
 }
 
+// The password from SIMBA_REDIS_PASSWORD when the URI has none.
+void take_password(RedisUri& e, const std::string& shown) {
+  if (e.password.empty()) {
+    if (const char* p = std::getenv(k_redis_password_env); p && *p) e.password = p;
+  }
+  if (!e.user.empty() && e.password.empty())
+    bad_uri(shown,
+            std::string("a user name needs a password (give it in ") + k_redis_password_env + ")");
+}
+
 // `rest` is what follows "redis:", "rediss:" or "redis+unix:".
 RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
                      const std::string& shown) {
@@ -276,14 +288,146 @@ RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
     parse_tcp_target(s, e, db_given, shown);
   }
   parse_query(query, e, db_given, shown);
-
-  if (e.password.empty()) {
-    if (const char* p = std::getenv(k_redis_password_env); p && *p) e.password = p;
-  }
-  if (!e.user.empty() && e.password.empty())
-    bad_uri(shown,
-            std::string("a user name needs a password (give it in ") + k_redis_password_env + ")");
+  take_password(e, shown);
   return e;
+}
+
+// "HOST[:PORT],HOST[:PORT]..." of a redis+sentinel:// URI.
+void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::string& shown) {
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = std::min(list.find(',', pos), list.size());
+    RedisUri node;
+    node.host.clear();
+    std::string port = parse_host(list.substr(pos, comma - pos), node, shown);
+    RedisSentinels::Node n{node.host};
+    if (!port.empty()) {
+      // Never echoed: "admin:secret/m" (no "@") puts a password here.
+      if (!all_digits(port))
+        bad_uri(shown, "a sentinel's port must be a number (a password goes before '@host')");
+      n.port = static_cast<int>(parse_number(port, 65535, "a sentinel's port", shown));
+      if (n.port == 0) bad_uri(shown, "port 0");
+    }
+    e.sentinel.nodes.push_back(n);
+    pos = comma + 1;
+  }
+}
+
+// `rest` follows "redis+sentinel:": //[userinfo@]NODES/MASTER[/db][?query]
+RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& shown) {
+  RedisUri e;
+  e.sentinel.tls = tls; // to the sentinels
+  e.tls = tls;          // to the master, with the same ?cacert= ?cert= ?key= ?insecure=
+  if (rest.rfind("//", 0) != 0) bad_uri(shown, k_sentinel_form);
+  std::string s = rest.substr(2);
+  if (auto at = s.rfind('@'); at != std::string::npos) {
+    parse_userinfo(s.substr(0, at), e, shown);
+    s = s.substr(at + 1);
+  }
+  std::string query;
+  if (auto q = s.find('?'); q != std::string::npos) {
+    query = s.substr(q + 1);
+    s = s.substr(0, q);
+  }
+  auto slash = s.find('/');
+  if (slash == std::string::npos || slash == 0) bad_uri(shown, k_sentinel_form);
+  parse_sentinel_nodes(s.substr(0, slash), e, shown);
+  std::string path = s.substr(slash + 1);
+  auto db_slash = path.find('/');
+  e.sentinel.master = percent_decode(path.substr(0, db_slash), shown);
+  if (e.sentinel.master.empty()) bad_uri(shown, "no master name: " + std::string(k_sentinel_form));
+  bool db_given = false;
+  if (db_slash != std::string::npos) {
+    e.db = parse_number(path.substr(db_slash + 1), INT_MAX, "the database (the path)", shown);
+    db_given = true;
+  }
+  parse_query(query, e, db_given, shown);
+  take_password(e, shown);
+  return e;
+}
+
+// ---- postgres ----------------------------------------------------------------------
+
+// A query item that holds a secret libpq accepts in the URI.
+bool secret_parameter(const std::string& name) {
+  return name == "password" || name == "sslpassword";
+}
+
+// The query of a postgres URI: simba's parameters into `u`, the rest kept
+// for libpq (in `kept`, and in `shown` with any secret hidden).
+void parse_postgres_query(const std::string& query, PostgresUri& u, std::string& kept,
+                          std::string& shown_query, const std::string& shown) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string::npos) amp = query.size();
+    std::string item = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) bad_uri(shown, "a parameter has no value (name=value)");
+    std::string name = item.substr(0, eq);
+    std::string value = percent_decode(item.substr(eq + 1), shown);
+    if (name == "schema") {
+      if (value.empty()) bad_uri(shown, "an empty schema");
+      u.schema = value;
+    } else if (name == "prefix") {
+      // Part of an identifier: letters, digits and '_' (quoted, so any
+      // case is kept).
+      if (value.size() > 40 || !std::all_of(value.begin(), value.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+          }))
+        bad_uri(shown, "the prefix may hold only letters, digits and '_' (at most 40)");
+      u.prefix = value;
+    } else if (name == "timeout") {
+      u.timeout_ms = core::parse_duration(value, "timeout in the backend URI");
+      if (u.timeout_ms <= 0) bad_uri(shown, "the timeout must be positive");
+    } else if (name == "quarantine") {
+      if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
+      u.quarantine = value == "on";
+    } else if (name == "listen") {
+      if (value != "on" && value != "off") bad_uri(shown, "listen is on or off");
+      u.listen = value == "on";
+    } else {
+      if (secret_parameter(name) && !value.empty()) {
+        u.secrets.push_back(value);
+        u.secrets.push_back(item.substr(eq + 1));
+      }
+      kept += (kept.empty() ? "" : "&") + item;
+      shown_query +=
+          (shown_query.empty() ? "" : "&") + (secret_parameter(name) ? name + "=***" : item);
+    }
+  }
+}
+
+// `rest` follows "postgres:" or "postgresql:"; libpq parses the rest.
+PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
+                           const std::string& shown) {
+  if (rest.rfind("//", 0) != 0) bad_uri(shown, "expected " + scheme + "://[USER@]HOST[:PORT]/DB");
+  PostgresUri u;
+  std::string base = rest, query, kept, shown_query;
+  if (auto q = rest.find('?'); q != std::string::npos) {
+    base = rest.substr(0, q);
+    query = rest.substr(q + 1);
+  }
+  parse_postgres_query(query, u, kept, shown_query, shown);
+  // user:password@ (the last '@' of the authority, as redact() takes it)
+  std::string authority = base.substr(
+      2, base.find('/', 2) == std::string::npos ? std::string::npos : base.find('/', 2) - 2);
+  if (auto at = authority.rfind('@'); at != std::string::npos) {
+    std::string info = authority.substr(0, at);
+    if (auto colon = info.find(':'); colon != std::string::npos && colon + 1 < info.size()) {
+      u.secrets.push_back(info.substr(colon + 1));
+      u.secrets.push_back(percent_decode(info.substr(colon + 1), shown));
+    }
+  } else if (auto colon = authority.rfind(':'); colon != std::string::npos) {
+    // "postgres://user:secret" forgot its "@host": libpq would take
+    // "secret" for a port, and say so.
+    u.secrets.push_back(authority.substr(colon + 1));
+  }
+  u.conninfo = scheme + ":" + base + (kept.empty() ? "" : "?" + kept);
+  u.shown = redact(scheme + ":" + base) + (shown_query.empty() ? "" : "?" + shown_query);
+  return u;
 }
 
 } // namespace
@@ -294,6 +438,17 @@ RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
 // follows the authority's last ':' is hidden unless it is a port number:
 // "redis://admin:secret" forgot the "@host", and "secret" is no port.
 std::string redact(const std::string& uri) {
+  // A secret in the query (libpq takes ?password=): its value is hidden.
+  for (const char* name : {"password=", "sslpassword="}) {
+    auto q = uri.find('?');
+    for (size_t at = q; at != std::string::npos; at = uri.find(name, at + 1)) {
+      if (at == q || (uri[at - 1] != '?' && uri[at - 1] != '&')) continue;
+      size_t from = at + std::strlen(name), end = uri.find('&', from);
+      if (end == std::string::npos) end = uri.size();
+      if (uri.compare(from, end - from, "***") != 0)
+        return redact(uri.substr(0, from) + "***" + uri.substr(end));
+    }
+  }
   auto authority = uri.find("://");
   size_t from = authority == std::string::npos ? 0 : authority + 3;
   auto at = uri.rfind('@');
@@ -323,6 +478,9 @@ BackendUri parse_backend_uri(const std::string& uri) {
   if (scheme == "redis") return parse_redis(false, false, rest, shown);
   if (scheme == "rediss") return parse_redis(false, true, rest, shown);
   if (scheme == "redis+unix") return parse_redis(true, false, rest, shown);
+  if (scheme == "redis+sentinel") return parse_sentinel(false, rest, shown);
+  if (scheme == "rediss+sentinel") return parse_sentinel(true, rest, shown);
+  if (scheme == "postgres" || scheme == "postgresql") return parse_postgres(scheme, rest, shown);
   throw UsageError("unknown backend '" + scheme + "' in '" + shown + "': " + k_expected);
 }
 
@@ -332,13 +490,30 @@ std::string redis_where(const RedisUri& u) {
   return host + ":" + std::to_string(u.port);
 }
 
+namespace {
+
+// "redis+sentinel://USER@NODE,NODE/MASTER"
+std::string sentinel_describe(const RedisUri& u, const std::string& user) {
+  std::string d = (u.sentinel.tls ? "rediss+sentinel://" : "redis+sentinel://") + user;
+  for (size_t i = 0; i < u.sentinel.nodes.size(); ++i) {
+    RedisUri node;
+    node.host = u.sentinel.nodes[i].host;
+    node.port = u.sentinel.nodes[i].port;
+    d += (i ? "," : "") + redis_where(node);
+  }
+  return d + "/" + percent_encode(u.sentinel.master);
+}
+
+} // namespace
+
 std::string redis_describe(const RedisUri& u) {
   std::string user = u.user.empty() ? "" : percent_encode(u.user) + "@";
   std::string prefix = "prefix=" + percent_encode(u.prefix);
   std::string db = std::to_string(u.db);
-  std::string d = u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
-                                : (u.tls ? "rediss://" : "redis://") + user + redis_where(u) + "/" +
-                                      db + "?" + prefix;
+  std::string d = !u.sentinel.nodes.empty() ? sentinel_describe(u, user) + "/" + db + "?" + prefix
+                  : u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
+                                  : (u.tls ? "rediss://" : "redis://") + user + redis_where(u) +
+                                        "/" + db + "?" + prefix;
   if (!u.quarantine) d += "&quarantine=off";
   if (!u.tls_ca.empty()) d += "&cacert=" + percent_encode(u.tls_ca);
   if (!u.tls_cert.empty())

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace simba::backend {
 
@@ -14,6 +15,22 @@ namespace simba::backend {
 struct SqliteUri {
   std::string path;
   bool default_location = false; // the URI was empty: the one place simba creates
+};
+
+// redis+sentinel://[[user]:password@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/db][?...]: the
+// sentinels (port 26379 by default), asked in this order for the master
+// named MASTER (redis/sentinel.hpp); user and password are the master's.
+// rediss+sentinel:// speaks TLS to the sentinels and to the master (tls
+// here and RedisUri::tls, one set of ?cacert= ?cert= ?key= ?insecure=); the
+// master's certificate must name the address a sentinel gives (README).
+struct RedisSentinels {
+  struct Node {
+    std::string host;
+    int port = 26379;
+  };
+  std::vector<Node> nodes; // empty: not Sentinel
+  std::string master;      // the name the sentinels know the master by
+  bool tls = false;
 };
 
 // redis://[[user]:password@]host[:port][/db][?prefix=...&timeout=...&db=...&quarantine=...]
@@ -39,12 +56,35 @@ struct RedisUri {
   bool tls = false;
   std::string tls_ca, tls_cert, tls_key;
   bool tls_insecure = false;
+  // Sentinel: host and port are the master's, found by asking them.
+  RedisSentinels sentinel;
 };
 
 // The environment variable a Redis password may come from.
 constexpr const char* k_redis_password_env = "SIMBA_REDIS_PASSWORD";
 
-using BackendUri = std::variant<SqliteUri, RedisUri>;
+// postgres://[user[:password]@][host[:port][,...]][/dbname][?param=value&...]
+// (also postgresql://): everything libpq accepts in a URI (host lists, a
+// Unix socket directory as host=, sslmode, target_session_attrs...) goes
+// to libpq as it is, and so does libpq's environment (PGPASSWORD,
+// ~/.pgpass, PGSERVICE...). simba's own parameters are taken out first:
+// schema, prefix (of the table names), timeout, quarantine, listen.
+struct PostgresUri {
+  std::string conninfo; // for libpq; may hold a password: never printed
+  std::string shown;    // the same without any password (describe())
+  std::string schema = "public";
+  std::string prefix = "simba_";
+  int64_t timeout_ms = 2000;
+  bool quarantine = true; // as RedisUri's (postgres/statements.cpp)
+  // LISTEN for releases (postgres/wakeups.hpp); off through a pooler in
+  // transaction mode, where it cannot work.
+  bool listen = true;
+  // The URI's secrets as written and decoded, to hide in libpq's messages
+  // (it may echo a part of a malformed URI).
+  std::vector<std::string> secrets;
+};
+
+using BackendUri = std::variant<SqliteUri, RedisUri, PostgresUri>;
 
 // Parses `uri` ("" names the default SQLite file: $SIMBA_HOME/simba.db, else
 // ${XDG_STATE_HOME:-$HOME/.local/state}/simba/simba.db). Throws UsageError for

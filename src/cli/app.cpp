@@ -80,11 +80,11 @@ void refuse_extras(const CLI::App& cmd) {
 }
 
 // The backends compiled in: the build defines SIMBA_HAVE_REDIS when it links
-// hiredis.
+// hiredis. PostgreSQL is always in (libpq is loaded when used).
 #ifdef SIMBA_HAVE_REDIS
-constexpr const char* k_backends = "sqlite, redis";
+constexpr const char* k_backends = "sqlite, redis, postgres";
 #else
-constexpr const char* k_backends = "sqlite";
+constexpr const char* k_backends = "sqlite, postgres";
 #endif
 
 // Everything after the first "--" is CMD, untouched by option parsing;

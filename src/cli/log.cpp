@@ -114,9 +114,17 @@ std::string ordinal(int n) {
 }
 
 // "held by 4711@build-3 since 2026-12-01T08:15:02Z", "its lease was revoked
-// ...", or "" when no holder is known. The holder's label (its
+// ...", "in quarantine ...", or "" when no holder is known. The holder's label (its
 // --contender-id, by default <pid>@<host>) is all a backend tells of it.
 std::string holder_text(const core::WaitNotice& n, int64_t wall_now, nlohmann::ordered_json& f) {
+  if (n.quarantine) { // status's state `quarantine` (README "Redis")
+    f["quarantine"] = true;
+    f["free_in_ms"] = n.free_in_ms;
+    return "in quarantine until about " + iso8601_utc_s(wall_now + n.free_in_ms) + " (in " +
+           for_people(n.free_in_ms) +
+           "): the Redis server restarted, failed over or was flushed, and may have lost a "
+           "running lease";
+  }
   if (n.revoked) {
     f["revoked"] = true;
     f["free_in_ms"] = n.free_in_ms;

@@ -15,7 +15,9 @@ namespace simba::core {
 namespace {
 
 std::string describe_owner(const Observed& o, const std::string& me) {
-  if (o.lease.revoked_at(o.now)) return "the lease was revoked (release --force)";
+  if (o.lease.revoked_at(o.now))
+    return o.lease.quarantine ? "the backend lost the lease (quarantine)"
+                              : "the lease was revoked (release --force)";
   if (!o.lease.valid_at(o.now)) return "the lease is gone";
   if (o.lease.owner_id == me) {
     return "the lease now has fencing token " + std::to_string(o.lease.fencing_token);

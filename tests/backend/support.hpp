@@ -30,6 +30,7 @@ inline std::string backend_uri() {
 }
 
 inline bool backend_is_sqlite() { return backend_uri().rfind("sqlite:", 0) == 0; }
+inline bool backend_is_postgres() { return backend_uri().rfind("postgres", 0) == 0; }
 
 // The SQLite database's directory is made here: simba makes only the
 // default location's (a typo'd path must not become a lock namespace).

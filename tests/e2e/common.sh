@@ -228,3 +228,9 @@ if [[ ${SIMBA_E2E_BACKEND:-sqlite} == redis ]]; then
   source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
   use_test_redis
 fi
+# ... and "postgres" (or "pgbouncer": through PgBouncer in transaction
+# mode) on PostgreSQL.
+if [[ ${SIMBA_E2E_BACKEND:-sqlite} == postgres || ${SIMBA_E2E_BACKEND:-} == pgbouncer ]]; then
+  source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
+  use_test_postgres "$SIMBA_E2E_BACKEND"
+fi

@@ -57,7 +57,7 @@ static=$(sed -n 's/^SIMBA_STATIC:BOOL=//p' "$build/CMakeCache.txt")
 if [[ $static == ON ]]; then
   assert_eq "" "$(dpkg-deb -f "$deb" Depends)" "Depends of a package with a static binary"
 fi
-assert_eq "libssl3 | libssl3t64" "$(dpkg-deb -f "$deb" Recommends)" "Recommends (rediss loads OpenSSL)"
+assert_eq "libpq5, libssl3 | libssl3t64" "$(dpkg-deb -f "$deb" Recommends)" "Recommends (postgres URIs load libpq, rediss OpenSSL)"
 
 # Extracted, it runs from there.
 dpkg-deb -x "$deb" "$T/root" || fail "dpkg-deb -x failed"

@@ -4,7 +4,8 @@
 # A user with exactly the ACL of README "ACL users" runs, hands over, lists
 # and force-releases; one without EVALSHA, without the channel pattern or
 # without the keys ends simba at once with 69 and one line (not a wait
-# without end), CMD not run, the password never shown.
+# without end), CMD not run, the password never shown. Through a sentinel
+# (redis+sentinel://) the same ACL runs, and one without ROLE is refused.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 command -v redis-cli >/dev/null 2>&1 || skip "redis tests skipped: redis-cli is not installed"
@@ -17,6 +18,12 @@ readme=$(dirname -- "${BASH_SOURCE[0]}")/../../README.md
 line=$(grep -m1 '^ACL SETUSER simba on >PASSWORD ' "$readme") || fail "README has no ACL line"
 read -ra acl <<<"${line#ACL SETUSER simba }"
 acl=("${acl[@]/#>PASSWORD/>s3cr3t-pw-42}")
+# Every command the scripts call is in it (else a NOPERM inside a script,
+# which the check at start cannot see, makes every call fail).
+lua=$(dirname -- "${BASH_SOURCE[0]}")/../../src/backend/redis/lua
+for c in $(grep -ohE "redis\.p?call\('[A-Za-z]+'" "$lua"/*.lua | cut -d"'" -f2 | tr A-Z a-z | sort -u); do
+  [[ " ${acl[*]} " == *" +$c "* ]] || fail "README's ACL lacks +$c, which the scripts call"
+done
 # user ACL-WORD-TO-DROP: the documented ACL without one of its words
 make_user() {
   local name=$1 drop=${2:-} w words=()
@@ -27,6 +34,7 @@ make_user simba
 make_user no-evalsha +evalsha
 make_user no-channels '&simba:*'
 make_user no-keys '~simba:*'
+make_user no-role +role
 export SIMBA_REDIS_PASSWORD=s3cr3t-pw-42
 as() { echo "redis://$1@127.0.0.1:$port/0?quarantine=off"; }
 
@@ -51,7 +59,7 @@ wait "$holder"
 (($(<"$T/waiter.token") > $(<"$T/holder.token"))) || fail "tokens do not increase"
 read -r _ calls <"$T/calls"
 assert_eq 2 "$calls" "the waiter's backend calls (a hand-over; an acquire of its own makes 3)"
-assert_exit 0 "$SIMBA" status --json
+assert_exit 0 "$SIMBA" status --json --all
 grep -q '"mutex":"m"' "$T/out" || fail "status does not list m: $(cat -- "$T/out")"
 "$SIMBA" run --mutex held -- sleep 30 &
 owner=$!
@@ -79,3 +87,21 @@ assert_exit 69 "$SIMBA" run --backend "redis://no-evalsha:s3cr3t-pw-42@127.0.0.1
 assert_exit 69 "$SIMBA" run --backend "redis://simba:wrong-pw-77@127.0.0.1:$port/0" --mutex m -- true
 ! grep -q 'wrong-pw-77' "$T/err" || fail "the password was shown: $(cat -- "$T/err")"
 grep -q 'refused the password' "$T/err" || fail "no word about the password: $(cat -- "$T/err")"
+
+# 4. Sentinel: simba also sends ROLE and INFO replication to the master.
+source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
+mkdir -p -- "$T/sentinel"
+sport=$(_free_port)
+printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster 127.0.0.1 %s 1\n' \
+  "$sport" "$T/sentinel" "$port" >"$T/sentinel/s.conf"
+redis-server "$T/sentinel/s.conf" --sentinel </dev/null >/dev/null 2>&1 &
+wait_for 10 redis_ping "$sport"
+export SIMBA_REDIS_PASSWORD=s3cr3t-pw-42
+via() { echo "redis+sentinel://$1@127.0.0.1:$sport/mymaster?quarantine=off"; }
+assert_exit 0 "$SIMBA" run --backend "$(via simba)" --mutex m -- true
+rm -f -- "$T/ran"
+assert_exit 69 timeout -k 2 10 "$SIMBA" run --backend "$(via no-role)" --mutex m -- touch "$T/ran"
+[[ ! -e $T/ran ]] || fail "CMD ran as no-role"
+assert_eq 1 "$(wc -l <"$T/err")" "lines on stderr ($(cat -- "$T/err"))"
+grep -Eq "^simba: error: Redis at 127.0.0.1:$port: user no-role lacks what simba needs \(README \"ACL users\"\): NOPERM .*'role' command" "$T/err" ||
+  fail "expected ROLE's NOPERM, got: $(cat -- "$T/err")"

@@ -40,7 +40,7 @@ restart_own_redis # on the dump: the fence of m is there, B's lease is not
 
 # C tries at once and must wait until B's CMD cannot run any more.
 "$SIMBA" run --mutex m --ttl 10s -- sh -c 'date +%s%3N >"$0"; echo "$SIMBA_FENCING_TOKEN" >>"$1"' \
-  "$T/c.start" "$T/tokens" &
+  "$T/c.start" "$T/tokens" 2>"$T/c.err" &
 c=$!
 # status says why nobody holds it, and until when.
 "$SIMBA" status --mutex m --json >"$T/status.json"
@@ -53,6 +53,10 @@ wait "$holder" || rc=$?
 assert_eq 76 "$rc" "exit status of B, whose lease the restart lost"
 wait_for 30 test -s "$T/c.start"
 wait "$c" || fail "C failed"
+# C's waiting notice names the quarantine (status's state), why and until when.
+iso='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
+grep -qE "^simba: waiting for m: in quarantine until about $iso \(in [0-9.]+m?s\): the Redis server restarted, failed over or was flushed, and may have lost a running lease" "$T/c.err" ||
+  fail "C's waiting notice: $(cat -- "$T/c.err")"
 
 last_beat=$(tail -n 1 "$T/b.beats")
 c_start=$(<"$T/c.start")

@@ -37,7 +37,7 @@ export SIMBA_BACKEND
 SIMBA_BACKEND=$(uri localhost "$good")
 assert_exit 0 "$SIMBA" run --mutex m -- sh -c 'echo "$SIMBA_FENCING_TOKEN" >"$0"' "$T/first.token"
 assert_exit 0 "$SIMBA" run --backend "$(uri 127.0.0.1 "$good")" --mutex m -- true
-assert_exit 0 "$SIMBA" status --json
+assert_exit 0 "$SIMBA" status --json --all
 grep -q '"mutex":"m"' "$T/out" || fail "status over TLS does not list m: $(cat -- "$T/out")"
 
 # 2. A hand-over: the waiter, queued, becomes the owner in the holder's

@@ -22,3 +22,6 @@ if [[ $backends == *redis* ]]; then
 else
   assert_exit 64 "$SIMBA" status --backend "redis://127.0.0.1:1?timeout=2s"
 fi
+# PostgreSQL is always compiled in: a server that is not there is 69.
+[[ $backends == *postgres* ]] || fail "postgres is not listed: [$backends]"
+assert_exit 69 "$SIMBA" status --backend "postgres://127.0.0.1:1/db?timeout=2s"

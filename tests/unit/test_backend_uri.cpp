@@ -146,13 +146,44 @@ TEST_SUITE("backend::uri") {
     CHECK(usage_error_of("redis://admin:secret").find("secret") == std::string::npos);
   }
 
+  TEST_CASE("postgres: simba's parameters are taken out, the rest goes to libpq; no password "
+            "is shown") {
+    auto u = std::get<PostgresUri>(parse_backend_uri(
+        "postgresql://u:pw@h1:5432,h2/db?sslmode=require&schema=locks&prefix=ci_&timeout=3s"
+        "&target_session_attrs=read-write&quarantine=off&listen=off&password=pw2"));
+    CHECK(u.conninfo ==
+          "postgresql://u:pw@h1:5432,h2/db?sslmode=require&target_session_attrs=read-write"
+          "&password=pw2");
+    CHECK(u.shown == "postgresql://***@h1:5432,h2/db?sslmode=require&target_session_attrs="
+                     "read-write&password=***");
+    CHECK(u.schema == "locks");
+    CHECK(u.prefix == "ci_");
+    CHECK(u.timeout_ms == 3000);
+    CHECK_FALSE(u.quarantine);
+    CHECK_FALSE(u.listen);
+    auto d = std::get<PostgresUri>(parse_backend_uri("postgres://h/db"));
+    CHECK(d.conninfo == "postgres://h/db");
+    CHECK(d.schema == "public");
+    CHECK(d.prefix == "simba_");
+    CHECK(d.quarantine);
+    CHECK(d.listen);
+    CHECK(redact("postgres://h/db?sslmode=require&password=pw") ==
+          "postgres://h/db?sslmode=require&password=***");
+    CHECK(usage_error_of("postgres://h/db?password=pw&timeout=x").find("pw&") ==
+          std::string::npos);
+  }
+
   TEST_CASE("refusals name the URI and say what is wrong") {
     EnvVar no_password(k_redis_password_env, nullptr);
-    const std::string expected =
-        "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
-        "redis://HOST[:PORT][/DB], rediss://... or redis+unix:///PATH.sock";
-    CHECK(usage_error_of("postgres://db") ==
-          "unknown backend 'postgres' in 'postgres://db': " + expected);
+    const std::string expected = "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
+                                 "redis://HOST[:PORT][/DB], rediss://..., redis+unix:///PATH.sock or "
+                                 "postgres://[USER@]HOST[:PORT]/DB";
+    CHECK(usage_error_of("mysql://db") == "unknown backend 'mysql' in 'mysql://db': " + expected);
+    CHECK(usage_error_of("postgres:db") ==
+          "invalid backend URI 'postgres:db': expected postgres://[USER@]HOST[:PORT]/DB");
+    CHECK(usage_error_of("postgres://h/db?prefix=a-b") ==
+          "invalid backend URI 'postgres://h/db?prefix=a-b': the prefix may hold only letters, "
+          "digits and '_' (at most 40)");
     CHECK(usage_error_of("no-scheme") == "invalid backend URI 'no-scheme': " + expected);
     CHECK(usage_error_of("sqlite://host/a.db") ==
           "invalid backend URI 'sqlite://host/a.db': a sqlite URI names a local file, not a host "
@@ -164,6 +195,49 @@ TEST_SUITE("backend::uri") {
     CHECK(usage_error_of("redis://user@h") ==
           "invalid backend URI 'redis://***@h': a user name needs a password (give it in "
           "SIMBA_REDIS_PASSWORD)");
+  }
+
+  TEST_CASE("redis+sentinel: the sentinels in order, the master's name, the database") {
+    EnvVar password(k_redis_password_env, "pw");
+    RedisUri r = redis_of("redis+sentinel://app@s1,s2:26380,[::1]:7/my%20master/3?timeout=1s");
+    REQUIRE(r.sentinel.nodes.size() == 3);
+    CHECK(r.sentinel.nodes[0].host == "s1");
+    CHECK(r.sentinel.nodes[0].port == 26379);
+    CHECK(r.sentinel.nodes[1].port == 26380);
+    CHECK(r.sentinel.nodes[2].host == "::1");
+    CHECK(r.sentinel.master == "my master");
+    CHECK(r.db == 3);
+    CHECK(r.user == "app");
+    CHECK(r.password == "pw");
+    CHECK(r.timeout_ms == 1000);
+    CHECK_FALSE(r.sentinel.tls);
+    CHECK(redis_describe(r) ==
+          "redis+sentinel://app@s1:26379,s2:26380,[::1]:7/my%20master/3?prefix=simba:");
+    CHECK(redis_of("rediss+sentinel://s/m").sentinel.tls);
+    // TLS to the sentinels and to the master, one set of TLS parameters.
+    RedisUri t = redis_of("rediss+sentinel://s1,s2:7/m?cacert=/ca.pem&cert=/c.pem&key=/k.pem");
+    CHECK(t.tls);
+    CHECK(t.tls_ca == "/ca.pem");
+    CHECK(t.tls_key == "/k.pem");
+    CHECK(redis_describe(t) == "rediss+sentinel://s1:26379,s2:7/m/0?prefix=simba:&cacert=/ca.pem"
+                               "&cert=/c.pem&key=/k.pem");
+    CHECK_FALSE(redis_of("redis+sentinel://s/m").tls);
+    CHECK(usage_error_of("redis+sentinel://s/m?insecure=1") ==
+          "invalid backend URI 'redis+sentinel://s/m?insecure=1': 'insecure' needs TLS: rediss://");
+    CHECK(redis_of("redis://h").sentinel.nodes.empty());
+    const std::string form = "expected redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]";
+    CHECK(usage_error_of("redis+sentinel://s1") ==
+          "invalid backend URI 'redis+sentinel://s1': " + form);
+    CHECK(usage_error_of("redis+sentinel://s1/") ==
+          "invalid backend URI 'redis+sentinel://s1/': no master name: " + form);
+    CHECK(usage_error_of("redis+sentinel://s1,,s2/m") ==
+          "invalid backend URI 'redis+sentinel://s1,,s2/m': an empty host");
+    CHECK(usage_error_of("redis+sentinel://admin:secret/m") ==
+          "invalid backend URI 'redis+sentinel://admin:***/m': a sentinel's port must be a number "
+          "(a password goes before '@host')");
+    CHECK(usage_error_of("redis+sentinel://s1/m/x") ==
+          "invalid backend URI 'redis+sentinel://s1/m/x': the database (the path) must be a "
+          "number, got 'x'");
   }
 
 } // TEST_SUITE

@@ -4,6 +4,7 @@
 #include "backend/history.hpp"
 
 #include "backend/net/deadline_io.hpp"
+#include "backend/redis/sentinel.hpp"
 #include "backend/redis/server_check.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
@@ -14,6 +15,23 @@
 namespace simba::backend::redis {
 
 const std::string k_marker = "simba:server";
+
+namespace {
+
+// READONLY (a replica), MASTERDOWN (a replica that lost its master),
+// NOREPLICAS (a master that lost its replicas: min-replicas-to-write):
+// the server refused before running anything, and may not be the master.
+bool refused_by_replica(const Exchange& x) {
+  for (const ReplyPtr& r : x.replies) {
+    if (!is_error(r.get())) continue;
+    std::string text = reply_text(r.get());
+    for (const char* code : {"READONLY", "MASTERDOWN", "NOREPLICAS"})
+      if (text.rfind(code, 0) == 0) return true;
+  }
+  return false;
+}
+
+} // namespace
 
 Client::Client(RedisUri uri)
     : m_uri(std::move(uri)), m_where(redis_where(m_uri)),
@@ -26,9 +44,79 @@ void Client::open() {
 }
 
 std::string Client::connect(Connection& c, int64_t deadline, bool select, bool verify) {
+  return sentinel() ? connect_master(c, deadline, select, verify)
+                    : connect_to(c, deadline, select, verify);
+}
+
+std::string Client::connect_to(Connection& c, int64_t deadline, bool select, bool verify) {
   std::string err = c.connect(m_uri, deadline);
   if (!err.empty()) return scrub("cannot connect to Redis at " + m_where + ": " + err);
   return check_server(c, m_uri, m_where, deadline, select, verify, m_run_id);
+}
+
+// Sentinel: the master found last, else (or when it is no longer the
+// master: check_server() asks its ROLE) the first the sentinels name, in
+// their order, that answers as the master.
+std::string Client::connect_master(Connection& c, int64_t deadline, bool select, bool verify) {
+  if (m_master_known) {
+    std::string err = connect_to(c, deadline, select, verify);
+    if (err.empty()) return "";
+    m_master_known = false;
+  }
+  const std::vector<RedisSentinels::Node>& nodes = m_uri.sentinel.nodes;
+  bool unknown = false;
+  std::string first_error, master_error;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int64_t now = sys::boottime_ms();
+    if (now >= deadline) break;
+    // A sentinel that does not answer leaves time for the next ones.
+    int64_t share = std::max<int64_t>(1, (deadline - now) / static_cast<int64_t>(nodes.size() - i));
+    SentinelAnswer a = ask_sentinel(m_uri, nodes[i], now + share);
+    unknown = unknown || (a.reached && !a.known);
+    if (!a.known) {
+      if (first_error.empty()) first_error = a.error;
+      continue;
+    }
+    if (!master_error.empty() && a.host == m_uri.host && a.port == m_uri.port) continue;
+    m_uri.host = a.host;
+    m_uri.port = a.port;
+    m_where = redis_where(m_uri);
+    master_error = connect_to(c, deadline, select, verify);
+    if (master_error.empty()) {
+      m_master_known = true;
+      m_confirmed_at = sys::boottime_ms();
+      return "";
+    }
+  }
+  return !master_error.empty() ? master_error : no_master_message(m_uri, unknown, first_error);
+}
+
+std::string Client::confirm_master(int64_t deadline) {
+  if (!sentinel()) return "";
+  const std::vector<RedisSentinels::Node>& nodes = m_uri.sentinel.nodes;
+  bool unknown = false;
+  std::string first_error;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int64_t now = sys::boottime_ms();
+    if (now >= deadline) break;
+    int64_t share = std::max<int64_t>(1, (deadline - now) / static_cast<int64_t>(nodes.size() - i));
+    SentinelAnswer a = ask_sentinel(m_uri, nodes[i], now + share);
+    unknown = unknown || (a.reached && !a.known);
+    if (!a.known) {
+      if (first_error.empty()) first_error = a.error;
+      continue;
+    }
+    if (!m_master_known || a.host != m_uri.host || a.port != m_uri.port) {
+      m_conn.close(); // the next call connects to it and checks its ROLE
+      m_uri.host = a.host;
+      m_uri.port = a.port;
+      m_where = redis_where(m_uri);
+      m_master_known = true;
+    }
+    m_confirmed_at = sys::boottime_ms();
+    return "";
+  }
+  return no_master_message(m_uri, unknown, first_error);
 }
 
 int64_t Client::call_deadline(int64_t timeout_ms) {
@@ -37,6 +125,11 @@ int64_t Client::call_deadline(int64_t timeout_ms) {
 }
 
 Exchange Client::call(std::vector<Command> commands, int64_t deadline, bool script) {
+  if (sentinel() && sys::boottime_ms() - m_confirmed_at > k_sentinel_confirm_ms) {
+    Exchange x;
+    x.error = confirm_master(deadline);
+    if (!x.error.empty()) return x; // Reach::not_sent
+  }
   for (int attempt = 0;; ++attempt) {
     if (m_conn.is_open() && m_conn.stale()) m_conn.close();
     if (!m_conn.is_open()) {
@@ -46,6 +139,15 @@ Exchange Client::call(std::vector<Command> commands, int64_t deadline, bool scri
     }
     if (script) commands.back().back() = server_run();
     Exchange x = m_conn.exchange(commands, deadline);
+    // Sentinel: after a failure, or READONLY from a master demoted to a
+    // replica, the next connect asks the sentinels. READONLY refuses the
+    // request before anything was applied: it may go again, to the master.
+    bool readonly = x.ok && sentinel() && refused_by_replica(x);
+    if (!x.ok || readonly) m_master_known = false;
+    if (readonly) {
+      m_conn.close();
+      if (attempt == 0 && sys::boottime_ms() < deadline) continue;
+    }
     if (x.ok || x.reach != Reach::not_sent || attempt > 0 || sys::boottime_ms() >= deadline) {
       if (!x.ok) x.error = describe_failure(x.error);
       return x;

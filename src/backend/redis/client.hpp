@@ -37,6 +37,14 @@ public:
   // line for the user.
   std::string connect(Connection& c, int64_t deadline, bool select, bool verify);
 
+  // Sentinel: asks the sentinels (in order) which server is the master
+  // now, and moves to it when that is not the one this client talks to;
+  // call() does it first when the last answer is older than
+  // k_sentinel_confirm_ms (sentinel.hpp says why). "" when no Sentinel, or
+  // one line when no sentinel answers before `deadline` (the call then
+  // fails: nobody can tell which server holds the leases).
+  std::string confirm_master(int64_t deadline);
+
   // A call's whole deadline: its own timeout, capped by the URI's.
   int64_t call_deadline(int64_t timeout_ms);
 
@@ -81,13 +89,19 @@ public:
 private:
   std::string server_run() const { return m_uri.quarantine ? m_run_id : ""; }
   std::string describe_failure(const std::string& err) const;
+  // connect() to the URI's server; with Sentinel, to the master it names.
+  std::string connect_to(Connection& c, int64_t deadline, bool select, bool verify);
+  std::string connect_master(Connection& c, int64_t deadline, bool select, bool verify);
+  bool sentinel() const { return !m_uri.sentinel.nodes.empty(); }
 
   RedisUri m_uri;
   std::string m_where;
   std::string m_history_limit; // SIMBA_HISTORY_LIMIT, sent with every script (lua/common.lua)
   Connection m_conn;
-  std::string m_run_id;    // of the server m_conn talks to (INFO at connect)
-  int64_t m_budget_ms = 0; // of the current call, for messages
+  std::string m_run_id;        // of the server m_conn talks to (INFO at connect)
+  int64_t m_budget_ms = 0;     // of the current call, for messages
+  bool m_master_known = false; // Sentinel: m_uri's host and port are the master's
+  int64_t m_confirmed_at = 0;  // Sentinel: when a sentinel last named it (boottime)
 };
 
 } // namespace simba::backend::redis

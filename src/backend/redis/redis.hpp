@@ -9,6 +9,7 @@
 //   client.*         the main connection: requests, scripts, the key layout
 //   connection.*     one connection with deadlines (hiredis + net/), TLS or not
 //   server_check.*   what a connection sends first, the server's checks
+//   sentinel.*       Redis Sentinel: asking the sentinels for the master
 //   reply.*          reading hiredis' replies
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
 //   listing.*        list(), inspect(), history(): the mutexes for `simba

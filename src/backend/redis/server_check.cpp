@@ -14,6 +14,8 @@ namespace {
 
 // An ACL user (README "ACL users") is checked when simba starts, in the
 // same write: may it run scripts on its keys and publish on its channels?
+// (INFO and, with Sentinel, ROLE and INFO replication are in that write
+// anyway: their NOPERM is named the same way.)
 // A NOPERM later would be a lease that cannot be released or handed over.
 // Each probe changes nothing: a script that is not there (NOSCRIPT proves
 // the permission), one that returns 0, a message on a channel that no
@@ -40,6 +42,12 @@ std::vector<Command> hello_commands(const RedisUri& uri, bool select, bool verif
   if (select) {
     hello.push_back({"INFO", "server"});
     hello.push_back({"INFO", "memory"});
+  }
+  // Sentinel: every connection proves it talks to the master, and the main
+  // one adds the replication id to the server run (sentinel.hpp).
+  if (!uri.sentinel.nodes.empty()) {
+    hello.push_back({"ROLE"});
+    if (select) hello.push_back({"INFO", "replication"});
   }
   if (hello.empty() && verify) hello.push_back({"PING"});
   if (select && verify && !uri.user.empty()) append_acl_probes(hello, uri);
@@ -73,14 +81,26 @@ std::string check_eviction(const std::string& info, const std::string& where) {
   return "";
 }
 
+// Sentinel: ROLE's first element, "master", else the sentinel that named
+// this server is behind a failover (or the server is).
+std::string check_role(const redisReply* r, const RedisUri& uri, const std::string& where) {
+  std::string role;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_string(r->element[0], role))
+    return where + " does not answer ROLE like a Redis server";
+  if (role == "master") return "";
+  if (role == "slave") role = "replica";
+  return "Redis at " + where + " is a " + role + ", not the master '" + uri.sentinel.master + "'";
+}
+
 // Why the answer to hello[i] refuses the connection, or "".
 std::string refusal(const Command& hello, const redisReply* r, const RedisUri& uri,
                     const std::string& where, std::string& run_id) {
   const std::string& cmd = hello[0];
   std::string text = scrub(reply_text(r), uri.password);
   bool probe = cmd == "EVALSHA" || cmd == "EVAL" || cmd == "PUBLISH";
-  if (probe && is_error(r) && text.rfind("NOPERM", 0) == 0)
-    return "Redis at " + where + ": user " + uri.user +
+  // The probes, and what simba sends itself (INFO; ROLE with Sentinel).
+  if (is_error(r) && text.rfind("NOPERM", 0) == 0)
+    return "Redis at " + where + ": user " + (uri.user.empty() ? "default" : uri.user) +
            " lacks what simba needs (README \"ACL users\"): " + text;
   if (probe) return ""; // NOSCRIPT says EVALSHA may run; a busy or loading server answers later
   if (is_error(r)) {
@@ -92,6 +112,13 @@ std::string refusal(const Command& hello, const redisReply* r, const RedisUri& u
     return "Redis at " + where + ": " + text;
   }
   if (cmd == "PING" && text != "PONG") return where + " does not answer like a Redis server";
+  if (cmd == "ROLE") return check_role(r, uri, where);
+  if (cmd == "INFO" && hello[1] == "replication") {
+    std::string replid = info_field(text, "master_replid");
+    if (replid.empty()) return where + " does not answer like a Redis server";
+    run_id += ":" + replid;
+    return "";
+  }
   if (cmd == "INFO")
     return hello[1] == "server" ? learn_server(text, where, run_id) : check_eviction(text, where);
   return "";

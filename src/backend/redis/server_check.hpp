@@ -4,8 +4,9 @@
 // connection the server's run (INFO server: run_id, for the quarantine of
 // lua/common.lua), its version (5 or newer: see learn_server()) and its
 // eviction policy (INFO memory: none that may evict a lease); when simba
-// starts as an ACL user, that its ACL lets it run the scripts and publish.
-// All in one write: no round trip of its own.
+// starts as an ACL user, that its ACL lets it run the scripts and publish;
+// with Sentinel, that the server is the master (ROLE) and its replication id
+// (INFO replication, sentinel.hpp). All in one write: no round trip of its own.
 #include "backend/redis/connection.hpp"
 #include "backend/uri.hpp"
 

@@ -45,6 +45,14 @@ int PubSubWakeups::watch(const std::string& mutex, const std::string& contender,
     m_sub_contender = contender;
     m_resubscribe_at = 0;
   }
+  // Sentinel: the subscription follows the master the requests go to (a
+  // message published there does not reach an old master that Sentinel
+  // has not turned into a replica yet). Queue again once subscribed there.
+  if (m_sub.is_open() && m_sub_where != m_client.where()) {
+    m_sub.close();
+    m_queued.clear();
+    m_resubscribe_at = 0;
+  }
   if (m_sub.is_open() || subscribe()) {
     // Queue only once subscribed: a release then always finds us listening.
     if (waiting && m_queued.empty()) {
@@ -98,6 +106,7 @@ bool PubSubWakeups::subscribe() {
   // Channels are server-wide (SELECT does not matter to them): their
   // names carry the database (channel_name()).
   if (!m_client.connect(m_sub, deadline, false, false).empty()) return false;
+  m_sub_where = m_client.where();
   // A message that comes after the confirmations was published after the
   // server handled the SUBSCRIBE, so after this moment: a hand-over's
   // lease is counted from here (see take_grant()).

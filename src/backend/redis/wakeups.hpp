@@ -56,6 +56,7 @@ private:
   std::string m_queued_as;
   std::string m_sub_mutex; // the mutex and contender of the subscription
   std::string m_sub_contender;
+  std::string m_sub_where;                 // the server of the subscription (Client::where())
   int64_t m_subscribed_at = 0;             // sys::boottime_ms(): when the SUBSCRIBE was sent
   std::vector<std::string> m_terms;        // ttl and transition of our last acquire
   std::vector<std::string> m_queued_terms; // those we queued with

@@ -1,0 +1,322 @@
+// The PostgreSQL Backend: each operation one statement on the main
+// connection (statements.cpp), its row read into a Reply.
+#include "backend/postgres/postgres.hpp"
+
+#include "backend/net/deadline_io.hpp"
+#include "backend/postgres/connection.hpp"
+#include "backend/postgres/statements.hpp"
+#include "backend/postgres/wakeups.hpp"
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "sys/clock.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace simba::backend {
+namespace {
+
+using pg::Result;
+
+int64_t number(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); }
+
+// SQLSTATEs: the tables or the schema are missing; no privilege; a
+// concurrent CREATE ... IF NOT EXISTS won the race.
+bool missing_tables(const std::string& state) { return state == "42P01" || state == "3F000"; }
+bool lost_create_race(const std::string& state) { return state == "23505" || state == "42P07"; }
+
+// A row of statements.hpp's answer, from column `at` on.
+core::Lease read_lease(const std::vector<std::string>& row, size_t at) {
+  core::Lease l;
+  l.owner_id = row[at];
+  l.acquired_at = number(row[at + 1]);
+  l.ttl_at = number(row[at + 2]);
+  l.transition_at = number(row[at + 3]);
+  l.fencing_token = static_cast<uint64_t>(number(row[at + 4]));
+  l.holding = row[at + 5] == "t";
+  return l;
+}
+
+// The done record's columns (statements.hpp), from column `at` on.
+constexpr size_t k_done_columns = 8;
+core::DoneRecord read_done(const std::vector<std::string>& row, size_t at) {
+  core::DoneRecord d;
+  d.window_start = number(row[at]);
+  d.label = row[at + 1];
+  d.host = row[at + 2];
+  d.token = static_cast<uint64_t>(number(row[at + 3]));
+  d.started_at = number(row[at + 4]);
+  d.finished = row[at + 5] == "t";
+  d.exit_code = static_cast<int>(number(row[at + 6]));
+  d.finished_at = number(row[at + 7]);
+  return d;
+}
+
+// A free mutex during a quarantine is shown as one that ends then (as
+// redis/lua/common.lua's quarantined()): waiters sleep until it does.
+void show_quarantine(core::Lease& l, int64_t now, int64_t till) {
+  if (till <= now || !l.free_at(now)) return;
+  l.owner_id.clear();
+  l.ttl_at = now;
+  l.transition_at = std::max(l.transition_at, till);
+  l.quarantine = true;
+}
+
+class PostgresBackend final : public Backend {
+public:
+  explicit PostgresBackend(PostgresUri uri)
+      : m_uri(std::move(uri)), m_sql(pg::make_statements(m_uri.schema, m_uri.prefix)),
+        m_describe(describe_uri(m_uri)), m_quarantine(m_uri.quarantine ? "t" : "f"),
+        m_wakeups(m_uri, m_sql) {}
+
+  void open(Access access);
+
+  Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                int64_t transition_ms, int64_t timeout_ms) override {
+    return run(
+        m_sql.acquire,
+        {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms), m_quarantine},
+        timeout_ms);
+  }
+
+  Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    return renew(mutex, contender, token, ttl_ms, transition_ms, "guard", timeout_ms);
+  }
+
+  Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
+             int64_t hold_ms, int64_t timeout_ms) override {
+    return renew(mutex, contender, token, hold_ms, 0, "hold", timeout_ms);
+  }
+
+  Reply extend(const std::string& mutex, const std::string& contender, uint64_t token,
+               int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    return renew(mutex, contender, token, ttl_ms, transition_ms, "keep", timeout_ms);
+  }
+
+  Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
+                int64_t timeout_ms) override {
+    return run(m_sql.release, {mutex, contender, std::to_string(token)}, timeout_ms);
+  }
+
+  Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    return run(m_sql.force_release, {mutex, std::to_string(token), pg::channel(m_uri, mutex)},
+               timeout_ms);
+  }
+
+  Reply get(const std::string& mutex, int64_t timeout_ms) override {
+    return run(m_sql.get, {mutex, m_quarantine}, timeout_ms);
+  }
+
+  Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                     int64_t transition_ms, const core::OncePer& once, const std::string& label,
+                     const std::string& host, int64_t timeout_ms) override {
+    return run(m_sql.acquire_once,
+               {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                m_quarantine, std::to_string(once.period_ms), std::to_string(once.offset_ms),
+                once.retry_failed ? "t" : "f", label, host},
+               timeout_ms);
+  }
+
+  Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int exit_code, int64_t timeout_ms) override {
+    return run(m_sql.release_once,
+               {mutex, contender, std::to_string(token), pg::channel(m_uri, mutex),
+                std::to_string(exit_code)},
+               timeout_ms);
+  }
+
+  Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
+    return run(m_sql.done_record, {mutex, m_quarantine}, timeout_ms);
+  }
+
+  // schedule's record of the last run (the column last_run_at).
+  Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, bool record,
+                   int64_t timeout_ms) override {
+    return run(m_sql.guard_mark,
+               {mutex, contender, std::to_string(token), std::to_string(ttl_ms),
+                std::to_string(transition_ms), "guard", record ? "t" : "f"},
+               timeout_ms);
+  }
+
+  Listing list(int64_t timeout_ms) override;
+
+  std::string describe() const override { return m_describe; }
+
+  // Without LISTEN (listen=off): the waiters wake on their timers.
+  Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
+    if (!m_uri.listen) return no_wakeups();
+    m_wakeups.target(mutex, contender);
+    return m_wakeups;
+  }
+
+  // The LISTEN connection stays: its queue entry is left by the destructor.
+  void leave() override { m_conn.leave(); }
+
+private:
+  static std::string describe_uri(const PostgresUri& u) {
+    return u.shown + (u.shown.find('?') == std::string::npos ? "?" : "&") + "schema=" + u.schema +
+           "&prefix=" + u.prefix + (u.quarantine ? "" : "&quarantine=off") +
+           (u.listen ? "" : "&listen=off");
+  }
+
+  Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, const char* mode, int64_t timeout_ms) {
+    return run(m_sql.guard,
+               {mutex, contender, std::to_string(token), std::to_string(ttl_ms),
+                std::to_string(transition_ms), mode},
+               timeout_ms);
+  }
+
+  Reply run(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms);
+  Result call(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms);
+  std::string connect(int64_t deadline);
+  std::string create_tables(bool schema_missing, int64_t deadline);
+  std::string scrub(std::string msg) const;
+  std::string failure(const Result& r) const;
+
+  PostgresUri m_uri;
+  pg::Statements m_sql;
+  std::string m_describe;
+  std::string m_quarantine; // the statements' boolean parameter
+  pg::Connection m_conn;
+  pg::QueueListenWakeups m_wakeups; // reads m_uri and m_sql
+  int64_t m_budget_ms = 0;          // of the current call, for messages
+};
+
+std::string PostgresBackend::scrub(std::string msg) const {
+  for (const std::string& secret : m_uri.secrets) {
+    if (secret.empty()) continue;
+    for (size_t at = msg.find(secret); at != std::string::npos; at = msg.find(secret, at + 3))
+      msg.replace(at, secret.size(), "***");
+  }
+  return msg;
+}
+
+std::string PostgresBackend::connect(int64_t deadline) {
+  std::string why = m_conn.connect(m_uri, deadline);
+  if (why.empty()) return "";
+  if (why == net::k_timed_out)
+    return "no answer from PostgreSQL at " + m_uri.shown + " within " +
+           core::format_duration(m_budget_ms);
+  return scrub("cannot connect to PostgreSQL at " + m_uri.shown + ": " + why);
+}
+
+std::string PostgresBackend::failure(const Result& r) const {
+  if (r.error == net::k_timed_out)
+    return "no answer from PostgreSQL at " + m_uri.shown + " within " +
+           core::format_duration(m_budget_ms);
+  return scrub("PostgreSQL at " + m_uri.shown + ": " + r.error);
+}
+
+// One statement: reconnects first when needed, and once more when a dead
+// connection refused it before it left.
+Result PostgresBackend::call(const std::string& sql, const std::vector<std::string>& params,
+                             int64_t timeout_ms) {
+  m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_uri.timeout_ms));
+  int64_t deadline = sys::boottime_ms() + m_budget_ms;
+  for (int attempt = 0;; ++attempt) {
+    if (m_conn.stale()) m_conn.close();
+    if (!m_conn.is_open()) {
+      Result r;
+      r.error = connect(deadline);
+      if (!r.error.empty()) return r;
+    }
+    Result r = m_conn.query(sql, params, deadline);
+    if (r.ok || r.sent || attempt > 0 || sys::boottime_ms() >= deadline) {
+      if (!r.ok) r.error = failure(r);
+      return r;
+    }
+  }
+}
+
+Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string>& params,
+                           int64_t timeout_ms) {
+  Result r = call(sql, params, timeout_ms);
+  if (!r.ok) {
+    // A refusal by the server (a SQLSTATE) applied nothing: one statement
+    // is one transaction.
+    bool maybe_applied = r.sent && r.sqlstate.empty();
+    return Reply::failure(maybe_applied ? Reply::Status::indeterminate : Reply::Status::failed,
+                          r.error);
+  }
+  if (r.rows.size() != 1 ||
+      (r.rows[0].size() != 9 && r.rows[0].size() != 10 && r.rows[0].size() != 9 + k_done_columns))
+    return Reply::failure(Reply::Status::failed, "unexpected answer from PostgreSQL");
+  const std::vector<std::string>& row = r.rows[0];
+  Reply out;
+  out.status = Reply::Status::ok;
+  out.observed.now = number(row[0]);
+  out.changed = row[1] == "t";
+  out.observed.lease = read_lease(row, 2);
+  show_quarantine(out.observed.lease, out.observed.now, number(row[8]));
+  if (row.size() == 10 && !row[9].empty()) out.last_run_at = number(row[9]);
+  if (row.size() == 9 + k_done_columns && !row[9].empty()) out.done = read_done(row, 9);
+  return out;
+}
+
+Listing PostgresBackend::list(int64_t timeout_ms) {
+  Listing out;
+  Result r = call(m_sql.list, {m_quarantine}, timeout_ms);
+  if (!r.ok) {
+    out.error = r.error;
+    return out;
+  }
+  for (const std::vector<std::string>& row : r.rows) {
+    if (row.size() != 9) {
+      out.error = "unexpected answer from PostgreSQL";
+      return out;
+    }
+    out.now = number(row[0]);
+    if (row[2].empty()) continue; // no mutex yet: the clock only
+    MutexLease m;
+    m.mutex = row[2];
+    m.lease = read_lease(row, 3);
+    show_quarantine(m.lease, out.now, number(row[1]));
+    out.mutexes.push_back(std::move(m));
+  }
+  out.ok = true;
+  return out;
+}
+
+std::string PostgresBackend::create_tables(bool schema_missing, int64_t deadline) {
+  std::string sql = m_sql.schema;
+  if (schema_missing) sql = "CREATE SCHEMA IF NOT EXISTS \"" + m_uri.schema + "\";\n" + sql;
+  for (int attempt = 0;; ++attempt) {
+    Result r = m_conn.is_open() ? m_conn.script(sql, deadline) : Result{};
+    if (r.ok) return "";
+    if (attempt == 0 && lost_create_race(r.sqlstate) && m_conn.is_open()) continue;
+    if (r.sqlstate == "42501")
+      return "the PostgreSQL role may not create simba's tables in schema " + m_uri.schema +
+             " at " + m_uri.shown + "; have an administrator run (man simba, POSTGRESQL): " +
+             pg::schema_sql(m_uri.schema, m_uri.prefix);
+    return failure(r);
+  }
+}
+
+void PostgresBackend::open(Access access) {
+  m_budget_ms = m_uri.timeout_ms;
+  int64_t deadline = sys::boottime_ms() + m_budget_ms;
+  std::string why = connect(deadline);
+  if (!why.empty()) throw UnavailableError(why);
+  Result r = m_conn.query(m_sql.probe, {}, deadline);
+  if (r.ok) return;
+  if (!missing_tables(r.sqlstate)) throw UnavailableError(failure(r));
+  if (access == Access::inspect)
+    throw UnavailableError("PostgreSQL at " + m_uri.shown + " has no simba tables (" +
+                           m_uri.prefix + "leases in schema " + m_uri.schema +
+                           "): nothing was locked there yet");
+  why = create_tables(r.sqlstate == "3F000", deadline);
+  if (!why.empty()) throw UnavailableError(why);
+}
+
+} // namespace
+
+std::unique_ptr<Backend> open_postgres(PostgresUri uri, Access access) {
+  auto backend = std::make_unique<PostgresBackend>(std::move(uri));
+  backend->open(access);
+  return backend;
+}
+
+} // namespace simba::backend

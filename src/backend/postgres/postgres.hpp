@@ -1,0 +1,28 @@
+#pragma once
+// backend/postgres/: the PostgreSQL backend, a lease table on a database
+// many hosts share, on the server's clock (README "Backends"). libpq is
+// loaded when a postgres URI is used, never linked.
+//
+//   postgres.hpp     this factory, all that open_backend() sees
+//   backend.cpp      the Backend: one statement per operation, the replies
+//   statements.*     the SQL: the schema, the statements, the quarantine
+//   connection.*     one connection with deadlines (libpq's async API)
+//   wakeups.*        LISTEN/NOTIFY and the FIFO queue of waiters
+//   libpq.*          loading libpq.so.5 and the functions simba calls
+//
+// The done records of --once-per and schedule's last run are columns of the
+// lease's row (statements.cpp).
+#include "backend/backend.hpp"
+#include "backend/uri.hpp"
+
+#include <memory>
+
+namespace simba::backend {
+
+// Connects to the server of `uri` (uri.hpp) and finds simba's tables,
+// creating them with `use` when missing. Throws UnavailableError when libpq
+// is missing, the server cannot be reached or refuses, or the tables are
+// missing and cannot be made (naming the SQL an administrator may run).
+std::unique_ptr<Backend> open_postgres(PostgresUri uri, Access access);
+
+} // namespace simba::backend

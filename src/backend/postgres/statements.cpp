@@ -1,0 +1,397 @@
+// The SQL of the PostgreSQL backend (statements.hpp).
+//
+// Tables: "<prefix>leases", one row per mutex, never deleted (the row
+// keeps the last fencing token when the lease ends: owner '' and
+// transition_at at the end), and "<prefix>server", one row: the marker of
+// the quarantine. The rules are those of redis/lua/ (keep them alike):
+// DESIGN §2's owner-or-expired acquisition, owner and token compared
+// together in every compare-and-set, tokens above the last one and never
+// below the clock in microseconds.
+//
+// The server run (README "Backends"): a primary that restarts after
+// losing its last writes (synchronous_commit off, fsync off), or a standby
+// promoted before it received them, may have lost a lease whose CMD still
+// runs. The marker holds the run that last granted a lease
+// (pg_postmaster_start_time(): a restart or a promoted standby has
+// another), the end of the quarantine in force and the longest lease asked
+// for; a missing marker or another run means that no new lease is granted
+// for the longest lease + 1 s from then. Tables that simba has just made
+// get a marker of the current run: nothing can have been lost there.
+#include "backend/postgres/statements.hpp"
+
+#include <cstring>
+
+namespace simba::backend::pg {
+namespace {
+
+// {L}, {S}, {Z} (the tables) in `sql` replaced by the quoted names.
+std::string fill(std::string sql, const std::string& leases, const std::string& server,
+                 const std::string& waiters) {
+  for (auto [token, name] : {std::pair<const char*, const std::string*>{"{L}", &leases},
+                             {"{S}", &server},
+                             {"{Z}", &waiters}}) {
+    for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
+      sql.replace(at, 3, *name);
+  }
+  return sql;
+}
+
+std::string quote(const std::string& identifier) {
+  std::string out = "\"";
+  for (char c : identifier) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// The server's clock, read once: epoch ms (lease times), µs (token
+// seeds); and the server run.
+constexpr const char* k_now = R"(n AS (
+  SELECT floor(extract(epoch FROM t) * 1000)::bigint AS ms,
+         floor(extract(epoch FROM t) * 1000000)::bigint AS us,
+         extract(epoch FROM pg_postmaster_start_time())::text AS run
+  FROM (SELECT clock_timestamp() AS t) c))";
+
+// The quarantine for a lease of LEASE ms, QUARANTINE: 'on' or not: `till`
+// (0: none), and whether the marker is to be written (`lost`: another run,
+// or no marker; or a longer lease than `known`).
+std::string quarantine(const std::string& lease, const std::string& on) {
+  return R"(m AS (SELECT run, until_ms, longest FROM {S} WHERE id = 1),
+q AS (
+  SELECT n.run, m.run IS DISTINCT FROM n.run AS lost, coalesce(m.longest, -1) AS known,
+         greatest(coalesce(m.longest, 0), )" +
+         lease + R"() AS longest,
+         CASE WHEN NOT )" +
+         on + R"( THEN 0
+              WHEN m.run IS DISTINCT FROM n.run
+                THEN greatest(coalesce(m.until_ms, 0),
+                              n.ms + greatest(coalesce(m.longest, 0), )" +
+         lease + R"() + 1000)
+              ELSE m.until_ms END AS till
+  FROM n LEFT JOIN m ON true))";
+}
+
+constexpr const char* k_fields = "owner, acquired_at, ttl_at, transition_at, token, holding";
+
+// The done record of --once-per (core::DoneRecord): columns of the lease's
+// row, once_window NULL when there is none.
+constexpr const char* k_once_fields =
+    "once_window, once_label, once_host, once_token, once_started_at, once_finished, "
+    "once_exit_code, once_finished_at";
+constexpr const char* k_once_columns =
+    ",\n       r.once_window, r.once_label, r.once_host, r.once_token, r.once_started_at, "
+    "r.once_finished, r.once_exit_code, r.once_finished_at";
+
+// The answer: the lease written by `up`, or else as it stands.
+constexpr const char* k_answer = R"(
+SELECT n.ms, coalesce(r.changed, false), r.owner, r.acquired_at, r.ttl_at, r.transition_at,
+       r.token, r.holding, {TILL}{EXTRA}
+FROM n {Q} LEFT JOIN (
+  SELECT {FIELDS}, changed FROM up
+  UNION ALL
+  SELECT {FIELDS}, false FROM {L}
+  WHERE mutex = $1 AND NOT EXISTS (SELECT 1 FROM up)) r ON true)";
+
+// `notify`: the channel NOTIFYed when `up` changed the lease (at commit:
+// the waiters look once it is visible); "" none.
+// `extra`: more columns (of r: then with `once`, the done record's).
+std::string answer(bool with_quarantine, const std::string& notify = "", const char* extra = "",
+                   bool once = false) {
+  std::string a = k_answer;
+  std::string fields = std::string(k_fields) + (once ? std::string(", ") + k_once_fields : "");
+  for (int i = 0; i < 2; ++i) a.replace(a.find("{FIELDS}"), 8, fields);
+  a.replace(a.find("{TILL}"), 6, with_quarantine ? "q.till" : "0");
+  a.replace(a.find("{EXTRA}"), 7, extra);
+  std::string joins = with_quarantine ? "CROSS JOIN q" : "";
+  if (!notify.empty())
+    joins += " CROSS JOIN (SELECT count(pg_notify(x.c, '')) FROM up CROSS JOIN (SELECT " + notify +
+             " AS c) x WHERE x.c IS NOT NULL) w";
+  a.replace(a.find("{Q}"), 3, joins);
+  return a;
+}
+
+// acquire: $1 mutex, $2 contender, $3 ttl_ms, $4 transition_ms, $5
+// quarantine (boolean). One INSERT ... ON CONFLICT DO UPDATE ... WHERE:
+// a new lease when the row is free (transition_at passed) and no
+// quarantine is in force, a renewal for the valid owner (acquired_at and
+// token stay), otherwise nothing. A new mutex during a quarantine gets a
+// free row (no owner, token 0). The marker is written only where a new
+// lease would be granted and it needs to be.
+std::string acquire_sql() {
+  return std::string("WITH ") + k_now + ",\n" +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") +
+         R"(,
+mark AS (
+  INSERT INTO {S} AS s (id, run, until_ms, longest)
+  SELECT 1, q.run, q.till, q.longest FROM q
+  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
+    AND NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND transition_at > (SELECT ms FROM n))
+  ON CONFLICT (id) DO UPDATE SET run = excluded.run,
+    until_ms = greatest(s.until_ms, excluded.until_ms),
+    longest = greatest(s.longest, excluded.longest)),
+up AS (
+  INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding)
+  SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false
+  FROM n, q
+  ON CONFLICT (mutex) DO UPDATE SET
+    owner = $2::text,
+    acquired_at = CASE WHEN l.transition_at > excluded.acquired_at THEN l.acquired_at
+                       ELSE excluded.acquired_at END,
+    token = CASE WHEN l.transition_at > excluded.acquired_at THEN l.token
+                 ELSE greatest(l.token + 1, (SELECT us FROM n)) END,
+    ttl_at = excluded.ttl_at,
+    transition_at = excluded.ttl_at + $4::bigint,
+    holding = false
+  WHERE (l.transition_at > excluded.acquired_at AND l.owner = $2::text)
+     OR (l.transition_at <= excluded.acquired_at AND excluded.acquired_at >= (SELECT till FROM q))
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            l.owner = $2::text AS changed))" +
+         answer(true);
+}
+
+// acquire_once: acquire's $1..$5, then $6 period_ms, $7 offset_ms, $8
+// retry_failed (boolean), $9 label, $10 host. acquire's rule, but a new
+// lease only when the window holding now may run (core::judge_window and
+// core::may_run, mirrored: keep them alike, as redis/lua/acquire_once.lua),
+// writing the record of its run (unfinished) in the same row; a lease of
+// ours without a record of its own (taken by a plain acquire) is judged
+// too, and ended if the window may not run.
+//
+// The terms of k_acquire_once, spelled out: MINE, we are the valid owner;
+// OWNREC, the lease has a record of its own; MAY, core::may_run for the
+// window (an unfinished record of it counts as failed, as in Redis); B, a
+// lease of ours without its record and the window may run: the record
+// starts; C, the same but it may not: the lease ends now; D, free, it may
+// run, no quarantine: a new lease and its record.
+std::string once_terms(std::string sql) {
+  const std::pair<const char*, const char*> parts[] = {
+      {"{NOW}", "excluded.acquired_at"},
+      {"{W}", "(SELECT start FROM w)"},
+      {"{MINE}", "(l.transition_at > excluded.acquired_at AND l.owner = $2::text)"},
+      {"{OWNREC}", "(l.once_window IS NOT NULL AND l.once_token = l.token)"},
+      {"{MAY}", "(l.once_window IS DISTINCT FROM (SELECT start FROM w) OR ($8::boolean AND "
+                "NOT coalesce(l.once_finished AND l.once_exit_code = 0, false)))"},
+      {"{TOKEN}", "greatest(l.token + 1, (SELECT us FROM n))"},
+      {"{B}", "({MINE} AND NOT {OWNREC} AND {MAY})"},
+      {"{C}", "({MINE} AND NOT {OWNREC} AND NOT {MAY})"},
+      {"{D}", "(l.transition_at <= excluded.acquired_at AND {MAY} AND "
+              "excluded.acquired_at >= (SELECT till FROM q))"},
+      {"{START}", "({B} OR {D})"}};
+  for (int pass = 0; pass < 3; ++pass)
+    for (auto [token, text] : parts)
+      for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
+        sql.replace(at, std::strlen(token), text);
+  return sql;
+}
+
+constexpr const char* k_acquire_once = R"(,
+w AS (SELECT ((n.ms - $7::bigint) / $6::bigint) * $6::bigint + $7::bigint AS start FROM n),
+mark AS (
+  INSERT INTO {S} AS s (id, run, until_ms, longest)
+  SELECT 1, q.run, q.till, q.longest FROM q
+  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
+    AND NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND transition_at > (SELECT ms FROM n))
+  ON CONFLICT (id) DO UPDATE SET run = excluded.run,
+    until_ms = greatest(s.until_ms, excluded.until_ms),
+    longest = greatest(s.longest, excluded.longest)),
+up AS (
+  INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
+                        once_window, once_label, once_host, once_token, once_started_at,
+                        once_finished, once_exit_code, once_finished_at)
+  SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false,
+         CASE WHEN n.ms < q.till THEN NULL ELSE w.start END, $9::text, $10::text, n.us, n.ms,
+         false, 0, 0
+  FROM n, q, w
+  ON CONFLICT (mutex) DO UPDATE SET
+    owner = CASE WHEN {C} THEN '' ELSE $2::text END,
+    acquired_at = CASE WHEN {D} THEN {NOW} ELSE l.acquired_at END,
+    token = CASE WHEN {D} THEN {TOKEN} ELSE l.token END,
+    ttl_at = CASE WHEN {C} THEN least(l.ttl_at, {NOW}) ELSE excluded.ttl_at END,
+    transition_at = CASE WHEN {C} THEN {NOW} ELSE excluded.ttl_at + $4::bigint END,
+    holding = false,
+    once_window = CASE WHEN {START} THEN {W} ELSE l.once_window END,
+    once_label = CASE WHEN {START} THEN $9::text ELSE l.once_label END,
+    once_host = CASE WHEN {START} THEN $10::text ELSE l.once_host END,
+    once_token = CASE WHEN {D} THEN {TOKEN} WHEN {B} THEN l.token ELSE l.once_token END,
+    once_started_at = CASE WHEN {START} THEN {NOW} ELSE l.once_started_at END,
+    once_finished = CASE WHEN {START} THEN false ELSE l.once_finished END,
+    once_exit_code = CASE WHEN {START} THEN 0 ELSE l.once_exit_code END,
+    once_finished_at = CASE WHEN {START} THEN 0 ELSE l.once_finished_at END
+  WHERE {MINE} OR {D}
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
+            l.once_finished, l.once_exit_code, l.once_finished_at,
+            NOT (l.owner = '' AND l.token = 0) AS changed))";
+
+std::string acquire_once_sql() {
+  return std::string("WITH ") + k_now + ",\n" +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + once_terms(k_acquire_once) +
+         answer(true, "", k_once_columns, true);
+}
+
+// release_once: release's $1..$4, then $5 the exit code: the done record
+// of the run that ends (the one with its token) gets it and the time.
+constexpr const char* k_release_once = R"(,
+up AS (
+  UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
+                      transition_at = n.ms,
+    once_finished = CASE WHEN l.once_token = l.token THEN true ELSE l.once_finished END,
+    once_exit_code = CASE WHEN l.once_token = l.token THEN $5::integer ELSE l.once_exit_code END,
+    once_finished_at = CASE WHEN l.once_token = l.token THEN n.ms ELSE l.once_finished_at END
+  FROM n
+  WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> ''
+    AND ($3::bigint = 0 OR l.token = $3::bigint) AND l.transition_at > n.ms
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
+            l.once_finished, l.once_exit_code, l.once_finished_at, true AS changed))";
+
+// guard, hold, extend: $1 mutex, $2 contender, $3 token, $4 ttl_ms, $5
+// transition_ms, $6 'guard', 'hold' (--min-hold: marked as only held) or
+// 'keep' (extend: the mark as it is; a held lease kept without a
+// transition, a guarded one never shortened). Only the valid owner's
+// lease with that token.
+constexpr const char* k_guard = R"(,
+up AS (
+  UPDATE {L} AS l SET
+    ttl_at = CASE WHEN $6 = 'keep' AND l.holding THEN n.ms + $4::bigint + $5::bigint
+                  WHEN $6 = 'keep' THEN greatest(n.ms + $4::bigint, l.ttl_at)
+                  ELSE n.ms + $4::bigint END,
+    transition_at = CASE WHEN $6 = 'keep' AND l.holding THEN n.ms + $4::bigint + $5::bigint
+                         WHEN $6 = 'keep'
+                           THEN greatest(greatest(n.ms + $4::bigint, l.ttl_at) + $5::bigint,
+                                         l.transition_at)
+                         ELSE n.ms + $4::bigint + $5::bigint END,
+    holding = CASE WHEN $6 = 'keep' THEN l.holding ELSE $6 = 'hold' END{MARK}
+  FROM n
+  WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> '' AND l.token = $3::bigint
+    AND l.transition_at > n.ms
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            true AS changed))";
+
+// release: $1 mutex, $2 contender, $3 token (0: any of the contender's).
+// The lease ends now; the row keeps the token; the first live waiter is
+// woken (make_statements).
+constexpr const char* k_release = R"(,
+up AS (
+  UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
+                      transition_at = n.ms
+  FROM n
+  WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> ''
+    AND ($3::bigint = 0 OR l.token = $3::bigint) AND l.transition_at > n.ms
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            true AS changed))";
+
+// force_release: $1 mutex, $2 token (0: any), $3 the channel. A lease
+// only held ends now;
+// one whose CMD may run is revoked: no owner, transition_at kept.
+constexpr const char* k_force_release = R"(,
+up AS (
+  UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
+                      transition_at = CASE WHEN l.holding THEN n.ms ELSE l.transition_at END
+  FROM n
+  WHERE l.mutex = $1 AND l.owner <> '' AND l.transition_at > n.ms
+    AND ($2::bigint = 0 OR l.token = $2::bigint)
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            true AS changed))";
+
+// The channel of the first waiter whose session still runs, but `skip`.
+std::string first_waiter(const std::string& skip) {
+  return R"((SELECT z.channel FROM {Z} z
+    WHERE z.mutex = $1 AND z.contender <> )" +
+         skip + R"(
+      AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)
+    ORDER BY z.queued_at LIMIT 1))";
+}
+
+} // namespace
+
+std::string schema_sql(const std::string& schema, const std::string& prefix) {
+  return fill(R"(CREATE TABLE IF NOT EXISTS {L} (
+  mutex text PRIMARY KEY, owner text NOT NULL, acquired_at bigint NOT NULL,
+  ttl_at bigint NOT NULL, transition_at bigint NOT NULL, token bigint NOT NULL,
+  holding boolean NOT NULL, last_run_at bigint, once_window bigint, once_label text,
+  once_host text, once_token bigint, once_started_at bigint, once_finished boolean,
+  once_exit_code integer, once_finished_at bigint);
+CREATE TABLE IF NOT EXISTS {S} (
+  id integer PRIMARY KEY CHECK (id = 1), run text NOT NULL, until_ms bigint NOT NULL,
+  longest bigint NOT NULL);
+CREATE TABLE IF NOT EXISTS {Z} (
+  mutex text NOT NULL, contender text NOT NULL, channel text NOT NULL,
+  queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));
+INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
+  WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
+              quote(schema) + "." + quote(prefix + "leases"),
+              quote(schema) + "." + quote(prefix + "server"),
+              quote(schema) + "." + quote(prefix + "waiters"));
+}
+
+Statements make_statements(const std::string& schema, const std::string& prefix) {
+  std::string leases = quote(schema) + "." + quote(prefix + "leases");
+  std::string server = quote(schema) + "." + quote(prefix + "server");
+  std::string waiters = quote(schema) + "." + quote(prefix + "waiters");
+  auto f = [&](const std::string& sql) { return fill(sql, leases, server, waiters); };
+  std::string with_now = std::string("WITH ") + k_now;
+  Statements s;
+  s.schema = schema_sql(schema, prefix);
+  s.probe = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
+  s.acquire = f(acquire_sql());
+  std::string guard = k_guard;
+  s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));
+  // guard_mark: guard's, and $7 (boolean) 'record'. Only when it renewed:
+  // the start of the last run as it was (the statement's snapshot) in a
+  // tenth column, and with $7 now as the start of this run.
+  s.guard_mark = f(with_now +
+                   guard.replace(guard.find("{MARK}"), 6,
+                                 ",\n    last_run_at = CASE WHEN $7::boolean THEN n.ms "
+                                 "ELSE l.last_run_at END") +
+                   answer(false, "",
+                          ",\n       CASE WHEN r.changed THEN (SELECT last_run_at FROM {L} "
+                          "WHERE mutex = $1) END"));
+  // A release wakes the first live waiter in the queue (not the
+  // releaser), on its own channel. Live: the session that queued it (its
+  // LISTEN) still runs.
+  s.release = f(with_now + k_release + answer(false, first_waiter("$2::text")));
+  // A forced release that freed the mutex (a lease only held) wakes the
+  // first live waiter, as a release does; one that revoked a lease tells
+  // the owner, and every waiter, on the mutex's channel.
+  s.force_release =
+      f(with_now + k_force_release +
+        answer(false, "CASE WHEN (SELECT transition_at FROM up) <= (SELECT ms FROM n) THEN " +
+                          first_waiter("''") + " ELSE $3::text END"));
+  // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.
+  s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
+up AS (SELECT )" +
+            k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
+  s.acquire_once = f(acquire_once_sql());
+  s.release_once = f(with_now + k_release_once + answer(false, "$4", k_once_columns, true));
+  // done_record: get's, with the done record.
+  s.done_record = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
+up AS (SELECT )" + k_fields +
+                    ", " + k_once_fields + R"(, false AS changed FROM {L} WHERE false))" +
+                    answer(true, "", k_once_columns, true));
+  // The waiters' queue (wakeups.hpp): $1 mutex, $2 contender, $3 its
+  // channel. enqueue keeps the place of one already queued, drops the
+  // dead (their session is gone), and answers whether the waiter must look
+  // (no valid owner, whose release would wake it).
+  s.enqueue = f(with_now + R"(,
+gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
+           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)),
+up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid)
+       SELECT $1, $2::text, $3::text, n.us, pg_backend_pid() FROM n
+       ON CONFLICT (mutex, contender) DO UPDATE SET channel = excluded.channel,
+                                                    pid = excluded.pid)
+SELECT NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND owner <> '' AND transition_at > n.ms)
+FROM n)");
+  s.dequeue = f("DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text");
+  // list: $1 quarantine: now, till, then each mutex ever leased, by name.
+  s.list = f(with_now + ",\n" + quarantine("0", "$1::boolean") + R"(
+SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,
+       l.holding
+FROM n CROSS JOIN q LEFT JOIN {L} l ON l.token > 0
+ORDER BY l.mutex COLLATE "C")");
+  return s;
+}
+
+} // namespace simba::backend::pg

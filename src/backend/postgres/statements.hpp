@@ -1,0 +1,37 @@
+#pragma once
+// The SQL of the PostgreSQL backend: the schema, and one statement per
+// operation. Each statement is one round trip and one transaction (no
+// session state, no named prepared statement: it works through PgBouncer
+// in transaction mode), reads the server's clock once (clock_timestamp():
+// now() stands still for the transaction) and answers one row:
+//
+//   now_ms, changed, owner, acquired_at, ttl_at, transition_at, token,
+//   holding, quarantine_till
+//
+// the lease after the call (k_lease_columns), with the end of the
+// quarantine in force (0: none; statements.cpp, "The server run").
+#include <string>
+
+namespace simba::backend::pg {
+
+struct Statements {
+  std::string schema; // run when the tables are missing (CREATE ... IF NOT EXISTS)
+  std::string probe;  // fails when the tables are missing
+  std::string acquire, guard, guard_mark, release, force_release, get, list;
+  // --once-per: as acquire, release and get, with the done record after
+  // the answer's nine columns (core::DoneRecord's eight; once_window NULL:
+  // none).
+  std::string acquire_once, release_once, done_record;
+  // The waiters' queue (wakeups.hpp), on the waiter's LISTEN connection.
+  std::string enqueue, dequeue;
+};
+
+// The statements on the tables "<prefix>leases", "<prefix>server" and
+// "<prefix>waiters" of `schema` (quoted identifiers).
+Statements make_statements(const std::string& schema, const std::string& prefix);
+
+// The part of the schema that needs privileges, for the message that asks
+// an administrator to run it.
+std::string schema_sql(const std::string& schema, const std::string& prefix);
+
+} // namespace simba::backend::pg

@@ -1,0 +1,87 @@
+// LISTEN/NOTIFY wake-ups and the waiters' queue (wakeups.hpp).
+#include "backend/postgres/wakeups.hpp"
+
+#include "sys/clock.hpp"
+
+#include <cstdio>
+
+namespace simba::backend::pg {
+namespace {
+
+// A failed LISTEN is tried again at most this often.
+constexpr int64_t k_retry_ms = 1000;
+
+} // namespace
+
+std::string channel(const PostgresUri& uri, const std::string& mutex,
+                    const std::string& contender) {
+  uint64_t h = 1469598103934665603ull; // FNV-1a
+  for (const std::string* part : {&uri.schema, &uri.prefix, &mutex, &contender}) {
+    for (unsigned char c : *part + '\0') {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(contender.empty() ? "simba_" : "simba_w") + hex;
+}
+
+int QueueListenWakeups::watch(const std::string& mutex, const std::string& contender,
+                              bool waiting) {
+  if (mutex != m_mutex || contender != m_contender) {
+    leave_queue();
+    m_conn.close();
+    m_mutex = mutex;
+    m_contender = contender;
+    m_retry_at = 0;
+  }
+  int64_t deadline = sys::boottime_ms() + m_uri.timeout_ms;
+  if (!m_conn.is_open() && !listen(deadline)) return -1;
+  if (waiting && !m_queued) enqueue(deadline);
+  if (!waiting && m_queued) leave_queue();
+  return m_conn.socket();
+}
+
+// A new session: its LISTENs, and no queue entry yet (an older one's
+// session is gone, and the releases skip it).
+bool QueueListenWakeups::listen(int64_t deadline) {
+  m_queued = false;
+  int64_t now = sys::boottime_ms();
+  if (now < m_retry_at) return false;
+  m_retry_at = now + k_retry_ms;
+  if (!m_conn.connect(m_uri, deadline).empty()) return false;
+  std::string sql =
+      "LISTEN " + channel(m_uri, m_mutex) + "; LISTEN " + channel(m_uri, m_mutex, m_contender);
+  if (!m_conn.script(sql, deadline).ok) {
+    m_conn.close();
+    return false;
+  }
+  return true;
+}
+
+// A notification that came while the answer was read is taken here: the
+// socket will not show it; looking once does.
+void QueueListenWakeups::enqueue(int64_t deadline) {
+  Result r = m_conn.query(m_sql.enqueue,
+                          {m_mutex, m_contender, channel(m_uri, m_mutex, m_contender)}, deadline);
+  m_queued = r.ok;
+  m_look = !r.ok || r.rows.size() != 1 || r.rows[0].empty() || r.rows[0][0] != "f";
+  if (m_conn.is_open() && m_conn.notifications() > 0) m_look = true;
+}
+
+void QueueListenWakeups::leave_queue() {
+  if (!m_queued) return;
+  m_queued = false;
+  if (m_conn.is_open())
+    m_conn.query(m_sql.dequeue, {m_mutex, m_contender}, sys::boottime_ms() + m_uri.timeout_ms);
+}
+
+// A lost connection may have lost a notification too: look.
+bool QueueListenWakeups::drain_wakeups() {
+  int n = m_conn.notifications();
+  if (n < 0) m_queued = false;
+  return n != 0;
+}
+
+} // namespace simba::backend::pg

@@ -1,0 +1,59 @@
+#pragma once
+// The wake-ups of the PostgreSQL backend (backend/wakeups.hpp: the
+// lifecycle): a connection of their own that LISTENs on two channels, the
+// mutex's and the waiter's own, and the FIFO queue of waiters, the table
+// "<prefix>waiters" (statements.hpp). A release NOTIFYs the first waiter
+// whose session still runs, in the same statement: one waiter is woken
+// per release, and acquires itself (no hand-over). A forced release (and
+// release_once, whose waiters must each learn that the window is done)
+// NOTIFYs the mutex's channel: the owner, and every waiter. Through a
+// pooler in transaction mode LISTEN cannot work (the server connection
+// goes back to the pool): `listen=off` in the URI, and waiters wake on
+// their timers (README "Backends").
+#include "backend/postgres/connection.hpp"
+#include "backend/postgres/statements.hpp"
+#include "backend/uri.hpp"
+#include "backend/wakeups.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace simba::backend::pg {
+
+// The channel of `mutex`, or with `contender` that waiter's own: an
+// identifier for each schema, table prefix, mutex (and waiter), a hash,
+// since channel names are short identifiers (two sharing one only wake
+// each other for nothing).
+std::string channel(const PostgresUri& uri, const std::string& mutex,
+                    const std::string& contender = "");
+
+class QueueListenWakeups final : public QueueWakeups {
+public:
+  // `uri` and `sql` must outlive this.
+  QueueListenWakeups(const PostgresUri& uri, const Statements& sql) : m_uri(uri), m_sql(sql) {}
+  // The queue entry goes with the backend (wakeups.hpp, 6.).
+  ~QueueListenWakeups() override { leave_queue(); }
+  QueueListenWakeups(const QueueListenWakeups&) = delete;
+  QueueListenWakeups& operator=(const QueueListenWakeups&) = delete;
+
+  bool look_after_queueing() const override { return m_look; }
+
+private:
+  int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
+  bool drain_wakeups() override;
+
+  bool listen(int64_t deadline);
+  void enqueue(int64_t deadline);
+  void leave_queue();
+
+  const PostgresUri& m_uri;
+  const Statements& m_sql;
+  Connection m_conn;
+  std::string m_mutex; // of the LISTEN
+  std::string m_contender;
+  bool m_queued = false;  // in m_mutex's queue as m_contender
+  bool m_look = true;     // see look_after_queueing()
+  int64_t m_retry_at = 0; // after a failed LISTEN: not before then
+};
+
+} // namespace simba::backend::pg

@@ -1,0 +1,55 @@
+// Asking a sentinel for the master (sentinel.hpp).
+#include "backend/redis/sentinel.hpp"
+
+#include "backend/net/deadline_io.hpp"
+#include "backend/redis/connection.hpp"
+
+#include <cstdlib>
+
+namespace simba::backend::redis {
+
+SentinelAnswer ask_sentinel(const RedisUri& uri, const RedisSentinels::Node& node,
+                            int64_t deadline) {
+  SentinelAnswer a;
+  RedisUri at = uri;
+  at.host = node.host;
+  at.port = node.port;
+  at.unix_socket = false;
+  std::string where = "sentinel " + redis_where(at);
+  Connection c;
+  std::string err = c.connect(at, deadline);
+  if (!err.empty()) {
+    a.error = where + ": " + err;
+    return a;
+  }
+  // The sentinels get no password: user and password are the master's.
+  Exchange x = c.exchange({{"SENTINEL", "get-master-addr-by-name", uri.sentinel.master}}, deadline);
+  if (!x.ok) {
+    a.error = where + ": " + (x.error == net::k_timed_out ? "no answer in time" : x.error);
+    return a;
+  }
+  const redisReply* r = x.replies[0].get();
+  if (is_error(r)) {
+    a.error = where + ": " + scrub(reply_text(r), uri.password);
+    return a;
+  }
+  std::string port;
+  if (r->type == REDIS_REPLY_NIL) {
+    a.reached = true;
+  } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && as_string(r->element[0], a.host) &&
+             as_string(r->element[1], port) && !a.host.empty() &&
+             (a.port = std::atoi(port.c_str())) > 0) {
+    a.reached = a.known = true;
+  } else {
+    a.error = where + " does not answer like a Redis sentinel";
+  }
+  return a;
+}
+
+std::string no_master_message(const RedisUri& uri, bool unknown, const std::string& first_error) {
+  std::string why = first_error.empty() ? "" : " (" + first_error + ")";
+  if (unknown) return "no sentinel knows a master named '" + uri.sentinel.master + "'" + why;
+  return "cannot find the Redis master '" + uri.sentinel.master + "': no sentinel answers" + why;
+}
+
+} // namespace simba::backend::redis

@@ -1,0 +1,57 @@
+#pragma once
+// Redis Sentinel (RedisUri::sentinel): which server is the master. The
+// sentinels are asked in the URI's order (SENTINEL get-master-addr-by-name),
+// each within its share of the time left; the Client then connects to the
+// address named and confirms with ROLE that it is the master
+// (server_check.cpp), else asks the next sentinel. A call that fails by a
+// refused connection, a timeout or a READONLY answer makes the next connect
+// ask the sentinels again (client.cpp).
+//
+// The quarantine after a failover (lua/common.lua, "The server run"): with
+// Sentinel the run a script compares is the run_id and the master_replid
+// (INFO replication). A promoted replica has a run_id of its own, and every
+// promotion takes a new replication id: even an old master promoted again
+// without a restart, whose data is now what the replica had, counts as a
+// server that may have lost a lease.
+//
+// Sentinel's split brain: after a failover the old master goes on taking
+// writes until Sentinel turns it into a replica (some 10 s with Debian's
+// defaults, longer when it is cut off), and a client connected to it would
+// renew or grant leases there while the new master grants the mutex again.
+// So a call first asks the sentinels which server is the master when their
+// last answer is older than k_sentinel_confirm_ms: a client writes to an
+// old master at most that long after its first sentinel named the new one,
+// and the new master, which nobody reaches before that, grants nothing for
+// the quarantine (longest lease + 1 s) after its first request. A lease
+// granted or renewed on the old master so ends before any lease the new
+// master grants, as long as k_sentinel_confirm_ms stays within the
+// quarantine's 1 s slack and every host asks the sentinels in the same
+// order (README "Redis Sentinel").
+#include "backend/uri.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace simba::backend::redis {
+
+constexpr int64_t k_sentinel_confirm_ms = 500;
+
+// The master's address as one sentinel sees it.
+struct SentinelAnswer {
+  bool reached = false; // the sentinel answered (else `error` says why not)
+  bool known = false;   // it knows the master's name
+  std::string host;
+  int port = 0;
+  std::string error;
+};
+
+// Asks sentinel `node` for the address of `uri`'s master, before `deadline`.
+SentinelAnswer ask_sentinel(const RedisUri& uri, const RedisSentinels::Node& node,
+                            int64_t deadline);
+
+// One line for the user when no sentinel named a master: `unknown` when one
+// that answered did not know the name; `first_error`, the first sentinel
+// that failed.
+std::string no_master_message(const RedisUri& uri, bool unknown, const std::string& first_error);
+
+} // namespace simba::backend::redis

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# A role that may not create simba's tables: exit 69 and one line naming
+# the SQL an administrator runs; once it has run (and the role may use the
+# tables), simba works as that role. `status` creates nothing: on a
+# database without the tables it says so (69).
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
+use_test_postgres
+command -v psql >/dev/null 2>&1 || skip "psql is not installed (package postgresql-client)"
+admin=${SIMBA_TEST_POSTGRES_URI%%\?*}
+role="simba_e2e_$$_$RANDOM"
+prefix="priv_$$_${RANDOM}_"
+sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$admin" -c "$1"; }
+sql "CREATE ROLE $role LOGIN PASSWORD 'role-pw'" || fail "cannot create a role"
+drop_role() {
+  local rc=$?
+  sql "DROP TABLE IF EXISTS \"${prefix}leases\", \"${prefix}server\", \"${prefix}waiters\";
+       DROP OWNED BY $role;
+       DROP ROLE $role" >/dev/null 2>&1
+  return "$rc"
+}
+trap 'drop_role; _e2e_cleanup' EXIT
+uri="postgres://$role:role-pw@${admin#*@}?prefix=$prefix"
+
+# PostgreSQL 15: no role but the owner may create in schema public.
+assert_exit 69 "$SIMBA" status --backend "$uri"
+grep -q "no simba tables" "$T/err" || fail "status did not say why: $(cat -- "$T/err")"
+assert_exit 69 "$SIMBA" run --backend "$uri" --mutex p -- true
+[[ $(wc -l <"$T/err") -eq 1 ]] || fail "not one line: $(cat -- "$T/err")"
+grep -q "may not create" "$T/err" || fail "no reason given: $(cat -- "$T/err")"
+ddl=$(sed -n 's/.*have an administrator run (man simba, POSTGRESQL): //p' "$T/err")
+[[ $ddl == *"CREATE TABLE"*"${prefix}leases"* ]] || fail "the SQL is not named: $(cat -- "$T/err")"
+sql "$ddl" || fail "the SQL in the message does not run: $ddl"
+sql "GRANT SELECT, INSERT, UPDATE ON \"${prefix}leases\", \"${prefix}server\" TO $role;
+     GRANT SELECT, INSERT, UPDATE, DELETE ON \"${prefix}waiters\" TO $role"
+assert_exit 0 "$SIMBA" run --backend "$uri" --mutex p -- sh -c 'echo "$SIMBA_FENCING_TOKEN"'
+(($(<"$T/out") > 0)) || fail "no fencing token: $(cat -- "$T/out")"

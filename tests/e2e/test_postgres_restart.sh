@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
+# PostgreSQL killed (kill -9 of the postmaster) under a holder:
+#  1. down longer than the lease: the holder's guards fail, its CMD is
+#     stopped and simba exits 76; after the restart the next holder's
+#     fencing token is larger than every earlier one.
+#  2. restarted at once after losing its last writes (the lease row
+#     deleted, as a primary restarted with synchronous_commit off, or a
+#     promoted standby, may have lost it): the next contender gets no lease
+#     while the old holder's CMD may still run (the server-run quarantine),
+#     so no two CMDs overlap.
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
+start_own_postgres
+export SIMBA_BACKEND="$PG_URI?timeout=500ms"
+
+# Short leases throughout: the quarantine lasts the longest one asked for.
+for i in 1 2; do
+  "$SIMBA" run --mutex m --ttl 1s --transition 1s -- sh -c 'echo "$SIMBA_FENCING_TOKEN" >>"$0"' "$T/tokens"
+done
+
+# ---- 1. down longer than the lease ----------------------------------------------
+"$SIMBA" run --mutex m --ttl 1s --transition 1s -- \
+  sh -c 'echo "$SIMBA_FENCING_TOKEN" >>"$1"; echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300' \
+  "$T/child.pid" "$T/tokens" &
+holder=$!
+wait_for 10 test -s "$T/child.pid"
+child=$(<"$T/child.pid")
+kill -KILL "$PG_PID"
+t0=$(now_ms)
+wait_for 4 pid_dead "$child"
+dt=$(($(now_ms) - t0))
+rc=0
+wait "$holder" || rc=$?
+assert_eq 76 "$rc" "exit status of the holder whose server went away"
+((dt < 2000)) || fail "CMD stopped ${dt} ms after the kill: after its transition_at (2 s)"
+echo "CMD stopped ${dt} ms after the kill -9 of the postmaster" >&2
+pg_server_spawn || fail "cannot restart PostgreSQL"
+
+"$SIMBA" run --mutex m --ttl 1s --transition 1s --timeout 20s -- \
+  sh -c 'echo "$SIMBA_FENCING_TOKEN" >"$0"' "$T/next"
+next=$(<"$T/next")
+while read -r t; do
+  ((next > t)) || fail "token after the restart ($next) is not larger than an earlier one ($t)"
+done <"$T/tokens"
+echo "tokens before: $(tr '\n' ' ' <"$T/tokens")after: $next" >&2
+
+# ---- 2. restarted at once, the lease lost ---------------------------------------
+rm -f -- "$T/child.pid"
+"$SIMBA" run --mutex lost --ttl 3s --transition 1s -- \
+  sh -c 'echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300' "$T/child.pid" &
+holder=$!
+wait_for 10 test -s "$T/child.pid"
+child=$(<"$T/child.pid")
+pg_server_sql "DELETE FROM simba_leases WHERE mutex = 'lost'" >/dev/null ||
+  fail "cannot delete the lease row"
+kill -KILL "$PG_PID"
+pg_server_spawn || fail "cannot restart PostgreSQL"
+t0=$(now_ms)
+# The contender's CMD says whether the old holder's CMD still ran.
+"$SIMBA" run --mutex lost --ttl 1s --transition 1s --timeout 20s -- \
+  sh -c 'if kill -0 "$1" 2>/dev/null; then echo overlap; else echo alone; fi >"$0"' \
+  "$T/verdict" "$child" || fail "the contender did not get the mutex after the restart"
+dt=$(($(now_ms) - t0))
+assert_eq alone "$(<"$T/verdict")" "the old holder's CMD when the next one started"
+wait_for 4 pid_dead "$child"
+rc=0
+wait "$holder" || rc=$?
+assert_eq 76 "$rc" "exit status of the holder whose lease was lost"
+echo "the next holder started ${dt} ms after the restart (quarantine: 3 s + 1 s + 1 s)" >&2
+((dt >= 4500)) || fail "the next holder started ${dt} ms after the restart: before the quarantine ended"
