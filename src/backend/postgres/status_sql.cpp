@@ -18,7 +18,10 @@ old AS (SELECT owner AS o_owner, acquired_at AS o_acquired_at, transition_at AS 
         FROM {L} WHERE mutex = $1 FOR UPDATE))";
 
 // Only the newest `limit` are written: the trim cannot see the rows this
-// statement adds (its snapshot is older).
+// statement adds (its snapshot is older). A row of the same number is
+// replaced: a lease row lost (a server that lost its last writes, a row
+// deleted by hand) counts again from 0, and its history must never stop
+// a lease.
 std::string history_writes(const std::string& ev, int64_t limit) {
   if (limit <= 0) return "";
   std::string lim = std::to_string(limit);
@@ -29,6 +32,9 @@ ins AS (
          e.waited_ms
   FROM ev e CROSS JOIN up WHERE e.seq > up.hseq - )" +
          lim + R"(
+  ON CONFLICT (mutex, seq) DO UPDATE SET at = excluded.at, event = excluded.event,
+    owner = excluded.owner, holder = excluded.holder, token = excluded.token,
+    exit_code = excluded.exit_code, held_ms = excluded.held_ms, waited_ms = excluded.waited_ms
   RETURNING seq),
 cut AS (
   DELETE FROM {H} h USING up
