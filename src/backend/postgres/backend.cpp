@@ -1,5 +1,7 @@
 // The PostgreSQL Backend: each operation one statement on the main
-// connection (statements.cpp), its row read into a Reply.
+// connection (statements.cpp), its row read into a Reply. Over 400 lines:
+// one class, most operations a line each; its status reads (inspect,
+// history) parse their rows beside read_lease.
 #include "backend/postgres/postgres.hpp"
 
 #include "backend/holder.hpp"

@@ -1,4 +1,7 @@
-// The SQL of the PostgreSQL backend (statements.hpp).
+// The SQL of the PostgreSQL backend (statements.hpp). Over 400 lines: the
+// statements share their fragments (the clock, the quarantine, the
+// answer) and are kept side by side so that they stay alike; status and
+// history have theirs in status_sql.cpp.
 //
 // Tables: "<prefix>leases", one row per mutex, never deleted (the row
 // keeps the last fencing token when the lease ends: owner '' and
