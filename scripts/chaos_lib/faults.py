@@ -13,6 +13,7 @@ NETWORK_FAULTS = [
     "partition_server",      # every host at once, both ways
     "slow_host",             # one host: delay above the call timeout
     "slow_host_transition",  # one host: delay above the transition
+    "slow_server",           # every host: delay above the transition
     "reset_mid_call",        # one host: the next reply lost, connection reset
 ]
 
@@ -47,6 +48,11 @@ class NetworkFaults:
         elif kind == "slow_host_transition":
             hit, seconds = [link], rng.uniform(2.0, 5.0)
             link.delay_s, link.jitter_s = rng.uniform(1.2, 2.0), 0.3
+        elif kind == "slow_server":
+            hit, seconds = list(self.links.values()), rng.uniform(3.0, 8.0)
+            delay = rng.uniform(1.2, 2.0)
+            for l in hit:
+                l.delay_s, l.jitter_s = delay, 0.3
         elif kind == "reset_mid_call":
             hit, seconds = [link], 2.0  # cleared if no reply came by then
             link.reset_next = True

@@ -28,7 +28,10 @@ class Chaos:
 
     def __init__(self, simba, cmd, backend, seed, opts):
         self.simba, self.cmd, self.kind = simba, cmd, backend
+        # Faults and contenders draw from streams of their own: a replay
+        # gets the same faults whatever the contenders drew meanwhile.
         self.rng = random.Random(seed)
+        self.contender_rng = random.Random(seed + 1)
         self.seed, self.opts = seed, opts
         self.tmp = tempfile.mkdtemp(prefix=f"simba-chaos-{backend}-")
         self.log_path = os.path.join(self.tmp, "cmd.log")
@@ -38,7 +41,7 @@ class Chaos:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SIMBA_")}
         self.runners = [None] * opts.runners  # slot i runs on host i % hosts
         self.leaders = [None] * opts.leaders
-        self.lead_ms = [self.rng.randint(300, 1500) for _ in range(opts.leaders)]
+        self.lead_ms = [self.contender_rng.randint(300, 1500) for _ in range(opts.leaders)]
         self.faults = {}                 # kind -> count
         self.kills = []                  # monotonic ns of kill -9 of a holder's simba
         self.fault_times = []            # monotonic ns of every fault and heal
@@ -79,9 +82,12 @@ class Chaos:
                 "--transition", f"{TRANSITION_MS}ms", "--kill-after", f"{KILL_AFTER_MS}ms", "-v"]
 
     def run_argv(self, slot):
-        ms = self.rng.randint(50, 400)
+        # Most CMDs end within their first ttl; a fifth outlive it, so that
+        # their guard renews under the faults.
+        r = self.contender_rng
+        ms = r.randint(50, 400) if r.random() < 0.8 else r.randint(1000, 3000)
         # Some CMDs leave a setsid'd daemon that holds the flock (chaos_cmd.cpp).
-        daemon = ["daemon"] if self.rng.random() < 0.5 else []
+        daemon = ["daemon"] if self.contender_rng.random() < 0.5 else []
         return [self.simba, "run"] + self.common(self.backend.uri(self.host_of(slot))) + \
             ["--", self.cmd, self.log_path, self.lock_path, str(ms)] + daemon
 
@@ -89,7 +95,7 @@ class Chaos:
         # Some leaders restart their CMD for ever (until a fault takes the
         # lease); the others release and exit after one run and are started
         # again, so that leadership moves often.
-        restart = "always" if self.rng.random() < 0.3 else "never"
+        restart = "always" if self.contender_rng.random() < 0.3 else "never"
         uri = self.backend.uri(self.host_of(len(self.runners) + i))
         return [self.simba, "lead"] + self.common(uri) + \
             ["--restart", restart, "--restart-delay", "100ms",
@@ -290,6 +296,6 @@ class Chaos:
             ok = False
         log(f"{k}: {'PASS' if ok else 'FAIL'} (replay: scripts/chaos --backend {k} "
             f"--seed {self.seed}{self.opts.replay}; logs in {self.tmp})")
-        if ok:
+        if ok and not self.opts.keep_logs:
             shutil.rmtree(self.tmp, ignore_errors=True)
         return ok
