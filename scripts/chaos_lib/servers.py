@@ -52,7 +52,7 @@ class Backend:
 class SqliteBackend(Backend):
     """One file on a small tmpfs of our own (disk full), when mount works."""
     name = "sqlite"
-    TMPFS_BYTES = 4 << 20
+    TMPFS_BYTES = 16 << 20
 
     def __init__(self, tmp, rng, harness):
         super().__init__(tmp, rng, harness)
@@ -82,7 +82,7 @@ class SqliteBackend(Backend):
             threading.Thread(target=self.hold_write_lock, args=(hold,), daemon=True).start()
         elif kind == "sqlite_disk_full":
             self.fill_disk()
-            self.harness.later(hold, lambda: os.unlink(self.filler))
+            self.harness.later(hold, self.empty_disk)
         return True
 
     def hold_write_lock(self, seconds):
@@ -93,14 +93,18 @@ class SqliteBackend(Backend):
         con.close()
 
     def fill_disk(self):
-        with open(self.filler, "wb") as f:
-            block = b"\0" * 65536
-            try:
+        try:
+            with open(self.filler, "wb") as f:
+                block = b"\0" * 65536
                 while True:
                     f.write(block)
                     f.flush()
-            except OSError:
-                pass  # ENOSPC: full
+        except OSError:
+            pass  # ENOSPC: full (even the filler's inode, when the WAL took the rest)
+
+    def empty_disk(self):
+        if os.path.exists(self.filler):
+            os.unlink(self.filler)
 
     def stop(self):
         if self.tmpfs:
