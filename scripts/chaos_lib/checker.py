@@ -50,14 +50,18 @@ def token_inversions(starts):
 
 def failovers(starts, kills, fault_times, bound_ms):
     """ms from each clean kill -9 of a holder's simba to the next start.
-    Another fault near the kill delays the next start legitimately (a Redis
-    that lost data quarantines the mutex for the longest lease + 1 s, a
-    partition hides the release): only clean kills count."""
+    kills: (monotonic ns, whether another fault was active then). Another
+    fault near the kill delays the next start legitimately (a Redis that
+    lost data quarantines the mutex for the longest lease + 1 s once it
+    notices, a partition hides the release): only kills with no fault
+    active (a backend counts a quarantine after a data loss as active) and
+    none injected or healed within the bound around it count."""
     out = []
     window = bound_ms * 1_000_000
-    for k in kills:
+    for k, active in kills:
         later = [t for t, _, _ in starts if t > k]
-        clean = not any(f != k and k - window <= f <= k + window for f in fault_times)
+        clean = not active and \
+            not any(f != k and k - window <= f <= k + window for f in fault_times)
         if later and clean:
             out.append((later[0] - k) / 1e6)
     return out

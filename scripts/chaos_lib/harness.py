@@ -43,7 +43,7 @@ class Chaos:
         self.leaders = [None] * opts.leaders
         self.lead_ms = [self.contender_rng.randint(300, 1500) for _ in range(opts.leaders)]
         self.faults = {}                 # kind -> count
-        self.kills = []                  # monotonic ns of kill -9 of a holder's simba
+        self.kills = []                  # (monotonic ns, another fault active) of kill -9s
         self.fault_times = []            # monotonic ns of every fault and heal
         self.spawned = 0
         self.backend = BACKENDS[backend](self.tmp, self.rng, self)
@@ -168,6 +168,8 @@ class Chaos:
             if self.backend.inject(kind):
                 self.count(kind)
             return
+        # A kill while another fault lasts times no failover (checker).
+        active = bool(self.pending) or self.net.busy() or self.backend.busy()
         h = self.holder()
         if kind == "kill9_simba_daemon":
             # Wait a little for a holder whose CMD left a daemon.
@@ -179,7 +181,7 @@ class Chaos:
             return  # nobody holds it right now: try again at the next fault
         self.count(kind)
         if kind in ("kill9_simba", "kill9_simba_daemon"):
-            self.kills.append(self.fault_times[-1])
+            self.kills.append((self.fault_times[-1], active))
             os.kill(h[0], signal.SIGKILL)
         elif kind == "kill9_cmd":
             os.kill(h[1], signal.SIGKILL)
