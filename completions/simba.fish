@@ -81,6 +81,9 @@ function __simba_backends
         echo -e 'redis://\tRedis: [[user]:password@]host[:port][/db][?prefix=..&timeout=..]'
         echo -e 'rediss://\tRedis over TLS: [user@]host[:port][/db][?cacert=..&cert=..&key=..]'
         echo -e 'redis+unix://\tRedis over a Unix socket: redis+unix:///path.sock[?db=N]'
+        echo -e 'redis+sentinel://\tthe master Redis Sentinel names: host[:port][,host[:port]...]/master[/db]'
+        echo -e 'rediss+sentinel://\tthe same over TLS: host[:port][,...]/master[/db][?cacert=..]'
+        echo -e 'postgres://\tPostgreSQL: [user@]host[:port][,host2...]/db[?schema=..&prefix=..]'
     end
 end
 

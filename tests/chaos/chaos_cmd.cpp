@@ -6,6 +6,12 @@
 //   start <token> <contender> <ns> <pid>
 //   overlap <token> <contender> <ns> <pid>
 //   end <token> <contender> <ns> <pid>
+//   fenced <token> <contender> <ns> <pid>
+// The fencing resource is the file LOCKFILE.fence: CMD writes its token
+// there at its start (before it waits for the flock, so that an overlap
+// reaches it) and at its end; a token smaller than the one stored is refused
+// and recorded as "fenced". Zero refusals when no overlap happened; when one
+// did, they show that the token orders the writes.
 // With "daemon" it also leaves a daemon behind (setsid and a double fork)
 // that keeps the flock held and ignores SIGTERM: it must die with CMD's
 // lease like CMD itself (simba's leftover handling, or its watchdog when
@@ -19,13 +25,14 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <string>
 
 namespace {
 
 int g_log = -1;
-std::string g_token, g_contender;
+std::string g_token, g_contender, g_fence;
 
 long long now_ns() {
   timespec ts{};
@@ -40,7 +47,31 @@ void record(const char* what) {
   if (n > 0 && write(g_log, line, size_t(n)) < 0) _exit(120);
 }
 
+// The resource's check and write under its own short flock: atomic.
+// SIGTERM is blocked meanwhile: its handler writes too and would wait for
+// this flock for ever.
+void fence_write() {
+  if (g_token == "?") return;
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigaddset(&term, SIGINT);
+  sigprocmask(SIG_BLOCK, &term, &old);
+  int fd = open(g_fence.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 || flock(fd, LOCK_EX) != 0) _exit(123);
+  char seen[32] = {};
+  ssize_t n = pread(fd, seen, sizeof seen - 1, 0);
+  if (n > 0 && strtoull(g_token.c_str(), nullptr, 10) < strtoull(seen, nullptr, 10)) {
+    record("fenced");
+  } else if (pwrite(fd, g_token.c_str(), g_token.size() + 1, 0) < 0) {
+    _exit(124);
+  }
+  close(fd); // drops the flock
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
 void on_term(int) {
+  fence_write();
   record("end");
   _exit(143);
 }
@@ -78,18 +109,20 @@ int main(int argc, char** argv) {
   g_log = open(argv[1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   int lock = open(argv[2], O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (g_log < 0 || lock < 0) return 121;
+  g_fence = std::string(argv[2]) + ".fence";
   signal(SIGTERM, on_term);
   signal(SIGINT, on_term);
-  if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    record("overlap");
-    flock(lock, LOCK_EX); // keep going: the checker reports it
-  }
+  bool alone = flock(lock, LOCK_EX | LOCK_NB) == 0;
+  if (!alone) record("overlap");
+  fence_write();
+  if (!alone) flock(lock, LOCK_EX); // keep going: the checker reports it
   record("start");
   if (daemon) leave_daemon();
   long ms = atol(argv[3]);
   timespec d{ms / 1000, (ms % 1000) * 1000000};
   while (nanosleep(&d, &d) != 0) {
   }
+  fence_write();
   record("end");
   return 0;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis
+# backends: sqlite redis postgres
 # simba history: a run (acquired, released with CMD's exit code), a waiter
-# that got it after a release (acquired on SQLite, handed_over on Redis,
+# that got it after a release (acquired on SQLite and PostgreSQL, handed_over on Redis,
 # with how long it waited), an expiry seen by the next acquisition, a
 # forced release (by whom); --since; the bound (SIMBA_HISTORY_LIMIT) holds
 # after 3x that many events; SIMBA_HISTORY_LIMIT=0 writes none.
@@ -21,7 +21,7 @@ two=$!
 wait "$one" && fail "the first run's exit status was 0" || true
 wait "$two" || fail "the waiter failed"
 second=handed_over
-[[ ${SIMBA_BACKEND} == sqlite:* ]] && second=acquired # SQLite: the waiter acquires itself
+[[ ${SIMBA_BACKEND} == redis* ]] || second=acquired # SQLite, PostgreSQL: the waiter acquires itself
 assert_eq "[\"acquired one $host $one sh\",\"released one 3\",\"$second two $host $two true\",\"released two 0\"]" \
   "$(events h '"\(.event) \(.label)" + (if .event == "released" then " \(.exit_code)" else " \(.host) \(.pid) \(.command)" end)')" \
   "history of a run and a waiter"

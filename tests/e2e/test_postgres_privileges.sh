@@ -14,7 +14,8 @@ sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$admin" -c "$1"; }
 sql "CREATE ROLE $role LOGIN PASSWORD 'role-pw'" || fail "cannot create a role"
 drop_role() {
   local rc=$?
-  sql "DROP TABLE IF EXISTS \"${prefix}leases\", \"${prefix}server\", \"${prefix}waiters\";
+  sql "DROP TABLE IF EXISTS \"${prefix}leases\", \"${prefix}server\", \"${prefix}waiters\",
+         \"${prefix}history\";
        DROP OWNED BY $role;
        DROP ROLE $role" >/dev/null 2>&1
   return "$rc"
@@ -32,6 +33,6 @@ ddl=$(sed -n 's/.*have an administrator run (man simba, POSTGRESQL): //p' "$T/er
 [[ $ddl == *"CREATE TABLE"*"${prefix}leases"* ]] || fail "the SQL is not named: $(cat -- "$T/err")"
 sql "$ddl" || fail "the SQL in the message does not run: $ddl"
 sql "GRANT SELECT, INSERT, UPDATE ON \"${prefix}leases\", \"${prefix}server\" TO $role;
-     GRANT SELECT, INSERT, UPDATE, DELETE ON \"${prefix}waiters\" TO $role"
+     GRANT SELECT, INSERT, UPDATE, DELETE ON \"${prefix}waiters\", \"${prefix}history\" TO $role"
 assert_exit 0 "$SIMBA" run --backend "$uri" --mutex p -- sh -c 'echo "$SIMBA_FENCING_TOKEN"'
 (($(<"$T/out") > 0)) || fail "no fencing token: $(cat -- "$T/out")"

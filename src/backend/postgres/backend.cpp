@@ -1,7 +1,10 @@
 // The PostgreSQL Backend: each operation one statement on the main
-// connection (statements.cpp), its row read into a Reply.
+// connection (statements.cpp), its row read into a Reply. Over 400 lines:
+// one class, most operations a line each; its status reads (inspect,
+// history) parse their rows beside read_lease.
 #include "backend/postgres/postgres.hpp"
 
+#include "backend/holder.hpp"
 #include "backend/net/deadline_io.hpp"
 #include "backend/postgres/connection.hpp"
 #include "backend/postgres/statements.hpp"
@@ -20,9 +23,11 @@ using pg::Result;
 
 int64_t number(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); }
 
-// SQLSTATEs: the tables or the schema are missing; no privilege; a
-// concurrent CREATE ... IF NOT EXISTS won the race.
+// SQLSTATEs: the tables or the schema are missing; columns are (tables
+// of a simba without status: the schema adds them); a concurrent CREATE
+// ... IF NOT EXISTS won the race.
 bool missing_tables(const std::string& state) { return state == "42P01" || state == "3F000"; }
+bool missing_columns(const std::string& state) { return state == "42703"; }
 bool lost_create_race(const std::string& state) { return state == "23505" || state == "42P07"; }
 
 // A row of statements.hpp's answer, from column `at` on.
@@ -67,16 +72,18 @@ public:
   explicit PostgresBackend(PostgresUri uri)
       : m_uri(std::move(uri)), m_sql(pg::make_statements(m_uri.schema, m_uri.prefix)),
         m_describe(describe_uri(m_uri)), m_quarantine(m_uri.quarantine ? "t" : "f"),
-        m_wakeups(m_uri, m_sql) {}
+        m_wakeups(m_uri, m_sql, [this](const std::string& mutex, const std::string& contender) {
+          return read_place(mutex, contender);
+        }) {}
 
   void open(Access access);
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
-    return run(
-        m_sql.acquire,
-        {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms), m_quarantine},
-        timeout_ms);
+    return run(m_sql.acquire,
+               {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                m_quarantine, m_holder},
+               timeout_ms);
   }
 
   Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -96,12 +103,12 @@ public:
 
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return run(m_sql.release, {mutex, contender, std::to_string(token)}, timeout_ms);
+    return run(m_sql.release, {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms);
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return run(m_sql.force_release, {mutex, std::to_string(token), pg::channel(m_uri, mutex)},
-               timeout_ms);
+    return run(m_sql.force_release,
+               {mutex, std::to_string(token), pg::channel(m_uri, mutex), m_holder}, timeout_ms);
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
@@ -114,7 +121,7 @@ public:
     return run(m_sql.acquire_once,
                {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
                 m_quarantine, std::to_string(once.period_ms), std::to_string(once.offset_ms),
-                once.retry_failed ? "t" : "f", label, host},
+                once.retry_failed ? "t" : "f", label, host, m_holder},
                timeout_ms);
   }
 
@@ -141,6 +148,15 @@ public:
   }
 
   Listing list(int64_t timeout_ms) override;
+  Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
+  History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
+
+  // Written by the statements themselves (status_sql.hpp): no I/O here.
+  void set_holder(const Holder& h) override {
+    m_holder = encode_holder(h);
+    m_wakeups.set_holder(m_holder);
+  }
+  void set_exit_code(int code) override { m_exit_code = std::to_string(code); }
 
   std::string describe() const override { return m_describe; }
 
@@ -169,6 +185,7 @@ private:
                timeout_ms);
   }
 
+  std::optional<QueuePlace> read_place(const std::string& mutex, const std::string& contender);
   Reply run(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms);
   Result call(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms);
   std::string connect(int64_t deadline);
@@ -183,6 +200,8 @@ private:
   pg::Connection m_conn;
   pg::QueueListenWakeups m_wakeups; // reads m_uri and m_sql
   int64_t m_budget_ms = 0;          // of the current call, for messages
+  std::string m_holder;             // set_holder(), encoded; "" none
+  std::string m_exit_code;          // set_exit_code(); "" unknown
 };
 
 std::string PostgresBackend::scrub(std::string msg) const {
@@ -280,6 +299,96 @@ Listing PostgresBackend::list(int64_t timeout_ms) {
   return out;
 }
 
+// status: the leases with their holders, then each one's live waiters in
+// queue order (status_sql.hpp), read by one statement.
+Listing PostgresBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
+  Listing out;
+  out.holders_kept = out.waiters_kept = true;
+  Result r = call(m_sql.inspect, {m_quarantine, mutex}, timeout_ms);
+  if (!r.ok) {
+    out.error = r.error;
+    return out;
+  }
+  for (const std::vector<std::string>& row : r.rows) {
+    if (row.size() != 11) {
+      out.error = "unexpected answer from PostgreSQL";
+      out.mutexes.clear();
+      return out;
+    }
+    out.now = number(row[0]);
+    if (row[3].empty()) continue; // nothing leased yet: the clock only
+    std::optional<Holder> holder;
+    if (!row[10].empty()) holder = decode_holder(row[10]);
+    if (row[2] == "0") {
+      MutexLease m;
+      m.mutex = row[3];
+      m.lease = read_lease(row, 4);
+      show_quarantine(m.lease, out.now, number(row[1]));
+      m.holder = std::move(holder);
+      out.mutexes.push_back(std::move(m));
+    } else if (!out.mutexes.empty() && out.mutexes.back().mutex == row[3]) {
+      out.mutexes.back().waiters.push_back({row[4], number(row[5]), std::move(holder)});
+    }
+  }
+  // A mutex never acquired has no row: free, as get() shows it.
+  if (!mutex.empty() && out.mutexes.empty()) {
+    MutexLease free;
+    free.mutex = mutex;
+    out.mutexes.push_back(std::move(free));
+  }
+  out.ok = true;
+  return out;
+}
+
+History PostgresBackend::history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) {
+  History h;
+  h.kept = true;
+  Result r = call(m_sql.history, {mutex, std::to_string(since_ms)}, timeout_ms);
+  if (!r.ok) {
+    h.error = r.error;
+    return h;
+  }
+  auto optional = [](const std::string& v) {
+    return v.empty() ? std::nullopt : std::optional<int64_t>(number(v));
+  };
+  for (const std::vector<std::string>& row : r.rows) {
+    if (row.size() != 10) {
+      h.error = "unexpected answer from PostgreSQL";
+      h.events.clear();
+      return h;
+    }
+    h.now = number(row[0]);
+    if (row[1].empty()) continue; // no event: the clock only
+    HistoryEvent e;
+    e.mutex = row[1];
+    e.at = number(row[2]);
+    e.event = row[3];
+    e.owner_id = row[4];
+    if (!row[5].empty()) e.holder = decode_holder(row[5]);
+    e.token = static_cast<uint64_t>(number(row[6]));
+    if (!row[7].empty()) e.exit_code = static_cast<int>(number(row[7]));
+    e.held_ms = optional(row[8]);
+    e.waited_ms = optional(row[9]);
+    h.events.push_back(std::move(e));
+  }
+  h.ok = true;
+  return h;
+}
+
+// Asked only by a waiting notice: one statement on the main connection.
+std::optional<QueuePlace> PostgresBackend::read_place(const std::string& mutex,
+                                                      const std::string& contender) {
+  Result r = call(m_sql.place, {mutex, contender}, m_uri.timeout_ms);
+  if (!r.ok) return std::nullopt;
+  QueuePlace p;
+  for (const std::vector<std::string>& row : r.rows) {
+    ++p.length;
+    if (!row.empty() && row[0] == "t" && p.position == 0) p.position = p.length;
+  }
+  if (p.position == 0) p.position = ++p.length; // not queued yet: it joins last
+  return p;
+}
+
 std::string PostgresBackend::create_tables(bool schema_missing, int64_t deadline) {
   std::string sql = m_sql.schema;
   if (schema_missing) sql = "CREATE SCHEMA IF NOT EXISTS \"" + m_uri.schema + "\";\n" + sql;
@@ -302,8 +411,16 @@ void PostgresBackend::open(Access access) {
   if (!why.empty()) throw UnavailableError(why);
   Result r = m_conn.query(m_sql.probe, {}, deadline);
   if (r.ok) return;
-  if (!missing_tables(r.sqlstate)) throw UnavailableError(failure(r));
-  if (access == Access::inspect)
+  // Tables without the columns of status are brought up to date even by
+  // status or release: nothing new is created that a typo could name.
+  bool tables_missing = missing_tables(r.sqlstate);
+  if (!tables_missing && !missing_columns(r.sqlstate)) throw UnavailableError(failure(r));
+  if (tables_missing && access == Access::inspect) {
+    // Only the history is missing: tables to bring up to date.
+    Result older = m_conn.query(m_sql.probe_leases, {}, deadline);
+    tables_missing = !older.ok;
+  }
+  if (tables_missing && access == Access::inspect)
     throw UnavailableError("PostgreSQL at " + m_uri.shown + " has no simba tables (" +
                            m_uri.prefix + "leases in schema " + m_uri.schema +
                            "): nothing was locked there yet");

@@ -6,6 +6,7 @@
 //   postgres.hpp     this factory, all that open_backend() sees
 //   backend.cpp      the Backend: one statement per operation, the replies
 //   statements.*     the SQL: the schema, the statements, the quarantine
+//   status_sql.*     the SQL of status and history: holders, waiters, events
 //   connection.*     one connection with deadlines (libpq's async API)
 //   wakeups.*        LISTEN/NOTIFY and the FIFO queue of waiters
 //   libpq.*          loading libpq.so.5 and the functions simba calls

@@ -1,4 +1,7 @@
-// The SQL of the PostgreSQL backend (statements.hpp).
+// The SQL of the PostgreSQL backend (statements.hpp). Over 400 lines: the
+// statements share their fragments (the clock, the quarantine, the
+// answer) and are kept side by side so that they stay alike; status and
+// history have theirs in status_sql.cpp.
 //
 // Tables: "<prefix>leases", one row per mutex, never deleted (the row
 // keeps the last fencing token when the lease ends: owner '' and
@@ -19,17 +22,21 @@
 // get a marker of the current run: nothing can have been lost there.
 #include "backend/postgres/statements.hpp"
 
+#include "backend/history.hpp"
+#include "backend/postgres/status_sql.hpp"
+
 #include <cstring>
 
 namespace simba::backend::pg {
 namespace {
 
-// {L}, {S}, {Z} (the tables) in `sql` replaced by the quoted names.
+// {L}, {S}, {Z}, {H} (the tables) in `sql` replaced by the quoted names.
 std::string fill(std::string sql, const std::string& leases, const std::string& server,
-                 const std::string& waiters) {
+                 const std::string& waiters, const std::string& history) {
   for (auto [token, name] : {std::pair<const char*, const std::string*>{"{L}", &leases},
                              {"{S}", &server},
-                             {"{Z}", &waiters}}) {
+                             {"{Z}", &waiters},
+                             {"{H}", &history}}) {
     for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
       sql.replace(at, 3, *name);
   }
@@ -114,10 +121,11 @@ std::string answer(bool with_quarantine, const std::string& notify = "", const c
 // quarantine is in force, a renewal for the valid owner (acquired_at and
 // token stay), otherwise nothing. A new mutex during a quarantine gets a
 // free row (no owner, token 0). The marker is written only where a new
-// lease would be granted and it needs to be.
-std::string acquire_sql() {
+// lease would be granted and it needs to be. $6: the holder (status_sql.hpp;
+// "" none), written with a new lease, and its history events.
+std::string acquire_sql(int64_t history) {
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row +
          R"(,
 mark AS (
   INSERT INTO {S} AS s (id, run, until_ms, longest)
@@ -128,11 +136,13 @@ mark AS (
     until_ms = greatest(s.until_ms, excluded.until_ms),
     longest = greatest(s.longest, excluded.longest)),
 up AS (
-  INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding)
+  INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
+                        holder, holder_token, history_seq)
   SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
-         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false
-  FROM n, q
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false, NULLIF($6::text, ''),
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, CASE WHEN n.ms < q.till THEN 0 ELSE 1 END
+  FROM n CROSS JOIN q LEFT JOIN old ON true
   ON CONFLICT (mutex) DO UPDATE SET
     owner = $2::text,
     acquired_at = CASE WHEN l.transition_at > excluded.acquired_at THEN l.acquired_at
@@ -141,12 +151,19 @@ up AS (
                  ELSE greatest(l.token + 1, (SELECT us FROM n)) END,
     ttl_at = excluded.ttl_at,
     transition_at = excluded.ttl_at + $4::bigint,
-    holding = false
+    holding = false,
+    holder = CASE WHEN l.transition_at > excluded.acquired_at THEN l.holder
+                  ELSE excluded.holder END,
+    holder_token = CASE WHEN l.transition_at > excluded.acquired_at THEN l.holder_token
+                        ELSE greatest(l.token + 1, (SELECT us FROM n)) END,
+    history_seq = CASE WHEN l.transition_at > excluded.acquired_at THEN l.history_seq
+                       ELSE coalesce(l.history_seq, 0) + CASE WHEN l.owner <> '' THEN 2 ELSE 1 END
+                  END
   WHERE (l.transition_at > excluded.acquired_at AND l.owner = $2::text)
      OR (l.transition_at <= excluded.acquired_at AND excluded.acquired_at >= (SELECT till FROM q))
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
-            l.owner = $2::text AS changed))" +
-         answer(true);
+            l.owner = $2::text AS changed, coalesce(l.history_seq, 0) AS hseq))" +
+         history_writes(acquired_events("$6"), history) + answer(true);
 }
 
 // acquire_once: acquire's $1..$5, then $6 period_ms, $7 offset_ms, $8
@@ -197,13 +214,15 @@ mark AS (
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
                         once_window, once_label, once_host, once_token, once_started_at,
-                        once_finished, once_exit_code, once_finished_at)
+                        once_finished, once_exit_code, once_finished_at, holder, holder_token,
+                        history_seq)
   SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false,
          CASE WHEN n.ms < q.till THEN NULL ELSE w.start END, $9::text, $10::text, n.us, n.ms,
-         false, 0, 0
-  FROM n, q, w
+         false, 0, 0, NULLIF($11::text, ''), CASE WHEN n.ms < q.till THEN 0 ELSE n.us END,
+         CASE WHEN n.ms < q.till THEN 0 ELSE 1 END
+  FROM n CROSS JOIN q CROSS JOIN w LEFT JOIN old ON true
   ON CONFLICT (mutex) DO UPDATE SET
     owner = CASE WHEN {C} THEN '' ELSE $2::text END,
     acquired_at = CASE WHEN {D} THEN {NOW} ELSE l.acquired_at END,
@@ -218,16 +237,24 @@ up AS (
     once_started_at = CASE WHEN {START} THEN {NOW} ELSE l.once_started_at END,
     once_finished = CASE WHEN {START} THEN false ELSE l.once_finished END,
     once_exit_code = CASE WHEN {START} THEN 0 ELSE l.once_exit_code END,
-    once_finished_at = CASE WHEN {START} THEN 0 ELSE l.once_finished_at END
+    once_finished_at = CASE WHEN {START} THEN 0 ELSE l.once_finished_at END,
+    holder = CASE WHEN {D} THEN excluded.holder ELSE l.holder END,
+    holder_token = CASE WHEN {D} THEN {TOKEN} ELSE l.holder_token END,
+    history_seq = CASE WHEN {D} THEN coalesce(l.history_seq, 0) +
+                                     CASE WHEN l.owner <> '' THEN 2 ELSE 1 END
+                       ELSE l.history_seq END
   WHERE {MINE} OR {D}
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
             l.once_finished, l.once_exit_code, l.once_finished_at,
-            NOT (l.owner = '' AND l.token = 0) AS changed))";
+            NOT (l.owner = '' AND l.token = 0) AS changed, coalesce(l.history_seq, 0) AS hseq))";
 
-std::string acquire_once_sql() {
+// $11: the holder, as acquire's $6. A lease of ours ended because its
+// window may not run (C) is no event.
+std::string acquire_once_sql(int64_t history) {
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + once_terms(k_acquire_once) +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row +
+         once_terms(k_acquire_once) + history_writes(acquired_events("$11"), history) +
          answer(true, "", k_once_columns, true);
 }
 
@@ -239,13 +266,15 @@ up AS (
                       transition_at = n.ms,
     once_finished = CASE WHEN l.once_token = l.token THEN true ELSE l.once_finished END,
     once_exit_code = CASE WHEN l.once_token = l.token THEN $5::integer ELSE l.once_exit_code END,
-    once_finished_at = CASE WHEN l.once_token = l.token THEN n.ms ELSE l.once_finished_at END
+    once_finished_at = CASE WHEN l.once_token = l.token THEN n.ms ELSE l.once_finished_at END,
+    history_seq = coalesce(l.history_seq, 0) + 1
   FROM n
   WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> ''
     AND ($3::bigint = 0 OR l.token = $3::bigint) AND l.transition_at > n.ms
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
-            l.once_finished, l.once_exit_code, l.once_finished_at, true AS changed))";
+            l.once_finished, l.once_exit_code, l.once_finished_at, true AS changed,
+            l.history_seq AS hseq))";
 
 // guard, hold, extend: $1 mutex, $2 contender, $3 token, $4 ttl_ms, $5
 // transition_ms, $6 'guard', 'hold' (--min-hold: marked as only held) or
@@ -270,31 +299,32 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed))";
 
-// release: $1 mutex, $2 contender, $3 token (0: any of the contender's).
-// The lease ends now; the row keeps the token; the first live waiter is
-// woken (make_statements).
+// release: $1 mutex, $2 contender, $3 token (0: any of the contender's),
+// $4 CMD's exit code ("" unknown: the history's). The lease ends now; the
+// row keeps the token; the first live waiter is woken (make_statements).
 constexpr const char* k_release = R"(,
 up AS (
   UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
-                      transition_at = n.ms
+                      transition_at = n.ms, history_seq = coalesce(l.history_seq, 0) + 1
   FROM n
   WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> ''
     AND ($3::bigint = 0 OR l.token = $3::bigint) AND l.transition_at > n.ms
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
-            true AS changed))";
+            true AS changed, l.history_seq AS hseq))";
 
-// force_release: $1 mutex, $2 token (0: any), $3 the channel. A lease
-// only held ends now;
+// force_release: $1 mutex, $2 token (0: any), $3 the channel, $4 who
+// forces it (the holder, for the history). A lease only held ends now;
 // one whose CMD may run is revoked: no owner, transition_at kept.
 constexpr const char* k_force_release = R"(,
 up AS (
   UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
-                      transition_at = CASE WHEN l.holding THEN n.ms ELSE l.transition_at END
-  FROM n
+                      transition_at = CASE WHEN l.holding THEN n.ms ELSE l.transition_at END,
+                      history_seq = coalesce(l.history_seq, 0) + 1
+  FROM n CROSS JOIN old
   WHERE l.mutex = $1 AND l.owner <> '' AND l.transition_at > n.ms
     AND ($2::bigint = 0 OR l.token = $2::bigint)
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
-            true AS changed))";
+            true AS changed, l.history_seq AS hseq))";
 
 // The channel of the first waiter whose session still runs, but `skip`.
 std::string first_waiter(const std::string& skip) {
@@ -321,22 +351,29 @@ CREATE TABLE IF NOT EXISTS {Z} (
   mutex text NOT NULL, contender text NOT NULL, channel text NOT NULL,
   queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));
 INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
-  WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
+  WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)" +
+                  std::string(k_status_schema),
               quote(schema) + "." + quote(prefix + "leases"),
               quote(schema) + "." + quote(prefix + "server"),
-              quote(schema) + "." + quote(prefix + "waiters"));
+              quote(schema) + "." + quote(prefix + "waiters"),
+              quote(schema) + "." + quote(prefix + "history"));
 }
 
 Statements make_statements(const std::string& schema, const std::string& prefix) {
   std::string leases = quote(schema) + "." + quote(prefix + "leases");
   std::string server = quote(schema) + "." + quote(prefix + "server");
   std::string waiters = quote(schema) + "." + quote(prefix + "waiters");
-  auto f = [&](const std::string& sql) { return fill(sql, leases, server, waiters); };
+  std::string history = quote(schema) + "." + quote(prefix + "history");
+  auto f = [&](const std::string& sql) { return fill(sql, leases, server, waiters, history); };
+  const int64_t limit = history_limit();
   std::string with_now = std::string("WITH ") + k_now;
   Statements s;
   s.schema = schema_sql(schema, prefix);
-  s.probe = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
-  s.acquire = f(acquire_sql());
+  // Fails too on the tables of a simba without status (no holder columns).
+  s.probe = f("SELECT l.holder, l.holder_token, l.history_seq, z.holder FROM {L} l, {S}, {Z} z, "
+              "{H} LIMIT 0");
+  s.probe_leases = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
+  s.acquire = f(acquire_sql(limit));
   std::string guard = k_guard;
   s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));
   // guard_mark: guard's, and $7 (boolean) 'record'. Only when it renewed:
@@ -352,36 +389,40 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   // A release wakes the first live waiter in the queue (not the
   // releaser), on its own channel. Live: the session that queued it (its
   // LISTEN) still runs.
-  s.release = f(with_now + k_release + answer(false, first_waiter("$2::text")));
+  s.release = f(with_now + k_release + history_writes(released_events("$4"), limit) +
+                answer(false, first_waiter("$2::text")));
   // A forced release that freed the mutex (a lease only held) wakes the
   // first live waiter, as a release does; one that revoked a lease tells
   // the owner, and every waiter, on the mutex's channel.
   s.force_release =
-      f(with_now + k_force_release +
+      f(with_now + k_old_row + k_force_release + history_writes(forced_events("$4"), limit) +
         answer(false, "CASE WHEN (SELECT transition_at FROM up) <= (SELECT ms FROM n) THEN " +
                           first_waiter("''") + " ELSE $3::text END"));
   // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.
   s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" +
             k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
-  s.acquire_once = f(acquire_once_sql());
-  s.release_once = f(with_now + k_release_once + answer(false, "$4", k_once_columns, true));
+  s.acquire_once = f(acquire_once_sql(limit));
+  s.release_once = f(with_now + k_release_once + history_writes(released_events("$5"), limit) +
+                     answer(false, "$4", k_once_columns, true));
   // done_record: get's, with the done record.
   s.done_record = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" + k_fields +
                     ", " + k_once_fields + R"(, false AS changed FROM {L} WHERE false))" +
                     answer(true, "", k_once_columns, true));
   // The waiters' queue (wakeups.hpp): $1 mutex, $2 contender, $3 its
-  // channel. enqueue keeps the place of one already queued, drops the
+  // channel, $4 its holder ("" none). enqueue keeps the place of one
+  // already queued, drops the
   // dead (their session is gone), and answers whether the waiter must look
   // (no valid owner, whose release would wake it).
   s.enqueue = f(with_now + R"(,
 gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
            AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)),
-up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid)
-       SELECT $1, $2::text, $3::text, n.us, pg_backend_pid() FROM n
+up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid, holder)
+       SELECT $1, $2::text, $3::text, n.us, pg_backend_pid(), NULLIF($4::text, '') FROM n
        ON CONFLICT (mutex, contender) DO UPDATE SET channel = excluded.channel,
-                                                    pid = excluded.pid)
+                                                    pid = excluded.pid,
+                                                    holder = excluded.holder)
 SELECT NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND owner <> '' AND transition_at > n.ms)
 FROM n)");
   s.dequeue = f("DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text");
@@ -391,6 +432,9 @@ SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at,
        l.holding
 FROM n CROSS JOIN q LEFT JOIN {L} l ON l.token > 0
 ORDER BY l.mutex COLLATE "C")");
+  s.inspect = f(inspect_sql(with_now + ",\n" + quarantine("0", "$1::boolean")));
+  s.history = f(k_history_read);
+  s.place = f(k_place);
   return s;
 }
 

@@ -15,8 +15,9 @@
 namespace simba::backend::pg {
 
 struct Statements {
-  std::string schema; // run when the tables are missing (CREATE ... IF NOT EXISTS)
-  std::string probe;  // fails when the tables are missing
+  std::string schema;       // run when the tables are missing (CREATE ... IF NOT EXISTS)
+  std::string probe;        // fails when the tables are missing (or their columns)
+  std::string probe_leases; // fails when the tables of a simba without status are missing
   std::string acquire, guard, guard_mark, release, force_release, get, list;
   // --once-per: as acquire, release and get, with the done record after
   // the answer's nine columns (core::DoneRecord's eight; once_window NULL:
@@ -24,10 +25,14 @@ struct Statements {
   std::string acquire_once, release_once, done_record;
   // The waiters' queue (wakeups.hpp), on the waiter's LISTEN connection.
   std::string enqueue, dequeue;
+  // status and history (status_sql.hpp): inspect, history, and a waiter's
+  // place in its queue (on the main connection).
+  std::string inspect, history, place;
 };
 
-// The statements on the tables "<prefix>leases", "<prefix>server" and
-// "<prefix>waiters" of `schema` (quoted identifiers).
+// The statements on the tables "<prefix>leases", "<prefix>server",
+// "<prefix>waiters" and "<prefix>history" of `schema` (quoted identifiers);
+// the history trimmed to history_limit() events per mutex.
 Statements make_statements(const std::string& schema, const std::string& prefix);
 
 // The part of the schema that needs privileges, for the message that asks

@@ -64,7 +64,8 @@ bool QueueListenWakeups::listen(int64_t deadline) {
 // socket will not show it; looking once does.
 void QueueListenWakeups::enqueue(int64_t deadline) {
   Result r = m_conn.query(m_sql.enqueue,
-                          {m_mutex, m_contender, channel(m_uri, m_mutex, m_contender)}, deadline);
+                          {m_mutex, m_contender, channel(m_uri, m_mutex, m_contender), m_holder},
+                          deadline);
   m_queued = r.ok;
   m_look = !r.ok || r.rows.size() != 1 || r.rows[0].empty() || r.rows[0][0] != "f";
   if (m_conn.is_open() && m_conn.notifications() > 0) m_look = true;

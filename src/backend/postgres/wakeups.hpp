@@ -16,6 +16,7 @@
 #include "backend/wakeups.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace simba::backend::pg {
@@ -29,18 +30,30 @@ std::string channel(const PostgresUri& uri, const std::string& mutex,
 
 class QueueListenWakeups final : public QueueWakeups {
 public:
+  // A waiter's place in its queue (Wakeups::place()), read by the backend
+  // on its main connection: the LISTEN connection must not read what it
+  // would then not see on its socket.
+  using PlaceReader =
+      std::function<std::optional<QueuePlace>(const std::string&, const std::string&)>;
   // `uri` and `sql` must outlive this.
-  QueueListenWakeups(const PostgresUri& uri, const Statements& sql) : m_uri(uri), m_sql(sql) {}
+  QueueListenWakeups(const PostgresUri& uri, const Statements& sql, PlaceReader place)
+      : m_uri(uri), m_sql(sql), m_place(std::move(place)) {}
   // The queue entry goes with the backend (wakeups.hpp, 6.).
   ~QueueListenWakeups() override { leave_queue(); }
   QueueListenWakeups(const QueueListenWakeups&) = delete;
   QueueListenWakeups& operator=(const QueueListenWakeups&) = delete;
 
   bool look_after_queueing() const override { return m_look; }
+  // Written with our place in a queue (status lists the waiters).
+  void set_holder(const std::string& encoded) { m_holder = encoded; }
 
 private:
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
   bool drain_wakeups() override;
+  std::optional<QueuePlace> queue_place(const std::string& mutex,
+                                        const std::string& contender) override {
+    return m_place(mutex, contender);
+  }
 
   bool listen(int64_t deadline);
   void enqueue(int64_t deadline);
@@ -48,6 +61,8 @@ private:
 
   const PostgresUri& m_uri;
   const Statements& m_sql;
+  PlaceReader m_place;
+  std::string m_holder; // set_holder()'s
   Connection m_conn;
   std::string m_mutex; // of the LISTEN
   std::string m_contender;

@@ -1,0 +1,67 @@
+"""Reads what the CMDs recorded (tests/chaos/chaos_cmd.cpp) and judges it.
+
+Lines: `<what> <token> <contender> <monotonic ns> <pid>`, what = start,
+overlap (the kernel flock was still held by another CMD: exact), end, fenced
+(the fencing resource refused the token: a larger one had written before).
+"""
+
+
+def read_log(path):
+    starts, overlaps, fenced = [], [], []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 5 or not parts[1].isdigit():
+                continue
+            what, token, contender, ns, _ = parts
+            if what == "start":
+                starts.append((int(ns), int(token), contender))
+            elif what == "overlap":
+                overlaps.append(line.strip())
+            elif what == "fenced":
+                fenced.append(line.strip())
+    starts.sort()
+    return starts, overlaps, fenced
+
+
+def hand_overs(starts, fault_times):
+    """(hand-overs, faulted ones): a start under a new token, faulted when a
+    fault was injected since the previous start."""
+    faults = sorted(fault_times)
+    total = faulted = 0
+    i = 0
+    for (t0, tok0, _), (t1, tok1, _) in zip(starts, starts[1:]):
+        while i < len(faults) and faults[i] <= t0:
+            i += 1
+        if tok1 != tok0:
+            total += 1
+            faulted += i < len(faults) and faults[i] <= t1
+    return total, faulted
+
+
+def token_inversions(starts):
+    bad = []
+    for (_, tok0, c0), (_, tok1, c1) in zip(starts, starts[1:]):
+        # A new lease has a larger token; lead restarts CMD in the same lease.
+        if tok1 < tok0 or (tok1 == tok0 and c1 != c0):
+            bad.append(f"{c0} token {tok0} then {c1} token {tok1}")
+    return bad
+
+
+def failovers(starts, kills, fault_times, bound_ms):
+    """ms from each clean kill -9 of a holder's simba to the next start.
+    kills: (monotonic ns, whether another fault was active then). Another
+    fault near the kill delays the next start legitimately (a Redis that
+    lost data quarantines the mutex for the longest lease + 1 s once it
+    notices, a partition hides the release): only kills with no fault
+    active (a backend counts a quarantine after a data loss as active) and
+    none injected or healed within the bound around it count."""
+    out = []
+    window = bound_ms * 1_000_000
+    for k, active in kills:
+        later = [t for t, _, _ in starts if t > k]
+        clean = not active and \
+            not any(f != k and k - window <= f <= k + window for f in fault_times)
+        if later and clean:
+            out.append((later[0] - k) / 1e6)
+    return out

@@ -1,0 +1,59 @@
+#pragma once
+// The SQL of status and history on PostgreSQL (issue 16), spliced into the
+// statements of statements.cpp, which stay one statement per operation:
+//
+// * Who took a lease: the columns holder (backend/holder.hpp's string) and
+//   holder_token (the token it was written with) of "<prefix>leases",
+//   written by the acquisition itself; a waiter's, the column holder of
+//   "<prefix>waiters", written when it joins the queue.
+// * The history: the table "<prefix>history", one row per event, written
+//   by the statement of its event (CTEs: the event rows from the lease
+//   write's RETURNING, an INSERT, and the trim to SIMBA_HISTORY_LIMIT of
+//   the mutex). Each mutex counts its events in its lease row
+//   (history_seq, raised by the write that makes them): the lease row's
+//   lock orders them, and the trim is a range of the primary key.
+//
+// The tokens {L}, {Z}, {H} name the tables (statements.cpp fills them).
+#include <cstdint>
+#include <string>
+
+namespace simba::backend::pg {
+
+// The columns and the table, for the schema (CREATE ... IF NOT EXISTS and
+// ALTER TABLE ... ADD COLUMN IF NOT EXISTS: tables made by an older simba
+// gain them).
+extern const char* const k_status_schema;
+
+// `ev`: a CTE (after `up`, the lease write, whose RETURNING has hseq, the
+// mutex's event count after it) of rows (seq, event, at, owner, holder,
+// token, exit_code, held_ms, waited_ms). The CTEs that write them to the
+// history and trim it to `limit` events of the mutex; "" when `limit` is
+// 0 (no history). Starts with ",\n".
+std::string history_writes(const std::string& ev, int64_t limit);
+
+// The event CTEs: an acquisition (`holder`: its parameter, e.g. "$6") from
+// the row `old` (locked before the write) to `up`; a release (`exit_code`:
+// its parameter); a forced release (`holder`: who forced it).
+std::string acquired_events(const std::string& holder);
+std::string released_events(const std::string& exit_code);
+std::string forced_events(const std::string& holder);
+
+// The lease row before the write, locked (FOR UPDATE: the newest version,
+// which the write then changes; the statement's snapshot may be older).
+// Starts with ",\n".
+extern const char* const k_old_row;
+
+// inspect: $1 quarantine, $2 mutex ("" all). Rows of now, till, kind (0 a
+// lease, 1 a live waiter, in queue order), mutex, owner or contender,
+// acquired_at or queued (ms), ttl_at, transition_at, token, holding,
+// holder (a lease's only when written with its token).
+std::string inspect_sql(const std::string& with_now_and_quarantine);
+
+// history: $1 mutex ("" all), $2 since (epoch ms): now, then the events.
+extern const char* const k_history_read;
+
+// place: $1 mutex, $2 contender: the live waiters in queue order, each
+// whether it is the contender.
+extern const char* const k_place;
+
+} // namespace simba::backend::pg

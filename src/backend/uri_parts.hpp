@@ -1,0 +1,29 @@
+#pragma once
+// What the parsers of backend URIs share (uri.cpp, uri_redis.cpp,
+// uri_postgres.cpp): one refusal, percent escapes, numbers, and one parser
+// per scheme family. Internal to src/backend; the interface is uri.hpp.
+#include "backend/uri.hpp"
+
+#include <string>
+
+namespace simba::backend::uri_parts {
+
+// Throws UsageError "invalid backend URI '<shown>': <why>".
+[[noreturn]] void bad_uri(const std::string& shown, const std::string& why);
+bool all_digits(const std::string& s);
+// %XX escapes, so that a password or prefix may hold '@', '/', '&'...
+std::string percent_decode(const std::string& s, const std::string& shown);
+std::string percent_encode(const std::string& s);
+// A decimal number of at most 10 digits, no more than `max`.
+long parse_number(const std::string& s, long max, const std::string& what,
+                  const std::string& shown);
+
+// `rest` is what follows "redis:", "rediss:" or "redis+unix:".
+RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest, const std::string& shown);
+// `rest` follows "redis+sentinel:" or "rediss+sentinel:".
+RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& shown);
+// `rest` follows "postgres:" or "postgresql:".
+PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
+                           const std::string& shown);
+
+} // namespace simba::backend::uri_parts
