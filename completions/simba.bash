@@ -12,7 +12,7 @@
 _simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
   --kill-after --log-format --timeout --conflict-exit-code --min-hold --once-per --offset
   --restart --restart-delay --every --strategy --initial-delay --max-runs --token --lease
-  --env-file'
+  --env-file --slots'
 
 # _simba_options SUBCOMMAND: the options it accepts.
 _simba_options() {
@@ -21,8 +21,8 @@ _simba_options() {
     --kill-after --log-format"
   case $1 in
   run) echo "$supervise --timeout --no-wait --conflict-exit-code --min-hold --once-per --offset
-    --retry-failed --lease" ;;
-  lead) echo "$supervise --restart --restart-delay" ;;
+    --retry-failed --lease --slots" ;;
+  lead) echo "$supervise --restart --restart-delay --slots" ;;
   schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align" ;;
   status) echo "--mutex --all $backend --json --format" ;;
   release) echo "--mutex $backend --force --token --lease" ;;
@@ -141,7 +141,7 @@ _simba() {
     --every | --initial-delay | --once-per | --offset | --since)
     values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h 1d)
     ;;
-  --contender-id | --conflict-exit-code | --max-runs | --token) return 0 ;;
+  --contender-id | --conflict-exit-code | --max-runs | --token | --slots) return 0 ;;
   --lease) [[ -n ${SIMBA_LEASE-} ]] && values=("$SIMBA_LEASE") ;;
   --env-file) mapfile -t values < <(compgen -f -- "$cur") ;;
   *)

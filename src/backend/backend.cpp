@@ -45,6 +45,12 @@ Reply Backend::guard_mark(const std::string& mutex, const std::string& contender
   return guard(mutex, contender, token, ttl_ms, transition_ms, timeout_ms);
 }
 
+Reply Backend::acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                            int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) {
+  if (slots == 1) return acquire(mutex, contender, ttl_ms, transition_ms, timeout_ms);
+  return Reply::failure(Reply::Status::failed, describe() + " has no --slots above 1");
+}
+
 Reply Backend::done_record(const std::string&, int64_t) { return no_done_records(); }
 
 History Backend::history(const std::string&, int64_t, int64_t) {

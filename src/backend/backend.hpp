@@ -35,6 +35,9 @@ struct Reply {
   // guard_mark: the start of the mutex's last scheduled run before the call
   // (backend clock); nullopt when none is recorded.
   std::optional<int64_t> last_run_at;
+  // acquire_slot: the mutex is held with another number of slots, this one
+  // (1: by a plain contender); nothing was changed. 0: no such conflict.
+  int slots_recorded = 0;
 
   bool ok() const { return status == Status::ok; }
   static Reply failure(Status s, std::string e) {
@@ -62,14 +65,22 @@ struct Waiter {
   std::optional<Holder> holder; // who it is, when it said so
 };
 
+// One slot of a mutex with --slots N (core/slots.hpp): its lease and who
+// holds it.
+struct SlotLease {
+  core::Lease lease; // Lease::slot: which
+  std::optional<Holder> holder;
+};
+
 struct MutexLease {
   std::string mutex;
-  core::Lease lease;
+  core::Lease lease; // with slots: the marker (owner core::slot_marker(N))
   // The holder of this very lease (its fencing token); nullopt when none is
   // known: a free mutex, a lease taken by an older simba, a backend that
   // keeps none (Listing::holders_kept).
   std::optional<Holder> holder;
-  std::vector<Waiter> waiters; // in queue order (Listing::waiters_kept)
+  std::vector<Waiter> waiters;  // in queue order (Listing::waiters_kept)
+  std::vector<SlotLease> slots; // inspect(), a mutex with slots: each one, by number
 };
 
 struct Listing {
@@ -172,6 +183,18 @@ public:
   virtual Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) = 0;
 
   virtual Reply get(const std::string& mutex, int64_t timeout_ms) = 0;
+
+  // --slots N, N > 1 (core/slots.hpp: the slot rows and the marker). Like
+  // acquire, in one step: a renewal of the slot `contender` holds, else a
+  // new lease on a free slot (Lease::slot says which) with a token above
+  // every slot's, and the marker moved to cover it; else the lease of the
+  // slot that frees first, unchanged. A marker of another N (or a plain
+  // holder) refuses: Reply::slots_recorded. guard, hold, extend, release
+  // and force_release address a slot by its row (core::slot_row) and keep
+  // the marker in the same step. The default (has_slots() false) refuses.
+  virtual bool has_slots() const { return false; }
+  virtual Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                             int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms);
 
   // --once-per (core/once_per.hpp; README "Once per window"). Like acquire,
   // but a new lease is taken only if the window that holds the backend's

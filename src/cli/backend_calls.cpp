@@ -2,6 +2,8 @@
 #include "cli/backend_calls.hpp"
 
 #include "cli/options.hpp"
+#include "core/error.hpp"
+#include "core/slots.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,12 +31,13 @@ core::CallResult to_call_result(const backend::Reply& r) {
 
 core::CallResult BackendCalls::call(const core::action::Call& a, int64_t timeout) {
   ++m_count;
+  if (m_config.slots > 1) return call_slot(a, timeout);
   const std::string& mutex = m_config.mutex;
   const std::string& id = m_config.contender_id;
   switch (a.op) {
   case core::Op::acquire:
     if (m_config.once) return acquire_once(a, timeout);
-    return to_call_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
+    return refuse_slots(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
   case core::Op::guard:
     if (a.mark != core::RunMark::none)
       return to_call_result(m_backend.guard_mark(mutex, id, a.token, a.ttl_ms, a.transition_ms,
@@ -57,8 +60,72 @@ core::CallResult BackendCalls::acquire_once(const core::action::Call& a, int64_t
                                                this_host(), timeout));
 }
 
+namespace {
+
+[[noreturn]] void refuse(const std::string& mutex, int recorded, int slots) {
+  throw UsageError("mutex '" + mutex + "' is held with --slots " + std::to_string(recorded) +
+                   ", not " + std::to_string(slots) +
+                   " (the next acquirer of the free mutex sets its number)");
+}
+
+} // namespace
+
+// A plain acquire (N = 1) that finds the marker of slots (core/slots.hpp)
+// refuses like acquire_slot: only a reply that took nothing is looked at.
+core::CallResult BackendCalls::refuse_slots(const backend::Reply& r) {
+  if (!r.changed && r.ok() && r.observed.lease.valid_at(r.observed.now)) {
+    int recorded = core::slots_of_owner(r.observed.lease.owner_id);
+    if (recorded > 1) refuse(m_config.mutex, recorded, 1);
+  }
+  return to_call_result(r);
+}
+
+// A mutex held with another N refuses (exit 64): nothing was taken.
+core::CallResult BackendCalls::call_slot(const core::action::Call& a, int64_t timeout) {
+  const std::string& mutex = m_config.mutex;
+  const std::string& id = m_config.contender_id;
+  backend::Reply r;
+  switch (a.op) {
+  case core::Op::acquire:
+    r = m_backend.acquire_slot(mutex, id, m_config.slots, a.ttl_ms, a.transition_ms, timeout);
+    if (r.slots_recorded > 0) refuse(mutex, r.slots_recorded, m_config.slots);
+    // An answer says which slot we hold, if any; no answer leaves it as it was.
+    if (r.ok()) m_slot = r.observed.lease.owned_by(id, r.observed.now) ? r.observed.lease.slot : -1;
+    return to_call_result(r);
+  case core::Op::guard:
+    r = m_backend.guard(core::slot_row(mutex, std::max(m_slot, 0)), id, a.token, a.ttl_ms,
+                        a.transition_ms, timeout);
+    break;
+  case core::Op::hold:
+    r = m_backend.hold(core::slot_row(mutex, std::max(m_slot, 0)), id, a.token, a.ttl_ms, timeout);
+    break;
+  case core::Op::release:
+    m_backend.set_exit_code(a.exit_code);
+    r = release_slot(a.token, timeout);
+    break;
+  }
+  r.observed.lease.slot = std::max(m_slot, 0);
+  return to_call_result(r);
+}
+
+// The slot last acquired; with token 0 (an acquisition whose answer never
+// came) or no slot known, each slot (our id holds at most one).
+backend::Reply BackendCalls::release_slot(uint64_t token, int64_t timeout) {
+  const std::string& id = m_config.contender_id;
+  if (m_slot >= 0 && token != 0)
+    return m_backend.release(core::slot_row(m_config.mutex, m_slot), id, token, timeout);
+  backend::Reply r;
+  for (int k = 0; k < m_config.slots && !r.changed; ++k)
+    r = m_backend.release(core::slot_row(m_config.mutex, k), id, token, timeout);
+  return r;
+}
+
 void BackendCalls::disown(const core::action::Disown& a) {
   ++m_count;
+  if (m_config.slots > 1) {
+    release_slot(a.token, a.timeout_ms);
+    return;
+  }
   m_backend.release(m_config.mutex, m_config.contender_id, a.token, a.timeout_ms);
 }
 

@@ -28,10 +28,15 @@ public:
 
 private:
   core::CallResult acquire_once(const core::action::Call& a, int64_t timeout_ms);
+  // --slots N > 1: the acquisition picks a slot; the other calls address it.
+  core::CallResult call_slot(const core::action::Call& a, int64_t timeout_ms);
+  core::CallResult refuse_slots(const backend::Reply& r);
+  backend::Reply release_slot(uint64_t token, int64_t timeout_ms);
 
   backend::Backend& m_backend;
   const core::ContenderConfig& m_config;
   uint64_t m_count = 0; // backend calls (lease operations)
+  int m_slot = -1;      // --slots: the slot last acquired; -1 none known
 };
 
 } // namespace simba::cli

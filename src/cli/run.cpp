@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/lease_handle.hpp"
 #include "core/names.hpp"
+#include "core/slots.hpp"
 #include "core/timing_limits.hpp"
 #include "process/child.hpp"
 #include "process/signals.hpp"
@@ -28,6 +29,19 @@ void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
   // Checked in supervise(), not by a CLI11 validator: validators cost start-up time.
   cmd.add_option("--log-format", o.log_format,
                  "text (default) or json: one JSON object per line on stderr");
+}
+
+void add_slots_option(CLI::App& cmd, SuperviseOptions& o, const char* help) {
+  cmd.add_option("--slots", o.slots, help);
+}
+
+// --slots N: 1 to k_max_slots; with N > 1 not with --once-per (one run per
+// window is one holder).
+int slots_config(const SuperviseOptions& o) {
+  if (o.slots < 1 || o.slots > core::k_max_slots)
+    throw UsageError("--slots must be 1 to " + std::to_string(core::k_max_slots) + ", not " +
+                     std::to_string(o.slots));
+  return o.slots;
 }
 
 } // namespace
@@ -82,6 +96,8 @@ Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o
   command.path = process::resolve_command(cmd[0]); // 126/127 before any lock is taken
   command.argv = cmd;
   auto backend = open_backend(o.common);
+  if (config.slots > 1 && !backend->has_slots())
+    throw UsageError("--slots above 1 is not supported by " + backend->describe());
   if (handle) check_lease_backend(*handle, *backend);
   backend->set_holder(this_holder(mode_name(config.mode), cmd[0]));
   command.extra_env.push_back(std::string(k_held_env) + "=" +
@@ -140,6 +156,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", k_run_description);
   cmd->footer("Usage: simba run --mutex NAME [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
+  add_slots_option(*cmd, o.supervise,
+                   "At most N CMDs of the mutex at once (a semaphore; default 1); every "
+                   "contender of the mutex must give the same N");
   cmd->add_option("--timeout", o.timeout,
                   "Give up waiting after this long (exit 75; 69 if the backend is failing then)");
   cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held");
@@ -165,6 +184,8 @@ CLI::App* add_lead_command(CLI::App& app, LeadOptions& o) {
   CLI::App* cmd = app.add_subcommand("lead", k_lead_description);
   cmd->footer("Usage: simba lead --mutex NAME [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
+  add_slots_option(*cmd, o.supervise,
+                   "At most N leaders at once (default 1); every instance must give the same N");
   cmd->add_option("--restart", o.restart,
                   "What CMD's exit does while leader: never (release and exit with its status), "
                   "on-failure, always (default never)");
@@ -209,7 +230,7 @@ void refuse_with_lease(const CLI::App& run_cmd, const std::string& lease) {
   if (lease.empty()) throw UsageError("--lease is empty (did simba acquire fail?)");
   for (const char* name :
        {"--ttl", "--transition", "--contender-id", "--timeout", "--no-wait", "--conflict-exit-code",
-        "--min-hold", "--once-per", "--offset", "--retry-failed"}) {
+        "--min-hold", "--once-per", "--offset", "--retry-failed", "--slots"}) {
     if (run_cmd.count(name) > 0)
       throw UsageError(std::string(name) +
                        " does not go with --lease: the lease is the one simba acquire took");
@@ -229,6 +250,8 @@ Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
                      std::to_string(o.conflict_exit_code));
   config.conflict_exit_code = o.conflict_exit_code;
   config.once = once_per_config(o);
+  config.slots = slots_config(o.supervise);
+  if (config.slots > 1 && config.once) throw UsageError("--once-per does not go with --slots");
   return supervise(config, o.supervise, cmd);
 }
 
@@ -247,6 +270,7 @@ Outcome lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) 
     throw UsageError("--restart must be never, on-failure or always, not '" + o.restart + "'");
   }
   config.restart_delay_ms = core::parse_duration(o.restart_delay, "--restart-delay");
+  config.slots = slots_config(o.supervise);
   return supervise(config, o.supervise, cmd);
 }
 

@@ -12,6 +12,7 @@ struct SuperviseOptions {
   std::string kill_signal = "TERM";
   std::string kill_after;
   std::string log_format = "text";
+  int slots = 1; // run, lead: --slots N (core/slots.hpp)
 };
 
 struct RunOptions {

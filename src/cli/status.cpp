@@ -1,5 +1,7 @@
 #include "cli/status.hpp"
 
+#include "core/slots.hpp"
+
 #include "cli/lease.hpp"
 #include "cli/status_view.hpp"
 
@@ -130,6 +132,29 @@ CLI::App* add_release_command(CLI::App& app, ReleaseOptions& o) {
 // and all, or as it is.
 constexpr size_t k_max_stored_name = 1024;
 
+// release --force of a mutex with slots (core/slots.hpp): each slot's
+// lease is revoked (with --token, only the one with that token), as a
+// mutex's is; the marker follows the slots. One line per slot revoked.
+int release_slots(backend::Backend& backend, const std::string& mutex, int slots, uint64_t token,
+                  bool quiet) {
+  int revoked = 0;
+  for (int k = 0; k < slots; ++k) {
+    backend::Reply r = backend.force_release(core::slot_row(mutex, k), token, k_admin_timeout_ms);
+    if (!r.ok())
+      throw UnavailableError("cannot release " + core::escape_control(mutex) + " slot " +
+                             std::to_string(k) + ": " + r.error);
+    if (!r.changed) continue;
+    ++revoked;
+    if (!quiet)
+      std::cerr << "simba: revoked slot " << k << " of " << core::escape_control(mutex)
+                << "; its command is being stopped\n";
+  }
+  if (!quiet && revoked == 0)
+    std::cerr << "simba: " << core::escape_control(mutex) << " has no slot lease"
+              << (token ? " with that fencing token" : "") << ": nothing revoked\n";
+  return 0;
+}
+
 int release_command(const ReleaseOptions& o) {
   if (o.lease_given) {
     if (o.force || !o.token.empty() || !o.common.mutex.empty())
@@ -149,6 +174,9 @@ int release_command(const ReleaseOptions& o) {
   auto backend = open_backend(o.common, backend::Access::inspect);
   backend->set_holder(this_holder("release --force", "")); // who forced it, for the history
   backend::Reply before = backend->get(mutex, k_admin_timeout_ms);
+  if (int slots = core::slots_of_owner(before.observed.lease.owner_id);
+      before.ok() && slots > 1 && !before.observed.lease.free_at(before.observed.now))
+    return release_slots(*backend, mutex, slots, token, o.common.quiet);
   backend::Reply r = backend->force_release(mutex, token, k_admin_timeout_ms);
   if (!r.ok())
     throw UnavailableError("cannot release " + core::escape_control(mutex) + ": " + r.error);

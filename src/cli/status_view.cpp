@@ -41,15 +41,15 @@ json command_json(const std::optional<Holder>& h) {
   return h && !h->command.empty() ? json(h->command) : json(nullptr);
 }
 
-json holder_json(const MutexLease& m) {
-  const core::Lease& l = m.lease;
+json holder_json(const core::Lease& l, const std::optional<Holder>& holder) {
   json j;
   j["owner"] = l.owner_id;
   j["label"] = std::string(core::label_of(l.owner_id));
-  j["host"] = host_json(m.holder);
-  j["pid"] = pid_json(m.holder);
-  j["command"] = command_json(m.holder);
-  j["via"] = m.holder ? json(m.holder->via) : json(nullptr);
+  j["host"] = host_json(holder);
+  j["pid"] = pid_json(holder);
+  j["command"] = command_json(holder);
+  j["via"] = holder ? json(holder->via) : json(nullptr);
+  j["slot"] = l.slot;
   j["fencing_token"] = l.fencing_token;
   j["acquired_at"] = l.acquired_at;
   j["lease_end"] = l.transition_at;
@@ -68,12 +68,21 @@ json waiter_json(const backend::Waiter& w, size_t position) {
   return j;
 }
 
+// How many of its slots hold a valid lease (a plain mutex: 1 slot).
+size_t used_slots(const MutexLease& m, int64_t now) {
+  if (m.slots.empty()) return m.lease.valid_at(now) ? 1 : 0;
+  return size_t(std::count_if(m.slots.begin(), m.slots.end(),
+                              [&](const backend::SlotLease& s) { return s.lease.valid_at(now); }));
+}
+
 // The fields of the first wave's status (kept as they were), then holders
 // and waiters (lists: a mutex with slots will have several holders).
 json mutex_json(const MutexLease& m, int64_t now) {
   const core::Lease& l = m.lease;
   core::Window w = core::window_at(l, now);
-  bool owned = !l.owner_id.empty() && w != core::Window::idle;
+  // With slots the lease is the marker (core/slots.hpp): its holders are
+  // the slots'.
+  bool owned = !l.owner_id.empty() && w != core::Window::idle && m.slots.empty();
   json j;
   j["mutex"] = m.mutex;
   j["state"] = state_name(m, now);
@@ -90,7 +99,11 @@ json mutex_json(const MutexLease& m, int64_t now) {
   // steps, or --min-hold after CMD): nothing runs under it.
   j["guarded"] = owned ? json(!l.holding) : json(nullptr);
   j["holders"] = json::array();
-  if (owned) j["holders"].push_back(holder_json(m));
+  if (owned) j["holders"].push_back(holder_json(l, m.holder));
+  for (const backend::SlotLease& slot : m.slots)
+    if (slot.lease.valid_at(now)) j["holders"].push_back(holder_json(slot.lease, slot.holder));
+  j["slots"] = m.slots.empty() ? 1 : m.slots.size();
+  j["slots_used"] = used_slots(m, now);
   j["waiters"] = json::array();
   for (size_t i = 0; i < m.waiters.size(); ++i)
     j["waiters"].push_back(waiter_json(m.waiters[i], i + 1));
@@ -117,6 +130,17 @@ void print_details(std::ostream& out, const MutexLease& m, int64_t now) {
     out << "  lease ends " << when(l.transition_at, now) << '\n';
   } else if (!l.free_at(now)) {
     out << "  free " << when(l.transition_at, now) << ", token " << l.fencing_token << '\n';
+  }
+  for (const backend::SlotLease& slot : m.slots) {
+    const core::Lease& sl = slot.lease;
+    if (!sl.valid_at(now)) continue;
+    out << "  slot " << sl.slot << ": " << core::escape_control(core::label_of(sl.owner_id));
+    if (slot.holder) {
+      out << " on " << core::escape_control(slot.holder->host) << ", pid " << slot.holder->pid;
+      if (!slot.holder->command.empty())
+        out << " (" << core::escape_control(slot.holder->command) << ')';
+    }
+    out << ", token " << sl.fencing_token << ", lease ends " << when(sl.transition_at, now) << '\n';
   }
   for (size_t i = 0; i < m.waiters.size(); ++i) {
     const backend::Waiter& w = m.waiters[i];
@@ -161,11 +185,14 @@ void print_status_table(std::ostream& out, const backend::Listing& listing) {
       {"MUTEX", "STATE", "HOLDER", "HOST", "PID", "COMMAND"}};
   for (const MutexLease& m : listing.mutexes) {
     const core::Lease& l = m.lease;
-    bool owned = l.valid_at(now);
+    bool owned = l.valid_at(now) && m.slots.empty();
     const std::optional<Holder>& h = owned ? m.holder : std::nullopt;
     // Escaped: a row written by someone else must not drive the terminal.
-    rows.push_back({core::escape_control(m.mutex), state_name(m, now),
-                    owned ? core::escape_control(core::label_of(l.owner_id)) : "-",
+    // With slots: how many are used (each holder is a line below).
+    std::string holder = owned ? core::escape_control(core::label_of(l.owner_id)) : "-";
+    if (!m.slots.empty())
+      holder = std::to_string(used_slots(m, now)) + "/" + std::to_string(m.slots.size()) + " slots";
+    rows.push_back({core::escape_control(m.mutex), state_name(m, now), holder,
                     h ? core::escape_control(h->host) : "-", h ? std::to_string(h->pid) : "-",
                     h && !h->command.empty() ? core::escape_control(h->command) : "-"});
   }
@@ -217,6 +244,11 @@ void print_status_openmetrics(std::ostream& out, const backend::Listing& listing
          return m.lease.free_at(t) ? 0.0 : double(m.lease.transition_at - t) / 1000.0;
        },
        "%.3f"},
+      {"simba_mutex_slots", "How many holders the mutex may have at once (--slots)",
+       [](const MutexLease& m, int64_t) { return m.slots.empty() ? 1.0 : double(m.slots.size()); },
+       "%.0f"},
+      {"simba_mutex_slots_used", "How many of its slots hold a lease",
+       [](const MutexLease& m, int64_t t) { return double(used_slots(m, t)); }, "%.0f"},
       {"simba_mutex_fencing_token", "The fencing token of the mutex's last lease",
        [](const MutexLease& m, int64_t) { return double(m.lease.fencing_token); }, "%.0f"},
   };

@@ -19,6 +19,9 @@ struct Lease {
   // The owner's CMD has ended and the lease is only kept for --min-hold
   // (nothing runs under it): a forced release frees it at once.
   bool holding = false;
+  // --slots N: which of the mutex's N slots this lease is (0 to N-1; always
+  // 0 for a plain mutex). Set by the CLI from the acquisition (slots.hpp).
+  int slot = 0;
 
   // A lease is valid (someone owns it) while transition_at has not passed.
   bool valid_at(int64_t now) const { return !owner_id.empty() && now < transition_at; }

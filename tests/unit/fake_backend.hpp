@@ -2,6 +2,7 @@
 // An in-memory backend with the acquisition rule of DESIGN §2, on a clock the
 // test sets: the fake of the contend tests and the simulation.
 #include "core/contender.hpp"
+#include "core/slots.hpp"
 
 #include <algorithm>
 #include <map>
@@ -33,6 +34,26 @@ public:
       r = ok(l);
       r.changed = true;
     }
+    return r;
+  }
+
+  // --slots n (backend.hpp: acquire_slot): the slot `who` holds renewed,
+  // else the first free one taken with a new token (one counter for all
+  // slots), else the slot that frees first, unchanged. Lease::slot says
+  // which; slot k is the lease of core::slot_row(mutex, k).
+  core::CallResult acquire_slot(const std::string& mutex, const std::string& who, int n,
+                                int64_t ttl, int64_t transition) {
+    int pick = -1, soonest = 0;
+    for (int k = n - 1; k >= 0; --k) {
+      const core::Lease& l = m_leases[core::slot_row(mutex, k)];
+      if (l.free_at(now)) pick = k;
+      if (l.transition_at <= m_leases[core::slot_row(mutex, soonest)].transition_at) soonest = k;
+    }
+    for (int k = 0; k < n; ++k)
+      if (m_leases[core::slot_row(mutex, k)].owned_by(who, now)) pick = k;
+    core::CallResult r = pick < 0 ? ok(m_leases[core::slot_row(mutex, soonest)])
+                                  : acquire(core::slot_row(mutex, pick), who, ttl, transition);
+    r.observed.lease.slot = pick < 0 ? soonest : pick;
     return r;
   }
 

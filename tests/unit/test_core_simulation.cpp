@@ -2,8 +2,11 @@
 // pauses (SIGSTOP), backend errors, slow and lost replies and clock drift.
 // Asserts at every virtual instant: at most one CMD runs, and a running CMD's
 // lease is valid and carries its fencing token (no CMD outlives its lease).
+// With slots(N) (--slots N): at most N CMDs run, each under its own slot's
+// lease; slots are addressed as cli/backend_calls.cpp does.
 #include "core/contender.hpp"
 #include "core/names.hpp"
+#include "core/slots.hpp"
 #include "fake_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -25,7 +28,7 @@ namespace {
 
 struct Stats {
   int starts = 0, crashes = 0, pauses = 0, errors = 0, lost_replies = 0, watchdog_kills = 0,
-      lost_leases = 0, completions = 0, hand_overs = 0, clock_steps = 0;
+      lost_leases = 0, completions = 0, hand_overs = 0, clock_steps = 0, most_running = 0;
 };
 
 class Simulation {
@@ -80,6 +83,14 @@ public:
   }
   int revocations() const { return m_revocations; }
 
+  // --slots n: every contender asks for n slots; no hand-overs (a slot's
+  // release wakes, it does not hand over: README "Decisions").
+  Simulation& slots(int n) {
+    m_slots = n;
+    m_hand_over = false;
+    return *this;
+  }
+
   // Data loss (issue 12 §2): now and then the backend loses its newest
   // writes (back to a snapshot: a restart from an RDB, a failover to a
   // lagging replica; the server run changes) or all its keys (FLUSHALL; or
@@ -126,6 +137,10 @@ private:
     // Local time at which it subscribed to its wake-ups (when it first
     // waited): a hand-over's lease is counted from it. -1: not yet.
     int64_t subscribed_at = -1;
+    // --slots: the slot its last answered acquisition holds (-1: none
+    // known), as cli/backend_calls.cpp keeps it; CMD's slot.
+    int slot = -1;
+    int child_slot = 0;
   };
 
   int64_t uniform(int64_t lo, int64_t hi) {
@@ -168,6 +183,7 @@ private:
       cfg.kill_after_ms = k_kill_after;
       cfg.call_timeout_ms = 300;
       cfg.retry_ms = 100;
+      cfg.slots = m_slots;
       if (m_leaders) {
         int kind = int(uniform(0, 2));
         cfg.mode = kind == 0   ? ContenderConfig::Mode::run
@@ -209,7 +225,7 @@ private:
         send(p, *call);
       } else if (const auto* disown = std::get_if<action::Disown>(&a)) {
         // as the driver does: at once, the reply dropped
-        CallResult r = m_backend.release("m", p.id, disown->token);
+        CallResult r = release(p, disown->token);
         if (r.changed) notify_all();
       } else if (const auto* start = std::get_if<action::StartChild>(&a)) {
         start_child(p, *start);
@@ -256,7 +272,8 @@ private:
     auto result = std::make_shared<CallResult>();
     action::Call call = a;
     std::string id = p.id;
-    schedule(m_t + d1, [this, result, call, id] {
+    int slot = p.slot; // what the client knows when it sends
+    schedule(m_t + d1, [this, result, call, id, slot] {
       if (chance(0.05)) {
         ++m_stats.errors;
         result->status = CallResult::Status::failed;
@@ -264,7 +281,7 @@ private:
         return;
       }
       bool was_valid = m_backend.lease("m").valid_at(m_backend.now);
-      *result = shown(m_lossy ? apply_lossy(id, call) : m_backend.apply("m", id, call));
+      *result = shown(m_lossy ? apply_lossy(id, call) : apply(id, slot, call));
       if (call.op == Op::release && result->changed) {
         if (!m_hand_over || !hand_over(id)) notify_all();
       }
@@ -285,11 +302,45 @@ private:
         });
       });
     } else {
-      schedule(m_t + d1 + d2, [this, &p, gen, result] {
+      schedule(m_t + d1 + d2, [this, &p, gen, result, call] {
         if (p.call_gen != gen) return;
+        if (m_slots > 1 && call.op == Op::acquire && result->status == CallResult::Status::ok)
+          p.slot = result->observed.lease.owned_by(p.id, result->observed.now)
+                       ? result->observed.lease.slot
+                       : -1;
         deliver(p, [this, &p, result] { return p.c->on_reply(local(p), *result); });
       });
     }
+  }
+
+  // A call as cli/backend_calls.cpp makes it: with slots, an acquire picks
+  // one, the others address the slot the client knows.
+  CallResult apply(const std::string& id, int slot, const action::Call& call) {
+    if (m_slots == 1) return m_backend.apply("m", id, call);
+    CallResult r;
+    if (call.op == Op::acquire)
+      return m_backend.acquire_slot("m", id, m_slots, call.ttl_ms, call.transition_ms);
+    if (call.op == Op::release) {
+      r = release_slot(id, slot, call.token);
+    } else {
+      r = m_backend.apply(slot_row("m", std::max(slot, 0)), id, call);
+    }
+    r.observed.lease.slot = std::max(slot, 0);
+    return r;
+  }
+
+  // A release: with slots, token 0 or no slot known tries each one.
+  CallResult release_slot(const std::string& id, int slot, uint64_t token) {
+    if (slot >= 0 && token != 0) return m_backend.release(slot_row("m", slot), id, token);
+    CallResult r;
+    for (int k = 0; k < m_slots && !r.changed; ++k)
+      r = m_backend.release(slot_row("m", k), id, token);
+    return r;
+  }
+
+  CallResult release(Proc& p, uint64_t token) {
+    if (m_slots == 1) return m_backend.release("m", p.id, token);
+    return release_slot(p.id, p.slot, token);
   }
 
   // The Redis backend's release: the first waiter still listening (alive,
@@ -348,16 +399,20 @@ private:
     ++m_stats.starts;
     // A new lease has a larger token; lead and schedule restart CMD within
     // the same lease, with the same token.
-    bool same_lease = a.lease.fencing_token == m_last_token && p.id == m_last_starter;
-    bool increased = a.lease.fencing_token > m_last_token || same_lease;
+    // With slots: per slot (two slots' CMDs may start in either order).
+    uint64_t& last = m_slots > 1 ? m_last_token_of_slot[a.lease.slot] : m_last_token;
+    std::string& starter = m_slots > 1 ? m_last_starter_of_slot[a.lease.slot] : m_last_starter;
+    bool same_lease = a.lease.fencing_token == last && p.id == starter;
+    bool increased = a.lease.fencing_token > last || same_lease;
     if (m_lossy && !increased) // a violation that the run without the quarantine expects
       m_violation = "t=" + std::to_string(m_t) + ": fencing token did not increase";
     else
       CHECK_MESSAGE(increased, "fencing token did not increase");
-    m_last_token = std::max(m_last_token, a.lease.fencing_token);
-    m_last_starter = p.id;
+    last = std::max(last, a.lease.fencing_token);
+    starter = p.id;
     p.child_alive = true;
     p.child_token = a.lease.fencing_token;
+    p.child_slot = a.lease.slot;
     p.ignores_term = chance(0.2);
     uint64_t gen = ++p.child_gen;
     arm_watchdog(p, a.deadline);
@@ -431,10 +486,11 @@ private:
   }
 
   void force_release() {
-    uint64_t current = m_backend.lease("m").fencing_token;
+    std::string row = m_slots > 1 ? slot_row("m", int(uniform(0, m_slots - 1))) : "m";
+    uint64_t current = m_backend.lease(row).fencing_token;
     int kind = int(uniform(0, 2));
     uint64_t token = kind == 0 ? 0 : kind == 1 ? current : current - 1;
-    if (m_backend.force_release("m", token).changed) {
+    if (m_backend.force_release(row, token).changed) {
       ++m_revocations;
       notify_all();
     }
@@ -544,7 +600,7 @@ private:
     for (auto& q : m_procs) {
       if (!q->child_alive) continue;
       ++running;
-      const Lease& l = m_backend.lease("m");
+      const Lease& l = m_backend.lease(m_slots > 1 ? slot_row("m", q->child_slot) : "m");
       // A revoked lease (a forced release) keeps its token and its end:
       // its CMD may run on until it is stopped, at the latest by then.
       bool ours = l.owned_by(q->id, m_backend.now) || l.revoked_at(m_backend.now);
@@ -554,7 +610,10 @@ private:
                       (l.valid_at(m_backend.now) ? "held by " + l.owner_id : "gone");
       }
     }
-    if (running > 1) m_violation = "t=" + std::to_string(m_t) + ": two CMDs run at once";
+    m_stats.most_running = std::max(m_stats.most_running, running);
+    if (running > m_slots)
+      m_violation = "t=" + std::to_string(m_t) + ": " + std::to_string(running) +
+                    " CMDs run at once, with " + std::to_string(m_slots) + " slots";
   }
 
   std::mt19937_64 m_rng;
@@ -570,6 +629,9 @@ private:
   std::vector<std::shared_ptr<Proc>> m_procs;
   uint64_t m_last_token = 0;
   std::string m_last_starter;
+  int m_slots = 1;
+  std::map<int, uint64_t> m_last_token_of_slot;
+  std::map<int, std::string> m_last_starter_of_slot;
   Stats m_stats;
   std::string m_violation;
   bool m_shared_labels = false;
@@ -744,5 +806,36 @@ TEST_SUITE("core::simulation") {
     }
     MESSAGE(broken << " of 30 runs broke the promise without the quarantine");
     CHECK(broken > 15);
+  }
+
+  TEST_CASE("--slots 3: run, lead and schedule contenders with crashes, pauses, errors, slow "
+            "and lost replies and forced releases: at most 3 CMDs at a time, none past its "
+            "lease") {
+    Stats total;
+    int most = 0;
+    for (uint64_t seed = 500; seed < 530; ++seed) {
+      CAPTURE(seed);
+      Simulation sim(seed, 8, seed % 2 == 0);
+      sim.slots(3);
+      if (seed % 3 == 0) sim.force_releases();
+      Stats s = sim.run(120'000);
+      REQUIRE_MESSAGE(sim.violation().empty(), sim.violation());
+      CHECK(s.starts > 20);
+      most = std::max(most, s.most_running);
+      total.starts += s.starts;
+      total.crashes += s.crashes;
+      total.pauses += s.pauses;
+      total.lost_replies += s.lost_replies;
+      total.watchdog_kills += s.watchdog_kills;
+      total.lost_leases += s.lost_leases;
+    }
+    MESSAGE("starts " << total.starts << ", crashes " << total.crashes << ", pauses "
+                      << total.pauses << ", lost replies " << total.lost_replies
+                      << ", watchdog kills " << total.watchdog_kills << ", leases lost "
+                      << total.lost_leases);
+    CHECK(most == 3); // the slots were used, all of them at once
+    CHECK(total.crashes > 50);
+    CHECK(total.watchdog_kills > 5);
+    CHECK(total.lost_replies > 100);
   }
 }

@@ -69,6 +69,20 @@ public:
     return m_client.run(lua::k_force_release, mutex, {std::to_string(token), m_holder}, timeout_ms);
   }
 
+  bool has_slots() const override { return true; }
+
+  Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                     int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    if (slots == 1) return acquire(mutex, contender, ttl_ms, transition_ms, timeout_ms);
+    Reply r = m_client.run(lua::k_acquire_slot, mutex,
+                           {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                            std::to_string(slots), m_holder},
+                           timeout_ms, false, Client::Extra::slot);
+    // A refusal queues nobody: simba exits 64.
+    if (r.slots_recorded == 0) m_wakeups.acquired(mutex, contender, r, ttl_ms, transition_ms);
+    return r;
+  }
+
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
     return m_client.run(lua::k_get, mutex, {}, timeout_ms);
   }

@@ -181,12 +181,30 @@ Exchange Client::call_script(const lua::Script& s, const std::vector<std::string
   return x;
 }
 
+namespace {
+
+// acquire_slot's reply: the slot, and the N that refused (0: none).
+bool read_slot(const redisReply* r, size_t first, Reply& out) {
+  int64_t slot = 0, recorded = 0;
+  if (!as_int(r->element[first], slot) || !as_int(r->element[first + 1], recorded)) return false;
+  out.observed.lease.slot = int(slot);
+  out.slots_recorded = int(recorded);
+  return true;
+}
+
+} // namespace
+
 Reply Client::run(const lua::Script& s, const std::string& mutex,
                   const std::vector<std::string>& args, int64_t timeout_ms, bool ping_first,
                   Extra extra) {
-  std::string hash = hash_key(mutex);
-  Exchange x = call_script(s, {hash, hash + ":fence", k_marker}, script_args(args),
-                           call_deadline(timeout_ms), ping_first);
+  // A slot's row "m#k" (core/slots.hpp) is the hash "<prefix>{m}#k": the
+  // mutex's hash tag and fence.
+  size_t slot = mutex.find('#');
+  std::string hash = hash_key(slot == std::string::npos ? mutex : mutex.substr(0, slot));
+  std::string fence = hash + ":fence";
+  if (slot != std::string::npos) hash.append(mutex, slot, std::string::npos);
+  Exchange x = call_script(s, {hash, fence, k_marker}, script_args(args), call_deadline(timeout_ms),
+                           ping_first);
   if (!x.ok) {
     return Reply::failure(
         x.reach == Reach::not_sent ? Reply::Status::failed : Reply::Status::indeterminate, x.error);
@@ -197,14 +215,18 @@ Reply Client::run(const lua::Script& s, const std::string& mutex,
   if (is_error(r)) return Reply::failure(Reply::Status::failed, scrub(reply_text(r)));
   Reply out;
   int64_t changed = 0;
-  size_t extra_fields = extra == Extra::done ? k_done_fields : extra == Extra::last_run ? 1 : 0;
+  size_t extra_fields = extra == Extra::done       ? k_done_fields
+                        : extra == Extra::last_run ? 1
+                        : extra == Extra::slot     ? 2
+                                                   : 0;
   size_t first_extra = 2 + k_lease_fields;
   int64_t last_run = -1;
   if (r->type != REDIS_REPLY_ARRAY || r->elements != first_extra + extra_fields ||
       !as_int(r->element[0], out.observed.now) || !as_int(r->element[1], changed) ||
       !read_lease(r, 2, out.observed.lease) ||
       (extra == Extra::done && !read_done(r, first_extra, out.done)) ||
-      (extra == Extra::last_run && !as_int(r->element[first_extra], last_run)))
+      (extra == Extra::last_run && !as_int(r->element[first_extra], last_run)) ||
+      (extra == Extra::slot && !read_slot(r, first_extra, out)))
     return Reply::failure(Reply::Status::failed,
                           std::string("unexpected reply from the ") + s.name + " script");
   if (last_run >= 0) out.last_run_at = last_run;

@@ -68,7 +68,7 @@ public:
   // What a script appends to the lease: `done`, the done record
   // (lua/common_once.lua), read into Reply::done; `last_run`, one number
   // (lua/guard_mark.lua), read into Reply::last_run_at.
-  enum class Extra { none, done, last_run };
+  enum class Extra { none, done, last_run, slot };
   Reply run(const lua::Script& s, const std::string& mutex, const std::vector<std::string>& args,
             int64_t timeout_ms, bool ping_first = false, Extra extra = Extra::none);
 

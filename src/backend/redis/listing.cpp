@@ -87,6 +87,19 @@ bool read_inspected(const redisReply* r, size_t& i, MutexLease& ml) {
     ml.waiters.push_back(std::move(w));
     i += 3;
   }
+  // --slots N: each slot (lua/inspect.lua).
+  if (i >= r->elements || !as_int(r->element[i++], n) || n < 0 ||
+      i + (k_lease_fields + 1) * size_t(n) > r->elements)
+    return false;
+  for (int64_t k = 0; k < n; ++k) {
+    SlotLease s;
+    if (!read_lease(r, i, s.lease) || !as_string(r->element[i + k_lease_fields], text))
+      return false;
+    s.lease.slot = int(k);
+    s.holder = decode_holder(text);
+    ml.slots.push_back(std::move(s));
+    i += k_lease_fields + 1;
+  }
   return true;
 }
 

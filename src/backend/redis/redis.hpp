@@ -15,7 +15,8 @@
 //   listing.*        list(), inspect(), history(): the mutexes for `simba
 //                    status` (holders, waiters) and `simba history`
 //   lua/             the scripts (lua/common.lua: the key layout;
-//                    lua/common_once.lua: the done records of --once-per)
+//                    lua/common_once.lua: the done records of --once-per;
+//                    lua/acquire_slot.lua and common.lua "Slots": --slots)
 #include "backend/backend.hpp"
 #include "backend/uri.hpp"
 

@@ -34,7 +34,8 @@ constexpr const char* k_sql_list =
     "SELECT mutex, " SIMBA_SQL_ROW ", holder, holder_token FROM simba_mutex ORDER BY mutex";
 
 constexpr const char* k_sql_list_one =
-    "SELECT mutex, " SIMBA_SQL_ROW ", holder, holder_token FROM simba_mutex WHERE mutex = ?1";
+    "SELECT mutex, " SIMBA_SQL_ROW ", holder, holder_token FROM simba_mutex WHERE mutex = ?1 "
+    "OR (mutex >= ?1 || '#' AND mutex < ?1 || '$') ORDER BY mutex"; // and its slots' rows
 
 constexpr const char* k_sql_upsert =
     "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ", holder, holder_token) "

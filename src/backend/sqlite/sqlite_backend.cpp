@@ -15,8 +15,10 @@
 #include "backend/sqlite/lease_row.hpp"
 #include "backend/sqlite/lease_rules.hpp"
 #include "backend/sqlite/schema.hpp"
+#include "backend/sqlite/slot_rows.hpp"
 #include "backend/sqlite/waiters.hpp"
 #include "core/error.hpp"
+#include "core/slots.hpp"
 
 #include <sqlite3.h>
 
@@ -100,7 +102,7 @@ public:
       return decide_release(cur, now, contender, token);
     });
     m_op = Op::other;
-    bool woke = r.changed && m_waiters.wake_first_waiter(mutex);
+    bool woke = r.changed && wake_first_waiter(mutex);
     m_db.checkpoint_if_due(woke);
     return r;
   }
@@ -114,13 +116,17 @@ public:
     // A lease that ended wakes the first waiter, as a release does; a
     // revocation tells its owner and every waiter.
     if (r.changed && r.observed.lease.free_at(r.observed.now)) {
-      m_db.checkpoint_if_due(m_waiters.wake_first_waiter(mutex));
+      m_db.checkpoint_if_due(wake_first_waiter(mutex));
       return r;
     }
-    if (r.changed) m_waiters.notify(mutex);
+    if (r.changed) notify(mutex);
     m_db.checkpoint_if_due();
     return r;
   }
+
+  bool has_slots() const override { return true; }
+  Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                     int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override;
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
     if (std::optional<Reply> r = get_once(mutex, timeout_ms)) return *r;
@@ -163,6 +169,18 @@ public:
   void leave() override { m_db.leave(); }
 
 private:
+  // The waiters of a slot row (core/slots.hpp) queue on its mutex.
+  bool wake_first_waiter(const std::string& row) {
+    size_t hash = row.find('#');
+    if (hash == std::string::npos) return m_waiters.wake_first_waiter(row);
+    return m_waiters.wake_first_waiter(row.substr(0, hash), std::max(0, m_free_slots - 1));
+  }
+  void notify(const std::string& row) {
+    size_t hash = row.find('#');
+    if (hash == std::string::npos) return m_waiters.notify(row);
+    m_waiters.notify(row.substr(0, hash));
+  }
+
   Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t ttl_ms, int64_t transition_ms, bool holding, int64_t timeout_ms) {
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
@@ -211,6 +229,7 @@ private:
   int64_t m_history_limit;                   // SIMBA_HISTORY_LIMIT: 0, none written
   enum class Op { other, release, force } m_op = Op::other; // names the history event
   std::optional<int> m_exit_code;                           // set_exit_code(), for a release
+  int m_free_slots = 0; // --slots: free slots after the last write to a slot (cover_by_marker)
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -310,7 +329,15 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
   int rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall(),
                      new_lease && !m_holder.empty() ? &m_holder : nullptr);
   // The lease first: its errors are the ones to report.
-  if (rc == SQLITE_OK && m_history_limit > 0) rc = record_history(mutex, cur, d.lease, new_lease);
+  if (rc == SQLITE_OK && m_history_limit > 0) {
+    // A slot's events are its mutex's (core/slots.hpp).
+    size_t slot = mutex.find('#');
+    rc = slot == std::string::npos ? record_history(mutex, cur, d.lease, new_lease)
+                                   : record_history(mutex.substr(0, slot), cur, d.lease, new_lease);
+  }
+  // A slot's row (core/slots.hpp): its marker in the same transaction.
+  if (rc == SQLITE_OK && mutex.find('#') != std::string::npos)
+    rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall(), m_free_slots);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   rc = m_db.run(k_commit, "COMMIT");
   if (rc != SQLITE_OK) {
@@ -384,6 +411,7 @@ Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t
   else
     sqlite3_reset(s);
   if (rc != SQLITE_DONE) return out;
+  group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.
   if (!mutex.empty() && out.mutexes.empty()) out.mutexes.push_back({mutex, core::Lease{}, {}, {}});
   if (holders) {
@@ -394,6 +422,55 @@ Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t
   }
   out.ok = true;
   return out;
+}
+
+// --slots N (backend.hpp): the marker and the slots read, a slot picked,
+// the marker written (its N and the top token) and the slot's lease by
+// write_decision, which moves the marker over it, in one transaction.
+Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                                  int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) {
+  if (slots == 1) return acquire(mutex, contender, ttl_ms, transition_ms, timeout_ms);
+  if (!m_db.db() || m_files.replaced()) {
+    if (std::optional<Reply> failed = reopen()) return *failed;
+  }
+  m_db.set_busy_timeout(timeout_ms);
+  int rc = m_db.run(k_begin, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  m_clocks.read(m_db.vfs());
+  const int64_t now = m_clocks.now().boot;
+  core::Lease marker;
+  std::vector<core::Lease> lease;
+  rc = read_slots(m_db, mutex, slots, m_clocks.now(), marker, lease);
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  int recorded = marker.free_at(now) ? 0 : core::slots_of_owner(marker.owner_id);
+  bool agreed = recorded == 0 || recorded == slots;
+  // A revoked marker (not free, no owner) no longer says N: wait until it is free.
+  bool revoked = marker.revoked_at(now);
+  int pick = agreed && !revoked ? pick_slot(lease, contender, now) : -1;
+  if (pick < 0) { // refused, or every slot held: nothing written
+    const core::Lease& shown = agreed && !revoked ? lease[size_t(soonest_free(lease))] : marker;
+    Reply r = write_decision(mutex, Decision{false, shown}, false, marker);
+    if (!agreed) r.slots_recorded = recorded;
+    return r;
+  }
+  const core::Lease& cur = lease[size_t(pick)];
+  core::Lease from = cur; // a new lease: a token above every slot's and the marker's
+  if (!cur.owned_by(contender, now)) {
+    from.fencing_token = marker.fencing_token;
+    for (const core::Lease& l : lease)
+      from.fencing_token = std::max(from.fencing_token, l.fencing_token);
+  }
+  Decision d = decide_acquire(from, now, contender, ttl_ms, transition_ms, m_clocks.now().wall);
+  bool new_lease = d.lease.fencing_token != cur.fencing_token;
+  if (recorded == 0) marker.acquired_at = now;
+  marker.owner_id = core::slot_marker(slots);
+  marker.fencing_token = std::max(marker.fencing_token, d.lease.fencing_token);
+  marker.ttl_at = marker.transition_at = now; // moved over the slots by write_decision
+  rc = write_row(m_db, mutex, marker, m_clocks.boot_to_wall(), nullptr);
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  Reply r = write_decision(core::slot_row(mutex, pick), d, new_lease, cur);
+  r.observed.lease.slot = pick;
+  return r;
 }
 
 // --once-per: the table of done records, made on first use (not by

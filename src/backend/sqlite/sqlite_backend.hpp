@@ -7,6 +7,7 @@
 //                       and opening the path again when the file was replaced
 //   lease_rules         what acquire, guard, hold, extend, release, force_release decide
 //   lease_row           a table row <-> a Lease (boot clock and wall clock)
+//   slot_rows           --slots: a mutex's slot rows, picking one, its marker
 //   clocks              the two clocks of an operation, the boot id
 //   done_records        --once-per: the table of done records (one row per mutex)
 //   history_table       simba history: the table of events, trimmed per mutex

@@ -299,7 +299,7 @@ std::vector<std::string> Waiters::names_in_notify(int dir, const std::string& pr
 
 // Removes the files of waiters that died (kill -9) on the way. One waiter
 // per release: the others keep sleeping (no thundering herd).
-bool Waiters::wake_first_waiter(const std::string& mutex) {
+bool Waiters::wake_first_waiter(const std::string& mutex, int skip) {
   int dir = notify_directory(false);
   if (dir < 0) return false;
   std::vector<std::string> waiters = names_in_notify(dir, fnv1a_hex(mutex) + ".w.");
@@ -312,6 +312,11 @@ bool Waiters::wake_first_waiter(const std::string& mutex) {
     bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0; // a live waiter holds it
     if (dead) unlinkat(dir, w.c_str(), 0);
     // IN_ATTRIB: that waiter tries now. The file we opened, not a name.
+    if (!dead && skip > 0) { // --slots: woken by another release (slot_rows.hpp)
+      --skip;
+      close(fd);
+      continue;
+    }
     bool woke = !dead && futimens(fd, nullptr) == 0;
     close(fd);
     if (woke) return true;

@@ -45,7 +45,9 @@ public:
 
   // A release that ended the lease: wakes the first live waiter; whether
   // one was woken.
-  bool wake_first_waiter(const std::string& mutex);
+  // `skip`: live waiters passed over first (--slots: each free slot's
+  // release woke one of them, who is acquiring).
+  bool wake_first_waiter(const std::string& mutex, int skip = 0);
   // A revocation: tells the owner and every waiter.
   void notify(const std::string& mutex);
 

@@ -286,3 +286,65 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
   end
   return false
 end
+
+-- Slots (--slots N, core/slots.hpp): slot k of the mutex whose hash is H is
+-- the hash H#k (the same hash tag: one Redis Cluster slot), and they share
+-- H's fence, so tokens increase across slots. H holds the marker: owner
+-- '#slots:N', valid while any slot is. The waiters queue on H.
+-- marker_of: H for a slot's hash, nil for a mutex's own hash.
+local function marker_of(hash)
+  return string.match(hash, '^(.*})#%d+$')
+end
+
+-- The N a lease's owner records: 0 none, 1 a plain holder.
+local function slots_of(owner)
+  if owner == '' then return 0 end
+  return tonumber(string.match(owner, '^#slots:(%d+)$')) or 1
+end
+
+-- After a write to a slot: the marker `hash` ends with the last valid slot
+-- (it goes when none is: the mutex is free, the next acquirer's N wins).
+-- Returns how many slots are free.
+local function cover(hash, fence, now)
+  local n = slots_of(redis.call('HGET', hash, 'owner') or '')
+  if n < 2 then return 0 end
+  local ttl_at, transition_at, free_slots = now, now, 0
+  for k = 0, n - 1 do
+    local l = read_lease(hash .. '#' .. k, fence)
+    if free(l, now) then
+      free_slots = free_slots + 1
+    else
+      ttl_at = math.max(ttl_at, l.ttl_at)
+      transition_at = math.max(transition_at, l.transition_at)
+    end
+  end
+  if free_slots == n then
+    redis.call('DEL', hash)
+  else
+    redis.call('HSET', hash, 'ttl_at', int(ttl_at), 'transition_at', int(transition_at),
+               'holding', '0')
+  end
+  return free_slots
+end
+
+-- A slot freed: one live waiter of the mutex's queue is woken ("1": it
+-- acquires itself), the one at place `free_slots` (the ones before it were
+-- woken by the releases of the other free slots and are acquiring). The
+-- dead ones are dropped on the way.
+local function wake_waiter(hash, free_slots)
+  local queue = hash .. ':waiters'
+  for _ = 1, 32 do
+    local at = math.max(0, free_slots - 1)
+    local one = redis.call('ZRANGE', queue, at, at)
+    if #one == 0 then
+      if at == 0 then return end
+      free_slots = free_slots - 1
+    else
+      local _, _, w = string.match(one[1], '^(%d+) (%d+) (.+)$')
+      w = w or one[1]
+      if redis.call('PUBLISH', channel(hash, 'wake:' .. w), '1') > 0 then return end
+      redis.call('ZREM', queue, one[1])
+      redis.call('HDEL', hash .. ':who', w)
+    end
+  end
+end

@@ -13,7 +13,13 @@ local token = tonumber(ARGV[1])
 if not valid(l, now) or (token ~= 0 and l.token ~= token) then
   return reply(now, false, l)
 end
-ended(KEYS[1], l, now, 'forced', nil, ARGV[2])
+local mutex = marker_of(KEYS[1]) -- a slot (common.lua: Slots)
+ended(mutex or KEYS[1], l, now, 'forced', nil, ARGV[2])
+if mutex and l.holding then
+  end_lease_now(KEYS[1], l, now)
+  wake_waiter(mutex, cover(mutex, KEYS[2], now))
+  return reply(now, true, l)
+end
 if l.holding then
   if hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, l.owner) then
     return reply(now, true, read_lease(KEYS[1], KEYS[2]))
@@ -24,5 +30,5 @@ end
 l.ttl_at = math.min(l.ttl_at, now)
 l.owner = ''
 redis.call('HSET', KEYS[1], 'owner', '', 'ttl_at', int(l.ttl_at))
-notify(KEYS[1])
+notify(mutex or KEYS[1])
 return reply(now, true, l)

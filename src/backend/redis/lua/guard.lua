@@ -21,4 +21,6 @@ if ARGV[5] == 'keep' then
   end
 end
 renew(KEYS[1], l, now, ttl, transition, holding)
+local slots_of_mutex = marker_of(KEYS[1]) -- a slot (common.lua: Slots)
+if slots_of_mutex then cover(slots_of_mutex, KEYS[2], now) end
 return reply(now, true, l)

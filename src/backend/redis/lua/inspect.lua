@@ -1,7 +1,9 @@
 -- inspect (status): KEYS = marker, hash1, fence1, hash2, fence2, ... Reads
 -- only. One clock for all: {now, then per mutex the lease as list.lua gives
 -- it (7 fields), its holder ('' when none is stored for this token), the
--- number of waiters n, and n times: member, queued at (ms), holder ('')}.
+-- number of waiters n, and n times: member, queued at (ms), holder (''),
+-- the number of slots N (0: a plain mutex) and N times: the lease (7 fields)
+-- and holder}.
 -- Waiters in queue order (the sorted set's, by the time they queued).
 local now = clock()
 local till = quarantine_seen(KEYS[1], now)
@@ -25,6 +27,20 @@ for i = 2, #KEYS, 2 do
     out[#out + 1] = w
     out[#out + 1] = math.floor(tonumber(queue[j + 1]) / 1000)
     out[#out + 1] = redis.call('HGET', KEYS[i] .. ':who', w) or ''
+  end
+  -- --slots N (common.lua: Slots): N, then each slot's lease and holder.
+  local n = slots_of(l.owner)
+  if n < 2 then n = 0 end
+  out[#out + 1] = n
+  for k = 0, n - 1 do
+    local hash = KEYS[i] .. '#' .. k
+    local s = read_lease(hash, KEYS[i + 1])
+    for _, v in ipairs({s.owner, s.acquired_at, s.ttl_at, s.transition_at, s.token, 0,
+                        s.holding and 1 or 0}) do
+      out[#out + 1] = v
+    end
+    local sh = redis.call('HMGET', hash, 'holder', 'holder_token')
+    out[#out + 1] = (sh[1] and tonumber(sh[2]) == s.token) and sh[1] or ''
   end
 end
 return out

@@ -11,7 +11,13 @@ local token = tonumber(ARGV[2])
 if not valid(l, now) or l.owner ~= ARGV[1] or (token ~= 0 and l.token ~= token) then
   return reply(now, false, l)
 end
-ended(KEYS[1], l, now, 'released', ARGV[3])
+local mutex = marker_of(KEYS[1]) -- a slot (common.lua: Slots)
+ended(mutex or KEYS[1], l, now, 'released', ARGV[3])
+if mutex then
+  end_lease_now(KEYS[1], l, now)
+  wake_waiter(mutex, cover(mutex, KEYS[2], now))
+  return reply(now, true, l)
+end
 if hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, ARGV[1]) then
   return reply(now, true, read_lease(KEYS[1], KEYS[2]))
 end

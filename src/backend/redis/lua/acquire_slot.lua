@@ -1,0 +1,56 @@
+-- acquire_slot: KEYS = the mutex's hash (the marker, see common.lua:
+-- Slots), fence, marker of the server run; ARGV = contender, ttl_ms,
+-- transition_ms, slots[, holder]. --slots N: the slot the contender holds
+-- is renewed, else the first free one is taken (a token from the shared
+-- fence), else the slot that frees first is answered. A marker of another
+-- N (or a plain holder) refuses. The reply adds the slot and the N that
+-- refused (0: none).
+local now, now_us = clock()
+local me, ttl, transition, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local m = read_lease(KEYS[1], KEYS[2])
+local recorded = free(m, now) and 0 or slots_of(m.owner)
+local function answer(changed, l, slot, refused)
+  local r = reply(now, changed, l)
+  r[#r + 1] = slot
+  r[#r + 1] = refused
+  return r
+end
+if recorded ~= 0 and recorded ~= n then return answer(false, m, 0, recorded) end
+-- A revoked marker (not free, no owner) no longer says N: wait until it is free.
+if not free(m, now) and m.owner == '' then return answer(false, m, 0, 0) end
+local mine, first_free, soonest
+for k = 0, n - 1 do
+  local l = read_lease(KEYS[1] .. '#' .. k, KEYS[2])
+  l.slot = k
+  if valid(l, now) and l.owner == me then mine = l end
+  if not first_free and free(l, now) then first_free = l end
+  if not soonest or l.transition_at < soonest.transition_at then soonest = l end
+end
+local l = mine or first_free
+if not l then return answer(false, soonest, soonest.slot, 0) end
+local hash = KEYS[1] .. '#' .. l.slot
+if not mine then
+  local till = quarantine_end(KEYS[3], now, ttl + transition)
+  if till then return answer(false, quarantined(l, now, till), l.slot, 0) end
+  local queue = KEYS[1] .. ':waiters'
+  local score = redis.call('ZSCORE', queue, member(me, ARGV[2], ARGV[3])) or
+                redis.call('ZSCORE', queue, me)
+  if l.owner ~= '' then
+    history(KEYS[1], {e = 'expired', at = int(l.transition_at), o = l.owner, t = int(l.token),
+                      hd = int(l.transition_at - l.acquired_at)})
+  end
+  redis.call('ZREM', queue, member(me, ARGV[2], ARGV[3]), me)
+  redis.call('HDEL', KEYS[1] .. ':who', me)
+  local last = fence_value(KEYS[2])
+  l.token = redis.call('INCRBY', KEYS[2], int(math.max(1, now_us - last)))
+  l.owner = me
+  l.acquired_at = now
+  history(KEYS[1], {e = 'acquired', at = int(now), o = me, h = ARGV[5] or '', t = int(l.token),
+                    w = waited(score, now)})
+  if recorded == 0 then redis.call('HSET', KEYS[1], 'acquired_at', int(now)) end
+  redis.call('HSET', KEYS[1], 'owner', '#slots:' .. n, 'token', int(l.token))
+end
+renew(hash, l, now, ttl, transition)
+if not mine then set_holder(hash, l.token, ARGV[5]) end
+cover(KEYS[1], KEYS[2], now)
+return answer(true, l, l.slot, 0)

@@ -1,0 +1,39 @@
+#pragma once
+// --slots N on SQLite (core/slots.hpp: the slot rows and the marker row):
+// reading a mutex's slots and keeping its marker, inside the transaction of
+// the operation that calls them.
+#include "backend/backend.hpp"
+#include "backend/sqlite/clocks.hpp"
+#include "core/lease.hpp"
+
+#include <string>
+#include <vector>
+
+namespace simba::backend::sqlite {
+
+class Connection;
+
+// The marker (the row of `mutex` itself) and slots 0 to slots-1, on the
+// boot clock of `c`; each slot's Lease::slot set. An SQLite code.
+int read_slots(Connection& db, const std::string& mutex, int slots, const Clocks& c,
+               core::Lease& marker, std::vector<core::Lease>& out);
+
+// The slot an acquisition of `contender` takes: the one it holds (a
+// renewal), else the first free one; -1 when none is.
+int pick_slot(const std::vector<core::Lease>& slots, const std::string& contender, int64_t now);
+
+// The slot that frees first (what a waiter is shown).
+int soonest_free(const std::vector<core::Lease>& slots);
+
+// After a write to slot row `row`: the marker of its mutex is moved to end
+// with the last of its valid slots (to now when none is valid: the mutex is
+// free, and the next acquirer's N wins). Nothing when the row has no marker
+// of slots. An SQLite code; `free_slots`: how many slots are free then.
+int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
+                    int& free_slots);
+
+// A listing's rows of slots ("m#k") moved into their mutex's
+// MutexLease::slots, by number (status shows a mutex, not its rows).
+void group_slot_rows(std::vector<MutexLease>& mutexes);
+
+} // namespace simba::backend::sqlite

@@ -1,0 +1,224 @@
+// Conformance for --slots N (Backend::acquire_slot, core/slots.hpp): at
+// most N valid leases, tokens increasing across slots, each slot guarded
+// and released on its own, the marker that records N and keeps plain
+// contenders out. Skipped by backends without slots (has_slots()).
+#include "support.hpp"
+
+#include "core/slots.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+using simba::backend::Backend;
+using simba::backend::Reply;
+using simba::core::Lease;
+using simba::core::slot_row;
+using namespace simba::test;
+
+namespace {
+
+Reply take(Backend& b, const std::string& m, const std::string& who, int slots = 3,
+           int64_t ttl = 10000) {
+  return require_ok(b.acquire_slot(m, who, slots, ttl, 2000, k_timeout));
+}
+
+int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+Lease row(Backend& b, const std::string& m, int slot) {
+  return require_ok(b.get(slot_row(m, slot), k_timeout)).observed.lease;
+}
+
+} // namespace
+
+TEST_CASE("slots: N holders at most, each on its own slot, tokens increasing across slots") {
+  auto b = open_test_backend();
+  if (!b->has_slots()) return;
+  auto m = unique_mutex("slots-n");
+  std::set<int> slots;
+  uint64_t last = 0;
+  for (const char* who : {"A", "B", "C"}) {
+    Reply r = take(*b, m, who);
+    REQUIRE(r.changed);
+    CHECK(r.observed.lease.owner_id == who);
+    slots.insert(r.observed.lease.slot);
+    CHECK(r.observed.lease.fencing_token > last);
+    last = r.observed.lease.fencing_token;
+    CHECK(row(*b, m, r.observed.lease.slot).owner_id == who);
+  }
+  CHECK(slots == std::set<int>{0, 1, 2});
+  for (const char* who : {"D", "E"}) {
+    Reply r = take(*b, m, who);
+    CHECK_FALSE(r.changed);
+    CHECK(r.observed.lease.owner_id != who);
+    CHECK(r.observed.lease.valid_at(r.observed.now));
+  }
+  // A renewal keeps its slot and token.
+  Reply again = take(*b, m, "B");
+  CHECK(again.changed);
+  CHECK(again.observed.lease.slot == 1);
+  CHECK(again.observed.lease.fencing_token == row(*b, m, 1).fencing_token);
+  // The marker records N and lasts as long as the last slot.
+  Lease marker = require_ok(b->get(m, k_timeout)).observed.lease;
+  CHECK(marker.owner_id == simba::core::slot_marker(3));
+  for (int k = 0; k < 3; ++k) CHECK(marker.transition_at >= row(*b, m, k).transition_at);
+}
+
+TEST_CASE("slots: a guard, hold or release of one slot never touches another") {
+  auto b = open_test_backend();
+  if (!b->has_slots()) return;
+  auto m = unique_mutex("slots-own");
+  Reply a = take(*b, m, "A"), c = take(*b, m, "B");
+  REQUIRE(a.observed.lease.slot == 0);
+  REQUIRE(c.observed.lease.slot == 1);
+  Lease b_before = row(*b, m, 1);
+  Reply g = require_ok(
+      b->guard(slot_row(m, 0), "A", a.observed.lease.fencing_token, 30000, 2000, k_timeout));
+  CHECK(g.changed);
+  Lease b_after = row(*b, m, 1);
+  CHECK(b_after.ttl_at == b_before.ttl_at);
+  CHECK(b_after.fencing_token == b_before.fencing_token);
+  // The marker follows the longest slot.
+  CHECK(require_ok(b->get(m, k_timeout)).observed.lease.transition_at ==
+        g.observed.lease.transition_at);
+  // A's token on B's slot: nothing.
+  CHECK_FALSE(require_ok(b->guard(slot_row(m, 1), "A", a.observed.lease.fencing_token, 30000, 2000,
+                                  k_timeout))
+                  .changed);
+  // A release frees exactly its slot; the next taker gets it, above every token.
+  Reply rel =
+      require_ok(b->release(slot_row(m, 0), "A", a.observed.lease.fencing_token, k_timeout));
+  CHECK(rel.changed);
+  CHECK(row(*b, m, 0).free_at(rel.observed.now));
+  CHECK(row(*b, m, 1).owned_by("B", rel.observed.now));
+  Reply d = take(*b, m, "D");
+  REQUIRE(d.changed);
+  CHECK(d.observed.lease.slot == 0);
+  CHECK(d.observed.lease.fencing_token > c.observed.lease.fencing_token);
+  // The marker shrinks back over the slots left: B's and D's.
+  Lease marker = require_ok(b->get(m, k_timeout)).observed.lease;
+  CHECK(marker.transition_at == std::max(row(*b, m, 0).transition_at, row(*b, m, 1).transition_at));
+  // A forced release of one slot revokes only that one.
+  Reply f = require_ok(b->force_release(slot_row(m, 1), 0, k_timeout));
+  CHECK(f.changed);
+  CHECK(row(*b, m, 0).owned_by("D", f.observed.now));
+  CHECK(row(*b, m, 1).owner_id.empty());
+}
+
+TEST_CASE("slots: another N is refused while the mutex is held; the next N wins once free") {
+  auto b = open_test_backend();
+  if (!b->has_slots()) return;
+  auto m = unique_mutex("slots-n-mismatch");
+  Reply a = take(*b, m, "A", 3);
+  REQUIRE(a.changed);
+  Reply two = require_ok(b->acquire_slot(m, "B", 2, 10000, 2000, k_timeout));
+  CHECK_FALSE(two.changed);
+  CHECK(two.slots_recorded == 3);
+  CHECK(row(*b, m, 1).free_at(two.observed.now)); // nothing taken
+  // A plain contender (N = 1) waits behind the marker.
+  Reply plain = require_ok(b->acquire(m, "P", 10000, 2000, k_timeout));
+  CHECK_FALSE(plain.changed);
+  CHECK(simba::core::slots_of_owner(plain.observed.lease.owner_id) == 3);
+  // Free again: the next acquirer's N is recorded.
+  REQUIRE(require_ok(b->release(slot_row(m, 0), "A", a.observed.lease.fencing_token, k_timeout))
+              .changed);
+  Reply now_two = take(*b, m, "B", 2);
+  CHECK(now_two.changed);
+  CHECK(now_two.observed.lease.fencing_token > a.observed.lease.fencing_token);
+  CHECK(require_ok(b->get(m, k_timeout)).observed.lease.owner_id == simba::core::slot_marker(2));
+  // A mutex held by a plain contender refuses any N above 1, naming 1.
+  auto p = unique_mutex("slots-plain");
+  REQUIRE(require_ok(b->acquire(p, "P", 10000, 2000, k_timeout)).changed);
+  Reply s = require_ok(b->acquire_slot(p, "S", 3, 10000, 2000, k_timeout));
+  CHECK_FALSE(s.changed);
+  CHECK(s.slots_recorded == 1);
+}
+
+TEST_CASE("slots: an expired slot is taken again; the marker frees with the last slot") {
+  auto b = open_test_backend();
+  if (!b->has_slots()) return;
+  auto m = unique_mutex("slots-expiry");
+  Reply a = require_ok(b->acquire_slot(m, "A", 2, 100, 100, k_timeout));
+  Reply c = require_ok(b->acquire_slot(m, "B", 2, 100, 100, k_timeout));
+  REQUIRE(a.changed);
+  REQUIRE(c.changed);
+  CHECK_FALSE(require_ok(b->acquire_slot(m, "C", 2, 100, 100, k_timeout)).changed);
+  sleep_ms(300);
+  Reply g = require_ok(b->get(m, k_timeout));
+  CHECK(g.observed.lease.free_at(g.observed.now));
+  // An expired slot is taken again (the other still expired too).
+  Reply d = require_ok(b->acquire_slot(m, "D", 2, 100, 100, k_timeout));
+  CHECK(d.changed);
+  CHECK(d.observed.lease.fencing_token > c.observed.lease.fencing_token);
+  sleep_ms(300);
+  // Free: a plain contender may take it (no slots held).
+  Reply plain = require_ok(b->acquire(m, "P", 10000, 2000, k_timeout));
+  CHECK(plain.changed);
+  CHECK(plain.observed.lease.fencing_token > c.observed.lease.fencing_token);
+}
+
+TEST_CASE("slots: processes contending on 3 slots never hold more than 3 at once") {
+  auto b = open_test_backend();
+  if (!b->has_slots()) return;
+  auto m = unique_mutex("slots-procs");
+  // Each child writes the span of each hold, measured inside the lease
+  // (after acquire's reply, before release is sent), as "start end\n".
+  char path[] = "/tmp/simba-slots-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 6; ++i) {
+    std::fflush(nullptr);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      auto own = simba::test::open_test_backend();
+      std::string me = "P" + std::to_string(i);
+      int64_t end = mono_ms() + 1500;
+      while (mono_ms() < end) {
+        Reply r = own->acquire_slot(m, me, 3, 5000, 1000, k_timeout);
+        if (!r.ok() || !r.changed) continue;
+        int64_t from = mono_ns();
+        sleep_ms(3);
+        std::string line = std::to_string(from) + " " + std::to_string(mono_ns()) + "\n";
+        if (write(fd, line.data(), line.size()) < 0) _exit(1);
+        own->release(slot_row(m, r.observed.lease.slot), me, r.observed.lease.fencing_token,
+                     k_timeout);
+      }
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t p : pids) {
+    int status = 0;
+    waitpid(p, &status, 0);
+    CHECK(status == 0);
+  }
+  std::vector<std::pair<int64_t, int>> edges; // +1 at a start, -1 at an end
+  FILE* f = fopen(path, "r");
+  long long from = 0, to = 0;
+  while (f && fscanf(f, "%lld %lld", &from, &to) == 2) {
+    edges.push_back({from, 1});
+    edges.push_back({to, -1});
+  }
+  if (f) fclose(f);
+  close(fd);
+  unlink(path);
+  std::sort(edges.begin(), edges.end()); // an end before a start at one instant
+  int held = 0, most = 0;
+  for (auto& e : edges) most = std::max(most, held += e.second);
+  CHECK(edges.size() > 20);
+  CHECK(most <= 3);
+  CHECK(most >= 2);
+}
