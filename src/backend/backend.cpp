@@ -66,7 +66,7 @@ Listing Backend::inspect(const std::string& mutex, int64_t timeout_ms) {
   out.ok = r.ok();
   out.error = r.error;
   out.now = r.observed.now;
-  if (r.ok()) out.mutexes.push_back({mutex, r.observed.lease, std::nullopt, {}});
+  if (r.ok()) out.mutexes.push_back({mutex, r.observed.lease, std::nullopt, {}, {}});
   return out;
 }
 

@@ -413,7 +413,7 @@ Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t
   if (rc != SQLITE_DONE) return out;
   group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.
-  if (!mutex.empty() && out.mutexes.empty()) out.mutexes.push_back({mutex, core::Lease{}, {}, {}});
+  if (!mutex.empty() && out.mutexes.empty()) out.mutexes.push_back({mutex, core::Lease{}, {}, {}, {}});
   if (holders) {
     auto queues = m_waiters.queues();
     for (MutexLease& ml : out.mutexes)
@@ -626,7 +626,7 @@ std::optional<Reply> SqliteBackend::reopen() {
 // ended (its owner's CMD may run until then), nor does anyone else whom this
 // process serves. Only for others' leases: our own is lost.
 void SqliteBackend::remember_before_reopen(const std::string& mutex, const core::Lease& lease) {
-  if (!lease.free_at(m_clocks.now().boot)) m_before_reopen = MutexLease{mutex, lease, {}, {}};
+  if (!lease.free_at(m_clocks.now().boot)) m_before_reopen = MutexLease{mutex, lease, {}, {}, {}};
 }
 
 bool SqliteBackend::held_before_reopen(const std::string& mutex, const std::string& contender,
