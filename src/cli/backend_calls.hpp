@@ -27,6 +27,7 @@ public:
   void report() const;
 
 private:
+  core::CallResult send(const core::action::Call& a, int64_t timeout_ms);
   core::CallResult acquire_once(const core::action::Call& a, int64_t timeout_ms);
 
   backend::Backend& m_backend;
