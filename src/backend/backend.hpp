@@ -23,6 +23,11 @@ struct Reply {
     ok,            // `observed` is valid
     failed,        // the request was not applied (e.g. could not be sent, busy)
     indeterminate, // sent, but no answer in time: it may have been applied
+    // The server refused it for want of a permission (Redis: NOPERM, or a
+    // command inside a script outside the ACL user's; PostgreSQL: SQLSTATE
+    // 42501). Nothing was applied, and trying again will not help: the
+    // contender ends (README "ACL users").
+    refused,
   };
   Status status = Status::failed;
   core::Observed observed; // lease and backend now, when ok

@@ -20,6 +20,7 @@ core::CallResult to_call_result(const backend::Reply& r) {
   case backend::Reply::Status::indeterminate:
     c.status = core::CallResult::Status::indeterminate;
     break;
+  case backend::Reply::Status::refused: c.status = core::CallResult::Status::refused; break;
   }
   c.observed = r.observed;
   c.changed = r.changed;
@@ -29,7 +30,30 @@ core::CallResult to_call_result(const backend::Reply& r) {
   return c;
 }
 
+namespace {
+
+const char* op_name(core::Op op) {
+  switch (op) {
+  case core::Op::acquire: return "acquire";
+  case core::Op::guard: return "renew";
+  case core::Op::hold: return "hold";
+  case core::Op::release: return "release";
+  }
+  return "";
+}
+
+} // namespace
+
 core::CallResult BackendCalls::call(const core::action::Call& a, int64_t timeout) {
+  core::CallResult r = send(a, timeout);
+  // A refusal is the one line simba ends with: who refused what, and why.
+  if (r.status == core::CallResult::Status::refused)
+    r.error = m_backend.describe() + " refused " + op_name(a.op) + " for " + m_config.mutex + ": " +
+              r.error + " (README \"ACL users\")";
+  return r;
+}
+
+core::CallResult BackendCalls::send(const core::action::Call& a, int64_t timeout) {
   ++m_count;
   if (m_config.slots > 1) return call_slot(a, timeout);
   const std::string& mutex = m_config.mutex;

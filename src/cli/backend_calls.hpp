@@ -27,6 +27,7 @@ public:
   void report() const;
 
 private:
+  core::CallResult send(const core::action::Call& a, int64_t timeout_ms);
   core::CallResult acquire_once(const core::action::Call& a, int64_t timeout_ms);
   // --slots N > 1: the acquisition picks a slot; the other calls address it.
   core::CallResult call_slot(const core::action::Call& a, int64_t timeout_ms);

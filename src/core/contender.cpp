@@ -113,6 +113,10 @@ Actions Contender::on_release_reply(int64_t now, const CallResult& r) {
   if (!releasing) return {};
   int code = releasing->exit_code;
   if (r.status == CallResult::Status::ok) return finish(now, code);
+  // Refused (an ACL without the release script's commands): CMD's code stays.
+  if (r.status == CallResult::Status::refused)
+    return finish(now, code,
+                  {action::Log{LogLevel::warning, r.error + "; the lease expires by itself"}});
   // A release with token 0 follows only an acquire whose answer never
   // came: whether we hold anything is unknown (most likely not), and a
   // warning about "releasing" would say we held the lock.

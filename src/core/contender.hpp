@@ -74,7 +74,8 @@ struct ContenderConfig {
 };
 
 struct CallResult {
-  enum class Status { ok, failed, indeterminate } status = Status::failed;
+  // refused: backend::Reply::Status::refused (`error` is the whole line)
+  enum class Status { ok, failed, indeterminate, refused } status = Status::failed;
   Observed observed;
   bool changed = false;
   std::string error;
@@ -231,6 +232,7 @@ private:
   Actions on_acquired(int64_t now, const Observed& o, int64_t sent_at, Actions acts);
   Actions retry_acquire_later(int64_t now, int64_t delay, Actions acts = {});
   Actions on_acquire_failure(int64_t now, const CallResult& r, Actions acts);
+  Actions on_acquire_refused(int64_t now, const CallResult& r);
   Actions track_backend(int64_t now, const CallResult& r);
   Actions on_busy(int64_t now, const Observed& o, Actions acts);
   bool window_closed(const CallResult& r) const; // --once-per: may not run in this window
@@ -282,6 +284,7 @@ private:
   int m_child_code = 0;                // CMD's status at its last exit
   bool m_shutdown = false;             // a TERM/INT/HUP/QUIT asked simba to stop (lead, schedule)
   int m_stop_signal = 0;               // the first TERM/INT/HUP/QUIT simba got (0: none)
+  bool m_refused = false;              // the backend refused a guard: stop, release, exit 69
 };
 
 } // namespace simba::core

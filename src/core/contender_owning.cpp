@@ -113,6 +113,12 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
     if (m_config.mode == ContenderConfig::Mode::step && m_runs == 0)
       return on_step_confirmed(now, r, sent_at);
   }
+  if (r.status == CallResult::Status::refused && !own.holding) {
+    // No guard will ever be answered: stop CMD now, not at the kill point,
+    // and end with 69 (README "ACL users"), not contend again.
+    m_refused = true;
+    return begin_stop(now, r.error);
+  }
   if (r.status != CallResult::Status::ok) {
     if (own.holding) {
       // CMD is done; the lease stays until its own transition_at anyway.
@@ -153,10 +159,11 @@ Actions Contender::begin_stop(int64_t now, const std::string& why, Actions acts)
   o.next_start_at.reset();
   if (!cmd_alive) {
     // lead/schedule between runs: nothing to stop
-    acts.push_back(action::Log{LogLevel::warning, why});
+    acts.push_back(action::Log{m_refused ? LogLevel::error : LogLevel::warning, why});
     return after_loss(now, std::move(acts));
   }
-  acts.push_back(action::Log{LogLevel::warning, why + "; stopping the command"});
+  LogLevel level = m_refused ? LogLevel::error : LogLevel::warning;
+  acts.push_back(action::Log{level, why + "; stopping the command"});
   acts.push_back(action::SignalAll{m_config.kill_signal});
   o.kill_at = std::min(now + m_config.kill_after_ms, o.deadline);
   if (*o.kill_at <= now) {
@@ -269,9 +276,10 @@ Actions Contender::after_loss(int64_t now, Actions acts) {
   // We may still own it if we only lost contact: release so others need
   // not wait for the expiry (a no-op when someone else owns it).
   // A step leaves the lease to the job (a no-op on a lease that is gone).
-  if (m_config.mode == ContenderConfig::Mode::step)
-    return finish(now, exit_code::k_lost, std::move(acts));
-  if (!long_running()) return release_then_exit(now, exit_code::k_lost, std::move(acts));
+  // A refused guard (m_refused) ends with 69, in every mode.
+  int code = m_refused ? exit_code::k_unavailable : exit_code::k_lost;
+  if (m_config.mode == ContenderConfig::Mode::step) return finish(now, code, std::move(acts));
+  if (!long_running() || m_refused) return release_then_exit(now, code, std::move(acts));
   if (m_shutdown) return release_then_exit(now, m_child_code, std::move(acts));
   return recontend(now, std::move(acts));
 }

@@ -12,6 +12,8 @@ namespace simba::core {
 
 Actions Contender::on_acquire_reply(int64_t now, const CallResult& r, int64_t sent_at) {
   if (!std::holds_alternative<Waiting>(m_state)) return {}; // acquires are sent while contending
+  if (r.status == CallResult::Status::refused && !waiting().cancel_code)
+    return on_acquire_refused(now, r);
   // Nothing here for the hot path: an answered acquire after no failure
   // adds no action.
   Actions acts = track_backend(now, r);
@@ -85,6 +87,16 @@ Actions Contender::on_acquire_failure(int64_t now, const CallResult& r, Actions 
   int64_t delay =
       m_period.backoff_delay(w.failures.count, m_config.retry_ms, m_config.backoff_max_ms);
   return retry_acquire_later(now, delay, std::move(acts));
+}
+
+// The backend refused the acquire (an ACL, a GRANT): no back-off, since a
+// retry gets the same answer; the refusal is the one error line. Nothing
+// was applied, but an earlier unanswered acquire may have taken the lease.
+Actions Contender::on_acquire_refused(int64_t now, const CallResult& r) {
+  Actions acts{action::Log{LogLevel::error, r.error}};
+  if (waiting().maybe_owner)
+    return release_then_exit(now, exit_code::k_unavailable, std::move(acts));
+  return finish(now, exit_code::k_unavailable, std::move(acts));
 }
 
 // Keeps count of a series of failed acquires: a warning at its first, one

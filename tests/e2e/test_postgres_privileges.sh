@@ -36,3 +36,14 @@ sql "GRANT SELECT, INSERT, UPDATE ON \"${prefix}leases\", \"${prefix}server\" TO
      GRANT SELECT, INSERT, UPDATE, DELETE ON \"${prefix}waiters\", \"${prefix}history\" TO $role"
 assert_exit 0 "$SIMBA" run --backend "$uri" --mutex p -- sh -c 'echo "$SIMBA_FENCING_TOKEN"'
 (($(<"$T/out") > 0)) || fail "no fencing token: $(cat -- "$T/out")"
+
+# A privilege taken away after the start-up: each statement is refused
+# (SQLSTATE 42501), which no retry heals: 69 at once, one line, CMD never run.
+sql "REVOKE UPDATE ON \"${prefix}leases\" FROM $role"
+rm -f -- "$T/ran"
+assert_exit 69 timeout -k 2 20 "$SIMBA" run --backend "$uri" --mutex p -- touch "$T/ran"
+[[ ! -e $T/ran ]] || fail "CMD ran without a lease"
+assert_eq 1 "$(wc -l <"$T/err")" "lines on stderr ($(cat -- "$T/err"))"
+grep -Eq '^simba: error: postgres://.* refused acquire for p: .*permission denied.* \(README "ACL users"\)$' "$T/err" ||
+  fail "unexpected line: $(cat -- "$T/err")"
+! grep -q 'role-pw' "$T/err" || fail "the password was shown"

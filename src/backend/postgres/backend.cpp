@@ -256,9 +256,13 @@ Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string
   if (!r.ok) {
     // A refusal by the server (a SQLSTATE) applied nothing: one statement
     // is one transaction.
+    // 42501 (insufficient_privilege): a GRANT is missing, which no retry
+    // brings.
     bool maybe_applied = r.sent && r.sqlstate.empty();
-    return Reply::failure(maybe_applied ? Reply::Status::indeterminate : Reply::Status::failed,
-                          r.error);
+    Reply::Status s = maybe_applied           ? Reply::Status::indeterminate
+                      : r.sqlstate == "42501" ? Reply::Status::refused
+                                              : Reply::Status::failed;
+    return Reply::failure(s, r.error);
   }
   if (r.rows.size() != 1 ||
       (r.rows[0].size() != 9 && r.rows[0].size() != 10 && r.rows[0].size() != 9 + k_done_columns))

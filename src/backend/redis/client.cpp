@@ -212,7 +212,11 @@ Reply Client::run(const lua::Script& s, const std::string& mutex,
   const redisReply* r = x.replies[0].get();
   // Every refusal (LOADING, BUSY, NOAUTH, OOM, READONLY...) comes before
   // the script runs; the scripts check everything before they write.
-  if (is_error(r)) return Reply::failure(Reply::Status::failed, scrub(reply_text(r)));
+  if (is_error(r)) {
+    std::string text = reply_text(r);
+    return Reply::failure(
+        is_permission_error(text) ? Reply::Status::refused : Reply::Status::failed, scrub(text));
+  }
   Reply out;
   int64_t changed = 0;
   size_t extra_fields = extra == Extra::done       ? k_done_fields

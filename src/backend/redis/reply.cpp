@@ -9,6 +9,14 @@ std::string reply_text(const redisReply* r) {
 
 bool is_error(const redisReply* r) { return r->type == REDIS_REPLY_ERROR; }
 
+bool is_permission_error(const std::string& text) {
+  // Redis 7 words a script's refused command "ERR The user executing the
+  // script can't run this command or subcommand" (or "can't access at
+  // least one of the keys..."): an ERR, not a NOPERM.
+  return text.rfind("NOPERM", 0) == 0 ||
+         text.find("user executing the script can't") != std::string::npos;
+}
+
 bool as_int(const redisReply* r, int64_t& v) {
   if (r->type != REDIS_REPLY_INTEGER) return false;
   v = r->integer;

@@ -20,6 +20,9 @@ using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
 
 std::string reply_text(const redisReply* r);
 bool is_error(const redisReply* r);
+// An error that says the ACL user lacks a permission (NOPERM, or a command
+// a script calls that the user may not run): it will not heal by itself.
+bool is_permission_error(const std::string& text);
 bool as_int(const redisReply* r, int64_t& v);
 // A string, a status, or nil (as "").
 bool as_string(const redisReply* r, std::string& s);
