@@ -1,5 +1,5 @@
-"""The PostgreSQL backend of the chaos harness: a server of our own and its
-faults. Each host reaches it through a Link of its own (chaos_lib/proxy.py:
+"""The PostgreSQL backends of the chaos harness: a server of our own and its
+faults (`postgres`), and the same behind a PgBouncer (`pgbouncer`). Each host reaches it through a Link of its own (chaos_lib/proxy.py:
 plain TCP, so the wire protocol passes as it is), so every network fault
 applies to PostgreSQL as to Redis.
 
@@ -14,6 +14,7 @@ import glob
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -195,3 +196,82 @@ class PostgresBackend(Backend):
     def stop(self):
         self.server.shut_down()
         self.net.close()
+
+
+class PgBouncer:
+    """A PgBouncer in transaction mode in front of `server` (as
+    tests/e2e/postgres_server.sh starts it), as the server's user."""
+
+    def __init__(self, server):
+        self.server, self.port, self.proc = server, free_port(), None
+        self.ini = os.path.join(server.dir, "pgbouncer.ini")
+        users = os.path.join(server.dir, "userlist.txt")
+        with open(users, "w") as f:
+            f.write(f'"simba" "{server.PASSWORD}"\n')
+        # options: the session timeouts simba sends at start-up, which
+        # PgBouncer does not pass on (README "Backends").
+        with open(self.ini, "w") as f:
+            f.write(f"[databases]\n* = host=127.0.0.1 port={server.port}\n[pgbouncer]\n"
+                    f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\n"
+                    f"unix_socket_dir =\nauth_type = scram-sha-256\nauth_file = {users}\n"
+                    "pool_mode = transaction\nignore_startup_parameters = options\n"
+                    "max_client_conn = 300\ndefault_pool_size = 20\n")
+        if server.user:
+            shutil.chown(self.ini, PG_USER, PG_USER)
+            shutil.chown(users, PG_USER, PG_USER)
+
+    def start(self):
+        binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        self.proc = subprocess.Popen(self.server.setpriv() + [binary, "-q", self.ini],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("pgbouncer did not start")
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class PgBouncerBackend(PostgresBackend):
+    """PostgreSQL behind a PgBouncer in transaction mode (listen=off: no
+    LISTEN through a pooler); each host reaches PgBouncer through its Link.
+    Not part of `--backend all`: run it by name."""
+    name = "pgbouncer"
+    in_all = False
+
+    def __init__(self, tmp, rng, harness):
+        Backend.__init__(self, tmp, rng, harness)
+        self.server = PostgresServer(tmp)
+        self.server.start()
+        self.bouncer = PgBouncer(self.server)
+        self.bouncer.start()
+        self.net = Network()
+        self.by_host = {h: self.net.link(h, "pgbouncer", self.bouncer.port)
+                        for h in harness.hosts}
+
+    def uri(self, host):
+        return super().uri(host) + "&listen=off"
+
+    def fault_kinds(self):
+        return super().fault_kinds() + ["restart_pgbouncer"]
+
+    def inject(self, kind):
+        if kind != "restart_pgbouncer":
+            return super().inject(kind)
+        # kill -9 of the pooler and a start: every client connection and
+        # every transaction in flight through it is cut.
+        self.bouncer.kill()
+        self.bouncer.start()
+        return True
+
+    def stop(self):
+        self.bouncer.kill()
+        super().stop()

@@ -35,6 +35,7 @@ def orphan_proof(argv):
 
 class Backend:
     name = ""
+    in_all = True  # run by `--backend all` (the short run)
 
     def __init__(self, tmp, rng, harness):
         self.tmp, self.rng, self.harness = tmp, rng, harness
@@ -240,7 +241,8 @@ class RedisBackend(Backend):
 
 
 # At the end: postgres.py builds on Backend and free_port above.
-from .postgres import PostgresBackend  # noqa: E402
+from .postgres import PgBouncerBackend, PostgresBackend  # noqa: E402
 
 # A backend's name on the command line -> its class.
-BACKENDS = {"sqlite": SqliteBackend, "redis": RedisBackend, "postgres": PostgresBackend}
+BACKENDS = {"sqlite": SqliteBackend, "redis": RedisBackend, "postgres": PostgresBackend,
+            "pgbouncer": PgBouncerBackend}
