@@ -6,8 +6,9 @@ host uses: through the host's Link when the backend has a network),
 any link), `links()` (every Link, by host, for the network faults),
 `fault_kinds()`, `inject(kind)` (returns False when it cannot run now),
 `busy()` (a server fault under way: one at a time) and `stop()`. A new
-backend (PostgreSQL, Redis Sentinel) is one more class here and one line
-in BACKENDS; the network faults come with its links for free.
+backend is one more class (here, or in a module of its own as PostgreSQL's
+in postgres.py) and one line in BACKENDS; the network faults come with its
+links for free.
 """
 import os
 import shutil
@@ -34,6 +35,7 @@ def orphan_proof(argv):
 
 class Backend:
     name = ""
+    in_all = True  # run by `--backend all` (the short run)
 
     def __init__(self, tmp, rng, harness):
         self.tmp, self.rng, self.harness = tmp, rng, harness
@@ -238,5 +240,9 @@ class RedisBackend(Backend):
         self.net.close()
 
 
+# At the end: postgres.py builds on Backend and free_port above.
+from .postgres import PgBouncerBackend, PostgresBackend  # noqa: E402
+
 # A backend's name on the command line -> its class.
-BACKENDS = {"sqlite": SqliteBackend, "redis": RedisBackend}
+BACKENDS = {"sqlite": SqliteBackend, "redis": RedisBackend, "postgres": PostgresBackend,
+            "pgbouncer": PgBouncerBackend}
