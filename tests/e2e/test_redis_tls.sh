@@ -105,7 +105,7 @@ SIMBA_REDIS_PASSWORD=tls-pw-5 assert_exit 0 "$SIMBA" run --backend "rediss://tls
 
 # Without libssl.so.3 (hidden in a mount namespace of our own, when we may
 # make one): 69 naming the package; SQLite does not care.
-lib=$(ldconfig -p 2>/dev/null | awk '/libssl\.so\.3 /{print $NF; exit}')
+lib=$(ldconfig -p 2>/dev/null | awk '/libssl\.so\.3 / && !lib {lib = $NF} END {print lib}')
 if [[ -n $lib ]] && unshare -m true 2>/dev/null; then
   lib=$(readlink -f -- "$lib")
   assert_exit 69 unshare -m sh -c 'mount --bind /dev/null "$0" && exec "$@"' "$lib" \
