@@ -115,6 +115,19 @@ std::string answer(bool with_quarantine, const std::string& notify = "", const c
   return a;
 }
 
+// acquire's and acquire_once's: the quarantine's marker row, written only
+// where a new lease would be granted and it needs to be (after k_old_row).
+constexpr const char* k_mark = R"(,
+mark AS (
+  INSERT INTO {S} AS s (id, run, until_ms, longest)
+  SELECT 1, q.run, q.till, q.longest FROM q
+  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
+    AND NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND transition_at > (SELECT ms FROM n))
+  ON CONFLICT (id) DO UPDATE SET run = excluded.run,
+    until_ms = greatest(s.until_ms, excluded.until_ms),
+    longest = greatest(s.longest, excluded.longest)),
+)";
+
 // acquire: $1 mutex, $2 contender, $3 ttl_ms, $4 transition_ms, $5
 // quarantine (boolean). One INSERT ... ON CONFLICT DO UPDATE ... WHERE:
 // a new lease when the row is free (transition_at passed) and no
@@ -125,16 +138,8 @@ std::string answer(bool with_quarantine, const std::string& notify = "", const c
 // "" none), written with a new lease, and its history events.
 std::string acquire_sql(int64_t history) {
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row +
-         R"(,
-mark AS (
-  INSERT INTO {S} AS s (id, run, until_ms, longest)
-  SELECT 1, q.run, q.till, q.longest FROM q
-  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
-    AND NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND transition_at > (SELECT ms FROM n))
-  ON CONFLICT (id) DO UPDATE SET run = excluded.run,
-    until_ms = greatest(s.until_ms, excluded.until_ms),
-    longest = greatest(s.longest, excluded.longest)),
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + k_mark +
+         R"(
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
                         holder, holder_token, history_seq)
@@ -201,16 +206,8 @@ std::string once_terms(std::string sql) {
   return sql;
 }
 
-constexpr const char* k_acquire_once = R"(,
+constexpr const char* k_acquire_once = R"(
 w AS (SELECT ((n.ms - $7::bigint) / $6::bigint) * $6::bigint + $7::bigint AS start FROM n),
-mark AS (
-  INSERT INTO {S} AS s (id, run, until_ms, longest)
-  SELECT 1, q.run, q.till, q.longest FROM q
-  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
-    AND NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND transition_at > (SELECT ms FROM n))
-  ON CONFLICT (id) DO UPDATE SET run = excluded.run,
-    until_ms = greatest(s.until_ms, excluded.until_ms),
-    longest = greatest(s.longest, excluded.longest)),
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
                         once_window, once_label, once_host, once_token, once_started_at,
@@ -253,7 +250,7 @@ up AS (
 // window may not run (C) is no event.
 std::string acquire_once_sql(int64_t history) {
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + k_mark +
          once_terms(k_acquire_once) + history_writes(acquired_events("$11"), history) +
          answer(true, "", k_once_columns, true);
 }

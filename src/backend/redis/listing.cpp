@@ -67,6 +67,25 @@ bool scan_names(Client& client, int64_t deadline, std::set<std::string>& names,
   return true;
 }
 
+// The mutexes a read covers: `mutex` alone, or (empty) every one SCAN finds.
+bool names_to_read(Client& client, const std::string& mutex, int64_t deadline,
+                   std::set<std::string>& names, std::string& error) {
+  if (mutex.empty()) return scan_names(client, deadline, names, error);
+  names.insert(mutex);
+  return true;
+}
+
+// KEYS of lua/list.lua and lua/inspect.lua: the marker, then each mutex's
+// hash and fence.
+std::vector<std::string> lease_keys(Client& client, const std::set<std::string>& names) {
+  std::vector<std::string> keys{k_marker};
+  for (const std::string& n : names) {
+    keys.push_back(client.hash_key(n));
+    keys.push_back(client.hash_key(n) + ":fence");
+  }
+  return keys;
+}
+
 // One mutex of the inspect script's answer at `i` (lua/inspect.lua),
 // `i` moved past it; false when it is not what the script sends.
 bool read_inspected(const redisReply* r, size_t& i, MutexLease& ml) {
@@ -110,16 +129,9 @@ Listing inspect_mutexes(Client& client, const std::string& mutex, int64_t timeou
   out.holders_kept = out.waiters_kept = true;
   int64_t deadline = client.call_deadline(timeout_ms);
   std::set<std::string> names;
-  if (!mutex.empty())
-    names.insert(mutex);
-  else if (!scan_names(client, deadline, names, out.error))
-    return out;
-  std::vector<std::string> keys{k_marker};
-  for (const std::string& n : names) {
-    keys.push_back(client.hash_key(n));
-    keys.push_back(client.hash_key(n) + ":fence");
-  }
-  Exchange x = client.call_script(lua::k_inspect, keys, client.script_args({}), deadline);
+  if (!names_to_read(client, mutex, deadline, names, out.error)) return out;
+  Exchange x = client.call_script(lua::k_inspect, lease_keys(client, names), client.script_args({}),
+                                  deadline);
   const redisReply* r = client.answer(x, out.error);
   if (!r) return out;
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_int(r->element[0], out.now)) {
@@ -173,10 +185,7 @@ History read_history(Client& client, const std::string& mutex, int64_t since_ms,
   out.kept = true;
   int64_t deadline = client.call_deadline(timeout_ms);
   std::set<std::string> names;
-  if (!mutex.empty())
-    names.insert(mutex);
-  else if (!scan_names(client, deadline, names, out.error))
-    return out;
+  if (!names_to_read(client, mutex, deadline, names, out.error)) return out;
   std::vector<std::string> keys;
   for (const std::string& n : names) keys.push_back(client.hash_key(n));
   Exchange x = client.call_script(lua::k_history, keys,
@@ -213,13 +222,8 @@ Listing list_mutexes(Client& client, int64_t timeout_ms) {
   int64_t deadline = client.call_deadline(timeout_ms);
   std::set<std::string> names;
   if (!scan_names(client, deadline, names, out.error)) return out;
-
-  std::vector<std::string> keys{k_marker};
-  for (const std::string& n : names) {
-    keys.push_back(client.hash_key(n));
-    keys.push_back(client.hash_key(n) + ":fence");
-  }
-  Exchange x = client.call_script(lua::k_list, keys, client.script_args({}), deadline);
+  Exchange x =
+      client.call_script(lua::k_list, lease_keys(client, names), client.script_args({}), deadline);
   const redisReply* r = client.answer(x, out.error);
   if (!r) return out;
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + k_lease_fields * names.size() ||

@@ -180,4 +180,8 @@ void Connection::rollback_if_open() {
   if (!sqlite3_get_autocommit(m_db)) run(k_rollback, "ROLLBACK");
 }
 
+void bind_text(sqlite3_stmt* s, int i, const std::string& v) {
+  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+
 } // namespace simba::backend::sqlite

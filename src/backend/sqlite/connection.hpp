@@ -84,4 +84,7 @@ private:
   int64_t m_busy_until_ns = 0; // busy_handler gives up then (CLOCK_BOOTTIME)
 };
 
+// Binds a copy of `v` (SQLite keeps it past the call) as parameter `i`.
+void bind_text(sqlite3_stmt* s, int i, const std::string& v);
+
 } // namespace simba::backend::sqlite

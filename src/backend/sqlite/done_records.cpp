@@ -23,10 +23,6 @@ constexpr const char* k_sql_write_done =
     "INSERT OR REPLACE INTO simba_done(mutex, window_start, label, host, token, started_at, "
     "finished, exit_code, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 
-void bind_text(sqlite3_stmt* s, int i, const std::string& v) {
-  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-}
-
 } // namespace
 
 int ensure_done_table(Connection& db) {

@@ -30,10 +30,6 @@ constexpr const char* k_sql_read =
     "SELECT mutex, at, event, owner, holder, token, exit_code, held_ms, waited_ms FROM "
     "simba_history WHERE (?1 = '' OR mutex = ?1) AND at >= ?2 ORDER BY at, mutex, seq";
 
-void bind_text(sqlite3_stmt* s, int i, const std::string& v) {
-  sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-}
-
 template <typename T> void bind_optional(sqlite3_stmt* s, int i, const std::optional<T>& v) {
   if (v)
     sqlite3_bind_int64(s, i, *v);
