@@ -63,6 +63,22 @@ assert_eq "[\"forced victim $host $forcer release --force\"]" \
   "$(events f 'select(.event == "forced") | "\(.event) \(.label) \(.host) \(.pid) \(.via)"')" \
   "the forced release and who forced it"
 
+# SQLite: each process turns its clock into wall time on its own, so an
+# event is never written before its mutex's last one (else a release and
+# the next acquisition could swap places when read in time order). The
+# last event moved 1 h ahead, as a process whose wall time ran ahead would
+# have written it: the next events come after it.
+if [[ ${SIMBA_E2E_BACKEND:-sqlite} == sqlite ]]; then
+  "$SIMBA" run --mutex t -q -- true
+  sqlite3 "$T/simba.db" "UPDATE simba_history SET at = at + 3600000 WHERE mutex = 't' AND \
+    seq = (SELECT MAX(seq) FROM simba_history WHERE mutex = 't')"
+  "$SIMBA" run --mutex t --contender-id later -q -- true
+  assert_exit 0 "$SIMBA" history --mutex t --json
+  assert_eq '["acquired","released","acquired later","released later"]' \
+    "$(jq -c '[.events[] | (.event + (if .label == "later" then " later" else "" end))]' "$T/out")" \
+    "a later event read after an earlier one whose time ran ahead"
+fi
+
 # --since: only the recent events.
 assert_exit 0 "$SIMBA" history --mutex h --since 1ms --json
 assert_eq 0 "$(jq '.events | length' "$T/out")" "history --since 1ms of an old mutex"

@@ -17,10 +17,15 @@ const char* const k_sql_create_history =
 namespace {
 
 // seq: one more than the mutex's last (a seek to the end of its range).
+// at: never before the mutex's last event. Each process turns its boot
+// clock into wall time on its own, a millisecond or so apart, and history
+// is read in time order: a release and the next acquisition by another
+// process must not swap places.
 constexpr const char* k_sql_insert =
     "INSERT INTO simba_history(mutex, seq, at, event, owner, holder, token, exit_code, held_ms, "
-    "waited_ms) VALUES (?1, COALESCE((SELECT MAX(seq) FROM simba_history WHERE mutex = ?1), 0) "
-    "+ 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+    "waited_ms) SELECT ?1, COALESCE(last.seq, 0) + 1, MAX(?2, COALESCE(last.at, ?2)), ?3, ?4, "
+    "?5, ?6, ?7, ?8, ?9 FROM (SELECT 1) LEFT JOIN (SELECT seq, at FROM simba_history WHERE "
+    "mutex = ?1 ORDER BY seq DESC LIMIT 1) AS last";
 
 constexpr const char* k_sql_trim =
     "DELETE FROM simba_history WHERE mutex = ?1 AND seq <= (SELECT MAX(seq) FROM simba_history "
