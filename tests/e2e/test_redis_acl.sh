@@ -63,7 +63,8 @@ assert_exit 0 "$SIMBA" status --json --all
 grep -q '"mutex":"m"' "$T/out" || fail "status does not list m: $(cat -- "$T/out")"
 "$SIMBA" run --mutex held -- sleep 30 &
 owner=$!
-wait_for 10 test "$(mutex_state held)" = held
+held_now() { test "$(mutex_state held)" = held; } # asked again at each try
+wait_for 10 held_now
 assert_exit 0 "$SIMBA" release --mutex held --force
 wait_for 10 pid_dead "$owner" # its CMD stopped: the release reached it
 
