@@ -6,7 +6,8 @@
 // it stands after the call and the backend's clock at that moment. Failures
 // that can happen in normal use (busy, timeout, connection lost) are values,
 // never exceptions; exceptions (UsageError, UnavailableError) are thrown only
-// by open_backend().
+// by open_backend() (and by the first call of a Redis backend whose server
+// checks went with that call: redis/redis.hpp).
 #include "core/lease.hpp"
 #include "core/once_per.hpp"
 

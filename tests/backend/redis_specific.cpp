@@ -322,12 +322,14 @@ TEST_CASE("redis: connection refused is UnavailableError, quickly, without the p
   CHECK(unix_msg.find("/nonexistent/dir/redis.sock") != std::string::npos);
 }
 
-TEST_CASE("redis: a port where no Redis speaks is UnavailableError within the timeout") {
+TEST_CASE("redis: a port where no Redis speaks is UnavailableError within the timeout (at open, or "
+          "at the first call that carries the checks)") {
   {
     FakeServer silent; // accepts (backlog), never answers
     int64_t t0 = mono_ms();
     std::string msg = error_of<simba::UnavailableError>([&] {
-      open_backend("redis://127.0.0.1:" + std::to_string(silent.port) + "?timeout=300ms");
+      open_backend("redis://127.0.0.1:" + std::to_string(silent.port) + "?timeout=300ms")
+          ->get("m", k_timeout); // the checks may go with the first call
     });
     int64_t dt = mono_ms() - t0;
     CHECK(dt >= 250);
@@ -337,8 +339,10 @@ TEST_CASE("redis: a port where no Redis speaks is UnavailableError within the ti
   {
     FakeServer http("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
     int64_t t0 = mono_ms();
-    std::string msg = error_of<simba::UnavailableError>(
-        [&] { open_backend("redis://127.0.0.1:" + std::to_string(http.port) + "?timeout=2s"); });
+    std::string msg = error_of<simba::UnavailableError>([&] {
+      open_backend("redis://127.0.0.1:" + std::to_string(http.port) + "?timeout=2s")
+          ->get("m", k_timeout);
+    });
     CHECK(mono_ms() - t0 < 1500);
     CHECK(msg.find("protocol") != std::string::npos);
     MESSAGE(msg);
@@ -857,6 +861,33 @@ TEST_CASE(
   MESSAGE(msg);
   server.command({"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"});
   CHECK_NOTHROW(open_backend(server.uri()));
+}
+
+// With the quarantine on, no password and database 0, the checks of the
+// server go in the first call's write (server_check.hpp: hello_can_wait()),
+// and the first script learns the server's run itself.
+TEST_CASE("redis: the first call carries the server checks — a fresh database's first acquire "
+          "is quarantined, and an allkeys-* server gets no write at all (69)") {
+  SKIP_UNLESS_REDIS();
+  {
+    OwnRedis fresh; // no marker: a first use waits a quarantine
+    auto b = open_backend(fresh.guarded_uri("first:"));
+    Reply r = require_ok(b->acquire(unique_mutex("first"), "A", 2000, 500, k_timeout));
+    CHECK_FALSE(r.changed);
+    CHECK(r.observed.lease.quarantine);
+    CHECK(fresh.command({"HGET", "simba:server", "run"})->type == REDIS_REPLY_STRING);
+  }
+  {
+    OwnRedis evicting({"--maxmemory-policy", "allkeys-lru"});
+    auto b = open_backend(evicting.guarded_uri("first:"));
+    std::string msg = error_of<simba::UnavailableError>(
+        [&] { b->acquire(unique_mutex("first"), "A", 2000, 500, k_timeout); });
+    CHECK(msg.find("maxmemory-policy allkeys-lru") != std::string::npos);
+    MESSAGE(msg);
+    ReplyPtr keys = evicting.command({"DBSIZE"});
+    REQUIRE(keys->type == REDIS_REPLY_INTEGER);
+    CHECK(keys->integer == 0); // not even the marker: the script refused before it wrote
+  }
 }
 
 TEST_CASE("redis: wake-ups are per database: a release in db 1 wakes no waiter of db 2") {

@@ -39,8 +39,40 @@ Client::Client(RedisUri uri)
 
 void Client::open() {
   int64_t deadline = sys::boottime_ms() + m_uri.timeout_ms;
-  std::string err = connect(m_conn, deadline, true, true);
+  std::string err;
+  if (hello_can_wait(m_uri)) {
+    err = m_conn.connect(m_uri, deadline);
+    if (!err.empty()) err = scrub("cannot connect to Redis at " + m_where + ": " + err);
+    m_hello_waits = err.empty();
+  } else {
+    err = connect(m_conn, deadline, true, true);
+  }
   if (!err.empty()) throw UnavailableError(err);
+}
+
+// The first call after open() left the hello to it (hello_can_wait()). A
+// script goes in the same write and learns the server's run itself ("?",
+// lua/common.lua); any other request waits for the hello's answers first.
+// What the hello refuses ends simba as open() would have (the script
+// refused it too, before any write), and so does a hello without an answer
+// (RedisBackend's users release whatever an unanswered acquire took, as
+// for any error they let through).
+Exchange Client::call_with_hello(std::vector<Command> commands, int64_t deadline, bool script) {
+  m_hello_waits = false;
+  std::vector<Command> hello = main_hello(m_uri);
+  if (!script) {
+    std::string err =
+        check_hello(m_conn, m_uri, m_where, hello, m_conn.exchange(hello, deadline), m_run_id);
+    if (!err.empty()) throw UnavailableError(err);
+    return call(std::move(commands), deadline, script);
+  }
+  commands.back().back() = "?";
+  commands.insert(commands.begin(), hello.begin(), hello.end());
+  Exchange x = m_conn.exchange(commands, deadline);
+  std::string err = check_hello(m_conn, m_uri, m_where, hello, x, m_run_id);
+  if (!err.empty()) throw UnavailableError(err);
+  x.replies.erase(x.replies.begin(), x.replies.begin() + static_cast<long>(hello.size()));
+  return x;
 }
 
 std::string Client::connect(Connection& c, int64_t deadline, bool select, bool verify) {
@@ -130,6 +162,7 @@ Exchange Client::call(std::vector<Command> commands, int64_t deadline, bool scri
     x.error = confirm_master(deadline);
     if (!x.error.empty()) return x; // Reach::not_sent
   }
+  if (m_hello_waits) return call_with_hello(std::move(commands), deadline, script);
   for (int attempt = 0;; ++attempt) {
     if (m_conn.is_open() && m_conn.stale()) m_conn.close();
     if (!m_conn.is_open()) {

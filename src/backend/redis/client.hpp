@@ -28,7 +28,9 @@ public:
 
   // Connects and checks that a Redis answers (and accepts the password)
   // before anything else happens: a wrong password, a server that is down,
-  // or a port where no Redis speaks end simba at once (exit 69).
+  // or a port where no Redis speaks end simba at once (exit 69). Where
+  // hello_can_wait() (server_check.hpp), the checks go with the first call,
+  // which then throws UnavailableError as open() would have.
   void open();
 
   // Connects `c` and checks the server (server_check.hpp). `select`: the
@@ -93,6 +95,7 @@ private:
   std::string connect_to(Connection& c, int64_t deadline, bool select, bool verify);
   std::string connect_master(Connection& c, int64_t deadline, bool select, bool verify);
   bool sentinel() const { return !m_uri.sentinel.nodes.empty(); }
+  Exchange call_with_hello(std::vector<Command> commands, int64_t deadline, bool script);
 
   RedisUri m_uri;
   std::string m_where;
@@ -102,6 +105,7 @@ private:
   int64_t m_budget_ms = 0;     // of the current call, for messages
   bool m_master_known = false; // Sentinel: m_uri's host and port are the master's
   int64_t m_confirmed_at = 0;  // Sentinel: when a sentinel last named it (boottime)
+  bool m_hello_waits = false;  // open() connected and left the hello to the first call
 };
 
 } // namespace simba::backend::redis

@@ -27,7 +27,8 @@ namespace simba::backend {
 // Connects to the server of `uri` (uri.hpp) and checks it. Throws
 // UnavailableError when the server cannot be reached, refuses the
 // password, or does not speak Redis (or a Redis too old, or one that may
-// evict a lease) — within the URI's timeout.
+// evict a lease) — within the URI's timeout. Where the checks wait for the
+// first call (server_check.hpp: hello_can_wait()), that call throws it.
 std::unique_ptr<Backend> open_redis(RedisUri uri);
 
 } // namespace simba::backend

@@ -130,7 +130,17 @@ std::string check_server(Connection& c, const RedisUri& uri, const std::string& 
                          int64_t deadline, bool select, bool verify, std::string& run_id) {
   std::vector<Command> hello = hello_commands(uri, select, verify);
   if (hello.empty()) return "";
-  Exchange x = c.exchange(hello, deadline);
+  return check_hello(c, uri, where, hello, c.exchange(hello, deadline), run_id);
+}
+
+bool hello_can_wait(const RedisUri& uri) {
+  return uri.password.empty() && uri.db == 0 && uri.sentinel.nodes.empty() && uri.quarantine;
+}
+
+std::vector<Command> main_hello(const RedisUri& uri) { return hello_commands(uri, true, true); }
+
+std::string check_hello(Connection& c, const RedisUri& uri, const std::string& where,
+                        const std::vector<Command>& hello, const Exchange& x, std::string& run_id) {
   if (!x.ok) {
     if (x.error == net::k_timed_out)
       return "no answer from Redis at " + where + " within " +

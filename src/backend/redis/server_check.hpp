@@ -26,4 +26,21 @@ constexpr int k_min_redis_major = 5;
 std::string check_server(Connection& c, const RedisUri& uri, const std::string& where,
                          int64_t deadline, bool select, bool verify, std::string& run_id);
 
+// The hello of the main connection may wait for the first script, and go in
+// its write (Client::call(), README "Speed": one round trip less per run),
+// when nothing in it may refuse while the script still runs: no password
+// (a wrong one would leave the script to the default user), database 0 (a
+// refused SELECT would leave it to database 0), no Sentinel (ROLE first),
+// the quarantine on (the script then learns the server's run itself, and
+// refuses before any write a server that may evict a lease: lua/common.lua
+// "The first script of a connection").
+bool hello_can_wait(const RedisUri& uri);
+
+// The main connection's hello (INFO server, INFO memory) when it waits.
+std::vector<Command> main_hello(const RedisUri& uri);
+
+// check_server() of the answers to `hello`, the first replies of `x`.
+std::string check_hello(Connection& c, const RedisUri& uri, const std::string& where,
+                        const std::vector<Command>& hello, const Exchange& x, std::string& run_id);
+
 } // namespace simba::backend::redis

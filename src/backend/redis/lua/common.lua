@@ -22,10 +22,23 @@
 -- below), the database number (channels are
 -- server-wide, so their names carry it) and the run_id of the server its
 -- connection talks to ("" with quarantine=off), from the INFO it sent when
--- it connected.
+-- it connected ('?': see below).
 local SERVER_RUN = table.remove(ARGV)
 local DB = table.remove(ARGV)
 local HISTORY_LIMIT = tonumber(table.remove(ARGV)) or 0
+
+-- The first script of a connection may come in the same write as the
+-- connection's INFO (server_check.hpp: hello_can_wait()), before the
+-- client knows the server's run: it then sends '?', and the script asks
+-- INFO itself. It also refuses, before any write, what the client refuses
+-- when it reads that INFO: a server that may evict a lease (allkeys-*).
+if SERVER_RUN == '?' then
+  SERVER_RUN = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  local policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:(%S+)')
+  if not SERVER_RUN or not policy or string.sub(policy, 1, 8) == 'allkeys-' then
+    return redis.error_reply('SIMBA refused: no run_id, or an eviction policy that may evict a lease')
+  end
+end
 
 -- The server's clock: epoch milliseconds (lease times) and microseconds
 -- (fence seeds).
