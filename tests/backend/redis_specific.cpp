@@ -865,12 +865,21 @@ TEST_CASE(
 
 // With the quarantine on, no password and database 0, the checks of the
 // server go in the first call's write (server_check.hpp: hello_can_wait()),
-// and the first script learns the server's run itself.
+// and the first script learns the server's run itself. The scripts are
+// loaded first, as on any server simba has used: a NOSCRIPT would send the
+// script again, after the checks' answers, with the run known.
 TEST_CASE("redis: the first call carries the server checks — a fresh database's first acquire "
           "is quarantined, and an allkeys-* server gets no write at all (69)") {
   SKIP_UNLESS_REDIS();
+  namespace lua = simba::backend::redis::lua;
+  auto load_acquire = [](OwnRedis& server) {
+    ReplyPtr sha = server.command({"SCRIPT", "LOAD", lua::k_acquire.text});
+    REQUIRE(sha->type == REDIS_REPLY_STRING);
+    REQUIRE(std::string(sha->str) == lua::k_acquire.sha1);
+  };
   {
     OwnRedis fresh; // no marker: a first use waits a quarantine
+    load_acquire(fresh);
     auto b = open_backend(fresh.guarded_uri("first:"));
     Reply r = require_ok(b->acquire(unique_mutex("first"), "A", 2000, 500, k_timeout));
     CHECK_FALSE(r.changed);
@@ -879,6 +888,7 @@ TEST_CASE("redis: the first call carries the server checks — a fresh database'
   }
   {
     OwnRedis evicting({"--maxmemory-policy", "allkeys-lru"});
+    load_acquire(evicting);
     auto b = open_backend(evicting.guarded_uri("first:"));
     std::string msg = error_of<simba::UnavailableError>(
         [&] { b->acquire(unique_mutex("first"), "A", 2000, 500, k_timeout); });
