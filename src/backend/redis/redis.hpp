@@ -8,7 +8,8 @@
 //   backend.cpp      the Backend: the lease operations, forwarding the rest
 //   client.*         the main connection: requests, scripts, the key layout
 //   connection.*     one connection with deadlines (hiredis + net/), TLS or not
-//   server_check.*   what a connection sends first, the server's checks
+//   server_check.*   what a connection sends first (or with its first script),
+//                    the server's checks
 //   sentinel.*       Redis Sentinel: asking the sentinels for the master
 //   reply.*          reading hiredis' replies
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
