@@ -23,6 +23,31 @@
 -- server-wide, so their names carry it) and the run_id of the server its
 -- connection talks to ("" with quarantine=off), from the INFO it sent when
 -- it connected.
+--
+-- Redis Cluster (redis/cluster_*.cpp): a command's declared keys must all
+-- hash to one slot, and the node's marker (KEYS[3] or KEYS[1]) lives in a
+-- slot of its own, as do the mutexes one listing reads. So the client
+-- declares only keys of the mutex's slot (to route the call: see
+-- cluster_route.cpp) and sends the keys this script reads last of all, with
+-- "+keys <n>" after them; they become KEYS here. A script without a
+-- shebang line may touch any key of a slot the node serves. Otherwise the
+-- last argument is the server run ('' or hex digits), never "+keys".
+-- In a cluster the wake-ups go by sharded pub/sub, to the slot's own node
+-- only (wakeups.cpp: SSUBSCRIBE there), so PUBLISH counts every listener
+-- that gets the message: a grant nobody counted is never delivered.
+local PUBLISH = 'PUBLISH'
+do
+  local moved = tonumber(string.match(ARGV[#ARGV] or '', '^%+keys (%d+)$'))
+  if moved then
+    table.remove(ARGV)
+    local keys = {}
+    for i = #ARGV - moved + 1, #ARGV do keys[#keys + 1] = ARGV[i] end
+    for _ = 1, moved do table.remove(ARGV) end
+    for i = #KEYS, 1, -1 do KEYS[i] = nil end
+    for i, k in ipairs(keys) do KEYS[i] = k end
+    PUBLISH = 'SPUBLISH'
+  end
+end
 local SERVER_RUN = table.remove(ARGV)
 local DB = table.remove(ARGV)
 local HISTORY_LIMIT = tonumber(table.remove(ARGV)) or 0
@@ -91,7 +116,7 @@ end
 
 -- Tells a revoked owner (and whoever listens) on the mutex's channel.
 local function notify(hash)
-  redis.call('PUBLISH', channel(hash, 'released'), '1')
+  redis.call(PUBLISH, channel(hash, 'released'), '1')
 end
 
 -- The server run (DESIGN §9, README "Safety model"). Redis may lose a lease
@@ -254,11 +279,11 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
     if w == skip then
       -- not a waiter (should its own dequeue have failed)
     elseif not ttl then
-      if redis.call('PUBLISH', wake, '1') > 0 then return false end
+      if redis.call(PUBLISH, wake, '1') > 0 then return false end
     elseif quarantine_end(marker, now, tonumber(ttl) + tonumber(transition)) then
       -- No new lease now: only wake it; its acquire sees the quarantine
       -- and sleeps until it ends.
-      if redis.call('PUBLISH', wake, '1') > 0 then return false end
+      if redis.call(PUBLISH, wake, '1') > 0 then return false end
     else
       local l = {owner = w, acquired_at = now, token = last + math.max(1, now_us - last)}
       -- The lease is written before it is published: should a write fail
@@ -269,7 +294,7 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       set_holder(hash, l.token, redis.call('HGET', hash .. ':who', w))
       local msg = table.concat({'grant', int(now), int(l.acquired_at), int(l.ttl_at),
                                 int(l.transition_at), int(l.token)}, ' ')
-      if redis.call('PUBLISH', wake, msg) > 0 then
+      if redis.call(PUBLISH, wake, msg) > 0 then
         history(hash, {e = 'handed_over', at = int(now), o = w,
                        h = redis.call('HGET', hash .. ':who', w) or '', t = int(l.token),
                        w = waited(first[2], now)})
@@ -342,7 +367,7 @@ local function wake_waiter(hash, free_slots)
     else
       local _, _, w = string.match(one[1], '^(%d+) (%d+) (.+)$')
       w = w or one[1]
-      if redis.call('PUBLISH', channel(hash, 'wake:' .. w), '1') > 0 then return end
+      if redis.call(PUBLISH, channel(hash, 'wake:' .. w), '1') > 0 then return end
       redis.call('ZREM', queue, one[1])
       redis.call('HDEL', hash .. ':who', w)
     end
