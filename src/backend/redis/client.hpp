@@ -107,6 +107,9 @@ public:
   // Where a subscription for `mutex` belongs now (a failover, a resharding
   // moves it).
   std::string where_of(const std::string& mutex) const;
+  // A cluster's MOVED to a subscription: the slot map learns it (the next
+  // subscription goes there).
+  void learn_redirect(const std::string& error_text);
   // SSUBSCRIBE in a cluster (sharded pub/sub: lua/common.lua, PUBLISH).
   const char* subscribe_command() const { return m_cluster ? "SSUBSCRIBE" : "SUBSCRIBE"; }
 

@@ -10,27 +10,21 @@
 namespace simba::backend::redis {
 namespace {
 
-// The keys that route a lease script on `keys` (the script's own: hash,
-// fence, marker): those of the mutex's slot, and every key of the mutex
-// that the scripts may touch without declaring it. While the slot
-// migrates, a node runs a command only when it holds every key it
-// declares (else ASK or TRYAGAIN, before anything runs), so a script
-// never stops half-way on a key that already left.
+// The keys that route a script: those of `keys` (its own) in `slot`,
+// the marker aside. Only these: while the slot migrates, a node runs a
+// command only when it holds every key the command declares (else ASK or
+// TRYAGAIN, before anything runs), and a key that does not exist (no
+// waiters, no history) would turn every call into TRYAGAIN until the
+// migration ends, a held lease's renewals too. The keys a script touches
+// undeclared: on the target (ASKING) any key of the slot may be touched;
+// on the source a key that already left fails the script there (it stops
+// with an error; each script reads before it writes what matters, so what
+// it wrote by then ends no lease and grants none untold: README "Redis
+// Cluster").
 std::vector<std::string> route_keys(const std::vector<std::string>& keys, int slot) {
   std::vector<std::string> out;
-  auto add = [&out](const std::string& k) {
-    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
-  };
-  for (const std::string& k : keys) {
-    if (k == k_marker || key_slot(k) != slot) continue;
-    add(k);
-    // "<prefix>{m}" or a slot's row "<prefix>{m}#k": the mutex's keys
-    // (lua/common.lua, common_once.lua).
-    size_t close = k.find('}');
-    if (close == std::string::npos || (close + 1 < k.size() && k[close + 1] != '#')) continue;
-    std::string base = k.substr(0, close + 1);
-    for (const char* tail : {"", ":waiters", ":who", ":history", ":once"}) add(base + tail);
-  }
+  for (const std::string& k : keys)
+    if (k != k_marker && key_slot(k) == slot) out.push_back(k);
   return out;
 }
 
@@ -71,6 +65,10 @@ std::string Client::connect_subscriber(Connection& c, const std::string& mutex, 
     return err;
   }
   return m_cluster->connect_subscriber(c, key_slot(hash_key(mutex)), deadline, where);
+}
+
+void Client::learn_redirect(const std::string& error_text) {
+  if (m_cluster) m_cluster->learn_redirect(error_text);
 }
 
 std::string Client::where_of(const std::string& mutex) const {

@@ -14,9 +14,10 @@
 namespace simba::backend::redis {
 namespace {
 
-// Redirections one call follows at most (MOVED, ASK, TRYAGAIN, a master
-// that went away): a map that keeps changing under us is an error.
-constexpr int k_max_hops = 16;
+// Tries one call makes at most (after MOVED, ASK, TRYAGAIN, a master that
+// went away; those that wait count too): the call's deadline ends it first
+// in all but a map that keeps changing without pause.
+constexpr int k_max_hops = 64;
 // TRYAGAIN: a slot's keys are moving; the migration of one slot takes
 // milliseconds.
 constexpr int64_t k_try_again_ms = 20;
@@ -59,6 +60,17 @@ ClusterRoute::Node* ClusterRoute::node_named(const std::string& name) {
   for (auto& n : m_nodes)
     if (n->name == name) return n.get();
   return nullptr;
+}
+
+void ClusterRoute::place_marker(Node& n, int slot) {
+  std::vector<int> ends = m_map.range_ends_of(n.name);
+  if (ends.empty()) ends.push_back(std::max(slot, 0)); // importing its first slot
+  if (ends == n.marker_ranges && !n.marker.empty()) return;
+  auto key = [](int s) { return "simba:server{" + tag_for_slot(s) + "}"; };
+  n.marker = key(ends[0]);
+  n.markers_before.clear();
+  for (size_t i = 1; i < ends.size(); ++i) n.markers_before.push_back(key(ends[i]));
+  n.marker_ranges = ends;
 }
 
 std::string ClusterRoute::ensure(Node& n, int64_t deadline, bool verify) {
@@ -119,8 +131,14 @@ std::vector<Command> ClusterRoute::script_commands(Node& n, const lua::Script& s
   Command cmd{eval ? "EVAL" : "EVALSHA", eval ? s.text : s.sha1, std::to_string(route_keys.size())};
   cmd.insert(cmd.end(), route_keys.begin(), route_keys.end());
   cmd.insert(cmd.end(), args.begin(), args.end());
-  for (const std::string& k : keys) cmd.push_back(k == k_marker ? n.marker : k);
-  cmd.push_back("+keys " + std::to_string(keys.size()));
+  bool marker = false;
+  for (const std::string& k : keys) {
+    cmd.push_back(k == k_marker ? n.marker : k);
+    marker = marker || k == k_marker;
+  }
+  size_t before = marker ? n.markers_before.size() : 0;
+  if (marker) cmd.insert(cmd.end(), n.markers_before.begin(), n.markers_before.end());
+  cmd.push_back("+keys " + std::to_string(keys.size() + before) + " " + std::to_string(before));
   return {cmd};
 }
 
@@ -131,6 +149,7 @@ Exchange ClusterRoute::routed(int slot, const std::string& fixed, const lua::Scr
                               bool ping_first) {
   int64_t budget_ms = std::max<int64_t>(1, deadline - sys::boottime_ms());
   bool asking = false, eval = false, resent = false;
+  int moved = 0;
   ClusterNode ask_target;
   std::string last_error;
   for (int hop = 0; hop < k_max_hops && sys::boottime_ms() < deadline; ++hop) {
@@ -163,14 +182,7 @@ Exchange ClusterRoute::routed(int slot, const std::string& fixed, const lua::Scr
       discover(deadline);
       continue;
     }
-    // The marker: in the lowest slot the node serves (one that is only
-    // importing the call's slot has that one).
-    int first = m_map.first_slot_of(n->name);
-    if (first < 0) first = std::max(slot, 0);
-    if (first != n->marker_slot) {
-      n->marker = "simba:server{" + tag_for_slot(first) + "}";
-      n->marker_slot = first;
-    }
+    place_marker(*n, slot);
     std::vector<Command> cmds;
     if (asking) cmds.push_back({"ASKING"});
     bool ping = ping_first && !asking && hop == 0;
@@ -211,6 +223,10 @@ Exchange ClusterRoute::routed(int slot, const std::string& fixed, const lua::Scr
       if (r.kind == Redirect::Kind::moved) {
         m_map.move(r.slot, r.node);
         asking = false;
+        // A second MOVED in one call: the masters disagree for a moment
+        // (a migration's SETSLOT NODE reached one and not yet the other),
+        // and would send us back and forth: let them settle.
+        if (++moved > 1) pause_ms(k_try_again_ms, deadline);
         continue;
       }
       if (r.kind == Redirect::Kind::ask && !asking) {
@@ -276,6 +292,11 @@ std::string ClusterRoute::connect_subscriber(Connection& c, int slot, int64_t de
   if (!err.empty()) return scrub("cannot connect to Redis at " + where + ": " + err, u.password);
   std::string run_id;
   return check_server(c, u, where, deadline, false, false, run_id);
+}
+
+void ClusterRoute::learn_redirect(const std::string& error_text) {
+  Redirect r = read_redirect(error_text);
+  if (r.kind == Redirect::Kind::moved && !r.node.host.empty()) m_map.move(r.slot, r.node);
 }
 
 std::string ClusterRoute::where_of(int slot) const {

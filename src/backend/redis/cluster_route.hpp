@@ -55,6 +55,8 @@ public:
   // Connects `c` (a subscription) to the master of `slot`; "" or why not.
   // `where`: that master.
   std::string connect_subscriber(Connection& c, int slot, int64_t deadline, std::string& where);
+  // A MOVED that another connection got (a subscription's): the map learns it.
+  void learn_redirect(const std::string& error_text);
   // The master of `slot` as last known ("" none).
   std::string where_of(int slot) const;
 
@@ -64,12 +66,18 @@ private:
     std::string name;
     Connection conn;
     std::string run_id; // INFO server at connect
-    std::string marker; // "simba:server{TAG}", TAG in the node's lowest slot
-    int marker_slot = -1;
+    // "simba:server{TAG}", TAG in the node's lowest slot, and where it may
+    // have been before (lua/common.lua: read_marker), for `marker_ranges`.
+    std::string marker;
+    std::vector<std::string> markers_before;
+    std::vector<int> marker_ranges;
   };
   Node& node(const ClusterNode& a);
   Node* node_named(const std::string& name);
   RedisUri node_uri(const ClusterNode& a) const;
+  // Sets n.marker and n.markers_before from the map (`slot`: the call's,
+  // for a node that serves none yet but imports it).
+  void place_marker(Node& n, int slot);
   // Connects when not connected (or stale); "" or why not.
   std::string ensure(Node& n, int64_t deadline, bool verify = false);
   // CLUSTER SLOTS from the masters known, then the seeds; "" or why not.

@@ -108,12 +108,20 @@ std::vector<ClusterNode> SlotMap::masters() const {
   return out;
 }
 
-int SlotMap::first_slot_of(const std::string& name) const {
-  for (int s = 0; s < k_cluster_slots; ++s) {
+std::vector<int> SlotMap::range_ends_of(const std::string& name) const {
+  std::vector<int> out;
+  auto serves = [&](int s) {
     int at = m_owner[size_t(s)];
-    if (at >= 0 && m_nodes[size_t(at)].name() == name) return s;
+    return at >= 0 && m_nodes[size_t(at)].name() == name;
+  };
+  for (int s = 0; s < k_cluster_slots; ++s) {
+    if (!serves(s)) continue;
+    int first = s;
+    while (s + 1 < k_cluster_slots && serves(s + 1)) ++s;
+    out.push_back(first);
+    if (s != first) out.push_back(s);
   }
-  return -1;
+  return out;
 }
 
 Redirect read_redirect(const std::string& text) {

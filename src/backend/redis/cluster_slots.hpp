@@ -43,8 +43,9 @@ public:
   bool empty() const { return m_nodes.empty(); }
   // The masters that serve a slot, in the order first seen.
   std::vector<ClusterNode> masters() const;
-  // The lowest slot `node` serves, -1 if none.
-  int first_slot_of(const std::string& name) const;
+  // The first and last slot of each range of slots `name` serves, in
+  // order (empty: none); the lowest slot first.
+  std::vector<int> range_ends_of(const std::string& name) const;
 
 private:
   int index_of(const ClusterNode& n);

@@ -122,6 +122,7 @@ bool PubSubWakeups::subscribe() {
     // Unconfirmed, a release could find nobody listening and drop us from
     // the queue: try again later (the timed wake-up covers the meantime).
     if (!err.empty() || is_error(r.get()) || !is_subscribed(r.get())) {
+      if (err.empty() && is_error(r.get())) m_client.learn_redirect(reply_text(r.get()));
       m_sub.close();
       return false;
     }
