@@ -103,7 +103,11 @@ starts 4 || show || fail "no CMD ran after the holder's: $(cat -- "$log")"
 
 # The wrong-node paths were taken: ASK and MOVED from the source, ASKING
 # on the target.
-errorstat() { ccli "$1" INFO errorstats | tr -d '\r' | sed -n "s/^errorstat_$2:count=//p"; }
+errorstat() {
+  local n
+  n=$(ccli "$1" INFO errorstats | tr -d '\r' | sed -n "s/^errorstat_$2:count=//p")
+  printf '%s\n' "${n:-0}"
+}
 (($(errorstat "$A" ASK) > 0)) || fail "the source never answered ASK"
 (($(errorstat "$A" MOVED) > 0)) || fail "the source never answered MOVED"
 asking=$(ccli "$B" INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_asking:calls=\([0-9]*\).*/\1/p')
