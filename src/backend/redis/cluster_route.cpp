@@ -115,9 +115,9 @@ std::string ClusterRoute::open(int64_t deadline) {
   if (!err.empty()) return err;
   std::vector<ClusterNode> masters = m_map.masters();
   if (masters.empty()) return "the Redis Cluster serves no slot";
-  // The checks a lone server gets (version, eviction, the ACL probes) on
-  // the first master; every other master gets the same checks but the
-  // probes when first used.
+  // Every node gets the checks a lone server gets (version, eviction) when
+  // first used; an ACL user's probes go to the first master, once.
+  if (m_uri.user.empty()) return "";
   Node& n = node(masters[0]);
   n.conn.close();
   return ensure(n, deadline, true);

@@ -26,9 +26,8 @@ class ClusterRoute {
 public:
   explicit ClusterRoute(const RedisUri& uri) : m_uri(uri) {}
 
-  // Asks the seeds for the slot map and connects to the master of slot
-  // 0's neighbourhood (the first master), checking it as a lone server is
-  // checked (`verify`: the ACL probes). "" or one line for the user.
+  // Asks the seeds (in order) for the slot map; an ACL user's probes go
+  // to the first master (server_check.hpp). "" or one line for the user.
   std::string open(int64_t deadline);
 
   // A script on the master of `slot`: EVALSHA (EVAL when NOSCRIPT)
