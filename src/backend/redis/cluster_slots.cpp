@@ -3,20 +3,30 @@
 
 #include "backend/redis/reply.hpp"
 
+#include <array>
 #include <cstdlib>
 
 namespace simba::backend::redis {
 namespace {
 
 // CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), the cluster's key
-// hash. Bit by bit: keys are short, and only the cluster path computes it.
+// hash, a byte at a time through a table made on first use
+// (tag_for_slot() hashes some ten thousand short tags per marker).
 uint16_t crc16(const char* p, size_t n) {
+  static const std::array<uint16_t, 256> table = [] {
+    std::array<uint16_t, 256> t{};
+    for (unsigned i = 0; i < 256; ++i) {
+      uint16_t crc = static_cast<uint16_t>(i << 8);
+      for (int b = 0; b < 8; ++b)
+        crc = static_cast<uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+      t[i] = crc;
+    }
+    return t;
+  }();
   uint16_t crc = 0;
-  for (size_t i = 0; i < n; ++i) {
-    crc ^= static_cast<uint16_t>(static_cast<unsigned char>(p[i]) << 8);
-    for (int b = 0; b < 8; ++b)
-      crc = static_cast<uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
-  }
+  for (size_t i = 0; i < n; ++i)
+    crc = static_cast<uint16_t>((crc << 8) ^
+                                table[((crc >> 8) ^ static_cast<unsigned char>(p[i])) & 0xff]);
   return crc;
 }
 
@@ -110,14 +120,14 @@ std::vector<ClusterNode> SlotMap::masters() const {
 
 std::vector<int> SlotMap::range_ends_of(const std::string& name) const {
   std::vector<int> out;
-  auto serves = [&](int s) {
-    int at = m_owner[size_t(s)];
-    return at >= 0 && m_nodes[size_t(at)].name() == name;
-  };
+  int node = -1;
+  for (size_t i = 0; i < m_nodes.size(); ++i)
+    if (m_nodes[i].name() == name) node = int(i);
+  if (node < 0) return out;
   for (int s = 0; s < k_cluster_slots; ++s) {
-    if (!serves(s)) continue;
+    if (m_owner[size_t(s)] != node) continue;
     int first = s;
-    while (s + 1 < k_cluster_slots && serves(s + 1)) ++s;
+    while (s + 1 < k_cluster_slots && m_owner[size_t(s + 1)] == node) ++s;
     out.push_back(first);
     if (s != first) out.push_back(s);
   }
