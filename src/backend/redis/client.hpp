@@ -18,8 +18,9 @@ class ClusterRoute;
 // The database's marker (lua/common.lua: "The server run"). One per
 // database, not per prefix: a restart or a FLUSHDB loses every prefix's
 // leases at once, and a first use of each prefix (every test has its own)
-// need not wait a quarantine. No hash tag: Redis Cluster would need one per
-// slot.
+// need not wait a quarantine. No hash tag: in a Redis Cluster each master
+// has its own marker instead, and this name stands for it in a script's
+// keys (cluster_route.hpp).
 extern const std::string k_marker;
 
 class Client {
