@@ -128,7 +128,7 @@ _simba() {
       values=("${values[@]/#/${cur%%:*}:}")
       [[ // == "$rest"* ]] && values+=("${cur%%:*}:///")
       ;;
-    *) values=(sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// postgres://) ;;
+    *) values=(sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster:// postgres://) ;;
     esac
     compopt -o nospace 2>/dev/null || true
     ;;

@@ -83,6 +83,8 @@ function __simba_backends
         echo -e 'redis+unix://\tRedis over a Unix socket: redis+unix:///path.sock[?db=N]'
         echo -e 'redis+sentinel://\tthe master Redis Sentinel names: host[:port][,host[:port]...]/master[/db]'
         echo -e 'rediss+sentinel://\tthe same over TLS: host[:port][,...]/master[/db][?cacert=..]'
+        echo -e 'redis+cluster://\ta Redis Cluster through seed nodes: host[:port][,host[:port]...][/0]'
+        echo -e 'rediss+cluster://\tthe same over TLS: host[:port][,...][/0][?cacert=..]'
         echo -e 'postgres://\tPostgreSQL: [user@]host[:port][,host2...]/db[?schema=..&prefix=..]'
     end
 end

@@ -189,6 +189,8 @@ BackendUri parse_backend_uri(const std::string& uri) {
   if (scheme == "redis+unix") return parse_redis(true, false, rest, shown);
   if (scheme == "redis+sentinel") return parse_sentinel(false, rest, shown);
   if (scheme == "rediss+sentinel") return parse_sentinel(true, rest, shown);
+  if (scheme == "redis+cluster") return parse_cluster(false, rest, shown);
+  if (scheme == "rediss+cluster") return parse_cluster(true, rest, shown);
   if (scheme == "postgres" || scheme == "postgresql") return parse_postgres(scheme, rest, shown);
   throw UsageError("unknown backend '" + scheme + "' in '" + shown + "': " + k_expected);
 }

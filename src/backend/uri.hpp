@@ -33,6 +33,14 @@ struct RedisSentinels {
   bool tls = false;
 };
 
+// redis+cluster://[[user]:password@]HOST[:PORT][,HOST[:PORT]...][/0][?...]: a
+// Redis Cluster reached through these seed nodes (port 6379 by default),
+// asked in this order for the slot map (redis/cluster_route.hpp); a
+// cluster has database 0 only. rediss+cluster:// speaks TLS to every node.
+struct RedisCluster {
+  std::vector<RedisSentinels::Node> seeds; // empty: not a cluster
+};
+
 // redis://[[user]:password@]host[:port][/db][?prefix=...&timeout=...&db=...&quarantine=...]
 // redis+unix://[[user]:password@]/path.sock[?db=N&...] (also redis+unix:/path.sock)
 // rediss://... the same over TLS, plus ?cacert=FILE, ?cert=FILE&key=FILE, ?insecure=1
@@ -58,6 +66,8 @@ struct RedisUri {
   bool tls_insecure = false;
   // Sentinel: host and port are the master's, found by asking them.
   RedisSentinels sentinel;
+  // Cluster: host and port are those of the node a call goes to.
+  RedisCluster cluster;
 };
 
 // The environment variable a Redis password may come from.

@@ -22,6 +22,8 @@ long parse_number(const std::string& s, long max, const std::string& what,
 RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest, const std::string& shown);
 // `rest` follows "redis+sentinel:" or "rediss+sentinel:".
 RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& shown);
+// `rest` follows "redis+cluster:" or "rediss+cluster:".
+RedisUri parse_cluster(bool tls, const std::string& rest, const std::string& shown);
 // `rest` follows "postgres:" or "postgresql:".
 PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
                            const std::string& shown);

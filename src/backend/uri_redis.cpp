@@ -1,5 +1,5 @@
-// Redis URIs: redis://, rediss://, redis+unix://, redis+sentinel:// and
-// rediss+sentinel:// into a RedisUri, and back into a description without
+// Redis URIs: redis://, rediss://, redis+unix://, redis+sentinel://,
+// rediss+sentinel://, redis+cluster:// and rediss+cluster:// into a RedisUri, and back into a description without
 // the password (uri.hpp).
 #include "backend/uri.hpp"
 #include "backend/uri_parts.hpp"
@@ -17,6 +17,7 @@ namespace {
 
 constexpr const char* k_sentinel_form =
     "expected redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]";
+constexpr const char* k_cluster_form = "expected redis+cluster://HOST[:PORT][,HOST[:PORT]...][/0]";
 
 // "user:password", ":password" or "user" (the password then comes from
 // SIMBA_REDIS_PASSWORD).
@@ -188,25 +189,35 @@ RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
   return e;
 }
 
-// "HOST[:PORT],HOST[:PORT]..." of a redis+sentinel:// URI.
-void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::string& shown) {
+// "HOST[:PORT],HOST[:PORT]..." of a redis+sentinel:// (`what`: "a
+// sentinel") or redis+cluster:// ("a seed node") URI, each port
+// `default_port` unless given.
+std::vector<RedisSentinels::Node> parse_node_list(const std::string& list, int default_port,
+                                                  const std::string& what,
+                                                  const std::string& shown) {
+  std::vector<RedisSentinels::Node> nodes;
   size_t pos = 0;
   while (pos <= list.size()) {
     size_t comma = std::min(list.find(',', pos), list.size());
     RedisUri node;
     node.host.clear();
     std::string port = parse_host(list.substr(pos, comma - pos), node, shown);
-    RedisSentinels::Node n{node.host};
+    RedisSentinels::Node n{node.host, default_port};
     if (!port.empty()) {
       // Never echoed: "admin:secret/m" (no "@") puts a password here.
       if (!all_digits(port))
-        bad_uri(shown, "a sentinel's port must be a number (a password goes before '@host')");
-      n.port = static_cast<int>(parse_number(port, 65535, "a sentinel's port", shown));
+        bad_uri(shown, what + "'s port must be a number (a password goes before '@host')");
+      n.port = static_cast<int>(parse_number(port, 65535, what + "'s port", shown));
       if (n.port == 0) bad_uri(shown, "port 0");
     }
-    e.sentinel.nodes.push_back(n);
+    nodes.push_back(n);
     pos = comma + 1;
   }
+  return nodes;
+}
+
+void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::string& shown) {
+  e.sentinel.nodes = parse_node_list(list, 26379, "a sentinel", shown);
 }
 
 // `rest` follows "redis+sentinel:": //[userinfo@]NODES/MASTER[/db][?query]
@@ -242,6 +253,39 @@ RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& sh
   return e;
 }
 
+// `rest` follows "redis+cluster:": //[userinfo@]NODES[/0][?query]. The
+// seeds are where simba asks for the slot map; the first master it finds
+// is where it starts (host and port, for messages until a call routes).
+RedisUri parse_cluster(bool tls, const std::string& rest, const std::string& shown) {
+  RedisUri e;
+  e.tls = tls;
+  if (rest.rfind("//", 0) != 0) bad_uri(shown, k_cluster_form);
+  std::string s = rest.substr(2);
+  if (auto at = s.rfind('@'); at != std::string::npos) {
+    parse_userinfo(s.substr(0, at), e, shown);
+    s = s.substr(at + 1);
+  }
+  std::string query;
+  if (auto q = s.find('?'); q != std::string::npos) {
+    query = s.substr(q + 1);
+    s = s.substr(0, q);
+  }
+  auto slash = s.find('/');
+  if (slash == 0) bad_uri(shown, k_cluster_form);
+  e.cluster.seeds = parse_node_list(s.substr(0, slash), 6379, "a seed node", shown);
+  bool db_given = false;
+  if (slash != std::string::npos && slash + 1 < s.size()) {
+    e.db = parse_number(s.substr(slash + 1), INT_MAX, "the database (the path)", shown);
+    db_given = true;
+  }
+  parse_query(query, e, db_given, shown);
+  if (e.db != 0) bad_uri(shown, "a Redis Cluster has database 0 only");
+  e.host = e.cluster.seeds[0].host;
+  e.port = e.cluster.seeds[0].port;
+  take_password(e, shown);
+  return e;
+}
+
 } // namespace uri_parts
 
 std::string redis_where(const RedisUri& u) {
@@ -252,16 +296,22 @@ std::string redis_where(const RedisUri& u) {
 
 namespace {
 
-// "redis+sentinel://USER@NODE,NODE/MASTER"
-std::string sentinel_describe(const RedisUri& u, const std::string& user) {
-  std::string d = (u.sentinel.tls ? "rediss+sentinel://" : "redis+sentinel://") + user;
-  for (size_t i = 0; i < u.sentinel.nodes.size(); ++i) {
+// "NODE,NODE"
+std::string node_list(const std::vector<RedisSentinels::Node>& nodes) {
+  std::string d;
+  for (size_t i = 0; i < nodes.size(); ++i) {
     RedisUri node;
-    node.host = u.sentinel.nodes[i].host;
-    node.port = u.sentinel.nodes[i].port;
+    node.host = nodes[i].host;
+    node.port = nodes[i].port;
     d += (i ? "," : "") + redis_where(node);
   }
-  return d + "/" + percent_encode(u.sentinel.master);
+  return d;
+}
+
+// "redis+sentinel://USER@NODE,NODE/MASTER"
+std::string sentinel_describe(const RedisUri& u, const std::string& user) {
+  return (u.sentinel.tls ? "rediss+sentinel://" : "redis+sentinel://") + user +
+         node_list(u.sentinel.nodes) + "/" + percent_encode(u.sentinel.master);
 }
 
 } // namespace
@@ -271,6 +321,9 @@ std::string redis_describe(const RedisUri& u) {
   std::string prefix = "prefix=" + percent_encode(u.prefix);
   std::string db = std::to_string(u.db);
   std::string d = !u.sentinel.nodes.empty() ? sentinel_describe(u, user) + "/" + db + "?" + prefix
+                  : !u.cluster.seeds.empty()
+                      ? (u.tls ? "rediss+cluster://" : "redis+cluster://") + user +
+                            node_list(u.cluster.seeds) + "/0?" + prefix
                   : u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
                                   : (u.tls ? "rediss://" : "redis://") + user + redis_where(u) +
                                         "/" + db + "?" + prefix;

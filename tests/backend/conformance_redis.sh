@@ -7,21 +7,36 @@
 #
 # Exit 77 (skipped) when SIMBA_TEST_REDIS_URI is unset; scripts/test always
 # sets it.
+#
+#   bash tests/backend/conformance_redis.sh --cluster build/simba_conformance
+#
+# runs it against the Redis Cluster of SIMBA_TEST_REDIS_CLUSTER_URI instead.
 set -euo pipefail
+var=SIMBA_TEST_REDIS_URI
+if [[ ${1:-} == --cluster ]]; then
+  var=SIMBA_TEST_REDIS_CLUSTER_URI
+  shift
+fi
 bin=$1
 shift
-if [[ -z ${SIMBA_TEST_REDIS_URI:-} ]]; then
-  echo "redis tests skipped: SIMBA_TEST_REDIS_URI is not set (scripts/test starts a redis-server and sets it)" >&2
+if [[ -z ${!var:-} ]]; then
+  echo "redis tests skipped: $var is not set (scripts/test starts a redis-server and a Redis Cluster and sets it)" >&2
   exit 77
 fi
-uri=$SIMBA_TEST_REDIS_URI
+uri=${!var}
 prefix="simba-conf-$(date +%s)-$$:"
 if [[ $uri == *\?* ]]; then uri+="&prefix=$prefix"; else uri+="?prefix=$prefix"; fi
 export SIMBA_TEST_BACKEND=$uri
 # A fresh database quarantines its first lease (README "Safety model"):
 # wait that out here, once, with a short lease (a no-op when warm).
 simba=$(dirname -- "$bin")/simba
-if [[ -x $simba ]]; then
+if [[ -x $simba && $var == SIMBA_TEST_REDIS_CLUSTER_URI ]]; then
+  # shellcheck source=../e2e/cluster_common.sh
+  source "$(dirname -- "${BASH_SOURCE[0]}")/../e2e/cluster_common.sh"
+  nodes=${uri#*://}
+  mapfile -t CLUSTER_PORTS < <(tr ',' '\n' <<<"${nodes%%[/?]*}" | sed 's/^.*://')
+  cluster_warm_up "$simba" "$uri"
+elif [[ -x $simba ]]; then
   "$simba" run --backend "$uri" --mutex warm-up --ttl 2s --transition 1s -- true
 fi
 echo "conformance against ${SIMBA_TEST_BACKEND//\/\/*@///***@}" >&2

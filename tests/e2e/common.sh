@@ -228,6 +228,11 @@ if [[ ${SIMBA_E2E_BACKEND:-sqlite} == redis ]]; then
   source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
   use_test_redis
 fi
+# ... and "redis-cluster" on the Redis Cluster of scripts/test.
+if [[ ${SIMBA_E2E_BACKEND:-sqlite} == redis-cluster ]]; then
+  source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
+  use_test_redis_cluster
+fi
 # ... and "postgres" (or "pgbouncer": through PgBouncer in transaction
 # mode) on PostgreSQL.
 if [[ ${SIMBA_E2E_BACKEND:-sqlite} == postgres || ${SIMBA_E2E_BACKEND:-} == pgbouncer ]]; then

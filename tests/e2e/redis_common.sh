@@ -9,6 +9,8 @@
 #                        SIMBA_BACKEND as that URI with a key prefix of this
 #                        test's own (after waiting out the quarantine of a
 #                        fresh database, once)
+#   use_test_redis_cluster  the same with SIMBA_TEST_REDIS_CLUSTER_URI (a Redis
+#                        Cluster that scripts/test starts and warms up)
 #   start_own_redis      a redis-server of the test's own, without persistence,
 #                        on a free loopback port, for tests that restart or
 #                        pause it: sets OWN_REDIS_PORT, OWN_REDIS_PID and
@@ -32,6 +34,12 @@ use_test_redis() {
   # scripts/test waits that out once; this is a no-op then.
   "$SIMBA" run --mutex simba-warm-up --ttl 2s --transition 1s -- true ||
     fail "cannot warm up $SIMBA_TEST_REDIS_URI"
+}
+
+use_test_redis_cluster() {
+  [[ -n ${SIMBA_TEST_REDIS_CLUSTER_URI:-} ]] ||
+    skip "redis cluster tests skipped: SIMBA_TEST_REDIS_CLUSTER_URI is not set (scripts/test starts a Redis Cluster and sets it)"
+  export SIMBA_BACKEND="${SIMBA_TEST_REDIS_CLUSTER_URI}?prefix=e2e-$$-${RANDOM}${RANDOM}:"
 }
 
 redis_ping() {

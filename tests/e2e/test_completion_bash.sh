@@ -62,8 +62,8 @@ expect "--no-wait" simba run --no
 expect "--force" simba release --f
 
 # Values.
-expect "sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// postgres://" simba run --backend ''
-expect "redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel://" simba lead --backend red
+expect "sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster:// postgres://" simba run --backend ''
+expect "redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster://" simba lead --backend red
 expect "TERM INT HUP QUIT KILL USR1 USR2" simba run --kill-signal ''
 expect "never on-failure always" simba lead --restart ''
 expect "fixed-rate fixed-delay" simba schedule --strategy ''

@@ -44,7 +44,7 @@ for sub in run lead schedule status release acquire renew history; do
   offers "simba $sub --mutex m --" "${opts[@]}"
 done
 expect 'simba release --f' "--force"
-expect 'simba run --backend ' "sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// postgres://"
+expect 'simba run --backend ' "sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster:// postgres://"
 touch -- "$T/locks.db"
 offers "simba run --backend sqlite:$T/lo" "sqlite:$T/locks.db"
 expect 'simba run --kill-signal ' "TERM INT HUP QUIT KILL USR1 USR2"

@@ -86,7 +86,7 @@ offers() { # offers N CANDIDATE...
 
 expect 1 "run lead schedule status release acquire renew history"
 expect 2 "run release renew"
-expect 3 "sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// postgres://"
+expect 3 "sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster:// postgres://"
 expect 4 "TERM INT HUP QUIT KILL USR1 USR2"
 expect 5 "never on-failure always"
 expect 6 "fixed-rate fixed-delay"

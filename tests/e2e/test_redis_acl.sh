@@ -20,9 +20,17 @@ read -ra acl <<<"${line#ACL SETUSER simba }"
 acl=("${acl[@]/#>PASSWORD/>s3cr3t-pw-42}")
 # Every command the scripts call is in it (else a NOPERM inside a script,
 # which the check at start cannot see, makes every call fail).
+# The publishing command is a variable (lua/common.lua: PUBLISH, SPUBLISH in
+# a Redis Cluster, whose README line adds what a cluster needs).
+cluster_line=$(grep -m1 '^ACL SETUSER simba +cluster|slots ' "$readme") ||
+  fail "README has no ACL line for a Redis Cluster"
 lua=$(dirname -- "${BASH_SOURCE[0]}")/../../src/backend/redis/lua
-for c in $(grep -ohE "redis\.p?call\('[A-Za-z]+'" "$lua"/*.lua | cut -d"'" -f2 | tr A-Z a-z | sort -u); do
-  [[ " ${acl[*]} " == *" +$c "* ]] || fail "README's ACL lacks +$c, which the scripts call"
+for c in $({
+  grep -ohE "redis\.p?call\('[A-Za-z]+'" "$lua"/*.lua | cut -d"'" -f2
+  grep -ohE "PUBLISH = '[A-Z]+'" "$lua"/*.lua | cut -d"'" -f2
+} | tr A-Z a-z | sort -u); do
+  [[ " ${acl[*]} $cluster_line " == *" +$c "* ]] ||
+    fail "README's ACL lacks +$c, which the scripts call"
 done
 # user ACL-WORD-TO-DROP: the documented ACL without one of its words
 make_user() {

@@ -240,4 +240,41 @@ TEST_SUITE("backend::uri") {
           "number, got 'x'");
   }
 
+  TEST_CASE("redis+cluster: the seeds in order, database 0 only, TLS to every node") {
+    EnvVar password(k_redis_password_env, "pw");
+    RedisUri r = redis_of("redis+cluster://app@n1:7000,n2,[::1]:7002?timeout=1s&prefix=p:");
+    REQUIRE(r.cluster.seeds.size() == 3);
+    CHECK(r.cluster.seeds[0].host == "n1");
+    CHECK(r.cluster.seeds[0].port == 7000);
+    CHECK(r.cluster.seeds[1].port == 6379);
+    CHECK(r.cluster.seeds[2].host == "::1");
+    CHECK(r.host == "n1"); // where it starts, for messages
+    CHECK(r.db == 0);
+    CHECK(r.user == "app");
+    CHECK(r.password == "pw");
+    CHECK(r.prefix == "p:");
+    CHECK(r.sentinel.nodes.empty());
+    CHECK_FALSE(r.tls);
+    CHECK(redis_describe(r) == "redis+cluster://app@n1:7000,n2:6379,[::1]:7002/0?prefix=p:");
+    CHECK(redis_of("redis+cluster://n1/0").cluster.seeds.size() == 1);
+    RedisUri t = redis_of("rediss+cluster://n1,n2?cacert=/ca.pem");
+    CHECK(t.tls);
+    CHECK(redis_describe(t) == "rediss+cluster://n1:6379,n2:6379/0?prefix=simba:&cacert=/ca.pem");
+    CHECK(redis_of("redis://h").cluster.seeds.empty());
+    CHECK(usage_error_of("redis+cluster://n1/1") ==
+          "invalid backend URI 'redis+cluster://n1/1': a Redis Cluster has database 0 only");
+    CHECK(usage_error_of("redis+cluster://n1?db=2") ==
+          "invalid backend URI 'redis+cluster://n1?db=2': a Redis Cluster has database 0 only");
+    CHECK(usage_error_of("redis+cluster:n1") ==
+          "invalid backend URI 'redis+cluster:n1': expected "
+          "redis+cluster://HOST[:PORT][,HOST[:PORT]...][/0]");
+    CHECK(usage_error_of("redis+cluster://n1,,n2") ==
+          "invalid backend URI 'redis+cluster://n1,,n2': an empty host");
+    CHECK(usage_error_of("redis+cluster://admin:secret") ==
+          "invalid backend URI 'redis+cluster://admin:***': a seed node's port must be a number "
+          "(a password goes before '@host')");
+    CHECK(usage_error_of("redis+cluster://n1?insecure=1") ==
+          "invalid backend URI 'redis+cluster://n1?insecure=1': 'insecure' needs TLS: rediss://");
+  }
+
 } // TEST_SUITE

@@ -4,6 +4,7 @@
 #include "backend/history.hpp"
 
 #include "backend/net/deadline_io.hpp"
+#include "backend/redis/cluster_route.hpp"
 #include "backend/redis/sentinel.hpp"
 #include "backend/redis/server_check.hpp"
 #include "core/duration.hpp"
@@ -35,12 +36,18 @@ bool refused_by_replica(const Exchange& x) {
 
 Client::Client(RedisUri uri)
     : m_uri(std::move(uri)), m_where(redis_where(m_uri)),
-      m_history_limit(std::to_string(history_limit())) {}
+      m_history_limit(std::to_string(history_limit())) {
+  if (!m_uri.cluster.seeds.empty()) m_cluster = std::make_unique<ClusterRoute>(m_uri);
+}
+
+Client::~Client() = default;
 
 void Client::open() {
   int64_t deadline = sys::boottime_ms() + m_uri.timeout_ms;
   std::string err;
-  if (hello_can_wait(m_uri)) {
+  if (m_cluster) {
+    err = m_cluster->open(deadline); // each master's hello on its own connection
+  } else if (hello_can_wait(m_uri)) {
     err = m_conn.connect(m_uri, deadline);
     if (!err.empty()) err = scrub("cannot connect to Redis at " + m_where + ": " + err);
     m_hello_waits = err.empty();
@@ -197,6 +204,7 @@ std::string Client::describe_failure(const std::string& err) const {
 Exchange Client::call_script(const lua::Script& s, const std::vector<std::string>& keys,
                              const std::vector<std::string>& args, int64_t deadline,
                              bool ping_first) {
+  if (m_cluster) return cluster_script(s, keys, args, deadline, ping_first);
   Command cmd{"EVALSHA", s.sha1, std::to_string(keys.size())};
   cmd.insert(cmd.end(), keys.begin(), keys.end());
   cmd.insert(cmd.end(), args.begin(), args.end());

@@ -7,21 +7,26 @@
 #include "backend/redis/lua_scripts.hpp"
 #include "backend/uri.hpp"
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace simba::backend::redis {
 
+class ClusterRoute;
+
 // The database's marker (lua/common.lua: "The server run"). One per
 // database, not per prefix: a restart or a FLUSHDB loses every prefix's
 // leases at once, and a first use of each prefix (every test has its own)
-// need not wait a quarantine. No hash tag: Redis Cluster would need one per
-// slot.
+// need not wait a quarantine. No hash tag: in a Redis Cluster each master
+// has its own marker instead, and this name stands for it in a script's
+// keys (cluster_route.hpp).
 extern const std::string k_marker;
 
 class Client {
 public:
   explicit Client(RedisUri uri);
+  ~Client();
 
   const RedisUri& uri() const { return m_uri; }
   const std::string& where() const { return m_where; } // host:port or socket path
@@ -88,7 +93,33 @@ public:
 
   std::string scrub(std::string msg) const { return redis::scrub(std::move(msg), m_uri.password); }
 
+  // Redis Cluster (client_cluster.cpp, cluster_route.hpp); with one server
+  // each of these is the plain call above.
+  bool cluster() const { return bool(m_cluster); }
+  // Where a listing reads: {""} (the server) or the name of every master.
+  std::vector<std::string> listing_nodes(int64_t deadline, std::string& error);
+  Exchange call_on(const std::string& node, std::vector<Command> commands, int64_t deadline);
+  // A script there reading `keys` of that node (the listing scripts).
+  Exchange call_script_on(const std::string& node, const lua::Script& s,
+                          const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args, int64_t deadline);
+  // The subscription of `mutex`'s channels: connects `c` where its
+  // messages are published (the master of its slot), `where` set to that.
+  std::string connect_subscriber(Connection& c, const std::string& mutex, int64_t deadline,
+                                 std::string& where);
+  // Where a subscription for `mutex` belongs now (a failover, a resharding
+  // moves it).
+  std::string where_of(const std::string& mutex) const;
+  // A cluster's MOVED to a subscription: the slot map learns it (the next
+  // subscription goes there).
+  void learn_redirect(const std::string& error_text);
+  // SSUBSCRIBE in a cluster (sharded pub/sub: lua/common.lua, PUBLISH).
+  const char* subscribe_command() const { return m_cluster ? "SSUBSCRIBE" : "SUBSCRIBE"; }
+
 private:
+  Exchange cluster_script(const lua::Script& s, const std::vector<std::string>& keys,
+                          const std::vector<std::string>& args, int64_t deadline,
+                          bool ping_first);
   std::string server_run() const { return m_uri.quarantine ? m_run_id : ""; }
   std::string describe_failure(const std::string& err) const;
   // connect() to the URI's server; with Sentinel, to the master it names.
@@ -106,6 +137,7 @@ private:
   bool m_master_known = false; // Sentinel: m_uri's host and port are the master's
   int64_t m_confirmed_at = 0;  // Sentinel: when a sentinel last named it (boottime)
   bool m_hello_waits = false;  // open() connected and left the hello to the first call
+  std::unique_ptr<ClusterRoute> m_cluster; // redis+cluster://
 };
 
 } // namespace simba::backend::redis

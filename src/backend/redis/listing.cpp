@@ -4,7 +4,10 @@
 // names kept by acquire: a set would be one more write on every
 // acquisition, to a key outside the mutex's hash slot. The counters never
 // expire, so every mutex ever acquired is found (like the rows SQLite
-// keeps). SCAN walks the whole keyspace, which is fine for `status`.
+// keeps). SCAN walks the whole keyspace, which is fine for `status`; in a
+// Redis Cluster it walks every master's, and each master's mutexes are
+// read there, by one script (times on each master's clock; status shows
+// them against the first master's).
 #include "backend/redis/listing.hpp"
 
 #include "backend/holder.hpp"
@@ -41,15 +44,16 @@ std::string mutex_of_fence(const std::string& key, const std::string& prefix) {
   return name.find_first_of("{}") == std::string::npos ? name : "";
 }
 
-// The names of the mutexes (SCAN may return a key twice: a set); false
-// with `error` set when the scan failed.
-bool scan_names(Client& client, int64_t deadline, std::set<std::string>& names,
-                std::string& error) {
+// The names of the mutexes on `node` (Client::listing_nodes(); SCAN may
+// return a key twice: a set); false with `error` set when the scan failed.
+bool scan_names(Client& client, const std::string& node, int64_t deadline,
+                std::set<std::string>& names, std::string& error) {
   const std::string& prefix = client.uri().prefix;
   std::string pattern = glob_escape(prefix) + "{*}:fence";
   std::string cursor = "0";
   do {
-    Exchange x = client.call({{"SCAN", cursor, "MATCH", pattern, "COUNT", k_scan_count}}, deadline);
+    Exchange x =
+        client.call_on(node, {{"SCAN", cursor, "MATCH", pattern, "COUNT", k_scan_count}}, deadline);
     const redisReply* r = client.answer(x, error);
     if (!r) return false;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !as_string(r->element[0], cursor) ||
@@ -67,12 +71,26 @@ bool scan_names(Client& client, int64_t deadline, std::set<std::string>& names,
   return true;
 }
 
-// The mutexes a read covers: `mutex` alone, or (empty) every one SCAN finds.
+// The mutexes a read covers, by where they are read (Client::
+// call_script_on()): with one server, or `mutex` alone, one group read on
+// "" (routed by its keys); in a Redis Cluster, every master's own
+// mutexes, read there.
+struct Group {
+  std::string node;
+  std::set<std::string> names;
+};
+
 bool names_to_read(Client& client, const std::string& mutex, int64_t deadline,
-                   std::set<std::string>& names, std::string& error) {
-  if (mutex.empty()) return scan_names(client, deadline, names, error);
-  names.insert(mutex);
-  return true;
+                   std::vector<Group>& groups, std::string& error) {
+  if (!mutex.empty()) {
+    groups.push_back({"", {mutex}});
+    return true;
+  }
+  for (const std::string& node : client.listing_nodes(deadline, error)) {
+    groups.push_back({node, {}});
+    if (!scan_names(client, node, deadline, groups.back().names, error)) return false;
+  }
+  return error.empty();
 }
 
 // KEYS of lua/list.lua and lua/inspect.lua: the marker, then each mutex's
@@ -84,6 +102,12 @@ std::vector<std::string> lease_keys(Client& client, const std::set<std::string>&
     keys.push_back(client.hash_key(n) + ":fence");
   }
   return keys;
+}
+
+// Each group's names come sorted (std::set); a cluster's groups are merged.
+void sort_by_name(Listing& out) {
+  std::stable_sort(out.mutexes.begin(), out.mutexes.end(),
+                   [](const MutexLease& a, const MutexLease& b) { return a.mutex < b.mutex; });
 }
 
 // One mutex of the inspect script's answer at `i` (lua/inspect.lua),
@@ -128,27 +152,33 @@ Listing inspect_mutexes(Client& client, const std::string& mutex, int64_t timeou
   Listing out;
   out.holders_kept = out.waiters_kept = true;
   int64_t deadline = client.call_deadline(timeout_ms);
-  std::set<std::string> names;
-  if (!names_to_read(client, mutex, deadline, names, out.error)) return out;
-  Exchange x = client.call_script(lua::k_inspect, lease_keys(client, names), client.script_args({}),
-                                  deadline);
-  const redisReply* r = client.answer(x, out.error);
-  if (!r) return out;
-  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_int(r->element[0], out.now)) {
-    out.error = "unexpected reply from the inspect script";
-    return out;
-  }
-  size_t i = 1;
-  for (const std::string& n : names) {
-    MutexLease ml;
-    ml.mutex = n;
-    if (!read_inspected(r, i, ml)) {
+  std::vector<Group> groups;
+  if (!names_to_read(client, mutex, deadline, groups, out.error)) return out;
+  for (const Group& group : groups) {
+    const std::set<std::string>& names = group.names;
+    Exchange x = client.call_script_on(group.node, lua::k_inspect, lease_keys(client, names),
+                                       client.script_args({}), deadline);
+    const redisReply* r = client.answer(x, out.error);
+    if (!r) return out;
+    int64_t now = 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_int(r->element[0], now)) {
       out.error = "unexpected reply from the inspect script";
-      out.mutexes.clear();
       return out;
     }
-    out.mutexes.push_back(std::move(ml));
+    if (out.now == 0) out.now = now; // a cluster: the first master's clock
+    size_t i = 1;
+    for (const std::string& n : names) {
+      MutexLease ml;
+      ml.mutex = n;
+      if (!read_inspected(r, i, ml)) {
+        out.error = "unexpected reply from the inspect script";
+        out.mutexes.clear();
+        return out;
+      }
+      out.mutexes.push_back(std::move(ml));
+    }
   }
+  sort_by_name(out);
   out.ok = true;
   return out;
 }
@@ -184,31 +214,35 @@ History read_history(Client& client, const std::string& mutex, int64_t since_ms,
   History out;
   out.kept = true;
   int64_t deadline = client.call_deadline(timeout_ms);
-  std::set<std::string> names;
-  if (!names_to_read(client, mutex, deadline, names, out.error)) return out;
-  std::vector<std::string> keys;
-  for (const std::string& n : names) keys.push_back(client.hash_key(n));
-  Exchange x = client.call_script(lua::k_history, keys,
-                                  client.script_args({std::to_string(since_ms)}), deadline);
-  const redisReply* r = client.answer(x, out.error);
-  if (!r) return out;
-  if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_int(r->element[0], out.now)) {
-    out.error = "unexpected reply from the history script";
-    return out;
-  }
-  size_t i = 1;
-  for (const std::string& n : names) {
-    int64_t count = 0;
-    if (i >= r->elements || !as_int(r->element[i++], count) || i + size_t(count) > r->elements) {
+  std::vector<Group> groups;
+  if (!names_to_read(client, mutex, deadline, groups, out.error)) return out;
+  for (const Group& group : groups) {
+    std::vector<std::string> keys;
+    for (const std::string& n : group.names) keys.push_back(client.hash_key(n));
+    Exchange x = client.call_script_on(group.node, lua::k_history, keys,
+                                       client.script_args({std::to_string(since_ms)}), deadline);
+    const redisReply* r = client.answer(x, out.error);
+    if (!r) return out;
+    int64_t now = 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || !as_int(r->element[0], now)) {
       out.error = "unexpected reply from the history script";
-      out.events.clear();
       return out;
     }
-    for (int64_t k = 0; k < count; ++k) {
-      std::string text;
-      HistoryEvent e;
-      if (as_string(r->element[i++], text) && parse_event(n, text, e))
-        out.events.push_back(std::move(e));
+    if (out.now == 0) out.now = now;
+    size_t i = 1;
+    for (const std::string& n : group.names) {
+      int64_t count = 0;
+      if (i >= r->elements || !as_int(r->element[i++], count) || i + size_t(count) > r->elements) {
+        out.error = "unexpected reply from the history script";
+        out.events.clear();
+        return out;
+      }
+      for (int64_t k = 0; k < count; ++k) {
+        std::string text;
+        HistoryEvent e;
+        if (as_string(r->element[i++], text) && parse_event(n, text, e))
+          out.events.push_back(std::move(e));
+      }
     }
   }
   std::stable_sort(out.events.begin(), out.events.end(),
@@ -220,30 +254,36 @@ History read_history(Client& client, const std::string& mutex, int64_t since_ms,
 Listing list_mutexes(Client& client, int64_t timeout_ms) {
   Listing out;
   int64_t deadline = client.call_deadline(timeout_ms);
-  std::set<std::string> names;
-  if (!scan_names(client, deadline, names, out.error)) return out;
-  Exchange x =
-      client.call_script(lua::k_list, lease_keys(client, names), client.script_args({}), deadline);
-  const redisReply* r = client.answer(x, out.error);
-  if (!r) return out;
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + k_lease_fields * names.size() ||
-      !as_int(r->element[0], out.now)) {
-    out.error = "unexpected reply from the list script";
-    return out;
-  }
-  size_t i = 1;
-  for (const std::string& n : names) {
-    MutexLease ml;
-    ml.mutex = n;
-    if (!read_lease(r, i, ml.lease)) {
+  std::vector<Group> groups;
+  if (!names_to_read(client, "", deadline, groups, out.error)) return out;
+  for (const Group& group : groups) {
+    const std::set<std::string>& names = group.names;
+    Exchange x = client.call_script_on(group.node, lua::k_list, lease_keys(client, names),
+                                       client.script_args({}), deadline);
+    const redisReply* r = client.answer(x, out.error);
+    if (!r) return out;
+    int64_t now = 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + k_lease_fields * names.size() ||
+        !as_int(r->element[0], now)) {
       out.error = "unexpected reply from the list script";
-      out.mutexes.clear();
       return out;
     }
-    i += k_lease_fields;
-    out.mutexes.push_back(std::move(ml));
+    if (out.now == 0) out.now = now; // a cluster: the first master's clock
+    size_t i = 1;
+    for (const std::string& n : names) {
+      MutexLease ml;
+      ml.mutex = n;
+      if (!read_lease(r, i, ml.lease)) {
+        out.error = "unexpected reply from the list script";
+        out.mutexes.clear();
+        return out;
+      }
+      i += k_lease_fields;
+      out.mutexes.push_back(std::move(ml));
+    }
   }
-  out.ok = true; // std::set: sorted by name already
+  sort_by_name(out);
+  out.ok = true;
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// backend/redis/: the Redis backend (DESIGN §5.2), one Redis server shared
-// by many hosts. Leases live in hashes changed only by the Lua scripts of
+// backend/redis/: the Redis backend (DESIGN §5.2), one Redis server (or a
+// Sentinel-named master, or a Redis Cluster) shared by many hosts. Leases
+// live in hashes changed only by the Lua scripts of
 // lua/ (run on the server's clock, embedded at build time); a release wakes
 // the next waiter, or hands the mutex over to it, over pub/sub.
 //
@@ -11,6 +12,11 @@
 //   server_check.*   what a connection sends first (or with its first script),
 //                    the server's checks
 //   sentinel.*       Redis Sentinel: asking the sentinels for the master
+//   cluster_slots.*  Redis Cluster's addressing: key slots, the slot map,
+//                    MOVED and ASK read (no I/O)
+//   cluster_route.*  Redis Cluster: a call sent to the master of its slot,
+//                    redirections followed; one connection per master
+//   client_cluster.cpp  the Client's calls that a cluster routes
 //   reply.*          reading hiredis' replies
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
 //   listing.*        list(), inspect(), history(): the mutexes for `simba

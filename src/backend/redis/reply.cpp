@@ -67,12 +67,20 @@ bool read_done(const redisReply* r, size_t first, std::optional<core::DoneRecord
 
 bool is_subscribed(const redisReply* r) {
   return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-         r->element[0]->type == REDIS_REPLY_STRING && reply_text(r->element[0]) == "subscribe";
+         r->element[0]->type == REDIS_REPLY_STRING &&
+         (reply_text(r->element[0]) == "subscribe" || reply_text(r->element[0]) == "ssubscribe");
+}
+
+bool is_unsubscribed(const redisReply* r) {
+  return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+         r->element[0]->type == REDIS_REPLY_STRING &&
+         (reply_text(r->element[0]) == "unsubscribe" || reply_text(r->element[0]) == "sunsubscribe");
 }
 
 bool is_message_on(const redisReply* r, const std::string& channel) {
   return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-         r->element[0]->type == REDIS_REPLY_STRING && reply_text(r->element[0]) == "message" &&
+         r->element[0]->type == REDIS_REPLY_STRING &&
+         (reply_text(r->element[0]) == "message" || reply_text(r->element[0]) == "smessage") &&
          r->element[1]->type == REDIS_REPLY_STRING && reply_text(r->element[1]) == channel;
 }
 

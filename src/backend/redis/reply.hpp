@@ -39,8 +39,10 @@ bool read_lease(const redisReply* r, size_t first, core::Lease& l);
 constexpr size_t k_done_fields = 9;
 bool read_done(const redisReply* r, size_t first, std::optional<core::DoneRecord>& d);
 
-// Pub/sub: the confirmation of a SUBSCRIBE; a message on `channel`.
+// Pub/sub: the confirmation of a SUBSCRIBE (SSUBSCRIBE); a message on
+// `channel`; an UNSUBSCRIBE (SUNSUBSCRIBE: a cluster moved the slot away).
 bool is_subscribed(const redisReply* r);
+bool is_unsubscribed(const redisReply* r);
 bool is_message_on(const redisReply* r, const std::string& channel);
 
 // INFO's "name:value" line, "" when missing.

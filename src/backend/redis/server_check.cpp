@@ -24,7 +24,9 @@ void append_acl_probes(std::vector<Command>& hello, const RedisUri& uri) {
   std::string none = uri.prefix + "{}";
   hello.push_back({"EVALSHA", std::string(40, '0'), "3", none, none + ":fence", k_marker});
   hello.push_back({"EVAL", "return 0", "0"});
-  hello.push_back({"PUBLISH", none + ":db" + std::to_string(uri.db) + ":acl-check", ""});
+  // A cluster's scripts publish with SPUBLISH (lua/common.lua: PUBLISH).
+  hello.push_back({uri.cluster.seeds.empty() ? "PUBLISH" : "SPUBLISH",
+                   none + ":db" + std::to_string(uri.db) + ":acl-check", ""});
 }
 
 std::vector<Command> hello_commands(const RedisUri& uri, bool select, bool verify) {
@@ -97,12 +99,14 @@ std::string refusal(const Command& hello, const redisReply* r, const RedisUri& u
                     const std::string& where, std::string& run_id) {
   const std::string& cmd = hello[0];
   std::string text = scrub(reply_text(r), uri.password);
-  bool probe = cmd == "EVALSHA" || cmd == "EVAL" || cmd == "PUBLISH";
+  bool probe = cmd == "EVALSHA" || cmd == "EVAL" || cmd == "PUBLISH" || cmd == "SPUBLISH";
   // The probes, and what simba sends itself (INFO; ROLE with Sentinel).
   if (is_error(r) && text.rfind("NOPERM", 0) == 0)
     return "Redis at " + where + ": user " + (uri.user.empty() ? "default" : uri.user) +
            " lacks what simba needs (README \"ACL users\"): " + text;
-  if (probe) return ""; // NOSCRIPT says EVALSHA may run; a busy or loading server answers later
+  // NOSCRIPT says EVALSHA may run; a busy or loading server answers later;
+  // a cluster node's MOVED or CROSSSLOT comes after the ACL's check.
+  if (probe) return "";
   if (is_error(r)) {
     if (text.rfind("NOAUTH", 0) == 0)
       return "Redis at " + where + " requires a password: give it in " + k_redis_password_env;

@@ -48,7 +48,7 @@ int PubSubWakeups::watch(const std::string& mutex, const std::string& contender,
   // Sentinel: the subscription follows the master the requests go to (a
   // message published there does not reach an old master that Sentinel
   // has not turned into a replica yet). Queue again once subscribed there.
-  if (m_sub.is_open() && m_sub_where != m_client.where()) {
+  if (m_sub.is_open() && m_sub_where != m_client.where_of(m_sub_mutex)) {
     m_sub.close();
     m_queued.clear();
     m_resubscribe_at = 0;
@@ -105,13 +105,15 @@ bool PubSubWakeups::subscribe() {
   int64_t deadline = now + std::min(m_client.uri().timeout_ms, k_subscribe_wait_ms);
   // Channels are server-wide (SELECT does not matter to them): their
   // names carry the database (channel_name()).
-  if (!m_client.connect(m_sub, deadline, false, false).empty()) return false;
-  m_sub_where = m_client.where();
+  if (!m_client.connect_subscriber(m_sub, m_sub_mutex, deadline, m_sub_where).empty())
+    return false;
   // A message that comes after the confirmations was published after the
   // server handled the SUBSCRIBE, so after this moment: a hand-over's
   // lease is counted from here (see take_grant()).
   int64_t sent_at = sys::boottime_ms(); // the driver's clock
-  if (!m_sub.send_only({{"SUBSCRIBE", m_channel, m_wake_channel}}, deadline).empty()) return false;
+  if (!m_sub.send_only({{m_client.subscribe_command(), m_channel, m_wake_channel}}, deadline)
+           .empty())
+    return false;
   // Wait for the confirmations, so that a release right after this call is
   // not missed.
   for (int i = 0; i < 2; ++i) {
@@ -120,6 +122,7 @@ bool PubSubWakeups::subscribe() {
     // Unconfirmed, a release could find nobody listening and drop us from
     // the queue: try again later (the timed wake-up covers the meantime).
     if (!err.empty() || is_error(r.get()) || !is_subscribed(r.get())) {
+      if (err.empty() && is_error(r.get())) m_client.learn_redirect(reply_text(r.get()));
       m_sub.close();
       return false;
     }
@@ -135,6 +138,9 @@ bool PubSubWakeups::drain_wakeups() {
   bool ours = false;
   for (const ReplyPtr& r : replies) {
     if (is_error(r.get())) err = reply_text(r.get());
+    // Redis Cluster: the slot moved to another master, which dropped our
+    // sharded subscription (SUNSUBSCRIBE): subscribe again where it went.
+    if (is_unsubscribed(r.get())) err = "unsubscribed";
     if (is_message_on(r.get(), m_channel)) ours = true;
     if (is_message_on(r.get(), m_wake_channel)) {
       ours = true;

@@ -23,6 +23,36 @@
 -- server-wide, so their names carry it) and the run_id of the server its
 -- connection talks to ("" with quarantine=off), from the INFO it sent when
 -- it connected ('?': see below).
+--
+-- Redis Cluster (redis/cluster_route.hpp): a command's declared keys must
+-- all hash to one slot, and the node's marker (KEYS[3] or KEYS[1]) lives in
+-- a slot of its own, as do the mutexes one listing reads. So the client
+-- declares only keys of the mutex's slot (they route the call) and sends
+-- the keys this script reads last of all, with "+keys <n> <m>" after them:
+-- they become KEYS here, but for the last m, the node's earlier markers
+-- (MARKERS_BEFORE, see quarantine_end). A script without a shebang line may
+-- touch any key of a slot the node serves. Otherwise the last argument is
+-- the server run ('' or hex digits), never "+keys".
+-- In a cluster the wake-ups go by sharded pub/sub, to the slot's own node
+-- only (wakeups.cpp: SSUBSCRIBE there), so PUBLISH counts every listener
+-- that gets the message: a grant nobody counted is never delivered.
+local PUBLISH = 'PUBLISH'
+local MARKERS_BEFORE = {}
+do
+  local moved, before = string.match(ARGV[#ARGV] or '', '^%+keys (%d+) (%d+)$')
+  if moved then
+    moved, before = tonumber(moved), tonumber(before)
+    table.remove(ARGV)
+    local keys = {}
+    for i = #ARGV - moved + 1, #ARGV do keys[#keys + 1] = ARGV[i] end
+    for _ = 1, moved do table.remove(ARGV) end
+    for i = #KEYS, 1, -1 do KEYS[i] = nil end
+    for i, k in ipairs(keys) do
+      if i <= moved - before then KEYS[i] = k else MARKERS_BEFORE[#MARKERS_BEFORE + 1] = k end
+    end
+    PUBLISH = 'SPUBLISH'
+  end
+end
 local SERVER_RUN = table.remove(ARGV)
 local DB = table.remove(ARGV)
 local HISTORY_LIMIT = tonumber(table.remove(ARGV)) or 0
@@ -104,7 +134,7 @@ end
 
 -- Tells a revoked owner (and whoever listens) on the mutex's channel.
 local function notify(hash)
-  redis.call('PUBLISH', channel(hash, 'released'), '1')
+  redis.call(PUBLISH, channel(hash, 'released'), '1')
 end
 
 -- The server run (DESIGN §9, README "Safety model"). Redis may lose a lease
@@ -125,14 +155,33 @@ local k_quarantine_slack_ms = 1000
 -- The end of the quarantine in force at `now` for a lease of `lease_ms`,
 -- or nil; starts one when a loss shows. Called only where a new lease would
 -- be granted.
+--
+-- In a cluster each master has its marker in the lowest slot it serves; a
+-- resharding may change which slot that is. The client then also names
+-- the keys where the node's marker may have been before (the first and
+-- last slot of each range the node serves: MARKERS_BEFORE); one of this
+-- server run is taken over, so that a resharding starts no quarantine.
+-- Returns the marker's fields, and whether they came from another key.
+local function read_marker(marker)
+  local m = redis.call('HMGET', marker, 'run', 'until', 'longest')
+  if m[1] == SERVER_RUN then return m, false end
+  for _, before in ipairs(MARKERS_BEFORE) do
+    local b = redis.call('HMGET', before, 'run', 'until', 'longest')
+    if b[1] == SERVER_RUN then return b, true end
+  end
+  return m, false
+end
+
 local function quarantine_end(marker, now, lease_ms)
   if SERVER_RUN == '' then return nil end -- quarantine=off
-  local m = redis.call('HMGET', marker, 'run', 'until', 'longest')
+  local m, taken_over = read_marker(marker)
   local known = tonumber(m[3]) or 0
   local longest = math.max(known, lease_ms)
   local till = tonumber(m[2]) or 0
   if m[1] ~= SERVER_RUN then
     till = math.max(till, now + longest + k_quarantine_slack_ms)
+    redis.call('HSET', marker, 'run', SERVER_RUN, 'until', int(till), 'longest', int(longest))
+  elseif taken_over then
     redis.call('HSET', marker, 'run', SERVER_RUN, 'until', int(till), 'longest', int(longest))
   elseif longest > known then
     redis.call('HSET', marker, 'longest', int(longest))
@@ -144,7 +193,7 @@ end
 -- What quarantine_end would answer, without writing (get, list).
 local function quarantine_seen(marker, now)
   if SERVER_RUN == '' then return nil end
-  local m = redis.call('HMGET', marker, 'run', 'until', 'longest')
+  local m = read_marker(marker)
   local till = tonumber(m[2]) or 0
   if m[1] ~= SERVER_RUN then
     till = math.max(till, now + (tonumber(m[3]) or 0) + k_quarantine_slack_ms)
@@ -267,11 +316,11 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
     if w == skip then
       -- not a waiter (should its own dequeue have failed)
     elseif not ttl then
-      if redis.call('PUBLISH', wake, '1') > 0 then return false end
+      if redis.call(PUBLISH, wake, '1') > 0 then return false end
     elseif quarantine_end(marker, now, tonumber(ttl) + tonumber(transition)) then
       -- No new lease now: only wake it; its acquire sees the quarantine
       -- and sleeps until it ends.
-      if redis.call('PUBLISH', wake, '1') > 0 then return false end
+      if redis.call(PUBLISH, wake, '1') > 0 then return false end
     else
       local l = {owner = w, acquired_at = now, token = last + math.max(1, now_us - last)}
       -- The lease is written before it is published: should a write fail
@@ -282,7 +331,7 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       set_holder(hash, l.token, redis.call('HGET', hash .. ':who', w))
       local msg = table.concat({'grant', int(now), int(l.acquired_at), int(l.ttl_at),
                                 int(l.transition_at), int(l.token)}, ' ')
-      if redis.call('PUBLISH', wake, msg) > 0 then
+      if redis.call(PUBLISH, wake, msg) > 0 then
         history(hash, {e = 'handed_over', at = int(now), o = w,
                        h = redis.call('HGET', hash .. ':who', w) or '', t = int(l.token),
                        w = waited(first[2], now)})
@@ -355,7 +404,7 @@ local function wake_waiter(hash, free_slots)
     else
       local _, _, w = string.match(one[1], '^(%d+) (%d+) (.+)$')
       w = w or one[1]
-      if redis.call('PUBLISH', channel(hash, 'wake:' .. w), '1') > 0 then return end
+      if redis.call(PUBLISH, channel(hash, 'wake:' .. w), '1') > 0 then return end
       redis.call('ZREM', queue, one[1])
       redis.call('HDEL', hash .. ':who', w)
     end
