@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 namespace simba::backend::sqlite {
@@ -40,6 +41,27 @@ int soonest_free(const std::vector<core::Lease>& slots) {
     return a.transition_at < b.transition_at;
   });
   return it == slots.end() ? 0 : it->slot;
+}
+
+FreeSlots free_slots(const std::vector<core::Lease>& slots, int64_t now) {
+  FreeSlots f;
+  for (const core::Lease& l : slots) {
+    if (!l.free_at(now)) continue;
+    f.since = f.count == 0 ? l.transition_at : std::min(f.since, l.transition_at);
+    ++f.count;
+  }
+  return f;
+}
+
+core::Lease queued_behind(const std::vector<core::Lease>& slots, const FreeSlots& f,
+                          const core::Lease& marker, int64_t now) {
+  const int64_t fallback_at = f.since + core::k_slot_fallback_ms; // after now: refused
+  core::Lease shown = marker;
+  shown.transition_at = fallback_at;
+  for (const core::Lease& l : slots)
+    if (!l.free_at(now) && l.transition_at < shown.transition_at) shown = l;
+  shown.ttl_at = std::min(shown.ttl_at, shown.transition_at);
+  return shown;
 }
 
 int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,

@@ -25,6 +25,21 @@ int pick_slot(const std::vector<core::Lease>& slots, const std::string& contende
 // The slot that frees first (what a waiter is shown).
 int soonest_free(const std::vector<core::Lease>& slots);
 
+// The free slots at `now`: how many, and since when the longest free of
+// them is (core/slots.hpp: may_take_free_slot).
+struct FreeSlots {
+  int count = 0;
+  int64_t since = 0;
+};
+FreeSlots free_slots(const std::vector<core::Lease>& slots, int64_t now);
+
+// What a contender refused a free slot (waiters before it take them) is
+// shown: a lease not free before the timed fallback lets it in, so that it
+// sleeps until then unless a release wakes it; the holder of the slot that
+// frees first, or the marker when none is held.
+core::Lease queued_behind(const std::vector<core::Lease>& slots, const FreeSlots& f,
+                          const core::Lease& marker, int64_t now);
+
 // After a write to slot row `row`: the marker of its mutex is moved to end
 // with the last of its valid slots (to now when none is valid: the mutex is
 // free, and the next acquirer's N wins). Nothing when the row has no marker

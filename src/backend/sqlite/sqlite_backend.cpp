@@ -453,6 +453,12 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
     if (!agreed) r.slots_recorded = recorded;
     return r;
   }
+  // A free slot: first come the live waiters queued before us (FIFO).
+  if (!lease[size_t(pick)].owned_by(contender, now)) {
+    FreeSlots f = free_slots(lease, now);
+    if (!core::may_take_free_slot(m_waiters.live_ahead(mutex, f.count), f.count, f.since, now))
+      return write_decision(mutex, Decision{false, queued_behind(lease, f, marker, now)}, false, marker);
+  }
   const core::Lease& cur = lease[size_t(pick)];
   core::Lease from = cur; // a new lease: a token above every slot's and the marker's
   if (!cur.owned_by(contender, now)) {
@@ -470,6 +476,7 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   Reply r = write_decision(core::slot_row(mutex, pick), d, new_lease, cur);
   r.observed.lease.slot = pick;
+  if (r.changed && new_lease) m_waiters.leave_with_slot();
   return r;
 }
 

@@ -324,6 +324,25 @@ bool Waiters::wake_first_waiter(const std::string& mutex, int skip) {
   return false;
 }
 
+int Waiters::live_ahead(const std::string& mutex, int limit) {
+  int dir = limit > 0 ? notify_directory(false) : -1;
+  if (dir < 0) return 0;
+  const std::string prefix = fnv1a_hex(mutex) + ".w.";
+  std::vector<std::string> names = names_in_notify(dir, prefix);
+  std::sort(names.begin(), names.end()); // by enqueue time
+  bool queued = m_waiter_file.compare(0, prefix.size(), prefix) == 0;
+  int live = 0;
+  for (const std::string& name : names) {
+    if (queued && name >= m_waiter_file) break; // we and those after us
+    int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0) ++live; // a live waiter holds its LOCK_EX
+    close(fd);
+    if (live >= limit) break;
+  }
+  return live;
+}
+
 // Closing a file opened for writing raises IN_CLOSE_WRITE for the
 // watchers. Best effort: the waiters' timed wake-up remains.
 void Waiters::notify(const std::string& mutex) {

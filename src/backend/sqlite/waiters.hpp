@@ -50,6 +50,14 @@ public:
   bool wake_first_waiter(const std::string& mutex, int skip = 0);
   // A revocation: tells the owner and every waiter.
   void notify(const std::string& mutex);
+  // --slots (core/slots.hpp: may_take_free_slot): the live waiters of
+  // `mutex` queued before us (all of them when we are not in its queue),
+  // counted up to `limit`. Reads only.
+  int live_ahead(const std::string& mutex, int limit);
+  // --slots: we took a slot; out of the queue at once (not at settle()),
+  // or the releases of the other slots would wake us, and the waiters
+  // behind us would count us as one before them.
+  void leave_with_slot() { leave_queue(); }
 
   // status: the live waiters of every mutex, in queue order, keyed by
   // queue_key(mutex). Reads only (a dead waiter's file stays).
