@@ -76,9 +76,15 @@ int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int
   int n = core::slots_of_owner(marker.owner_id);
   if (n < 2) return SQLITE_OK;
   if (int rc = read_slots(db, mutex, n, c, marker, slots); rc != SQLITE_OK) return rc;
-  marker.ttl_at = marker.transition_at = c.boot;
+  free_slots = cover(marker, slots, c.boot);
+  return write_row(db, mutex, marker, boot_to_wall, nullptr);
+}
+
+int cover(core::Lease& marker, const std::vector<core::Lease>& slots, int64_t now) {
+  int free_slots = 0;
+  marker.ttl_at = marker.transition_at = now;
   for (const core::Lease& l : slots) {
-    if (l.free_at(c.boot)) {
+    if (l.free_at(now)) {
       ++free_slots;
       continue;
     }
@@ -86,7 +92,7 @@ int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int
     marker.transition_at = std::max(marker.transition_at, l.transition_at);
   }
   marker.holding = false;
-  return write_row(db, mutex, marker, boot_to_wall, nullptr);
+  return free_slots;
 }
 
 void group_slot_rows(std::vector<MutexLease>& mutexes) {

@@ -47,6 +47,10 @@ core::Lease queued_behind(const std::vector<core::Lease>& slots, const FreeSlots
 int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
                     int& free_slots);
 
+// The marker moved over `slots` (see cover_by_marker), without I/O; how
+// many slots are free.
+int cover(core::Lease& marker, const std::vector<core::Lease>& slots, int64_t now);
+
 // A listing's rows of slots ("m#k") moved into their mutex's
 // MutexLease::slots, by number (status shows a mutex, not its rows).
 void group_slot_rows(std::vector<MutexLease>& mutexes);

@@ -230,6 +230,7 @@ private:
   enum class Op { other, release, force } m_op = Op::other; // names the history event
   std::optional<int> m_exit_code;                           // set_exit_code(), for a release
   int m_free_slots = 0; // --slots: free slots after the last write to a slot (cover_by_marker)
+  bool m_marker_covered = false; // acquire_slot wrote the marker: write_decision need not
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -336,7 +337,7 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
                                    : record_history(mutex.substr(0, slot), cur, d.lease, new_lease);
   }
   // A slot's row (core/slots.hpp): its marker in the same transaction.
-  if (rc == SQLITE_OK && mutex.find('#') != std::string::npos)
+  if (rc == SQLITE_OK && !m_marker_covered && mutex.find('#') != std::string::npos)
     rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall(), m_free_slots);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   rc = m_db.run(k_commit, "COMMIT");
@@ -471,10 +472,17 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
   if (recorded == 0) marker.acquired_at = now;
   marker.owner_id = core::slot_marker(slots);
   marker.fencing_token = std::max(marker.fencing_token, d.lease.fencing_token);
-  marker.ttl_at = marker.transition_at = now; // moved over the slots by write_decision
+  // Over the slots as they will be (the one taken or renewed: d's), here
+  // rather than by write_decision's re-read.
+  core::Lease taken = lease[size_t(pick)];
+  if (d.write) lease[size_t(pick)] = d.lease;
+  m_free_slots = cover(marker, lease, now);
+  lease[size_t(pick)] = taken;
   rc = write_row(m_db, mutex, marker, m_clocks.boot_to_wall(), nullptr);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  m_marker_covered = true;
   Reply r = write_decision(core::slot_row(mutex, pick), d, new_lease, cur);
+  m_marker_covered = false;
   r.observed.lease.slot = pick;
   if (r.changed && new_lease) m_waiters.leave_with_slot();
   return r;
