@@ -173,10 +173,9 @@ CLI::App* add_renew_command(CLI::App& app, RenewOptions& o) {
 }
 
 backend::Reply renew_lease(backend::Backend& backend, const core::LeaseHandle& h, int64_t ttl_ms) {
-  return checked(
-      backend.extend(core::lease_name(h), h.owner_id, h.token, ttl_ms, h.transition_ms,
-                     k_call_timeout_ms),
-      backend, h);
+  return checked(backend.extend(core::lease_name(h), h.owner_id, h.token, ttl_ms, h.transition_ms,
+                                k_call_timeout_ms),
+                 backend, h);
 }
 
 int renew_command(const RenewOptions& o) {

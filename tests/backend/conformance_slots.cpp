@@ -267,8 +267,7 @@ TEST_CASE("slots: a freed slot goes to the waiter queued first, never to a latec
     Reply r = take(*backend, m, who, 2);
     CHECK_FALSE(r.changed);
     CHECK_FALSE(r.observed.lease.free_at(r.observed.now));
-    CHECK(r.observed.lease.transition_at <=
-          r.observed.now + simba::core::k_slot_fallback_ms + 100);
+    CHECK(r.observed.lease.transition_at <= r.observed.now + simba::core::k_slot_fallback_ms + 100);
   }
   // W1, first in line, takes it.
   Reply got1 = take(*w1, m, "W1", 2);

@@ -458,7 +458,8 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
   if (!lease[size_t(pick)].owned_by(contender, now)) {
     FreeSlots f = free_slots(lease, now);
     if (!core::may_take_free_slot(m_waiters.live_ahead(mutex, f.count), f.count, f.since, now))
-      return write_decision(mutex, Decision{false, queued_behind(lease, f, marker, now)}, false, marker);
+      return write_decision(mutex, Decision{false, queued_behind(lease, f, marker, now)}, false,
+                            marker);
   }
   const core::Lease& cur = lease[size_t(pick)];
   core::Lease from = cur; // a new lease: a token above every slot's and the marker's
