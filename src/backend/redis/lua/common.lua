@@ -330,6 +330,13 @@ end
 -- FIFO across slots (core/slots.hpp: k_slot_fallback_ms, may_take_free_slot).
 local k_slot_fallback_ms = 1000
 
+-- How many listen on channel `ch`: the count a PUBLISH would answer, with
+-- no message sent. (Where wake-ups go by sharded pub/sub, SPUBLISH, this
+-- must ask PUBSUB SHARDNUMSUB.)
+local function listeners(ch)
+  return redis.call('PUBSUB', 'NUMSUB', ch)[2]
+end
+
 -- The live waiters of the mutex `hash` queued before `me` (all of them when
 -- `me` is in none), counted up to `limit`. A waiter is live while it listens
 -- on its wake channel (it queues only once subscribed); the dead ones met on
@@ -343,7 +350,7 @@ local function live_ahead(hash, me, limit)
     if #one == 0 then break end
     local w = string.match(one[1], '^%d+ %d+ (.+)$') or one[1]
     if w == me then break end
-    if redis.call('PUBSUB', 'NUMSUB', channel(hash, 'wake:' .. w))[2] > 0 then
+    if listeners(channel(hash, 'wake:' .. w)) > 0 then
       live = live + 1
       at = at + 1
     else
