@@ -330,17 +330,18 @@ end
 -- FIFO across slots (core/slots.hpp: k_slot_fallback_ms, may_take_free_slot).
 local k_slot_fallback_ms = 1000
 
--- How many listen on channel `ch`: the count a PUBLISH would answer, with
--- no message sent. (Where wake-ups go by sharded pub/sub, SPUBLISH, this
--- must ask PUBSUB SHARDNUMSUB.)
-local function listeners(ch)
-  return redis.call('PUBSUB', 'NUMSUB', ch)[2]
+-- Whether the waiter of wake channel `ch` lives: it is told to look, as a
+-- release tells it, and PUBLISH counts who listens (PUBSUB NUMSUB would ask
+-- the ACL for one more command). The look does no harm: the waiters asked
+-- about are those a free slot is for.
+local function alive(ch)
+  return redis.call('PUBLISH', ch, '1') > 0
 end
 
 -- The live waiters of the mutex `hash` queued before `me` (all of them when
 -- `me` is in none), counted up to `limit`. A waiter is live while it listens
--- on its wake channel (it queues only once subscribed); the dead ones met on
--- the way leave the queue.
+-- on its wake channel (it queues only once subscribed; see alive()); the
+-- dead ones met on the way leave the queue.
 local function live_ahead(hash, me, limit)
   local queue = hash .. ':waiters'
   local live, at = 0, 0
@@ -350,7 +351,7 @@ local function live_ahead(hash, me, limit)
     if #one == 0 then break end
     local w = string.match(one[1], '^%d+ %d+ (.+)$') or one[1]
     if w == me then break end
-    if listeners(channel(hash, 'wake:' .. w)) > 0 then
+    if alive(channel(hash, 'wake:' .. w)) then
       live = live + 1
       at = at + 1
     else
