@@ -64,9 +64,7 @@ core::Lease queued_behind(const std::vector<core::Lease>& slots, const FreeSlots
   return shown;
 }
 
-int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
-                    int& free_slots) {
-  free_slots = 0;
+int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall) {
   const std::string mutex(core::mutex_of_row(row));
   core::Lease marker;
   std::vector<core::Lease> slots;
@@ -76,7 +74,7 @@ int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int
   int n = core::slots_of_owner(marker.owner_id);
   if (n < 2) return SQLITE_OK;
   if (int rc = read_slots(db, mutex, n, c, marker, slots); rc != SQLITE_OK) return rc;
-  free_slots = cover(marker, slots, c.boot);
+  cover(marker, slots, c.boot);
   return write_row(db, mutex, marker, boot_to_wall, nullptr);
 }
 

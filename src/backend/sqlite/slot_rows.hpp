@@ -43,9 +43,8 @@ core::Lease queued_behind(const std::vector<core::Lease>& slots, const FreeSlots
 // After a write to slot row `row`: the marker of its mutex is moved to end
 // with the last of its valid slots (to now when none is valid: the mutex is
 // free, and the next acquirer's N wins). Nothing when the row has no marker
-// of slots. An SQLite code; `free_slots`: how many slots are free then.
-int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
-                    int& free_slots);
+// of slots. An SQLite code.
+int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall);
 
 // The marker moved over `slots` (see cover_by_marker), without I/O; how
 // many slots are free.

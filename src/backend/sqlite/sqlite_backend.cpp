@@ -173,7 +173,7 @@ private:
   bool wake_first_waiter(const std::string& row) {
     size_t hash = row.find('#');
     if (hash == std::string::npos) return m_waiters.wake_first_waiter(row);
-    return m_waiters.wake_first_waiter(row.substr(0, hash), std::max(0, m_free_slots - 1));
+    return m_waiters.wake_next_waiter(row.substr(0, hash));
   }
   void notify(const std::string& row) {
     size_t hash = row.find('#');
@@ -229,7 +229,6 @@ private:
   int64_t m_history_limit;                   // SIMBA_HISTORY_LIMIT: 0, none written
   enum class Op { other, release, force } m_op = Op::other; // names the history event
   std::optional<int> m_exit_code;                           // set_exit_code(), for a release
-  int m_free_slots = 0; // --slots: free slots after the last write to a slot (cover_by_marker)
   bool m_marker_covered = false; // acquire_slot wrote the marker: write_decision need not
 };
 
@@ -338,7 +337,7 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
   }
   // A slot's row (core/slots.hpp): its marker in the same transaction.
   if (rc == SQLITE_OK && !m_marker_covered && mutex.find('#') != std::string::npos)
-    rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall(), m_free_slots);
+    rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall());
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   rc = m_db.run(k_commit, "COMMIT");
   if (rc != SQLITE_OK) {
@@ -477,7 +476,7 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
   // rather than by write_decision's re-read.
   core::Lease taken = lease[size_t(pick)];
   if (d.write) lease[size_t(pick)] = d.lease;
-  m_free_slots = cover(marker, lease, now);
+  cover(marker, lease, now);
   lease[size_t(pick)] = taken;
   rc = write_row(m_db, mutex, marker, m_clocks.boot_to_wall(), nullptr);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);

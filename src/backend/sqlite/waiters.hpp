@@ -45,9 +45,14 @@ public:
 
   // A release that ended the lease: wakes the first live waiter; whether
   // one was woken.
-  // `skip`: live waiters passed over first (--slots: each free slot's
-  // release woke one of them, who is acquiring).
-  bool wake_first_waiter(const std::string& mutex, int skip = 0);
+  bool wake_first_waiter(const std::string& mutex);
+  // --slots: a slot's release wakes the first live waiter that no release
+  // woke already, or that was woken over k_slot_fallback_ms ago (its file's
+  // mtime, which a wake sets, tells: core/slots.hpp). Those woken are
+  // acquiring the slots freed before; counting them by the free slots the
+  // release saw would skip the head when one took its slot meanwhile (the
+  // wake comes after the commit).
+  bool wake_next_waiter(const std::string& mutex);
   // A revocation: tells the owner and every waiter.
   void notify(const std::string& mutex);
   // --slots (core/slots.hpp: may_take_free_slot): the live waiters of
