@@ -362,11 +362,10 @@ bool Waiters::wake_next_waiter(const std::string& mutex) {
     }
     struct stat st;
     int64_t joined = std::strtoll(w.c_str() + w.find(".w.") + 3, nullptr, 10);
-    int64_t touched = fstat(fd, &st) == 0
-                          ? int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec
-                          : joined;
-    bool woken = touched > joined + k_joined_slack_ns &&
-                 touched > now - core::k_slot_fallback_ms * 1000000;
+    int64_t touched =
+        fstat(fd, &st) == 0 ? int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : joined;
+    bool woken =
+        touched > joined + k_joined_slack_ns && touched > now - core::k_slot_fallback_ms * 1000000;
     bool woke = !woken && futimens(fd, nullptr) == 0;
     close(fd);
     if (woke) return true;
