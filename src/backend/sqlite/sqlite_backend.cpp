@@ -456,7 +456,11 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
   // A free slot: first come the live waiters queued before us (FIFO).
   if (!lease[size_t(pick)].owned_by(contender, now)) {
     FreeSlots f = free_slots(lease, now);
-    if (!core::may_take_free_slot(m_waiters.live_ahead(mutex, f.count), f.count, f.since, now))
+    std::vector<std::string> holders;
+    for (const core::Lease& l : lease)
+      if (l.valid_at(now)) holders.push_back(l.owner_id);
+    int ahead = m_waiters.live_ahead(mutex, f.count, holders);
+    if (!core::may_take_free_slot(ahead, f.count, f.since, now))
       return write_decision(mutex, Decision{false, queued_behind(lease, f, marker, now)}, false,
                             marker);
   }

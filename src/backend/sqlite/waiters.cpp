@@ -320,7 +320,8 @@ bool Waiters::wake_first_waiter(const std::string& mutex) {
   return false;
 }
 
-int Waiters::live_ahead(const std::string& mutex, int limit) {
+int Waiters::live_ahead(const std::string& mutex, int limit,
+                        const std::vector<std::string>& holders) {
   int dir = limit > 0 ? notify_directory(false) : -1;
   if (dir < 0) return 0;
   const std::string prefix = fnv1a_hex(mutex) + ".w.";
@@ -332,9 +333,16 @@ int Waiters::live_ahead(const std::string& mutex, int limit) {
     if (queued && name >= m_waiter_file) break; // we and those after us
     int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) continue;
-    if (flock(fd, LOCK_SH | LOCK_NB) != 0) ++live; // a live waiter holds its LOCK_EX
+    bool alive = flock(fd, LOCK_SH | LOCK_NB) != 0; // a live waiter holds its LOCK_EX
+    if (alive && !holders.empty()) {
+      char buf[512]; // "<owner id>\n<holder>" (join_queue)
+      ssize_t n = pread(fd, buf, sizeof buf, 0);
+      std::string text(buf, n > 0 ? size_t(n) : 0);
+      std::string owner = text.substr(0, text.find('\n'));
+      alive = std::find(holders.begin(), holders.end(), owner) == holders.end();
+    }
     close(fd);
-    if (live >= limit) break;
+    if (alive && ++live >= limit) break;
   }
   return live;
 }

@@ -57,8 +57,9 @@ public:
   void notify(const std::string& mutex);
   // --slots (core/slots.hpp: may_take_free_slot): the live waiters of
   // `mutex` queued before us (all of them when we are not in its queue),
-  // counted up to `limit`. Reads only.
-  int live_ahead(const std::string& mutex, int limit);
+  // counted up to `limit`, but those whose owner id is in `holders` (one
+  // that took its slot leaves the queue only after its commit). Reads only.
+  int live_ahead(const std::string& mutex, int limit, const std::vector<std::string>& holders);
   // --slots: we took a slot; out of the queue at once (not at settle()),
   // or the releases of the other slots would wake us, and the waiters
   // behind us would count us as one before them.
