@@ -23,10 +23,11 @@ _simba_options() {
   run) echo "$supervise --timeout --no-wait --conflict-exit-code --min-hold --once-per --offset
     --retry-failed --lease --slots" ;;
   lead) echo "$supervise --restart --restart-delay --slots" ;;
-  schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align" ;;
+  schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align --slots" ;;
   status) echo "--mutex --all $backend --json --format" ;;
   release) echo "--mutex $backend --force --token --lease" ;;
-  acquire) echo "--mutex $backend --ttl --transition --contender-id --timeout --no-wait --env-file" ;;
+  acquire) echo "--mutex $backend --ttl --transition --contender-id --timeout --no-wait --env-file
+    --slots" ;;
   renew) echo "--lease --ttl $backend" ;;
   history) echo "--mutex --since $backend --json" ;;
   esac

@@ -1,8 +1,11 @@
 """Reads what the CMDs recorded (tests/chaos/chaos_cmd.cpp) and judges it.
 
 Lines: `<what> <token> <contender> <monotonic ns> <pid>`, what = start,
-overlap (the kernel flock was still held by another CMD: exact), end, fenced
-(the fencing resource refused the token: a larger one had written before).
+overlap (the kernel flock was still held by another CMD: exact; with --slots
+N, all N flocks were: more than N CMDs at once), end, fenced (the fencing
+resource refused the token: a larger one had written before). With --slots
+the contender is `<contender>:s<slot>` and the fencing resource is the
+slot's.
 """
 
 
@@ -39,7 +42,26 @@ def hand_overs(starts, fault_times):
     return total, faulted
 
 
-def token_inversions(starts):
+def slot_of(contender):
+    """The slot of a --slots CMD's contender field; None without slots."""
+    head, sep, slot = contender.rpartition(":s")
+    return slot if sep and head else None
+
+
+def token_inversions(starts, slots=1):
+    """Tokens strictly increasing: per mutex, or with --slots per slot (the
+    slots' leases run side by side, so their CMDs may start in another order
+    than their tokens were drawn) and then never one token for two
+    contenders (tokens are drawn from one counter across the slots)."""
+    if slots > 1:
+        bad, owner = [], {}
+        for slot in sorted({slot_of(c) for _, _, c in starts}, key=str):
+            bad += token_inversions([s for s in starts if slot_of(s[2]) == slot])
+        for _, tok, c in starts:
+            base = c.rpartition(":s")[0]
+            if owner.setdefault(tok, base) != base:
+                bad.append(f"token {tok} of both {owner[tok]} and {base}")
+        return bad
     bad = []
     for (_, tok0, c0), (_, tok1, c1) in zip(starts, starts[1:]):
         # A new lease has a larger token; lead restarts CMD in the same lease.
@@ -65,3 +87,25 @@ def failovers(starts, kills, fault_times, bound_ms):
         if later and clean:
             out.append((later[0] - k) / 1e6)
     return out
+
+
+def most_at_once(path):
+    """The most CMDs that ran at once, counting those that recorded their
+    end (a CMD killed -9 records none): with --slots N, N shows that the
+    slots were used side by side."""
+    events = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 5 and parts[0] in ("start", "end") and parts[3].isdigit():
+                events.setdefault(parts[4], {})[parts[0]] = int(parts[3])
+    edges = []
+    for e in events.values():
+        if "start" in e and "end" in e:
+            edges += [(e["start"], 1), (e["end"], -1)]
+    edges.sort(key=lambda x: (x[0], x[1]))
+    most = held = 0
+    for _, d in edges:
+        held += d
+        most = max(most, held)
+    return most

@@ -78,8 +78,10 @@ class Chaos:
         return p
 
     def common(self, uri):
+        slots = ["--slots", str(self.opts.slots)] if self.opts.slots > 1 else []
         return ["--mutex", MUTEX, "--backend", uri, "--ttl", f"{TTL_MS}ms",
-                "--transition", f"{TRANSITION_MS}ms", "--kill-after", f"{KILL_AFTER_MS}ms", "-v"]
+                "--transition", f"{TRANSITION_MS}ms", "--kill-after", f"{KILL_AFTER_MS}ms",
+                "-v"] + slots
 
     def run_argv(self, slot):
         # Most CMDs end within their first ttl; a fifth outlive it, so that
@@ -202,8 +204,10 @@ class Chaos:
     def run(self):
         o = self.opts
         goal = f", until {o.handovers} faulted hand-overs" if o.handovers else ""
+        slots = f", --slots {o.slots}" if o.slots > 1 else ""
         log(f"{self.kind}: seed {self.seed}, at most {o.duration} s{goal}, "
-            f"{o.runners} run loops + {o.leaders} leaders on {o.hosts} hosts, in {self.tmp}")
+            f"{o.runners} run loops + {o.leaders} leaders on {o.hosts} hosts{slots}, "
+            f"in {self.tmp}")
         try:
             self.contend(time.monotonic() + o.duration)
             self.wind_down()
@@ -271,7 +275,7 @@ class Chaos:
     def check(self):
         starts, overlaps, fenced = checker.read_log(self.log_path) \
             if os.path.exists(self.log_path) else ([], [], [])
-        bad_tokens = checker.token_inversions(starts)
+        bad_tokens = checker.token_inversions(starts, self.opts.slots)
         total, faulted = checker.hand_overs(starts, self.fault_times)
         bound_ms = TTL_MS + TRANSITION_MS + 1000
         fo = checker.failovers(starts, self.kills, self.fault_times, bound_ms)
@@ -287,6 +291,10 @@ class Chaos:
         log(f"{k}: overlaps: {len(overlaps)}; tokens going back: {len(bad_tokens)}; "
             f"fencing rejections: {len(fenced)} (0 expected with 0 overlaps); "
             f"mutex at the end: {self.final_state}; CMDs left running: {self.leftover_cmds}")
+        if self.opts.slots > 1:
+            most = checker.most_at_once(self.log_path) if os.path.exists(self.log_path) else 0
+            log(f"{k}: --slots {self.opts.slots}: at most {most} CMDs seen at once (of those "
+                f"that recorded their end); more than {self.opts.slots} would be an overlap")
         if fo:
             log(f"{k}: failover after kill -9 of the holder: worst {worst:.0f} ms, mean "
                 f"{sum(fo) / len(fo):.0f} ms over {len(fo)} (bound ttl + transition + 1 s = "

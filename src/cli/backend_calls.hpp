@@ -16,7 +16,7 @@ core::CallResult to_call_result(const backend::Reply& r);
 class BackendCalls {
 public:
   BackendCalls(backend::Backend& backend, const core::ContenderConfig& config)
-      : m_backend(backend), m_config(config) {}
+      : m_backend(backend), m_config(config), m_slot(config.lease_slot) {}
 
   // `a`, bounded by `timeout_ms`; its reply as the core reads it.
   core::CallResult call(const core::action::Call& a, int64_t timeout_ms);
@@ -37,7 +37,7 @@ private:
   backend::Backend& m_backend;
   const core::ContenderConfig& m_config;
   uint64_t m_count = 0; // backend calls (lease operations)
-  int m_slot = -1;      // --slots: the slot last acquired; -1 none known
+  int m_slot;           // --slots: the slot last acquired (a step's: its handle's); -1 none known
 };
 
 } // namespace simba::cli

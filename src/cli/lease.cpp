@@ -57,8 +57,11 @@ backend::Reply checked(backend::Reply r, const backend::Backend& b, const core::
 // The lines acquire prints (or appends to --env-file): POSIX assignments
 // whose values need no quoting, for eval, `set -a; . FILE` and $GITHUB_ENV.
 std::string assignments(const core::LeaseHandle& h, const core::action::Leased& l) {
+  std::string slot = h.slots > 1 ? "\nSIMBA_SLOT=" + std::to_string(h.slot) +
+                                       "\nSIMBA_SLOTS=" + std::to_string(h.slots)
+                                 : "";
   return "SIMBA_LEASE=" + core::encode_lease_handle(h) + "\nSIMBA_MUTEX=" + h.mutex +
-         "\nSIMBA_FENCING_TOKEN=" + std::to_string(h.token) +
+         "\nSIMBA_FENCING_TOKEN=" + std::to_string(h.token) + slot +
          "\nSIMBA_LEASE_UNTIL=" + utc_at(l.lease.transition_at, l.backend_now) + "\n";
 }
 
@@ -82,6 +85,7 @@ core::ContenderConfig acquire_config(const AcquireOptions& o) {
   // Checked as run checks it: every step (run --lease) runs with these.
   core::ContenderConfig config = supervise_config(s, "acquire");
   config.mode = core::ContenderConfig::Mode::acquire;
+  config.slots = slots_config(o.slots);
   apply_wait_options(config, o.no_wait, o.timeout);
   return config;
 }
@@ -105,6 +109,9 @@ CLI::App* add_acquire_command(CLI::App& app, AcquireOptions& o) {
   cmd->add_option("--timeout", o.timeout,
                   "Give up waiting after this long (exit 75; 69 if the backend is failing then)");
   cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held");
+  add_slots_option(*cmd, o.slots,
+                   "Take one of N slots: at most N leases (and their steps) at once; every "
+                   "contender must give the same N");
   cmd->add_option("--env-file", o.env_file,
                   "Append the assignments to FILE (e.g. $GITHUB_ENV) instead of printing them");
   return cmd;
@@ -121,6 +128,8 @@ Outcome acquire_command(const AcquireOptions& o) {
   }
   Log log{o.common.quiet, o.common.verbose, false, false};
   auto backend = open_backend(o.common);
+  if (config.slots > 1 && !backend->has_slots())
+    throw UsageError("--slots above 1 is not supported by " + backend->describe());
   backend->set_holder(this_holder("acquire", ""));
   Command none; // acquire starts no CMD
   process::Watchdog watchdog;
@@ -135,7 +144,9 @@ Outcome acquire_command(const AcquireOptions& o) {
                       config.contender_id,
                       out.leased->lease.fencing_token,
                       config.ttl_ms,
-                      config.transition_ms};
+                      config.transition_ms,
+                      out.leased->lease.slot,
+                      config.slots};
   bool written = write_all(fd, assignments(h, *out.leased));
   int err = errno;
   if (fd > 1 && ::close(fd) != 0 && written) {
@@ -144,7 +155,7 @@ Outcome acquire_command(const AcquireOptions& o) {
   }
   if (!written) {
     // Nobody could use or release it: give it back now.
-    backend->release(config.mutex, config.contender_id, h.token, k_call_timeout_ms);
+    backend->release(core::lease_name(h), config.contender_id, h.token, k_call_timeout_ms);
     throw Error(k_cannot_write, "cannot write the lease handle" +
                                     (o.env_file.empty() ? std::string() : " to " + o.env_file) +
                                     ": " + std::strerror(err) + "; the lease was released");
@@ -162,9 +173,9 @@ CLI::App* add_renew_command(CLI::App& app, RenewOptions& o) {
 }
 
 backend::Reply renew_lease(backend::Backend& backend, const core::LeaseHandle& h, int64_t ttl_ms) {
-  return checked(
-      backend.extend(h.mutex, h.owner_id, h.token, ttl_ms, h.transition_ms, k_call_timeout_ms),
-      backend, h);
+  return checked(backend.extend(core::lease_name(h), h.owner_id, h.token, ttl_ms, h.transition_ms,
+                                k_call_timeout_ms),
+                 backend, h);
 }
 
 int renew_command(const RenewOptions& o) {
@@ -195,7 +206,7 @@ int release_lease_command(const CommonOptions& o, const std::string& lease) {
   core::LeaseHandle h = core::decode_lease_handle(lease);
   auto backend = open_for(o, h);
   backend::Reply r =
-      checked(backend->force_release(h.mutex, h.token, k_call_timeout_ms), *backend, h);
+      checked(backend->force_release(core::lease_name(h), h.token, k_call_timeout_ms), *backend, h);
   if (!r.changed) {
     if (!o.quiet) std::cerr << "simba: " << not_held(r, h) << "; nothing released\n";
     return k_release_not_held;

@@ -17,6 +17,7 @@ struct AcquireOptions {
   std::string timeout;
   bool no_wait = false;
   std::string env_file;
+  int slots = 1; // --slots N (core/slots.hpp)
 };
 
 struct RenewOptions {

@@ -31,19 +31,6 @@ void add_supervise_options(CLI::App& cmd, SuperviseOptions& o) {
                  "text (default) or json: one JSON object per line on stderr");
 }
 
-void add_slots_option(CLI::App& cmd, SuperviseOptions& o, const char* help) {
-  cmd.add_option("--slots", o.slots, help);
-}
-
-// --slots N: 1 to k_max_slots; with N > 1 not with --once-per (one run per
-// window is one holder).
-int slots_config(const SuperviseOptions& o) {
-  if (o.slots < 1 || o.slots > core::k_max_slots)
-    throw UsageError("--slots must be 1 to " + std::to_string(core::k_max_slots) + ", not " +
-                     std::to_string(o.slots));
-  return o.slots;
-}
-
 } // namespace
 
 core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* command) {
@@ -147,16 +134,29 @@ Outcome step_command(const RunOptions& o, const std::vector<std::string>& cmd) {
   config.contender_id = h.owner_id;
   config.label = std::string(core::label_of(h.owner_id));
   config.lease_token = h.token;
+  config.slots = h.slots;
+  config.lease_slot = h.slot;
   return supervise(config, s, cmd, &h);
 }
 
 } // namespace
 
+void add_slots_option(CLI::App& cmd, int& slots, const char* help) {
+  cmd.add_option("--slots", slots, help);
+}
+
+int slots_config(int slots) {
+  if (slots < 1 || slots > core::k_max_slots)
+    throw UsageError("--slots must be 1 to " + std::to_string(core::k_max_slots) + ", not " +
+                     std::to_string(slots));
+  return slots;
+}
+
 CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
   CLI::App* cmd = app.add_subcommand("run", k_run_description);
   cmd->footer("Usage: simba run --mutex NAME [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
-  add_slots_option(*cmd, o.supervise,
+  add_slots_option(*cmd, o.supervise.slots,
                    "At most N CMDs of the mutex at once (a semaphore; default 1); every "
                    "contender of the mutex must give the same N");
   cmd->add_option("--timeout", o.timeout,
@@ -184,7 +184,7 @@ CLI::App* add_lead_command(CLI::App& app, LeadOptions& o) {
   CLI::App* cmd = app.add_subcommand("lead", k_lead_description);
   cmd->footer("Usage: simba lead --mutex NAME [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
-  add_slots_option(*cmd, o.supervise,
+  add_slots_option(*cmd, o.supervise.slots,
                    "At most N leaders at once (default 1); every instance must give the same N");
   cmd->add_option("--restart", o.restart,
                   "What CMD's exit does while leader: never (release and exit with its status), "
@@ -198,6 +198,8 @@ CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o) {
   cmd->footer("Usage: simba schedule --mutex NAME --every D [options] -- CMD [ARGS...]");
   add_supervise_options(*cmd, o.supervise);
   cmd->add_option("--every", o.every, "Period of the runs (required)");
+  add_slots_option(*cmd, o.supervise.slots,
+                   "Only 1: each tick runs once, by the one leader (lead --slots N for N active)");
   cmd->add_option("--strategy", o.strategy,
                   "fixed-rate (ticks every D; a tick during a run is skipped) or fixed-delay "
                   "(D between the end of a run and the next start); default fixed-rate");
@@ -250,7 +252,7 @@ Outcome run_command(const RunOptions& o, const std::vector<std::string>& cmd) {
                      std::to_string(o.conflict_exit_code));
   config.conflict_exit_code = o.conflict_exit_code;
   config.once = once_per_config(o);
-  config.slots = slots_config(o.supervise);
+  config.slots = slots_config(o.supervise.slots);
   if (config.slots > 1 && config.once) throw UsageError("--once-per does not go with --slots");
   return supervise(config, o.supervise, cmd);
 }
@@ -270,7 +272,7 @@ Outcome lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) 
     throw UsageError("--restart must be never, on-failure or always, not '" + o.restart + "'");
   }
   config.restart_delay_ms = core::parse_duration(o.restart_delay, "--restart-delay");
-  config.slots = slots_config(o.supervise);
+  config.slots = slots_config(o.supervise.slots);
   return supervise(config, o.supervise, cmd);
 }
 
@@ -278,6 +280,10 @@ Outcome schedule_command(const ScheduleOptions& o, const std::vector<std::string
   require_command(cmd);
   core::ContenderConfig config = supervise_config(o.supervise, "schedule");
   config.mode = core::ContenderConfig::Mode::schedule;
+  // N leaders would run every tick N times, and share one phase record.
+  if (slots_config(o.supervise.slots) > 1)
+    throw UsageError("schedule does not take --slots above 1: each tick runs once, by the one "
+                     "leader (lead --slots N keeps N instances active)");
   if (o.every.empty()) throw UsageError("--every is required");
   config.every_ms = core::parse_duration(o.every, "--every");
   if (config.every_ms <= 0) throw UsageError("--every must be longer than 0");

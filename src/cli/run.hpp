@@ -63,6 +63,11 @@ void refuse_with_lease(const CLI::App& run_cmd, const std::string& lease);
 // schedule check them) into a configuration; `command` names it in errors.
 core::ContenderConfig supervise_config(const SuperviseOptions& o, const char* command);
 
+// --slots N (core/slots.hpp): the option, and its value checked (1 to
+// k_max_slots, else UsageError).
+void add_slots_option(CLI::App& cmd, int& slots, const char* help);
+int slots_config(int slots);
+
 // The environment variable through which a simba tells the simbas it starts
 // which mutexes it holds: lines of "<mutex> <backend>". Re-entry is refused.
 constexpr const char* k_held_env = "SIMBA_HELD";

@@ -61,6 +61,7 @@ struct ContenderConfig {
   enum class Mode { run, lead, schedule, acquire, step } mode = Mode::run;
   int slots = 1;            // --slots N: at most N holders at once (slots.hpp)
   uint64_t lease_token = 0; // step: the fencing token of the known lease
+  int lease_slot = -1;      // step with --slots: the slot of the known lease
   enum class Restart { never, on_failure, always } restart = Restart::never;
   int64_t restart_delay_ms = 1000;
   int64_t every_ms = 0;

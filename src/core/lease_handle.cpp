@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "core/slots.hpp"
 
 #include <vector>
 
@@ -78,6 +79,7 @@ std::string encode_lease_handle(const LeaseHandle& h) {
   std::string payload = h.backend + "\n" + h.mutex + "\n" + h.owner_id + "\n" +
                         std::to_string(h.token) + "\n" + std::to_string(h.ttl_ms) + "\n" +
                         std::to_string(h.transition_ms);
+  if (h.slots > 1) payload += "\n" + std::to_string(h.slot) + "/" + std::to_string(h.slots);
   return std::string(k_prefix) + base64url(payload + "\n" + check_of(payload));
 }
 
@@ -96,7 +98,7 @@ LeaseHandle decode_lease_handle(std::string_view text) {
     else
       f.back() += c;
   }
-  if (f.size() != 6) malformed("wrong number of fields");
+  if (f.size() != 6 && f.size() != 7) malformed("wrong number of fields");
   LeaseHandle h;
   h.backend = f[0];
   if (h.backend.size() != 16 ||
@@ -117,7 +119,20 @@ LeaseHandle decode_lease_handle(std::string_view text) {
   h.ttl_ms = int64_t(parse_number(f[4], "ttl"));
   h.transition_ms = int64_t(parse_number(f[5], "transition"));
   if (h.token == 0 || h.ttl_ms <= 0 || h.transition_ms <= 0) malformed("zero field");
+  if (f.size() == 7) { // --slots: "slot/N"
+    size_t slash = f[6].find('/');
+    if (slash == std::string::npos) malformed("bad slot");
+    uint64_t slot = parse_number(f[6].substr(0, slash), "slot");
+    uint64_t slots = parse_number(f[6].substr(slash + 1), "slots");
+    if (slots < 2 || slots > uint64_t(k_max_slots) || slot >= slots) malformed("bad slot");
+    h.slot = int(slot);
+    h.slots = int(slots);
+  }
   return h;
+}
+
+std::string lease_name(const LeaseHandle& h) {
+  return h.slots > 1 ? slot_row(h.mutex, h.slot) : h.mutex;
 }
 
 std::string backend_fingerprint(std::string_view describe) {

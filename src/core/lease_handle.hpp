@@ -6,7 +6,8 @@
 //
 // Text form: "simba1." + base64url (no padding) of seven lines: the
 // backend's fingerprint, the mutex, the owner id, the fencing token, the
-// ttl and the transition (ms), and a check of those six. base64url keeps any mutex name and owner id intact
+// ttl and the transition (ms), and a check of those six; with --slots, a
+// line "slot/N" before the check. base64url keeps any mutex name and owner id intact
 // through shells, env files ($GITHUB_ENV) and YAML without quoting.
 #include <cstdint>
 #include <string>
@@ -21,7 +22,14 @@ struct LeaseHandle {
   uint64_t token = 0;
   int64_t ttl_ms = 0;
   int64_t transition_ms = 0;
+  // --slots N (slots.hpp): the slot the lease is, of `slots`. A handle of a
+  // plain mutex (slots 1) has no field for them: its text is as before.
+  int slot = 0;
+  int slots = 1;
 };
+
+// The name the handle's lease is stored under: its slot's, or the mutex's.
+std::string lease_name(const LeaseHandle& h);
 
 std::string encode_lease_handle(const LeaseHandle& h);
 // Throws UsageError (one line, the handle not echoed: it is a secret of

@@ -38,4 +38,20 @@ inline std::string_view mutex_of_row(std::string_view row) { return row.substr(0
 // The most slots a mutex may have.
 constexpr int k_max_slots = 1000;
 
+// FIFO across slots: a free slot goes to the longest waiting live
+// contender. With `free_slots` free, the first `free_slots` live waiters
+// may take them (the releases woke them, one each); anyone else, a
+// latecomer or a waiter further back, is refused until one of the slots
+// has stayed free for k_slot_fallback_ms (then those woken did not come:
+// stopped, or their notification failed, and the timed fallback lets
+// anyone in). `live_ahead`: the live waiters queued before the contender
+// (the whole queue when it is in none), counted up to `free_slots`;
+// `free_since`: when the longest free of the free slots freed. A renewal
+// of the contender's own slot is never gated.
+constexpr int64_t k_slot_fallback_ms = 1000;
+
+inline bool may_take_free_slot(int live_ahead, int free_slots, int64_t free_since, int64_t now) {
+  return live_ahead < free_slots || now >= free_since + k_slot_fallback_ms;
+}
+
 } // namespace simba::core

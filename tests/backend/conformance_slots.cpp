@@ -222,3 +222,67 @@ TEST_CASE("slots: processes contending on 3 slots never hold more than 3 at once
   CHECK(most <= 3);
   CHECK(most >= 2);
 }
+
+namespace {
+
+// Releases a slot from another process, as another simba would (a
+// backend's release wakes nobody of its own process).
+void release_elsewhere(const std::string& m, const Reply& held, const std::string& who) {
+  int status = run_in_child([&] {
+    auto other = open_test_backend();
+    return other
+        ->release(slot_row(m, held.observed.lease.slot), who, held.observed.lease.fencing_token,
+                  k_timeout)
+        .changed;
+  });
+  REQUIRE(status == 0);
+}
+
+} // namespace
+
+TEST_CASE("slots: a freed slot goes to the waiter queued first, never to a latecomer; the timed "
+          "fallback lets anyone in when the woken waiter does not come") {
+  auto b = open_test_backend();
+  if (!b->has_slots()) return;
+  auto m = unique_mutex("slots-fifo");
+  Reply a = take(*b, m, "A", 2), c = take(*b, m, "B", 2);
+  REQUIRE(a.changed);
+  REQUIRE(c.changed);
+  // Two waiters queue, W1 first.
+  auto w1 = open_test_backend(), w2 = open_test_backend();
+  REQUIRE_FALSE(take(*w1, m, "W1", 2).changed);
+  int fd1 = w1->wakeups(m, "W1").wait();
+  REQUIRE(fd1 >= 0);
+  REQUIRE_FALSE(take(*w2, m, "W2", 2).changed);
+  int fd2 = w2->wakeups(m, "W2").wait();
+  REQUIRE(fd2 >= 0);
+  // A's release wakes W1 alone.
+  release_elsewhere(m, a, "A");
+  CHECK(wait_for_wakeup(w1->wakeups(m, "W1"), fd1, 1000));
+  CHECK_FALSE(wait_for_wakeup(w2->wakeups(m, "W2"), fd2, 300));
+  // A latecomer, and W2 behind W1, are refused the free slot: no barging.
+  // They are shown a lease that is not free (they sleep, they do not spin).
+  auto late = open_test_backend();
+  for (auto [who, backend] : {std::pair{"L", late.get()}, std::pair{"W2", w2.get()}}) {
+    Reply r = take(*backend, m, who, 2);
+    CHECK_FALSE(r.changed);
+    CHECK_FALSE(r.observed.lease.free_at(r.observed.now));
+    CHECK(r.observed.lease.transition_at <= r.observed.now + simba::core::k_slot_fallback_ms + 100);
+  }
+  // W1, first in line, takes it.
+  Reply got1 = take(*w1, m, "W1", 2);
+  CHECK(got1.changed);
+  CHECK(got1.observed.lease.slot == a.observed.lease.slot);
+  // B's release wakes W2 (W1 left the queue with its slot); W2 does not
+  // come (stopped, say): a latecomer is refused until the slot has been
+  // free for the fallback, then takes it.
+  release_elsewhere(m, c, "B");
+  CHECK(wait_for_wakeup(w2->wakeups(m, "W2"), fd2, 1000));
+  Reply refused = take(*late, m, "L", 2);
+  REQUIRE_FALSE(refused.changed);
+  sleep_ms(refused.observed.lease.transition_at - refused.observed.now + 50);
+  Reply got = take(*late, m, "L", 2);
+  CHECK(got.changed);
+  CHECK(got.observed.lease.slot == c.observed.lease.slot);
+  CHECK(got.observed.lease.fencing_token > got1.observed.lease.fencing_token);
+}

@@ -16,6 +16,12 @@
 // that keeps the flock held and ignores SIGTERM: it must die with CMD's
 // lease like CMD itself (simba's leftover handling, or its watchdog when
 // simba is killed), or the next CMD records "overlap".
+// Under --slots N (SIMBA_SLOTS above 1, scripts/chaos --slots N) there are
+// N locks, LOCKFILE.0 to LOCKFILE.<N-1>: CMD takes any free one, and records
+// "overlap" when all N are held (more than N CMDs at once); the fencing
+// resource is its slot's (LOCKFILE.<SIMBA_SLOT>.fence: a slot's leases
+// follow each other, the slots' run side by side), and the contender field
+// is "<contender>:s<SIMBA_SLOT>".
 // Usage: simba_chaos_cmd LOG LOCKFILE MILLISECONDS [daemon]
 #include <fcntl.h>
 #include <sys/file.h>
@@ -106,13 +112,38 @@ int main(int argc, char** argv) {
   const char* contender = getenv("SIMBA_CONTENDER_ID");
   g_token = token ? token : "?";
   g_contender = contender ? contender : "?";
+  const char* slots_env = getenv("SIMBA_SLOTS");
+  const char* slot_env = getenv("SIMBA_SLOT");
+  int slots = slots_env ? atoi(slots_env) : 1;
+  std::string lock_path = argv[2];
+  if (slots > 1) {
+    g_contender += std::string(":s") + (slot_env ? slot_env : "?");
+    lock_path += std::string(".") + (slot_env ? slot_env : "0");
+  }
   g_log = open(argv[1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  int lock = open(argv[2], O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (g_log < 0 || lock < 0) return 121;
-  g_fence = std::string(argv[2]) + ".fence";
+  g_fence = lock_path + ".fence";
   signal(SIGTERM, on_term);
   signal(SIGINT, on_term);
-  bool alone = flock(lock, LOCK_EX | LOCK_NB) == 0;
+  bool alone = false;
+  if (slots > 1) {
+    // Any of the N locks: all held means N other CMDs run.
+    for (int k = 0; k < slots && !alone; ++k) {
+      int fd = open((std::string(argv[2]) + "." + std::to_string(k)).c_str(),
+                    O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return 121;
+      alone = flock(fd, LOCK_EX | LOCK_NB) == 0;
+      if (alone) {
+        close(lock);
+        lock = fd;
+      } else {
+        close(fd);
+      }
+    }
+  } else {
+    alone = flock(lock, LOCK_EX | LOCK_NB) == 0;
+  }
   if (!alone) record("overlap");
   fence_write();
   if (!alone) flock(lock, LOCK_EX); // keep going: the checker reports it

@@ -3,7 +3,8 @@
 # backends: sqlite redis
 # --slots 2: waiters queue in one line for both slots. Two holders, then
 # four waiters that join the queue one after the other; as each slot frees,
-# the longest waiting one gets it: the CMDs start in the order w1 w2 w3 w4.
+# the longest waiting one gets it: the CMDs start in the order w1 w2 w3 w4,
+# and a latecomer trying all along gets none of them.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 export ORDER=$T/order
@@ -21,6 +22,15 @@ for w in 1 2 3 4; do
   pids+=($!)
   wait_for 10 queued "$w"
 done
+# A latecomer tries again and again meanwhile (--no-wait): a slot that
+# frees is the next waiter's, never the latecomer's (no barging).
+(
+  while [[ ! -e $ORDER.stop ]]; do
+    "$SIMBA" run --mutex m --slots 2 --no-wait -- sh -c "$cmd" late 2>/dev/null || true
+    sleep 0.01
+  done
+) &
+late=$!
 # Each slot that frees goes to the next in line.
 n=2
 for done_one in h1 h2 w1 w2; do
@@ -28,7 +38,9 @@ for done_one in h1 h2 w1 w2; do
   n=$((n + 1))
   wait_for 10 started "$n"
 done
+touch "$ORDER.stop" "$ORDER.go.late"
+wait "$late"
 touch "$ORDER.go.w3" "$ORDER.go.w4"
 for p in "${pids[@]}"; do wait "$p" || fail "a waiter exited $?"; done
-got=$(tail -n 4 "$ORDER" | tr '\n' ' ')
+got=$(tail -n +3 "$ORDER" | tr '\n' ' ')
 assert_eq "w1 w2 w3 w4 " "$got" "the order in which the waiters' CMDs started"

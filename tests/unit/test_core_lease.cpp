@@ -76,6 +76,25 @@ TEST_SUITE("core::LeaseHandle") {
     CHECK(back.transition_ms == h.transition_ms);
   }
 
+  TEST_CASE("a handle of a slot keeps its slot and N; a plain one's text has no slot line") {
+    LeaseHandle h = sample();
+    std::string plain = encode_lease_handle(h);
+    h.slot = 2;
+    h.slots = 3;
+    std::string slotted = encode_lease_handle(h);
+    CHECK(slotted != plain);
+    LeaseHandle back = decode_lease_handle(slotted);
+    CHECK(back.slot == 2);
+    CHECK(back.slots == 3);
+    CHECK(lease_name(back) == h.mutex + "#2");
+    LeaseHandle p = decode_lease_handle(plain);
+    CHECK(p.slots == 1);
+    CHECK(lease_name(p) == h.mutex);
+    // A slot outside N is refused.
+    h.slot = 3;
+    CHECK_THROWS_AS(decode_lease_handle(encode_lease_handle(h)), UsageError);
+  }
+
   TEST_CASE("a malformed handle is a usage error (64)") {
     std::string good = encode_lease_handle(sample());
     LeaseHandle zero = sample();

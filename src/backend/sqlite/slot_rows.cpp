@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 namespace simba::backend::sqlite {
@@ -42,9 +43,28 @@ int soonest_free(const std::vector<core::Lease>& slots) {
   return it == slots.end() ? 0 : it->slot;
 }
 
-int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
-                    int& free_slots) {
-  free_slots = 0;
+FreeSlots free_slots(const std::vector<core::Lease>& slots, int64_t now) {
+  FreeSlots f;
+  for (const core::Lease& l : slots) {
+    if (!l.free_at(now)) continue;
+    f.since = f.count == 0 ? l.transition_at : std::min(f.since, l.transition_at);
+    ++f.count;
+  }
+  return f;
+}
+
+core::Lease queued_behind(const std::vector<core::Lease>& slots, const FreeSlots& f,
+                          const core::Lease& marker, int64_t now) {
+  const int64_t fallback_at = f.since + core::k_slot_fallback_ms; // after now: refused
+  core::Lease shown = marker;
+  shown.transition_at = fallback_at;
+  for (const core::Lease& l : slots)
+    if (!l.free_at(now) && l.transition_at < shown.transition_at) shown = l;
+  shown.ttl_at = std::min(shown.ttl_at, shown.transition_at);
+  return shown;
+}
+
+int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall) {
   const std::string mutex(core::mutex_of_row(row));
   core::Lease marker;
   std::vector<core::Lease> slots;
@@ -54,9 +74,15 @@ int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int
   int n = core::slots_of_owner(marker.owner_id);
   if (n < 2) return SQLITE_OK;
   if (int rc = read_slots(db, mutex, n, c, marker, slots); rc != SQLITE_OK) return rc;
-  marker.ttl_at = marker.transition_at = c.boot;
+  cover(marker, slots, c.boot);
+  return write_row(db, mutex, marker, boot_to_wall, nullptr);
+}
+
+int cover(core::Lease& marker, const std::vector<core::Lease>& slots, int64_t now) {
+  int free_slots = 0;
+  marker.ttl_at = marker.transition_at = now;
   for (const core::Lease& l : slots) {
-    if (l.free_at(c.boot)) {
+    if (l.free_at(now)) {
       ++free_slots;
       continue;
     }
@@ -64,7 +90,7 @@ int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int
     marker.transition_at = std::max(marker.transition_at, l.transition_at);
   }
   marker.holding = false;
-  return write_row(db, mutex, marker, boot_to_wall, nullptr);
+  return free_slots;
 }
 
 void group_slot_rows(std::vector<MutexLease>& mutexes) {

@@ -25,12 +25,30 @@ int pick_slot(const std::vector<core::Lease>& slots, const std::string& contende
 // The slot that frees first (what a waiter is shown).
 int soonest_free(const std::vector<core::Lease>& slots);
 
+// The free slots at `now`: how many, and since when the longest free of
+// them is (core/slots.hpp: may_take_free_slot).
+struct FreeSlots {
+  int count = 0;
+  int64_t since = 0;
+};
+FreeSlots free_slots(const std::vector<core::Lease>& slots, int64_t now);
+
+// What a contender refused a free slot (waiters before it take them) is
+// shown: a lease not free before the timed fallback lets it in, so that it
+// sleeps until then unless a release wakes it; the holder of the slot that
+// frees first, or the marker when none is held.
+core::Lease queued_behind(const std::vector<core::Lease>& slots, const FreeSlots& f,
+                          const core::Lease& marker, int64_t now);
+
 // After a write to slot row `row`: the marker of its mutex is moved to end
 // with the last of its valid slots (to now when none is valid: the mutex is
 // free, and the next acquirer's N wins). Nothing when the row has no marker
-// of slots. An SQLite code; `free_slots`: how many slots are free then.
-int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall,
-                    int& free_slots);
+// of slots. An SQLite code.
+int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int64_t boot_to_wall);
+
+// The marker moved over `slots` (see cover_by_marker), without I/O; how
+// many slots are free.
+int cover(core::Lease& marker, const std::vector<core::Lease>& slots, int64_t now);
 
 // A listing's rows of slots ("m#k") moved into their mutex's
 // MutexLease::slots, by number (status shows a mutex, not its rows).

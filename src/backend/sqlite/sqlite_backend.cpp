@@ -173,7 +173,7 @@ private:
   bool wake_first_waiter(const std::string& row) {
     size_t hash = row.find('#');
     if (hash == std::string::npos) return m_waiters.wake_first_waiter(row);
-    return m_waiters.wake_first_waiter(row.substr(0, hash), std::max(0, m_free_slots - 1));
+    return m_waiters.wake_next_waiter(row.substr(0, hash));
   }
   void notify(const std::string& row) {
     size_t hash = row.find('#');
@@ -229,7 +229,7 @@ private:
   int64_t m_history_limit;                   // SIMBA_HISTORY_LIMIT: 0, none written
   enum class Op { other, release, force } m_op = Op::other; // names the history event
   std::optional<int> m_exit_code;                           // set_exit_code(), for a release
-  int m_free_slots = 0; // --slots: free slots after the last write to a slot (cover_by_marker)
+  bool m_marker_covered = false; // acquire_slot wrote the marker: write_decision need not
 };
 
 // One operation = one BEGIN IMMEDIATE transaction: read the clocks (inside
@@ -336,8 +336,8 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
                                    : record_history(mutex.substr(0, slot), cur, d.lease, new_lease);
   }
   // A slot's row (core/slots.hpp): its marker in the same transaction.
-  if (rc == SQLITE_OK && mutex.find('#') != std::string::npos)
-    rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall(), m_free_slots);
+  if (rc == SQLITE_OK && !m_marker_covered && mutex.find('#') != std::string::npos)
+    rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall());
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
   rc = m_db.run(k_commit, "COMMIT");
   if (rc != SQLITE_OK) {
@@ -453,6 +453,17 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
     if (!agreed) r.slots_recorded = recorded;
     return r;
   }
+  // A free slot: first come the live waiters queued before us (FIFO).
+  if (!lease[size_t(pick)].owned_by(contender, now)) {
+    FreeSlots f = free_slots(lease, now);
+    std::vector<std::string> holders;
+    for (const core::Lease& l : lease)
+      if (l.valid_at(now)) holders.push_back(l.owner_id);
+    int ahead = m_waiters.live_ahead(mutex, f.count, holders);
+    if (!core::may_take_free_slot(ahead, f.count, f.since, now))
+      return write_decision(mutex, Decision{false, queued_behind(lease, f, marker, now)}, false,
+                            marker);
+  }
   const core::Lease& cur = lease[size_t(pick)];
   core::Lease from = cur; // a new lease: a token above every slot's and the marker's
   if (!cur.owned_by(contender, now)) {
@@ -465,11 +476,19 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
   if (recorded == 0) marker.acquired_at = now;
   marker.owner_id = core::slot_marker(slots);
   marker.fencing_token = std::max(marker.fencing_token, d.lease.fencing_token);
-  marker.ttl_at = marker.transition_at = now; // moved over the slots by write_decision
+  // Over the slots as they will be (the one taken or renewed: d's), here
+  // rather than by write_decision's re-read.
+  core::Lease taken = lease[size_t(pick)];
+  if (d.write) lease[size_t(pick)] = d.lease;
+  cover(marker, lease, now);
+  lease[size_t(pick)] = taken;
   rc = write_row(m_db, mutex, marker, m_clocks.boot_to_wall(), nullptr);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  m_marker_covered = true;
   Reply r = write_decision(core::slot_row(mutex, pick), d, new_lease, cur);
+  m_marker_covered = false;
   r.observed.lease.slot = pick;
+  if (r.changed && new_lease) m_waiters.leave_with_slot();
   return r;
 }
 

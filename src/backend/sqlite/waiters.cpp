@@ -8,6 +8,7 @@
 #include "backend/sqlite/database_files.hpp"
 #include "backend/sqlite/trust.hpp"
 #include "core/error.hpp"
+#include "core/slots.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -299,7 +300,7 @@ std::vector<std::string> Waiters::names_in_notify(int dir, const std::string& pr
 
 // Removes the files of waiters that died (kill -9) on the way. One waiter
 // per release: the others keep sleeping (no thundering herd).
-bool Waiters::wake_first_waiter(const std::string& mutex, int skip) {
+bool Waiters::wake_first_waiter(const std::string& mutex) {
   int dir = notify_directory(false);
   if (dir < 0) return false;
   std::vector<std::string> waiters = names_in_notify(dir, fnv1a_hex(mutex) + ".w.");
@@ -312,12 +313,68 @@ bool Waiters::wake_first_waiter(const std::string& mutex, int skip) {
     bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0; // a live waiter holds it
     if (dead) unlinkat(dir, w.c_str(), 0);
     // IN_ATTRIB: that waiter tries now. The file we opened, not a name.
-    if (!dead && skip > 0) { // --slots: woken by another release (slot_rows.hpp)
-      --skip;
+    bool woke = !dead && futimens(fd, nullptr) == 0;
+    close(fd);
+    if (woke) return true;
+  }
+  return false;
+}
+
+int Waiters::live_ahead(const std::string& mutex, int limit,
+                        const std::vector<std::string>& holders) {
+  int dir = limit > 0 ? notify_directory(false) : -1;
+  if (dir < 0) return 0;
+  const std::string prefix = fnv1a_hex(mutex) + ".w.";
+  std::vector<std::string> names = names_in_notify(dir, prefix);
+  std::sort(names.begin(), names.end()); // by enqueue time
+  bool queued = m_waiter_file.compare(0, prefix.size(), prefix) == 0;
+  int live = 0;
+  for (const std::string& name : names) {
+    if (queued && name >= m_waiter_file) break; // we and those after us
+    int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue;
+    bool alive = flock(fd, LOCK_SH | LOCK_NB) != 0; // a live waiter holds its LOCK_EX
+    if (alive && !holders.empty()) {
+      char buf[512]; // "<owner id>\n<holder>" (join_queue)
+      ssize_t n = pread(fd, buf, sizeof buf, 0);
+      std::string text(buf, n > 0 ? size_t(n) : 0);
+      std::string owner = text.substr(0, text.find('\n'));
+      alive = std::find(holders.begin(), holders.end(), owner) == holders.end();
+    }
+    close(fd);
+    if (alive && ++live >= limit) break;
+  }
+  return live;
+}
+
+bool Waiters::wake_next_waiter(const std::string& mutex) {
+  int dir = notify_directory(false);
+  if (dir < 0) return false;
+  std::vector<std::string> waiters = names_in_notify(dir, fnv1a_hex(mutex) + ".w.");
+  std::sort(waiters.begin(), waiters.end()); // by enqueue time
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts); // the clock of the names and of mtime
+  const int64_t now = int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  // A file's mtime is its joining's (the holder written) until a wake sets
+  // it: later by more than the coarse clock's step is a wake.
+  constexpr int64_t k_joined_slack_ns = 20000000;
+  for (const std::string& w : waiters) {
+    long pid = std::strtol(w.c_str() + w.rfind('.') + 1, nullptr, 10);
+    if (pid == long(getpid())) continue;
+    int fd = openat(dir, w.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) { // dead: nobody holds it
+      unlinkat(dir, w.c_str(), 0);
       close(fd);
       continue;
     }
-    bool woke = !dead && futimens(fd, nullptr) == 0;
+    struct stat st;
+    int64_t joined = std::strtoll(w.c_str() + w.find(".w.") + 3, nullptr, 10);
+    int64_t touched =
+        fstat(fd, &st) == 0 ? int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : joined;
+    bool woken =
+        touched > joined + k_joined_slack_ns && touched > now - core::k_slot_fallback_ms * 1000000;
+    bool woke = !woken && futimens(fd, nullptr) == 0;
     close(fd);
     if (woke) return true;
   }

@@ -45,11 +45,25 @@ public:
 
   // A release that ended the lease: wakes the first live waiter; whether
   // one was woken.
-  // `skip`: live waiters passed over first (--slots: each free slot's
-  // release woke one of them, who is acquiring).
-  bool wake_first_waiter(const std::string& mutex, int skip = 0);
+  bool wake_first_waiter(const std::string& mutex);
+  // --slots: a slot's release wakes the first live waiter that no release
+  // woke already, or that was woken over k_slot_fallback_ms ago (its file's
+  // mtime, which a wake sets, tells: core/slots.hpp). Those woken are
+  // acquiring the slots freed before; counting them by the free slots the
+  // release saw would skip the head when one took its slot meanwhile (the
+  // wake comes after the commit).
+  bool wake_next_waiter(const std::string& mutex);
   // A revocation: tells the owner and every waiter.
   void notify(const std::string& mutex);
+  // --slots (core/slots.hpp: may_take_free_slot): the live waiters of
+  // `mutex` queued before us (all of them when we are not in its queue),
+  // counted up to `limit`, but those whose owner id is in `holders` (one
+  // that took its slot leaves the queue only after its commit). Reads only.
+  int live_ahead(const std::string& mutex, int limit, const std::vector<std::string>& holders);
+  // --slots: we took a slot; out of the queue at once (not at settle()),
+  // or the releases of the other slots would wake us, and the waiters
+  // behind us would count us as one before them.
+  void leave_with_slot() { leave_queue(); }
 
   // status: the live waiters of every mutex, in queue order, keyed by
   // queue_key(mutex). Reads only (a dead waiter's file stays).

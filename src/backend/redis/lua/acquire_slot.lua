@@ -18,16 +18,38 @@ end
 if recorded ~= 0 and recorded ~= n then return answer(false, m, 0, recorded) end
 -- A revoked marker (not free, no owner) no longer says N: wait until it is free.
 if not free(m, now) and m.owner == '' then return answer(false, m, 0, 0) end
-local mine, first_free, soonest
+local mine, first_free, soonest, soonest_held
+local free_count, free_since = 0, 0
 for k = 0, n - 1 do
   local l = read_lease(KEYS[1] .. '#' .. k, KEYS[2])
   l.slot = k
   if valid(l, now) and l.owner == me then mine = l end
-  if not first_free and free(l, now) then first_free = l end
+  if free(l, now) then
+    if not first_free then first_free = l end
+    free_since = free_count == 0 and l.transition_at or math.min(free_since, l.transition_at)
+    free_count = free_count + 1
+  elseif not soonest_held or l.transition_at < soonest_held.transition_at then
+    soonest_held = l
+  end
   if not soonest or l.transition_at < soonest.transition_at then soonest = l end
 end
 local l = mine or first_free
 if not l then return answer(false, soonest, soonest.slot, 0) end
+-- FIFO (core/slots.hpp: may_take_free_slot): the live waiters queued before
+-- us take the free slots first, until one has stayed free for the timed
+-- fallback. Refused, we are shown a lease that ends then (or the held slot
+-- that frees sooner): we sleep until it unless a release wakes us.
+if not mine and now < free_since + k_slot_fallback_ms and
+   live_ahead(KEYS[1], me, free_count) >= free_count then
+  local shown = soonest_held
+  if not shown or shown.transition_at > free_since + k_slot_fallback_ms then
+    shown = m -- the marker goes when every slot is free: say N all the same
+    shown.owner = '#slots:' .. n
+    shown.transition_at = free_since + k_slot_fallback_ms
+  end
+  shown.ttl_at = math.min(shown.ttl_at, shown.transition_at)
+  return answer(false, shown, shown.slot or 0, 0)
+end
 local hash = KEYS[1] .. '#' .. l.slot
 if not mine then
   local till = quarantine_end(KEYS[3], now, ttl + transition)

@@ -389,6 +389,53 @@ local function cover(hash, fence, now)
   return free_slots
 end
 
+-- FIFO across slots (core/slots.hpp: k_slot_fallback_ms, may_take_free_slot).
+local k_slot_fallback_ms = 1000
+
+-- Whether the waiter of wake channel `ch` lives: it is told to look, as a
+-- release tells it (SPUBLISH in a cluster), and PUBLISH counts who listens (PUBSUB NUMSUB would ask
+-- the ACL for one more command). The look does no harm: the waiters asked
+-- about are those a free slot is for.
+local function alive(ch)
+  return redis.call(PUBLISH, ch, '1') > 0
+end
+
+-- The live waiters of the mutex `hash` queued before `me` (all of them when
+-- `me` is in none), counted up to `limit`. A waiter is live while it listens
+-- on its wake channel (it queues only once subscribed; see alive()); the
+-- dead ones met on the way leave the queue.
+local function live_ahead(hash, me, limit)
+  local queue = hash .. ':waiters'
+  local live, at = 0, 0
+  for _ = 1, limit + 32 do
+    if live >= limit then break end
+    local one = redis.call('ZRANGE', queue, at, at)
+    if #one == 0 then break end
+    local w = string.match(one[1], '^%d+ %d+ (.+)$') or one[1]
+    if w == me then break end
+    if alive(channel(hash, 'wake:' .. w)) then
+      live = live + 1
+      at = at + 1
+    else
+      redis.call('ZREM', queue, one[1])
+      redis.call('HDEL', hash .. ':who', w)
+    end
+  end
+  return live
+end
+
+-- A slot's lease ends now: the hash stays, without owner, to say since
+-- when the slot is free (the FIFO's timed fallback counts from then).
+local function free_slot_now(hash, l, now)
+  l.owner = ''
+  l.holding = false
+  l.ttl_at = math.min(l.ttl_at, now)
+  l.transition_at = now
+  redis.call('HSET', hash, 'owner', '', 'ttl_at', int(l.ttl_at), 'transition_at', int(now),
+             'holding', '0')
+  redis.call('HDEL', hash, 'holder', 'holder_token')
+end
+
 -- A slot freed: one live waiter of the mutex's queue is woken ("1": it
 -- acquires itself), the one at place `free_slots` (the ones before it were
 -- woken by the releases of the other free slots and are acquiring). The

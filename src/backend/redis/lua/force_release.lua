@@ -16,7 +16,7 @@ end
 local mutex = marker_of(KEYS[1]) -- a slot (common.lua: Slots)
 ended(mutex or KEYS[1], l, now, 'forced', nil, ARGV[2])
 if mutex and l.holding then
-  end_lease_now(KEYS[1], l, now)
+  free_slot_now(KEYS[1], l, now)
   wake_waiter(mutex, cover(mutex, KEYS[2], now))
   return reply(now, true, l)
 end
