@@ -25,14 +25,17 @@ int64_t number(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 1
 
 // SQLSTATEs: the tables or the schema are missing; columns are (tables
 // of a simba without status: the schema adds them); a concurrent CREATE
-// ... IF NOT EXISTS won the race, or two first uses deadlocked on the
-// schema's tables (one CREATE, the other ALTER; the server aborts one of
-// them): the next try finds what the other made.
+// ... IF NOT EXISTS won the race (a duplicate key, relation or type), or
+// two first uses deadlocked on the schema's tables (the server aborts one
+// of them): the next try finds what the other made.
 bool missing_tables(const std::string& state) { return state == "42P01" || state == "3F000"; }
 bool missing_columns(const std::string& state) { return state == "42703"; }
 bool lost_create_race(const std::string& state) {
-  return state == "23505" || state == "42P07" || state == "40P01";
+  return state == "23505" || state == "42P07" || state == "42710" || state == "40P01";
 }
+// Tries of the schema: each lost race means that another first use made
+// the tables meanwhile.
+constexpr int k_schema_tries = 6;
 
 // A row of statements.hpp's answer, from column `at` on.
 core::Lease read_lease(const std::vector<std::string>& row, size_t at) {
@@ -429,7 +432,7 @@ std::string PostgresBackend::create_tables(bool schema_missing, int64_t deadline
   for (int attempt = 0;; ++attempt) {
     Result r = m_conn.is_open() ? m_conn.script(sql, deadline) : Result{};
     if (r.ok) return "";
-    if (attempt < 3 && lost_create_race(r.sqlstate) && m_conn.is_open()) continue;
+    if (attempt + 1 < k_schema_tries && lost_create_race(r.sqlstate) && m_conn.is_open()) continue;
     if (r.sqlstate == "42501")
       return "the PostgreSQL role may not create simba's tables in schema " + m_uri.schema +
              " at " + m_uri.shown + "; have an administrator run (man simba, POSTGRESQL): " +

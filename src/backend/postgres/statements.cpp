@@ -337,6 +337,9 @@ std::string first_waiter(const std::string& skip) {
 
 } // namespace
 
+// The tables are read (the marker's INSERT) only after the ALTERs: a
+// script that read a table and then altered it deadlocked with another
+// doing the same (each waiting to upgrade its lock past the other's).
 std::string schema_sql(const std::string& schema, const std::string& prefix) {
   return fill(R"(CREATE TABLE IF NOT EXISTS {L} (
   mutex text PRIMARY KEY, owner text NOT NULL, acquired_at bigint NOT NULL,
@@ -349,10 +352,10 @@ CREATE TABLE IF NOT EXISTS {S} (
   longest bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS {Z} (
   mutex text NOT NULL, contender text NOT NULL, channel text NOT NULL,
-  queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));
+  queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));)" +
+                  std::string(k_status_schema) + R"(
 INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
-  WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)" +
-                  std::string(k_status_schema),
+  WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
               quote(schema) + "." + quote(prefix + "leases"),
               quote(schema) + "." + quote(prefix + "server"),
               quote(schema) + "." + quote(prefix + "waiters"),
