@@ -309,6 +309,14 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed, l.history_seq AS hseq))";
 
+// release, release_once: the releaser's place in the queue goes in the
+// same statement. Left by its simba after the release, the place could
+// still be there when the next owner released (a short CMD, a busy
+// machine): that release would wake the one who was leaving, and the
+// others would wait for their timers.
+constexpr const char* k_leave_queue = R"(,
+left_queue AS (DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text))";
+
 // force_release: $1 mutex, $2 token (0: any), $3 the channel, $4 who
 // forces it (the holder, for the history). A lease only held ends now;
 // one whose CMD may run is revoked: no owner, transition_at kept.
@@ -389,7 +397,7 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   // A release wakes the first live waiter in the queue (not the
   // releaser), on its own channel. Live: the session that queued it (its
   // LISTEN) still runs.
-  s.release = f(with_now + k_release + history_writes(released_events("$4"), limit) +
+  s.release = f(with_now + k_release + k_leave_queue + history_writes(released_events("$4"), limit) +
                 answer(false, first_waiter("$2::text")));
   // A forced release that freed the mutex (a lease only held) wakes the
   // first live waiter, as a release does; one that revoked a lease tells
@@ -403,7 +411,8 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
 up AS (SELECT )" +
             k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
   s.acquire_once = f(acquire_once_sql(limit));
-  s.release_once = f(with_now + k_release_once + history_writes(released_events("$5"), limit) +
+  s.release_once = f(with_now + k_release_once + k_leave_queue +
+                     history_writes(released_events("$5"), limit) +
                      answer(false, "$4", k_once_columns, true));
   // done_record: get's, with the done record.
   s.done_record = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
