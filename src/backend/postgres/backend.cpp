@@ -198,7 +198,7 @@ private:
   Result send(const std::string& sql, const std::vector<std::string>& params, int64_t deadline);
   std::string ensure_tables(const std::string& state, int64_t deadline);
   std::string connect(int64_t deadline);
-  std::string create_tables(bool schema_missing, int64_t deadline);
+  std::string create_tables(int64_t deadline);
   std::string scrub(std::string msg) const;
   std::string failure(const Result& r) const;
 
@@ -426,17 +426,23 @@ std::optional<QueuePlace> PostgresBackend::read_place(const std::string& mutex,
   return p;
 }
 
-std::string PostgresBackend::create_tables(bool schema_missing, int64_t deadline) {
-  std::string sql = m_sql.schema;
-  if (schema_missing) sql = "CREATE SCHEMA IF NOT EXISTS \"" + m_uri.schema + "\";\n" + sql;
+// A schema that does not exist is created too: the statements say
+// "relation does not exist" (42P01) for a table in a missing schema, the
+// script's CREATE TABLE "schema does not exist" (3F000).
+std::string PostgresBackend::create_tables(int64_t deadline) {
+  std::string schema = "CREATE SCHEMA IF NOT EXISTS \"" + m_uri.schema + "\";\n";
+  bool with_schema = false;
   for (int attempt = 0;; ++attempt) {
+    std::string sql = (with_schema ? schema : "") + m_sql.schema;
     Result r = m_conn.is_open() ? m_conn.script(sql, deadline) : Result{};
     if (r.ok) return "";
-    if (attempt + 1 < k_schema_tries && lost_create_race(r.sqlstate) && m_conn.is_open()) continue;
+    bool retry = lost_create_race(r.sqlstate) || (r.sqlstate == "3F000" && !with_schema);
+    if (r.sqlstate == "3F000") with_schema = true;
+    if (attempt + 1 < k_schema_tries && retry && m_conn.is_open()) continue;
     if (r.sqlstate == "42501")
       return "the PostgreSQL role may not create simba's tables in schema " + m_uri.schema +
              " at " + m_uri.shown + "; have an administrator run (man simba, POSTGRESQL): " +
-             pg::schema_sql(m_uri.schema, m_uri.prefix);
+             (with_schema ? schema : "") + pg::schema_sql(m_uri.schema, m_uri.prefix);
     return failure(r);
   }
 }
@@ -457,7 +463,7 @@ std::string PostgresBackend::ensure_tables(const std::string& state, int64_t dea
   if (tables_missing && m_access == Access::inspect)
     return "PostgreSQL at " + m_uri.shown + " has no simba tables (" + m_uri.prefix +
            "leases in schema " + m_uri.schema + "): nothing was locked there yet";
-  return create_tables(state == "3F000", deadline);
+  return create_tables(deadline);
 }
 
 // Connects: a server that cannot be reached is known before anything else
