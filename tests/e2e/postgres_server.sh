@@ -7,7 +7,8 @@
 # run as the user simba-pg (made when missing). Sourced by scripts/test and
 # tests/e2e/postgres_common.sh:
 #
-#   pg_server_start DIR   initdb into DIR/data and start: sets PG_PORT,
+#   pg_server_start DIR   initdb into DIR/data and start (max_connections
+#                         $PG_MAX_CONNECTIONS, 200 unless set): sets PG_PORT,
 #                         PG_PID (the postmaster), PG_URI
 #                         (postgres://simba:PASSWORD@127.0.0.1:PORT/postgres)
 #                         and PG_SOCKET_DIR; false when it cannot
@@ -55,7 +56,7 @@ pg_server_spawn() {
   # for a moment: a start that fails is tried again.
   for ((i = 0; i < 100; i++)); do
     "${as_pg[@]}" "$bin/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_SOCKET_DIR" \
-      -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200 \
+      -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections="${PG_MAX_CONNECTIONS:-200}" \
       </dev/null >>"$PG_DIR/server.log" 2>&1 &
     PG_PID=$!
     while _pg_alive "$PG_PID"; do

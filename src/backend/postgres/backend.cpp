@@ -25,14 +25,17 @@ int64_t number(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 1
 
 // SQLSTATEs: the tables or the schema are missing; columns are (tables
 // of a simba without status: the schema adds them); a concurrent CREATE
-// ... IF NOT EXISTS won the race, or two first uses deadlocked on the
-// schema's tables (one CREATE, the other ALTER; the server aborts one of
-// them): the next try finds what the other made.
+// ... IF NOT EXISTS won the race (a duplicate key, relation or type), or
+// two first uses deadlocked on the schema's tables (the server aborts one
+// of them): the next try finds what the other made.
 bool missing_tables(const std::string& state) { return state == "42P01" || state == "3F000"; }
 bool missing_columns(const std::string& state) { return state == "42703"; }
 bool lost_create_race(const std::string& state) {
-  return state == "23505" || state == "42P07" || state == "40P01";
+  return state == "23505" || state == "42P07" || state == "42710" || state == "40P01";
 }
+// Tries of the schema: each lost race means that another first use made
+// the tables meanwhile.
+constexpr int k_schema_tries = 6;
 
 // A row of statements.hpp's answer, from column `at` on.
 core::Lease read_lease(const std::vector<std::string>& row, size_t at) {
@@ -192,8 +195,10 @@ private:
   std::optional<QueuePlace> read_place(const std::string& mutex, const std::string& contender);
   Reply run(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms);
   Result call(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms);
+  Result send(const std::string& sql, const std::vector<std::string>& params, int64_t deadline);
+  std::string ensure_tables(const std::string& state, int64_t deadline);
   std::string connect(int64_t deadline);
-  std::string create_tables(bool schema_missing, int64_t deadline);
+  std::string create_tables(int64_t deadline);
   std::string scrub(std::string msg) const;
   std::string failure(const Result& r) const;
 
@@ -206,6 +211,9 @@ private:
   int64_t m_budget_ms = 0;          // of the current call, for messages
   std::string m_holder;             // set_holder(), encoded; "" none
   std::string m_exit_code;          // set_exit_code(); "" unknown
+  Access m_access = Access::use;    // open()'s
+  bool m_tables_checked = false;    // call() made them, or tried to
+  bool m_answered = false;          // a statement succeeded
 };
 
 std::string PostgresBackend::scrub(std::string msg) const {
@@ -235,10 +243,8 @@ std::string PostgresBackend::failure(const Result& r) const {
 
 // One statement: reconnects first when needed, and once more when a dead
 // connection refused it before it left.
-Result PostgresBackend::call(const std::string& sql, const std::vector<std::string>& params,
-                             int64_t timeout_ms) {
-  m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_uri.timeout_ms));
-  int64_t deadline = sys::boottime_ms() + m_budget_ms;
+Result PostgresBackend::send(const std::string& sql, const std::vector<std::string>& params,
+                             int64_t deadline) {
   for (int attempt = 0;; ++attempt) {
     if (m_conn.stale()) m_conn.close();
     if (!m_conn.is_open()) {
@@ -252,6 +258,29 @@ Result PostgresBackend::call(const std::string& sql, const std::vector<std::stri
       return r;
     }
   }
+}
+
+// No look for the tables before the first statement (a round trip and a
+// cold catalog read on every run): the statement itself fails, applying
+// nothing, when they or their columns are missing; then they are made (or
+// brought up to date) as open() would, once per process, and the
+// statement is sent again. Before any statement succeeded, a failure to
+// make them is open()'s: UnavailableError (exit 69, no lease was taken).
+Result PostgresBackend::call(const std::string& sql, const std::vector<std::string>& params,
+                             int64_t timeout_ms) {
+  m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_uri.timeout_ms));
+  int64_t deadline = sys::boottime_ms() + m_budget_ms;
+  Result r = send(sql, params, deadline);
+  if (!r.ok && !m_tables_checked &&
+      (missing_tables(r.sqlstate) || missing_columns(r.sqlstate))) {
+    m_tables_checked = true;
+    std::string why = ensure_tables(r.sqlstate, deadline);
+    if (!why.empty() && !m_answered) throw UnavailableError(why);
+    if (why.empty()) r = send(sql, params, deadline);
+    else r.error = why;
+  }
+  if (r.ok) m_answered = true;
+  return r;
 }
 
 Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string>& params,
@@ -397,42 +426,52 @@ std::optional<QueuePlace> PostgresBackend::read_place(const std::string& mutex,
   return p;
 }
 
-std::string PostgresBackend::create_tables(bool schema_missing, int64_t deadline) {
-  std::string sql = m_sql.schema;
-  if (schema_missing) sql = "CREATE SCHEMA IF NOT EXISTS \"" + m_uri.schema + "\";\n" + sql;
+// A schema that does not exist is created too: the statements say
+// "relation does not exist" (42P01) for a table in a missing schema, the
+// script's CREATE TABLE "schema does not exist" (3F000).
+std::string PostgresBackend::create_tables(int64_t deadline) {
+  std::string schema = "CREATE SCHEMA IF NOT EXISTS \"" + m_uri.schema + "\";\n";
+  bool with_schema = false;
   for (int attempt = 0;; ++attempt) {
+    std::string sql = (with_schema ? schema : "") + m_sql.schema;
     Result r = m_conn.is_open() ? m_conn.script(sql, deadline) : Result{};
     if (r.ok) return "";
-    if (attempt < 3 && lost_create_race(r.sqlstate) && m_conn.is_open()) continue;
+    bool retry = lost_create_race(r.sqlstate) || (r.sqlstate == "3F000" && !with_schema);
+    if (r.sqlstate == "3F000") with_schema = true;
+    if (attempt + 1 < k_schema_tries && retry && m_conn.is_open()) continue;
     if (r.sqlstate == "42501")
       return "the PostgreSQL role may not create simba's tables in schema " + m_uri.schema +
              " at " + m_uri.shown + "; have an administrator run (man simba, POSTGRESQL): " +
-             pg::schema_sql(m_uri.schema, m_uri.prefix);
+             (with_schema ? schema : "") + pg::schema_sql(m_uri.schema, m_uri.prefix);
     return failure(r);
   }
 }
 
-void PostgresBackend::open(Access access) {
-  m_budget_ms = m_uri.timeout_ms;
-  int64_t deadline = sys::boottime_ms() + m_budget_ms;
-  std::string why = connect(deadline);
-  if (!why.empty()) throw UnavailableError(why);
-  Result r = m_conn.query(m_sql.probe, {}, deadline);
-  if (r.ok) return;
+// The tables are missing (`state`, the SQLSTATE of the statement that
+// found it): made, or brought up to date. "" or why not.
+std::string PostgresBackend::ensure_tables(const std::string& state, int64_t deadline) {
   // Tables without the columns of status are brought up to date even by
   // status or release: nothing new is created that a typo could name.
-  bool tables_missing = missing_tables(r.sqlstate);
-  if (!tables_missing && !missing_columns(r.sqlstate)) throw UnavailableError(failure(r));
-  if (tables_missing && access == Access::inspect) {
+  bool tables_missing = missing_tables(state);
+  if (tables_missing && m_access == Access::inspect) {
     // Only the history is missing: tables to bring up to date.
-    Result older = m_conn.query(m_sql.probe_leases, {}, deadline);
+    Result older = m_conn.is_open() ? m_conn.query(m_sql.probe_leases, {}, deadline) : Result{};
+    if (!older.ok && !older.sqlstate.empty() && !missing_tables(older.sqlstate))
+      return failure(older);
     tables_missing = !older.ok;
   }
-  if (tables_missing && access == Access::inspect)
-    throw UnavailableError("PostgreSQL at " + m_uri.shown + " has no simba tables (" +
-                           m_uri.prefix + "leases in schema " + m_uri.schema +
-                           "): nothing was locked there yet");
-  why = create_tables(r.sqlstate == "3F000", deadline);
+  if (tables_missing && m_access == Access::inspect)
+    return "PostgreSQL at " + m_uri.shown + " has no simba tables (" + m_uri.prefix +
+           "leases in schema " + m_uri.schema + "): nothing was locked there yet";
+  return create_tables(deadline);
+}
+
+// Connects: a server that cannot be reached is known before anything else
+// is done. The tables are looked for by the first statement (call()).
+void PostgresBackend::open(Access access) {
+  m_access = access;
+  m_budget_ms = m_uri.timeout_ms;
+  std::string why = connect(sys::boottime_ms() + m_budget_ms);
   if (!why.empty()) throw UnavailableError(why);
 }
 

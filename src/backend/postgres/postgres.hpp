@@ -20,10 +20,11 @@
 
 namespace simba::backend {
 
-// Connects to the server of `uri` (uri.hpp) and finds simba's tables,
-// creating them with `use` when missing. Throws UnavailableError when libpq
-// is missing, the server cannot be reached or refuses, or the tables are
-// missing and cannot be made (naming the SQL an administrator may run).
+// Connects to the server of `uri` (uri.hpp). simba's tables are found by
+// the first statement, and created (with `use`) when missing. Throws
+// UnavailableError when libpq is missing or the server cannot be reached or
+// refuses; the first statement throws it when the tables are missing and
+// cannot be made (naming the SQL an administrator may run).
 std::unique_ptr<Backend> open_postgres(PostgresUri uri, Access access);
 
 } // namespace simba::backend

@@ -309,6 +309,14 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed, l.history_seq AS hseq))";
 
+// release, release_once: the releaser's place in the queue goes in the
+// same statement. Left by its simba after the release, the place could
+// still be there when the next owner released (a short CMD, a busy
+// machine): that release would wake the one who was leaving, and the
+// others would wait for their timers.
+constexpr const char* k_leave_queue = R"(,
+left_queue AS (DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text))";
+
 // force_release: $1 mutex, $2 token (0: any), $3 the channel, $4 who
 // forces it (the holder, for the history). A lease only held ends now;
 // one whose CMD may run is revoked: no owner, transition_at kept.
@@ -324,16 +332,22 @@ up AS (
             true AS changed, l.history_seq AS hseq))";
 
 // The channel of the first waiter whose session still runs, but `skip`.
+// Alive: pg_stat_get_activity(pid) has its row (the function under the
+// view pg_stat_activity, whose planning costs a new connection about a
+// millisecond more).
 std::string first_waiter(const std::string& skip) {
   return R"((SELECT z.channel FROM {Z} z
     WHERE z.mutex = $1 AND z.contender <> )" +
          skip + R"(
-      AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)
+      AND EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))
     ORDER BY z.queued_at LIMIT 1))";
 }
 
 } // namespace
 
+// The tables are read (the marker's INSERT) only after the ALTERs: a
+// script that read a table and then altered it deadlocked with another
+// doing the same (each waiting to upgrade its lock past the other's).
 std::string schema_sql(const std::string& schema, const std::string& prefix) {
   return fill(R"(CREATE TABLE IF NOT EXISTS {L} (
   mutex text PRIMARY KEY, owner text NOT NULL, acquired_at bigint NOT NULL,
@@ -346,10 +360,10 @@ CREATE TABLE IF NOT EXISTS {S} (
   longest bigint NOT NULL);
 CREATE TABLE IF NOT EXISTS {Z} (
   mutex text NOT NULL, contender text NOT NULL, channel text NOT NULL,
-  queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));
+  queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));)" +
+                  std::string(k_status_schema) + R"(
 INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
-  WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)" +
-                  std::string(k_status_schema),
+  WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
               quote(schema) + "." + quote(prefix + "leases"),
               quote(schema) + "." + quote(prefix + "server"),
               quote(schema) + "." + quote(prefix + "waiters"),
@@ -366,9 +380,6 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   std::string with_now = std::string("WITH ") + k_now;
   Statements s;
   s.schema = schema_sql(schema, prefix);
-  // Fails too on the tables of a simba without status (no holder columns).
-  s.probe = f("SELECT l.holder, l.holder_token, l.history_seq, z.holder FROM {L} l, {S}, {Z} z, "
-              "{H} LIMIT 0");
   s.probe_leases = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
   s.acquire = f(acquire_sql(limit));
   std::string guard = k_guard;
@@ -386,7 +397,7 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   // A release wakes the first live waiter in the queue (not the
   // releaser), on its own channel. Live: the session that queued it (its
   // LISTEN) still runs.
-  s.release = f(with_now + k_release + history_writes(released_events("$4"), limit) +
+  s.release = f(with_now + k_release + k_leave_queue + history_writes(released_events("$4"), limit) +
                 answer(false, first_waiter("$2::text")));
   // A forced release that freed the mutex (a lease only held) wakes the
   // first live waiter, as a release does; one that revoked a lease tells
@@ -400,7 +411,8 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
 up AS (SELECT )" +
             k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
   s.acquire_once = f(acquire_once_sql(limit));
-  s.release_once = f(with_now + k_release_once + history_writes(released_events("$5"), limit) +
+  s.release_once = f(with_now + k_release_once + k_leave_queue +
+                     history_writes(released_events("$5"), limit) +
                      answer(false, "$4", k_once_columns, true));
   // done_record: get's, with the done record.
   s.done_record = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
@@ -414,7 +426,7 @@ up AS (SELECT )" + k_fields +
   // (no valid owner, whose release would wake it).
   s.enqueue = f(with_now + R"(,
 gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
-           AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)),
+           AND NOT EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))),
 up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid, holder)
        SELECT $1, $2::text, $3::text, n.us, pg_backend_pid(), NULLIF($4::text, '') FROM n
        ON CONFLICT (mutex, contender) DO UPDATE SET channel = excluded.channel,

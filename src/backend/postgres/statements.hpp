@@ -16,8 +16,9 @@ namespace simba::backend::pg {
 
 struct Statements {
   std::string schema;       // run when the tables are missing (CREATE ... IF NOT EXISTS)
-  std::string probe;        // fails when the tables are missing (or their columns)
-  std::string probe_leases; // fails when the tables of a simba without status are missing
+  // Fails when the tables of a simba without status are missing (status
+  // brings tables up to date but creates none).
+  std::string probe_leases;
   std::string acquire, guard, guard_mark, release, force_release, get, list;
   // --once-per: as acquire, release and get, with the done record after
   // the answer's nine columns (core::DoneRecord's eight; once_window NULL:

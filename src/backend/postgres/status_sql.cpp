@@ -93,7 +93,7 @@ FROM n CROSS JOIN q LEFT JOIN (
   SELECT 1, z.mutex, z.contender, z.queued_at / 1000, NULL, NULL, NULL, NULL, z.holder,
          z.queued_at
   FROM {Z} z WHERE ($2 = '' OR z.mutex = $2)
-    AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)) x ON true
+    AND EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))) x ON true
 ORDER BY x.mutex COLLATE "C", x.kind, x.queued)";
 }
 
@@ -105,7 +105,7 @@ FROM n LEFT JOIN {H} h ON ($1 = '' OR h.mutex = $1) AND h.at >= $2::bigint
 ORDER BY h.at, h.mutex COLLATE "C", h.seq)";
 
 const char* const k_place = R"(SELECT z.contender = $2::text FROM {Z} z
-WHERE z.mutex = $1 AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = z.pid)
+WHERE z.mutex = $1 AND EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))
 ORDER BY z.queued_at)";
 
 } // namespace simba::backend::pg

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The schema script of a first use (or of tables to bring up to date)
+# beside others: no deadlock, no exit 69.
+#  1. Tables of a simba without history_seq, and a session that has read
+#     them and then alters them (as a second simba's script would): simba's
+#     script alters before it reads, so the two do not deadlock
+#     (pg_stat_database.deadlocks of a database of the test's own stays 0).
+#     A script that read a table before altering it deadlocked there; after
+#     three such losses (16 simba at once on new tables: scripts/bench's
+#     hand-over hit it) simba exited 69.
+#  2. 16 simba at once on new tables: all exit 0 (a CREATE that lost its
+#     race, "type ... already exists", is tried again).
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
+use_test_postgres
+command -v psql >/dev/null 2>&1 || skip "psql is not installed (package postgresql-client)"
+admin=${SIMBA_TEST_POSTGRES_URI%%\?*}
+db="simba_race_$$_$RANDOM"
+sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$admin" -c "$1"; }
+sql "CREATE DATABASE $db" || fail "cannot create a database"
+drop_db() {
+  local rc=$?
+  sql "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
+  return "$rc"
+}
+trap 'drop_db; _e2e_cleanup' EXIT
+uri="${admin%/*}/$db"
+clients_gone() {
+  [[ $(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db'
+              AND backend_type = 'client backend'") == 0 ]]
+}
+
+# 1.
+assert_exit 0 "$SIMBA" run --backend "$uri" --mutex m -- true
+psql -X -q -At "$uri" -c 'ALTER TABLE simba_leases DROP COLUMN history_seq' ||
+  fail "cannot drop a column"
+{
+  echo 'BEGIN;'
+  echo 'SELECT count(*) FROM simba_leases;'
+  echo 'SELECT pg_sleep(1.5);' # simba's script waits for this session
+  echo 'ALTER TABLE simba_leases ADD COLUMN IF NOT EXISTS history_seq bigint;'
+  echo 'COMMIT;'
+} | psql -X -q -At "$uri" >"$T/psql.out" 2>&1 &
+other=$!
+sleep 0.5
+assert_exit 0 "$SIMBA" run --backend "$uri" --mutex m --timeout 30s -- true
+wait "$other" || true
+wait_for 10 clients_gone # a backend writes its counts before it leaves
+assert_eq 0 "$(sql "SELECT deadlocks FROM pg_stat_database WHERE datname = '$db'")" \
+  "deadlocks with the other session ($(cat -- "$T/psql.out"))"
+
+# 2.
+pids=()
+for i in {1..16}; do
+  # all at once: each waits for the gate (a file), then execs simba
+  sh -c 'i=0; while [ ! -e "$0" ] && [ $((i += 1)) -lt 1000 ]; do sleep 0.01; done; exec "$@"' \
+    "$T/gate" "$SIMBA" run --backend "$uri?prefix=many_" --mutex m --timeout 60s \
+    -- true 2>"$T/err.$i" &
+  pids+=($!)
+done
+sleep 0.3
+: >"$T/gate"
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || fail "simba $((i + 1)) of 16 exits $?: $(cat -- "$T/err.$((i + 1))")"
+done
