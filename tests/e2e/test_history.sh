@@ -70,8 +70,8 @@ assert_eq "[\"forced victim $host $forcer release --force\"]" \
 # have written it: the next events come after it.
 if [[ ${SIMBA_E2E_BACKEND:-sqlite} == sqlite ]]; then
   "$SIMBA" run --mutex t -q -- true
-  sqlite3 "$T/simba.db" "UPDATE simba_history SET at = at + 3600000 WHERE mutex = 't' AND \
-    seq = (SELECT MAX(seq) FROM simba_history WHERE mutex = 't')"
+  sqlite3 "$T/simba.db" "UPDATE simba_events SET at = at + 3600000 WHERE mutex = 't' AND \
+    seq = (SELECT MAX(seq) FROM simba_events WHERE mutex = 't')"
   "$SIMBA" run --mutex t --contender-id later -q -- true
   assert_exit 0 "$SIMBA" history --mutex t --json
   assert_eq '["acquired","released","acquired later","released later"]' \
