@@ -117,6 +117,8 @@ int append_history(Connection& db, const std::string& row, const HistoryEvent& e
   return step_once(db, k_history_trim, t);
 }
 
+void prepare_history(Connection& db) { statement(db, k_history_insert, k_sql_insert); }
+
 // The ring, and the table before it while it exists.
 int read_history(Connection& db, const std::string& mutex, int64_t since_ms,
                  std::vector<HistoryEvent>& out) {

@@ -31,6 +31,10 @@ extern const char* const k_sql_create_history;
 int append_history(Connection& db, const std::string& row, const HistoryEvent& e, int64_t seq,
                    int64_t limit);
 
+// Prepares append_history's statement (the table made first when missing),
+// so that the next append does not parse it.
+void prepare_history(Connection& db);
+
 // The events of `mutex` (empty: all) at or after `since_ms`, oldest first
 // (none: no table yet); an SQLite code.
 int read_history(Connection& db, const std::string& mutex, int64_t since_ms,

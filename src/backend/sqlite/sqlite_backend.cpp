@@ -69,11 +69,13 @@ public:
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
-    return write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+    Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       if (cur.free_at(now) && held_before_reopen(mutex, contender, now))
         return Decision{false, m_before_reopen->lease}; // not before it would have ended
       return decide_acquire(cur, now, contender, ttl_ms, transition_ms, m_clocks.now().wall);
     });
+    if (r.ok() && !r.changed) prepare_writes();
+    return r;
   }
 
   Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -179,6 +181,14 @@ private:
     size_t hash = row.find('#');
     if (hash == std::string::npos) return m_waiters.notify(row);
     m_waiters.notify(row.substr(0, hash));
+  }
+
+  // A waiter prepares the statements its acquisition will write with now,
+  // not on the hand-over's path once woken (parsing them: ~0.05 ms).
+  void prepare_writes() {
+    if (!m_db.db()) return;
+    m_db.stmt(k_upsert, k_sql_upsert);
+    if (m_history_limit > 0) prepare_history(m_db);
   }
 
   Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
