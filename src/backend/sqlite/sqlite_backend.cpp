@@ -11,6 +11,7 @@
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
 #include "backend/sqlite/done_records.hpp"
+#include "backend/sqlite/history_events.hpp"
 #include "backend/sqlite/history_table.hpp"
 #include "backend/sqlite/lease_row.hpp"
 #include "backend/sqlite/lease_rules.hpp"
@@ -209,8 +210,7 @@ private:
   Reply write_decision(const std::string& mutex, const Decision& d, bool new_lease,
                        const core::Lease& cur, std::optional<int64_t> history_seq = std::nullopt);
   Listing list_rows(const std::string& mutex, bool holders, int64_t timeout_ms);
-  int history_events(const core::Lease& cur, const core::Lease& next, bool new_lease,
-                     HistoryEvent (&out)[2]) const;
+  EventContext event_context() const;
   std::optional<Reply> reopen();
   void remember_before_reopen(const std::string& mutex, const core::Lease& lease);
   bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now);
@@ -283,47 +283,19 @@ std::optional<Reply> SqliteBackend::write_once(const std::string& mutex, int64_t
   return write_decision(mutex, d, new_lease, cur, row.history_seq);
 }
 
-// The history events of a write from `cur` to `next` (history_table.hpp),
-// oldest first: a new lease is "acquired", after "expired" for a lease that
-// ran out unreleased (its end is only seen now); a lease that ends is
-// "released" or "forced". Renewals are no events. How many (0 to 2).
-int SqliteBackend::history_events(const core::Lease& cur, const core::Lease& next, bool new_lease,
-                                  HistoryEvent (&out)[2]) const {
-  const int64_t now = m_clocks.now().boot, to_wall = m_clocks.boot_to_wall();
-  int n = 0;
-  if (new_lease) {
-    if (!cur.owner_id.empty()) {
-      HistoryEvent& e = out[n++];
-      e.event = "expired";
-      e.at = cur.transition_at + to_wall;
-      e.owner_id = cur.owner_id;
-      e.token = cur.fencing_token;
-      e.held_ms = cur.transition_at - cur.acquired_at;
-    }
-    HistoryEvent& e = out[n++];
-    e.event = "acquired";
-    e.owner_id = next.owner_id;
-    e.holder = m_holder_info;
-    e.token = next.fencing_token;
-    std::optional<int64_t> queued = m_waiters.queued_at_ms();
-    e.waited_ms = queued ? std::max<int64_t>(0, now + to_wall - *queued) : 0;
-    e.at = now + to_wall;
-  } else if (!cur.owner_id.empty() && next.owner_id.empty()) {
-    HistoryEvent& e = out[n++];
-    e.event = m_op == Op::force ? "forced" : "released";
-    e.owner_id = cur.owner_id;
-    e.token = cur.fencing_token;
-    e.held_ms = now - cur.acquired_at;
-    if (m_op == Op::force)
-      e.holder = m_holder_info; // who forced it
-    else
-      e.exit_code = m_exit_code;
-    e.at = now + to_wall;
-  }
-  return n;
+// What the history events of the operation in progress need to know
+// (history_events.hpp).
+EventContext SqliteBackend::event_context() const {
+  EventContext c;
+  c.now = m_clocks.now().boot;
+  c.boot_to_wall = m_clocks.boot_to_wall();
+  c.holder = m_holder_info;
+  c.queued_at_ms = m_waiters.queued_at_ms();
+  c.forced = m_op == Op::force;
+  c.exit_code = m_exit_code;
+  return c;
 }
 
-// Writes what an operation decided, if anything, and ends its transaction.
 // `history_seq`: the row's, as read in this transaction (nullopt: read it
 // here if there are events to write).
 Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d, bool new_lease,
@@ -339,7 +311,8 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
     return r;
   }
   HistoryEvent events[2];
-  const int count = m_history_limit > 0 ? history_events(cur, d.lease, new_lease, events) : 0;
+  const int count =
+      m_history_limit > 0 ? history_events(cur, d.lease, new_lease, event_context(), events) : 0;
   int rc = SQLITE_OK;
   if (count > 0 && !history_seq) {
     Row row;
