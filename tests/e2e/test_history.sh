@@ -5,7 +5,8 @@
 # that got it after a release (acquired on SQLite and PostgreSQL, handed_over on Redis,
 # with how long it waited), an expiry seen by the next acquisition, a
 # forced release (by whom); --since; the bound (SIMBA_HISTORY_LIMIT) holds
-# after 3x that many events; SIMBA_HISTORY_LIMIT=0 writes none.
+# after 3x that many events and after it is lowered; SIMBA_HISTORY_LIMIT=0
+# writes none.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 command -v jq >/dev/null 2>&1 || skip "needs jq"
@@ -70,8 +71,8 @@ assert_eq "[\"forced victim $host $forcer release --force\"]" \
 # have written it: the next events come after it.
 if [[ ${SIMBA_E2E_BACKEND:-sqlite} == sqlite ]]; then
   "$SIMBA" run --mutex t -q -- true
-  sqlite3 "$T/simba.db" "UPDATE simba_history SET at = at + 3600000 WHERE mutex = 't' AND \
-    seq = (SELECT MAX(seq) FROM simba_history WHERE mutex = 't')"
+  sqlite3 "$T/simba.db" "UPDATE simba_events SET at = at + 3600000 WHERE mutex = 't' AND \
+    seq = (SELECT MAX(seq) FROM simba_events WHERE mutex = 't')"
   "$SIMBA" run --mutex t --contender-id later -q -- true
   assert_exit 0 "$SIMBA" history --mutex t --json
   assert_eq '["acquired","released","acquired later","released later"]' \
@@ -93,4 +94,9 @@ assert_eq '["acquired r5","released r5","acquired r6","released r6"]' \
 SIMBA_HISTORY_LIMIT=0 "$SIMBA" run --mutex b --contender-id r7 -q -- true
 assert_eq '["acquired r5","released r5","acquired r6","released r6"]' \
   "$(events b '"\(.event) \(.label)"')" "SIMBA_HISTORY_LIMIT=0 writes nothing"
+# A lower limit: the events past it go too (SQLite: within that many
+# events of the change; here at once, at its ring's place 0).
+SIMBA_HISTORY_LIMIT=2 "$SIMBA" run --mutex b --contender-id r8 -q -- true
+assert_eq '["acquired r8","released r8"]' "$(events b '"\(.event) \(.label)"')" \
+  "the last 2 events after the limit went from 4 to 2"
 SIMBA_HISTORY_LIMIT=-1 assert_exit 64 "$SIMBA" run --mutex b -- true

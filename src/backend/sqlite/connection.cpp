@@ -17,9 +17,12 @@ namespace {
 // WAL is not checkpointed on close, so nearly every simba run, the first
 // connection to open the database, reads back every frame written since the
 // last checkpoint to rebuild the WAL index, and a checkpoint costs two
-// fsyncs: a few dozen frames (a run writes 2: the table is WITHOUT ROWID)
-// balance the two best in scripts/bench (README "Speed").
-constexpr int k_checkpoint_pages = 32;
+// fsyncs, and the next write, which starts the WAL over, a third (its
+// header): a few dozen runs between checkpoints balance the two best in
+// scripts/bench (README "Speed"). A run writes 4 frames (the table is
+// WITHOUT ROWID: the lease row's page and the history ring's leaf, in each
+// of two commits; 2 with SIMBA_HISTORY_LIMIT=0).
+constexpr int k_checkpoint_pages = 64;
 // A release that handed over checkpoints (passively) only past this.
 constexpr int k_checkpoint_overdue_pages = 4 * k_checkpoint_pages;
 

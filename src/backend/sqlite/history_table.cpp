@@ -6,34 +6,51 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+
 namespace simba::backend::sqlite {
 
 const char* const k_sql_create_history =
-    "CREATE TABLE IF NOT EXISTS simba_history(mutex TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "at INTEGER NOT NULL, event TEXT NOT NULL, owner TEXT NOT NULL, holder TEXT, "
-    "token INTEGER NOT NULL, exit_code INTEGER, held_ms INTEGER, waited_ms INTEGER, "
-    "PRIMARY KEY(mutex, seq)) WITHOUT ROWID";
+    "CREATE TABLE IF NOT EXISTS simba_events(mutex TEXT NOT NULL, pos INTEGER NOT NULL, "
+    "seq INTEGER NOT NULL, at INTEGER NOT NULL, event TEXT NOT NULL, owner TEXT NOT NULL, "
+    "holder TEXT, token INTEGER NOT NULL, exit_code INTEGER, held_ms INTEGER, waited_ms INTEGER, "
+    "PRIMARY KEY(mutex, pos)) WITHOUT ROWID";
 
 namespace {
 
-// seq: one more than the mutex's last (a seek to the end of its range).
-// at: never before the mutex's last event. Each process turns its boot
-// clock into wall time on its own, a millisecond or so apart, and history
-// is read in time order: a release and the next acquisition by another
-// process must not swap places.
+// ?2: pos, ?3: seq, ?10: the previous event's pos. at: never before the
+// row's previous event. Each process turns its boot clock into wall time on
+// its own, a millisecond or so apart, and history is read in time order: a
+// release and the next acquisition by another process must not swap
+// places. The previous event is a point lookup, in the leaf being written
+// as often as not.
 constexpr const char* k_sql_insert =
-    "INSERT INTO simba_history(mutex, seq, at, event, owner, holder, token, exit_code, held_ms, "
-    "waited_ms) SELECT ?1, COALESCE(last.seq, 0) + 1, MAX(?2, COALESCE(last.at, ?2)), ?3, ?4, "
-    "?5, ?6, ?7, ?8, ?9 FROM (SELECT 1) LEFT JOIN (SELECT seq, at FROM simba_history WHERE "
-    "mutex = ?1 ORDER BY seq DESC LIMIT 1) AS last";
+    "INSERT OR REPLACE INTO simba_events(mutex, pos, seq, at, event, owner, holder, token, "
+    "exit_code, held_ms, waited_ms) VALUES (?1, ?2, ?3, MAX(?4, COALESCE((SELECT at FROM "
+    "simba_events WHERE mutex = ?1 AND pos = ?10), ?4)), ?5, ?6, ?7, ?8, ?9, ?11, ?12)";
 
-constexpr const char* k_sql_trim =
-    "DELETE FROM simba_history WHERE mutex = ?1 AND seq <= (SELECT MAX(seq) FROM simba_history "
-    "WHERE mutex = ?1) - ?2";
+// A smaller limit than an earlier writer's leaves events past it: dropped
+// once per `limit` events (SIMBA_HISTORY_LIMIT is meant to be the same for
+// every writer, so this finds nothing but after a change).
+constexpr const char* k_sql_trim = "DELETE FROM simba_events WHERE mutex = ?1 AND pos >= ?2";
+
+// A mutex's rows: its own and its slots' ("m#k"), a range of the key.
+#define SIMBA_HISTORY_OF_MUTEX "(?1 = '' OR mutex = ?1 OR (mutex >= ?1 || '#' AND mutex < ?1 || '$'))"
+#define SIMBA_HISTORY_COLUMNS "mutex, at, event, owner, holder, token, exit_code, held_ms, waited_ms"
 
 constexpr const char* k_sql_read =
-    "SELECT mutex, at, event, owner, holder, token, exit_code, held_ms, waited_ms FROM "
-    "simba_history WHERE (?1 = '' OR mutex = ?1) AND at >= ?2 ORDER BY at, mutex, seq";
+    "SELECT " SIMBA_HISTORY_COLUMNS ", seq FROM simba_events WHERE " SIMBA_HISTORY_OF_MUTEX
+    " AND at >= ?2 ORDER BY at, mutex, seq";
+
+// With the table of the simba before the ring (history_table.hpp).
+constexpr const char* k_sql_read_both =
+    "SELECT * FROM (SELECT " SIMBA_HISTORY_COLUMNS ", seq FROM simba_events WHERE "
+    SIMBA_HISTORY_OF_MUTEX " AND at >= ?2 UNION ALL SELECT " SIMBA_HISTORY_COLUMNS
+    ", seq FROM simba_history WHERE " SIMBA_HISTORY_OF_MUTEX " AND at >= ?2) "
+    "ORDER BY at, mutex, seq";
+
+#undef SIMBA_HISTORY_OF_MUTEX
+#undef SIMBA_HISTORY_COLUMNS
 
 template <typename T> void bind_optional(sqlite3_stmt* s, int i, const std::optional<T>& v) {
   if (v)
@@ -71,32 +88,43 @@ int step_once(Connection& db, StmtId id, sqlite3_stmt* s) {
 
 } // namespace
 
-int append_history(Connection& db, const std::string& mutex, const HistoryEvent& e, int64_t limit) {
+int append_history(Connection& db, const std::string& row, const HistoryEvent& e, int64_t seq,
+                   int64_t limit) {
   sqlite3_stmt* s = statement(db, k_history_insert, k_sql_insert);
-  sqlite3_stmt* t = s ? statement(db, k_history_trim, k_sql_trim) : nullptr;
-  if (!t) return sqlite3_errcode(db.db());
-  bind_text(s, 1, mutex);
-  sqlite3_bind_int64(s, 2, e.at);
-  bind_text(s, 3, e.event);
-  bind_text(s, 4, e.owner_id);
+  if (!s) return sqlite3_errcode(db.db());
+  const int64_t pos = seq % limit;
+  bind_text(s, 1, row);
+  sqlite3_bind_int64(s, 2, pos);
+  sqlite3_bind_int64(s, 3, seq);
+  sqlite3_bind_int64(s, 4, e.at);
+  bind_text(s, 5, e.event);
+  bind_text(s, 6, e.owner_id);
   if (e.holder)
-    bind_text(s, 5, encode_holder(*e.holder));
+    bind_text(s, 7, encode_holder(*e.holder));
   else
-    sqlite3_bind_null(s, 5);
-  sqlite3_bind_int64(s, 6, static_cast<sqlite3_int64>(e.token));
-  bind_optional(s, 7, e.exit_code);
-  bind_optional(s, 8, e.held_ms);
-  bind_optional(s, 9, e.waited_ms);
+    sqlite3_bind_null(s, 7);
+  sqlite3_bind_int64(s, 8, static_cast<sqlite3_int64>(e.token));
+  bind_optional(s, 9, e.exit_code);
+  sqlite3_bind_int64(s, 10, (seq - 1) % limit);
+  bind_optional(s, 11, e.held_ms);
+  bind_optional(s, 12, e.waited_ms);
   if (int rc = step_once(db, k_history_insert, s); rc != SQLITE_OK) return rc;
-  bind_text(t, 1, mutex);
+  if (pos != 0) return SQLITE_OK;
+  sqlite3_stmt* t = statement(db, k_history_trim, k_sql_trim);
+  if (!t) return sqlite3_errcode(db.db());
+  bind_text(t, 1, row);
   sqlite3_bind_int64(t, 2, limit);
   return step_once(db, k_history_trim, t);
 }
 
+void prepare_history(Connection& db) { statement(db, k_history_insert, k_sql_insert); }
+
+// The ring, and the table before it while it exists.
 int read_history(Connection& db, const std::string& mutex, int64_t since_ms,
                  std::vector<HistoryEvent>& out) {
   sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db.db(), k_sql_read, -1, &s, nullptr) != SQLITE_OK)
+  if (sqlite3_prepare_v2(db.db(), k_sql_read_both, -1, &s, nullptr) != SQLITE_OK &&
+      sqlite3_prepare_v2(db.db(), k_sql_read, -1, &s, nullptr) != SQLITE_OK)
     return no_table(db) ? SQLITE_OK : sqlite3_errcode(db.db());
   bind_text(s, 1, mutex);
   sqlite3_bind_int64(s, 2, since_ms);
@@ -104,6 +132,7 @@ int read_history(Connection& db, const std::string& mutex, int64_t since_ms,
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     HistoryEvent e;
     e.mutex = column_text(s, 0);
+    e.mutex.resize(std::min(e.mutex.size(), e.mutex.find('#'))); // a slot's: its mutex's
     e.at = sqlite3_column_int64(s, 1);
     e.event = column_text(s, 2);
     e.owner_id = column_text(s, 3);

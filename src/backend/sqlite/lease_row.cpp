@@ -41,13 +41,16 @@ int select_row(Connection& db, const std::string& mutex, Row& row) {
   if (!s) return sqlite3_errcode(db.db());
   sqlite3_bind_text(s, 1, mutex.data(), static_cast<int>(mutex.size()), SQLITE_TRANSIENT);
   int rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) row = read_row(s, 0);
+  if (rc == SQLITE_ROW) {
+    row = read_row(s, 0);
+    row.history_seq = sqlite3_column_int64(s, k_history_seq_column); // NULL: 0
+  }
   sqlite3_reset(s);
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 int write_row(Connection& db, const std::string& mutex, const core::Lease& l, int64_t boot_to_wall,
-              const std::string* holder) {
+              const std::string* holder, const int64_t* history_seq) {
   sqlite3_stmt* u = db.stmt(k_upsert, k_sql_upsert);
   if (!u) return sqlite3_errcode(db.db());
   core::Lease wall = on_wall_clock(l, boot_to_wall);
@@ -73,6 +76,10 @@ int write_row(Connection& db, const std::string& mutex, const core::Lease& l, in
     sqlite3_bind_null(u, 13);
     sqlite3_bind_null(u, 14);
   }
+  if (history_seq)
+    sqlite3_bind_int64(u, 15, *history_seq);
+  else
+    sqlite3_bind_null(u, 15);
   int rc = sqlite3_step(u);
   sqlite3_reset(u);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;

@@ -22,6 +22,7 @@ struct Row {
   std::string boot_id;
   int64_t boot_acquired_at = 0, boot_ttl_at = 0, boot_transition_at = 0;
   bool boot_stamped = false; // boot_ columns written with this row's token
+  int64_t history_seq = 0;   // history events written for it (select_row only)
 };
 
 // The row whose SIMBA_SQL_ROW columns start at column `first` of `s`.
@@ -38,9 +39,10 @@ int select_row(Connection& db, const std::string& mutex, Row& row);
 // Writes `l` (on the boot clock) on both clocks, stamped with our boot; an
 // SQLite code.
 // `holder` (encoded: holder.hpp) is written as the holder of this lease's
-// token; nullptr keeps the stored one.
+// token, `history_seq` as the row's count of history events; nullptr keeps
+// the stored one.
 int write_row(Connection& db, const std::string& mutex, const core::Lease& l, int64_t boot_to_wall,
-              const std::string* holder = nullptr);
+              const std::string* holder = nullptr, const int64_t* history_seq = nullptr);
 
 // The stored lease on this boot's boot clock, at the instant `c`.
 core::Lease lease_of(const Row& row, const Clocks& c);

@@ -14,6 +14,8 @@
 // is who took the lease with fencing token `holder_token`: written by the
 // acquisition that takes a new lease, kept by every other write (NULL
 // bound: COALESCE), and shown only while the tokens match.
+// `history_seq` counts the history events written for the row
+// (history_table.hpp: it places each in the ring); NULL bound keeps it.
 namespace simba::backend::sqlite {
 
 class Connection;
@@ -24,11 +26,14 @@ class DatabaseFiles;
   "boot_ttl_at, boot_transition_at, boot_token, holding"
 
 // The columns of SIMBA_SQL_ROW in this order (lease_row.cpp reads them so),
-// then the holder's two (k_holder_column): the select is also the probe
-// that finds a table without them (ensure_schema).
-constexpr const char* k_sql_select =
-    "SELECT " SIMBA_SQL_ROW ", holder, holder_token FROM simba_mutex WHERE mutex = ?1";
+// then the holder's two (k_holder_column) and history_seq
+// (k_history_seq_column): the select is also the probe that finds a table
+// without them (ensure_schema).
+constexpr const char* k_sql_select = "SELECT " SIMBA_SQL_ROW
+                                     ", holder, holder_token, history_seq FROM simba_mutex "
+                                     "WHERE mutex = ?1";
 constexpr int k_holder_column = 11;
+constexpr int k_history_seq_column = 13;
 
 constexpr const char* k_sql_list =
     "SELECT mutex, " SIMBA_SQL_ROW ", holder, holder_token FROM simba_mutex ORDER BY mutex";
@@ -38,8 +43,8 @@ constexpr const char* k_sql_list_one =
     "OR (mutex >= ?1 || '#' AND mutex < ?1 || '$') ORDER BY mutex"; // and its slots' rows
 
 constexpr const char* k_sql_upsert =
-    "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ", holder, holder_token) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+    "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ", holder, holder_token, history_seq) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
     "ON CONFLICT(mutex) DO UPDATE SET "
     "owner_id = excluded.owner_id, acquired_at = excluded.acquired_at, ttl_at = excluded.ttl_at, "
     "transition_at = excluded.transition_at, fencing_token = excluded.fencing_token, "
@@ -47,12 +52,14 @@ constexpr const char* k_sql_upsert =
     "boot_ttl_at = excluded.boot_ttl_at, boot_transition_at = excluded.boot_transition_at, "
     "boot_token = excluded.boot_token, holding = excluded.holding, "
     "holder = COALESCE(excluded.holder, holder), "
-    "holder_token = COALESCE(excluded.holder_token, holder_token)";
+    "holder_token = COALESCE(excluded.holder_token, holder_token), "
+    "history_seq = COALESCE(excluded.history_seq, history_seq)";
 
 #undef SIMBA_SQL_ROW
 
 // Makes sure the opened database has the table (creating it when the
-// database is new, adding the boot_ columns to one made by an older simba),
+// database is new, adding the boot_, holder and history_seq columns to one
+// made by an older simba),
 // then configures the connection. A database we may only read is opened
 // again as immutable when it must be (files.how().read_only_ok). Throws
 // UnavailableError.

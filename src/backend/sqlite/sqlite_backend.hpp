@@ -10,7 +10,8 @@
 //   slot_rows           --slots: a mutex's slot rows, picking one, its marker
 //   clocks              the two clocks of an operation, the boot id
 //   done_records        --once-per: the table of done records (one row per mutex)
-//   history_table       simba history: the table of events, trimmed per mutex
+//   history_events      simba history: which events a write makes
+//   history_table       simba history: the ring of events per lease row
 //   schema              the table, its statements, creating and migrating it
 //   connection          the SQLite connection: settings, busy handler,
 //                       statement cache, the WAL checkpoint policy
