@@ -220,22 +220,31 @@ void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::strin
   e.sentinel.nodes = parse_node_list(list, 26379, "a sentinel", shown);
 }
 
-// `rest` follows "redis+sentinel:": //[userinfo@]NODES/MASTER[/db][?query]
-RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& shown) {
-  RedisUri e;
-  e.sentinel.tls = tls; // to the sentinels
-  e.tls = tls;          // to the master, with the same ?cacert= ?cert= ?key= ?insecure=
-  if (rest.rfind("//", 0) != 0) bad_uri(shown, k_sentinel_form);
+// `rest` is //[userinfo@]NODES[/path][?query] (redis+sentinel:,
+// redis+cluster:): takes the user info into `e` and the query into
+// `query`, and returns NODES[/path].
+std::string split_node_uri(const std::string& rest, RedisUri& e, std::string& query,
+                           const char* form, const std::string& shown) {
+  if (rest.rfind("//", 0) != 0) bad_uri(shown, form);
   std::string s = rest.substr(2);
   if (auto at = s.rfind('@'); at != std::string::npos) {
     parse_userinfo(s.substr(0, at), e, shown);
     s = s.substr(at + 1);
   }
-  std::string query;
   if (auto q = s.find('?'); q != std::string::npos) {
     query = s.substr(q + 1);
     s = s.substr(0, q);
   }
+  return s;
+}
+
+// `rest` follows "redis+sentinel:": //[userinfo@]NODES/MASTER[/db][?query]
+RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& shown) {
+  RedisUri e;
+  e.sentinel.tls = tls; // to the sentinels
+  e.tls = tls;          // to the master, with the same ?cacert= ?cert= ?key= ?insecure=
+  std::string query;
+  std::string s = split_node_uri(rest, e, query, k_sentinel_form, shown);
   auto slash = s.find('/');
   if (slash == std::string::npos || slash == 0) bad_uri(shown, k_sentinel_form);
   parse_sentinel_nodes(s.substr(0, slash), e, shown);
@@ -259,17 +268,8 @@ RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& sh
 RedisUri parse_cluster(bool tls, const std::string& rest, const std::string& shown) {
   RedisUri e;
   e.tls = tls;
-  if (rest.rfind("//", 0) != 0) bad_uri(shown, k_cluster_form);
-  std::string s = rest.substr(2);
-  if (auto at = s.rfind('@'); at != std::string::npos) {
-    parse_userinfo(s.substr(0, at), e, shown);
-    s = s.substr(at + 1);
-  }
   std::string query;
-  if (auto q = s.find('?'); q != std::string::npos) {
-    query = s.substr(q + 1);
-    s = s.substr(0, q);
-  }
+  std::string s = split_node_uri(rest, e, query, k_cluster_form, shown);
   auto slash = s.find('/');
   if (slash == 0) bad_uri(shown, k_cluster_form);
   e.cluster.seeds = parse_node_list(s.substr(0, slash), 6379, "a seed node", shown);
