@@ -186,6 +186,13 @@ Actions Contender::on_grant(int64_t now, const CallResult& r, int64_t sent_at) {
               r.observed.lease.owned_by(m_config.contender_id, r.observed.now) && sent_at <= now;
   if (!can_take || !ours) {
     if (phase() == Phase::owning || m_in_flight) return {};
+    // A late grant of the very lease we hold (our own acquire took it
+    // first, as a renewal): giving it back would end our lease while CMD,
+    // or what it left behind, may still run (draining, stopping). Our own
+    // release ends it once all of it is gone.
+    if (const auto* o = std::get_if<Owner>(&m_state);
+        o && o->lease.fencing_token == r.observed.lease.fencing_token)
+      return {};
     return {action::Disown{r.observed.lease.fencing_token, m_config.call_timeout_ms}};
   }
   waiting().try_at.reset();

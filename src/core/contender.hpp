@@ -115,9 +115,10 @@ public:
   // no later than the backend's `now` in `r`: the deadline is counted from
   // it). Taken only while we are contending with no call in flight (the call
   // in flight then tells us: for an owner, an acquire is a renewal).
-  // Otherwise, unless we own the mutex or a call is in flight, the lease
-  // goes back at once (action::Disown with the grant's token), to the next
-  // waiter: nobody else could have it until it expired.
+  // Otherwise, unless we own the mutex, a call is in flight or the grant is
+  // of the lease we hold (a late message: our acquire renewed it first),
+  // the lease goes back at once (action::Disown with the grant's token), to
+  // the next waiter: nobody else could have it until it expired.
   Actions on_grant(int64_t now, const CallResult& r, int64_t sent_at);
   // CMD itself exited with `shell_code` (128+N for a signal);
   // `leftovers` says whether anything it started is still alive.

@@ -1055,3 +1055,35 @@ TEST_CASE("redis: a hand-over skips dead waiters, and one that leaves unused pas
   (void)fd1;
   require_ok(w2->release(m, "W2", 0, k_timeout));
 }
+
+TEST_CASE("redis: a dequeue that arrives after the waiter's own acquire leaves the claimed lease "
+          "alone") {
+  SKIP_UNLESS_REDIS();
+  auto owner = open_test_backend();
+  auto m = unique_mutex("lateleave");
+  require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+  auto w1 = open_test_backend();
+  int fd1 = queue_up(*w1, m, "W1");
+  auto w2 = open_test_backend();
+  int fd2 = queue_up(*w2, m, "W2");
+  // The release hands the lease to W1, which has not read the grant yet.
+  CHECK(require_ok(owner->release(m, "A", 0, k_timeout)).observed.lease.owner_id == "W1");
+  // W1's own acquire claims it first (on another connection, as a retry
+  // after a timed-out call does): a renewal, CMD may start now.
+  auto w1_again = open_test_backend();
+  auto claimed = require_ok(w1_again->acquire(m, "W1", 10000, 1000, k_timeout));
+  REQUIRE(claimed.observed.lease.owner_id == "W1");
+  // Then W1's dequeue (sent before, on the slower connection) arrives: it
+  // must not end the lease whose CMD runs, nor hand it to W2.
+  w1.reset();
+  auto after = require_ok(owner->get(m, k_timeout));
+  CHECK(after.observed.lease.owner_id == "W1");
+  CHECK(after.observed.lease.fencing_token == claimed.observed.lease.fencing_token);
+  CHECK(wait_for_wakeup(w2->wakeups(m, "W2"), fd2, 300).kind == simba::backend::Wake::Kind::none);
+  // W1's own release hands it on to W2.
+  require_ok(w1_again->release(m, "W1", claimed.observed.lease.fencing_token, k_timeout));
+  simba::backend::Wake woken = wait_for_wakeup(w2->wakeups(m, "W2"), fd2, 1000);
+  CHECK(woken.kind == simba::backend::Wake::Kind::grant);
+  (void)fd1;
+  require_ok(w2->release(m, "W2", 0, k_timeout));
+}

@@ -332,6 +332,44 @@ TEST_SUITE("core::Contender") {
     CHECK(c.on_grant(h.local, g, subscribed).empty());
   }
 
+  TEST_CASE("a late grant of the lease our own acquire took is kept while CMD's leftovers are "
+            "stopped (no release): it ends only with our own release") {
+    for (bool by_signal : {false, true}) {
+      CAPTURE(by_signal);
+      Harness h;
+      h.backend.acquire("m", "other", 10000, 2000);
+      Contender c = make(config("me"));
+      Actions a = c.start(h.local);
+      a = h.reply(c, *find<action::Call>(a)); // busy: waits
+      int64_t subscribed = h.local;
+      // The release hands the lease to us; its message is slow to come.
+      h.backend.release("m", "other");
+      core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
+      // Our own try comes first: a renewal of the handed lease.
+      a = c.on_notify(h.local);
+      REQUIRE(find<action::Call>(a));
+      a = h.reply(c, *find<action::Call>(a));
+      REQUIRE(find<action::StartChild>(a));
+      REQUIRE(c.phase() == Contender::Phase::owning);
+      // CMD ends leaving a daemon, on its own or stopped by a signal.
+      if (by_signal) a = c.on_signal(h.local, SIGTERM);
+      a = c.on_child_exit(h.local, by_signal ? 128 + SIGTERM : 0, true);
+      REQUIRE(c.phase() != Contender::Phase::owning);
+      REQUIRE(c.phase() != Contender::Phase::releasing);
+      // The late grant: same token as the lease we hold. Giving it back
+      // would pass the mutex on while the daemon or CMD still runs.
+      h.advance(30);
+      a = c.on_grant(h.local, g, subscribed);
+      CHECK(!find<action::Disown>(a));
+      CHECK(!find<action::Call>(a));
+      // Everything gone: now our release ends it, with that token.
+      a = c.on_all_gone(h.local);
+      const auto* rel = find<action::Call>(a);
+      REQUIRE(rel);
+      CHECK(rel->op == Op::release);
+    }
+  }
+
   TEST_CASE("an emergency stop releases whatever lease our id holds, and ends the contender") {
     for (bool owner : {false, true}) {
       CAPTURE(owner);

@@ -90,12 +90,13 @@ end
 
 local function read_lease(hash, fence)
   local f = redis.call('HMGET', hash, 'owner', 'acquired_at', 'ttl_at', 'transition_at', 'token',
-                       'holding')
+                       'holding', 'handed')
   if not f[1] then
     return {owner = '', acquired_at = 0, ttl_at = 0, transition_at = 0, token = fence_value(fence)}
   end
   return {owner = f[1], acquired_at = tonumber(f[2]) or 0, ttl_at = tonumber(f[3]) or 0,
-          transition_at = tonumber(f[4]) or 0, token = tonumber(f[5]) or 0, holding = f[6] == '1'}
+          transition_at = tonumber(f[4]) or 0, token = tonumber(f[5]) or 0, holding = f[6] == '1',
+          handed = f[7] == '1'}
 end
 
 -- DESIGN §2: a lease is valid while transition_at has not passed.
@@ -117,14 +118,17 @@ end
 
 -- Moves the windows forward from now; acquired_at and the token stay. No
 -- TTL: see the layout above. `holding`: only the hold of --min-hold sets
--- it; every other write clears it.
-local function renew(hash, l, now, ttl, transition, holding)
+-- it; every other write clears it. `handed`: only hand_over sets it (a
+-- lease its owner has not claimed yet); the owner's own acquire or guard,
+-- being a renewal, clears it (dequeue.lua ends only a handed lease).
+local function renew(hash, l, now, ttl, transition, holding, handed)
   l.ttl_at = now + ttl
   l.transition_at = l.ttl_at + transition
   l.holding = holding == true
+  l.handed = handed == true
   redis.call('HSET', hash, 'owner', l.owner, 'acquired_at', int(l.acquired_at),
              'ttl_at', int(l.ttl_at), 'transition_at', int(l.transition_at), 'token', int(l.token),
-             'holding', l.holding and '1' or '0')
+             'holding', l.holding and '1' or '0', 'handed', l.handed and '1' or '0')
 end
 
 -- Channel names: per database, like the keys (PUBLISH is server-wide).
@@ -327,7 +331,7 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       -- (OOM under noeviction), the script stops before anyone was told,
       -- and nothing is rolled back in Redis.
       redis.call('SET', fence, int(l.token))
-      renew(hash, l, now, tonumber(ttl), tonumber(transition))
+      renew(hash, l, now, tonumber(ttl), tonumber(transition), false, true)
       set_holder(hash, l.token, redis.call('HGET', hash .. ':who', w))
       local msg = table.concat({'grant', int(now), int(l.acquired_at), int(l.ttl_at),
                                 int(l.transition_at), int(l.token)}, ' ')

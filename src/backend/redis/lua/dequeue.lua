@@ -1,11 +1,12 @@
 -- dequeue: KEYS = hash, fence, marker; ARGV = contender[, ttl_ms, transition_ms]
--- (the terms it queued with). Leaves the queue of waiters. A waiter leaves
--- only while it owns nothing it knows of (simba stops calling this once it
--- owns the mutex), so a lease a release handed it meanwhile (common.lua:
--- hand_over) was never used: it ends, and goes on to the next waiter. The
--- owner id is unique per simba process (DESIGN §9), so a lease of that id
--- is one handed to this very waiter; it never heard the grant, so it knows
--- no token to compare.
+-- (the terms it queued with). Leaves the queue of waiters. A lease a
+-- release handed this waiter (common.lua: hand_over) that it never claimed
+-- (still marked `handed`) ends, and goes on to the next waiter: it never
+-- heard the grant, so it knows no token to compare. A claimed one (the
+-- waiter's own acquire renewed it, clearing the mark) stays: this dequeue
+-- may be a late one, sent before that acquire on a connection that was
+-- slower (a timed-out call, a slow link), and the lease's CMD may run.
+-- The owner id is unique per simba process (DESIGN §9).
 local now, now_us = clock()
 local queue = KEYS[1] .. ':waiters'
 if ARGV[3] then
@@ -15,7 +16,7 @@ else
 end
 redis.call('HDEL', KEYS[1] .. ':who', ARGV[1])
 local l = read_lease(KEYS[1], KEYS[2])
-if valid(l, now) and l.owner == ARGV[1] then
+if valid(l, now) and l.owner == ARGV[1] and l.handed then
   if not hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, ARGV[1]) then redis.call('DEL', KEYS[1]) end
   return reply(now, true, read_lease(KEYS[1], KEYS[2]))
 end
