@@ -36,6 +36,9 @@ public:
   // descriptor readable, settle()s.
   int waits = 0, owns = 0, wakes = 0, settles = 0;
   std::vector<uint64_t> released_tokens;
+  // When (sys::boottime_ms()) the last acquire returned and the first
+  // release was called: CMD ran somewhere between the two.
+  int64_t acquired_at_ms = 0, released_at_ms = 0;
 
   // Run inside a lease operation, before it is applied (`op` says which).
   std::function<void(core::Op op)> during_call;
@@ -70,8 +73,10 @@ public:
   backend::Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                          int64_t transition_ms, int64_t) override {
     ++acquires;
-    return apply(core::Op::acquire,
-                 [&] { return store.acquire(mutex, contender, ttl_ms, transition_ms); });
+    backend::Reply r = apply(core::Op::acquire,
+                             [&] { return store.acquire(mutex, contender, ttl_ms, transition_ms); });
+    acquired_at_ms = sys::boottime_ms();
+    return r;
   }
   backend::Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
                        int64_t ttl_ms, int64_t transition_ms, int64_t) override {
@@ -91,7 +96,7 @@ public:
   }
   backend::Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                          int64_t) override {
-    ++releases;
+    if (++releases == 1) released_at_ms = sys::boottime_ms();
     released_tokens.push_back(token);
     return apply(core::Op::release, [&] { return store.release(mutex, contender, token); });
   }

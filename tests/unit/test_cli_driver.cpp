@@ -71,8 +71,14 @@ TEST_SUITE("cli::driver") {
     CHECK(b.released_tokens[0] == 1);
     CHECK(b.store.lease(k_mutex).owner_id.empty());
     // A CMD that ends at once: no wake-ups asked for (the owner's begin at
-    // 200 ms), no settling (at 5 ms).
-    CHECK(b.waits + b.owns + b.settles == 0);
+    // 200 ms of CMD), no settling (at 5 ms of CMD). CMD ran between the
+    // acquire's return and the release: when a loaded machine made that
+    // longer, the settle (or the listening) may have come, but never before.
+    int64_t cmd_at_most = b.released_at_ms - b.acquired_at_ms;
+    CAPTURE(cmd_at_most);
+    CHECK(b.waits == 0);
+    if (cmd_at_most < 5) CHECK(b.settles == 0);
+    if (cmd_at_most < 200) CHECK(b.owns == 0);
   }
 
   TEST_CASE("an owner whose CMD runs settles once, at 5 ms, and listens from 200 ms on") {
