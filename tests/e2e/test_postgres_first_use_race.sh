@@ -24,7 +24,10 @@ drop_db() {
   return "$rc"
 }
 trap 'drop_db; _e2e_cleanup' EXIT
-uri="${admin%/*}/$db"
+# 5 s, not the default 2 s, for each statement: 16 schema scripts at once
+# wait for each other's locks, on a machine that CI loads.
+pg_uri="${admin%/*}/$db" # psql's
+uri="$pg_uri?timeout=5s"
 clients_gone() {
   [[ $(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db'
               AND backend_type = 'client backend'") == 0 ]]
@@ -32,7 +35,7 @@ clients_gone() {
 
 # 1.
 assert_exit 0 "$SIMBA" run --backend "$uri" --mutex m -- true
-psql -X -q -At "$uri" -c 'ALTER TABLE simba_leases DROP COLUMN history_seq' ||
+psql -X -q -At "$pg_uri" -c 'ALTER TABLE simba_leases DROP COLUMN history_seq' ||
   fail "cannot drop a column"
 {
   echo 'BEGIN;'
@@ -40,7 +43,7 @@ psql -X -q -At "$uri" -c 'ALTER TABLE simba_leases DROP COLUMN history_seq' ||
   echo 'SELECT pg_sleep(1.5);' # simba's script waits for this session
   echo 'ALTER TABLE simba_leases ADD COLUMN IF NOT EXISTS history_seq bigint;'
   echo 'COMMIT;'
-} | psql -X -q -At "$uri" >"$T/psql.out" 2>&1 &
+} | psql -X -q -At "$pg_uri" >"$T/psql.out" 2>&1 &
 other=$!
 sleep 0.5
 assert_exit 0 "$SIMBA" run --backend "$uri" --mutex m --timeout 30s -- true
@@ -54,7 +57,7 @@ pids=()
 for i in {1..16}; do
   # all at once: each waits for the gate (a file), then execs simba
   sh -c 'i=0; while [ ! -e "$0" ] && [ $((i += 1)) -lt 1000 ]; do sleep 0.01; done; exec "$@"' \
-    "$T/gate" "$SIMBA" run --backend "$uri?prefix=many_" --mutex m --timeout 60s \
+    "$T/gate" "$SIMBA" run --backend "$uri&prefix=many_" --mutex m --timeout 60s \
     -- true 2>"$T/err.$i" &
   pids+=($!)
 done
