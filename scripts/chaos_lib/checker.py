@@ -109,3 +109,37 @@ def most_at_once(path):
         held += d
         most = max(most, held)
     return most
+
+
+def server_failovers(path, server_faults, fault_times, bound_ms):
+    """ms from each clean server failover (Sentinel) to the next new
+    lease's first CMD, counted from the fault or, when the lease running at
+    the fault survived it, from that lease's last CMD end before the new one
+    (its holder's release; the new master's quarantine may add to it).
+    server_faults: (monotonic ns, clean). Clean: no other fault active then,
+    and none injected or healed from a bound before it to the new start."""
+    starts, ends = [], {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 5 or not parts[1].isdigit() or not parts[3].isdigit():
+                continue
+            what, token, ns = parts[0], int(parts[1]), int(parts[3])
+            if what == "start":
+                starts.append((ns, token))
+            elif what == "end":
+                ends.setdefault(token, []).append(ns)
+    starts.sort()
+    out = []
+    window = bound_ms * 1_000_000
+    for t, clean in server_faults:
+        before = [tok for ns, tok in starts if ns <= t]
+        running = before[-1] if before else None
+        new = next((ns for ns, tok in starts if ns > t and tok != running), None)
+        if new is None or not clean:
+            continue
+        if any(f != t and t - window <= f <= new for f in fault_times):  # another fault
+            continue
+        since = max([t] + [e for e in ends.get(running, []) if e < new])
+        out.append((new - since) / 1e6)
+    return out

@@ -49,9 +49,12 @@ class Chaos:
         self.backend = BACKENDS[backend](self.tmp, self.rng, self)
         self.net = NetworkFaults(self.backend.links(), self.rng, self.later)
 
-    def later(self, seconds, fn):
+    def later(self, seconds, fn, mark=True):
+        """fn in `seconds`; marked as a fault time (a heal) unless mark=False
+        (the rest of a server fault that was counted when injected)."""
         def marked():
-            self.fault_times.append(time.monotonic_ns())
+            if mark:
+                self.fault_times.append(time.monotonic_ns())
             fn()
         self.pending.append((time.monotonic() + seconds, marked))
 
@@ -90,7 +93,9 @@ class Chaos:
         ms = r.randint(50, 400) if r.random() < 0.8 else r.randint(1000, 3000)
         # Some CMDs leave a setsid'd daemon that holds the flock (chaos_cmd.cpp).
         daemon = ["daemon"] if self.contender_rng.random() < 0.5 else []
-        return [self.simba, "run"] + self.common(self.backend.uri(self.host_of(slot))) + \
+        host = self.host_of(slot)
+        return self.backend.command_prefix(host) + [self.simba, "run"] + \
+            self.common(self.backend.uri(host)) + \
             ["--", self.cmd, self.log_path, self.lock_path, str(ms)] + daemon
 
     def lead_argv(self, i):
@@ -98,8 +103,9 @@ class Chaos:
         # lease); the others release and exit after one run and are started
         # again, so that leadership moves often.
         restart = "always" if self.contender_rng.random() < 0.3 else "never"
-        uri = self.backend.uri(self.host_of(len(self.runners) + i))
-        return [self.simba, "lead"] + self.common(uri) + \
+        host = self.host_of(len(self.runners) + i)
+        return self.backend.command_prefix(host) + [self.simba, "lead"] + \
+            self.common(self.backend.uri(host)) + \
             ["--restart", restart, "--restart-delay", "100ms",
              "--", self.cmd, self.log_path, self.lock_path, str(self.lead_ms[i])]
 
@@ -168,7 +174,7 @@ class Chaos:
             if self.backend.busy():
                 return  # one server fault at a time
             if self.backend.inject(kind):
-                self.count(kind)
+                self.backend.injected(kind, self.count(kind))
             return
         # A kill while another fault lasts times no failover (checker).
         active = bool(self.pending) or self.net.busy() or self.backend.busy()
@@ -197,8 +203,10 @@ class Chaos:
                            timeout=30, stderr=subprocess.DEVNULL)
 
     def count(self, kind):
+        """Counts a fault of `kind` and marks its time (monotonic ns, returned)."""
         self.faults[kind] = self.faults.get(kind, 0) + 1
         self.fault_times.append(time.monotonic_ns())
+        return self.fault_times[-1]
 
     # ---- the run -------------------------------------------------------------
     def run(self):
@@ -299,6 +307,16 @@ class Chaos:
             log(f"{k}: failover after kill -9 of the holder: worst {worst:.0f} ms, mean "
                 f"{sum(fo) / len(fo):.0f} ms over {len(fo)} (bound ttl + transition + 1 s = "
                 f"{bound_ms} ms)")
+        server_faults = getattr(self.backend, "server_faults", None)
+        if server_faults is not None and os.path.exists(self.log_path):
+            sbound = self.backend.failover_bound_ms(TTL_MS + TRANSITION_MS)
+            sfo = checker.server_failovers(self.log_path, server_faults, self.fault_times,
+                                           sbound)
+            if sfo:
+                log(f"{k}: next lease after a server failover: worst {max(sfo):.0f} ms, mean "
+                    f"{sum(sfo) / len(sfo):.0f} ms over {len(sfo)} (bound down-after + "
+                    f"election + 0.5 s + longest lease + 1 s = {sbound} ms)")
+                ok = ok and max(sfo) <= sbound
         for line in (overlaps[:10] + bad_tokens[:10] + fenced[:10]):
             log(f"  {line}")
         if len(starts) < 10:

@@ -15,9 +15,15 @@ connection to its server; the harness flips its faults from its own thread:
   reset (RST): the server did the call, the client never learns it.
 
 All Links share one asyncio loop in a daemon thread of the harness, so they
-die with it however it dies.
+die with it however it dies. A Link may listen in another network
+namespace (a Sentinel run's hosts), on the server's own port there; it
+connects to the server from the harness's namespace. A LinkGroup takes a
+fault on all the links of one host at once.
 """
 import asyncio
+import contextlib
+import ctypes
+import os
 import random
 import socket
 import struct
@@ -28,7 +34,11 @@ POLL_S = 0.01
 
 
 class Link:
-    def __init__(self, name, target_port, loop):
+    """`netns`: a network namespace (a /proc/PID/ns/net path) to listen in,
+    on `port` (0: any free one); the connections to the server are made
+    from the harness's own namespace."""
+
+    def __init__(self, name, target_port, loop, netns=None, port=0):
         self.name, self.target_port, self.loop = name, target_port, loop
         self.hold_up = self.hold_down = False
         self.delay_s = self.jitter_s = 0.0
@@ -36,9 +46,10 @@ class Link:
         self.resets = 0
         self.conns = set()
         self.rng = random.Random(hash(name))
-        sock = socket.socket()
+        with in_netns(netns):
+            sock = socket.socket()  # a socket stays in the namespace it was made in
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         self.port = sock.getsockname()[1]
         fut = asyncio.run_coroutine_threadsafe(self._serve(sock), loop)
         self.server = fut.result(10)
@@ -111,6 +122,57 @@ class Link:
             pass
 
 
+class LinkGroup:
+    """Several Links of one host (one per server it reaches) that take a
+    fault together: what NetworkFaults sets on a Link is set on each."""
+    FAULTS = ("hold_up", "hold_down", "delay_s", "jitter_s", "reset_next")
+
+    def __init__(self, links):
+        object.__setattr__(self, "members", links)
+
+    def __setattr__(self, name, value):
+        if name not in self.FAULTS:
+            raise AttributeError(name)
+        for link in self.members:
+            setattr(link, name, value)
+
+    def __getattr__(self, name):
+        return any(getattr(link, name) for link in self.members)
+
+    def heal(self):
+        for link in self.members:
+            link.heal()
+
+    def faulty(self):
+        return any(link.faulty() for link in self.members)
+
+
+@contextlib.contextmanager
+def in_netns(path):
+    """The calling thread in network namespace `path` (None: where it is)
+    for the block, then back where it was (setns(2), as root)."""
+    if path is None:
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    there = os.open(path, os.O_RDONLY)
+    try:
+        if libc.setns(there, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {path}")
+        try:
+            yield
+        finally:
+            if libc.setns(home, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns back")
+    finally:
+        os.close(there)
+        os.close(home)
+
+
+CLONE_NEWNET = 0x40000000
+
+
 def _reset(writer):
     sock = writer.get_extra_info("socket")
     if sock is not None:
@@ -129,10 +191,10 @@ class Network:
         threading.Thread(target=self.loop.run_forever, daemon=True, name="proxies").start()
         self.links = {}
 
-    def link(self, host, server, target_port):
+    def link(self, host, server, target_port, netns=None, port=0):
         key = (host, server)
         if key not in self.links:
-            self.links[key] = Link(f"{host}->{server}", target_port, self.loop)
+            self.links[key] = Link(f"{host}->{server}", target_port, self.loop, netns, port)
         return self.links[key]
 
     def close(self):

@@ -5,6 +5,8 @@ host uses: through the host's Link when the backend has a network),
 `admin_uri()` (for `simba release --force` and `simba status`, not through
 any link), `links()` (every Link, by host, for the network faults),
 `fault_kinds()`, `inject(kind)` (returns False when it cannot run now),
+`command_prefix(host)` (what runs a simba on that host: nsenter into its
+network namespace for Sentinel),
 `busy()` (a server fault under way: one at a time) and `stop()`. A new
 backend is one more class (here, or in a module of its own as PostgreSQL's
 in postgres.py) and one line in BACKENDS; the network faults come with its
@@ -43,6 +45,13 @@ class Backend:
 
     def links(self):
         return {}
+
+    def injected(self, kind, at):
+        """A server fault of `kind` was counted at `at` (monotonic ns)."""
+
+    def command_prefix(self, host):
+        """What runs a contender's simba on `host` (a namespace's nsenter)."""
+        return []
 
     def busy(self):
         return time.monotonic() < self.busy_until
@@ -242,7 +251,8 @@ class RedisBackend(Backend):
 
 # At the end: postgres.py builds on Backend and free_port above.
 from .postgres import PgBouncerBackend, PostgresBackend  # noqa: E402
+from .sentinel import SentinelBackend  # noqa: E402
 
 # A backend's name on the command line -> its class.
 BACKENDS = {"sqlite": SqliteBackend, "redis": RedisBackend, "postgres": PostgresBackend,
-            "pgbouncer": PgBouncerBackend}
+            "pgbouncer": PgBouncerBackend, "sentinel": SentinelBackend}
