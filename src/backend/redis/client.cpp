@@ -102,49 +102,26 @@ std::string Client::connect_master(Connection& c, int64_t deadline, bool select,
     if (err.empty()) return "";
     m_master_known = false;
   }
-  const std::vector<RedisSentinels::Node>& nodes = m_uri.sentinel.nodes;
-  bool unknown = false;
-  std::string first_error, master_error;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    int64_t now = sys::boottime_ms();
-    if (now >= deadline) break;
-    // A sentinel that does not answer leaves time for the next ones.
-    int64_t share = std::max<int64_t>(1, (deadline - now) / static_cast<int64_t>(nodes.size() - i));
-    SentinelAnswer a = ask_sentinel(m_uri, nodes[i], now + share);
-    unknown = unknown || (a.reached && !a.known);
-    if (!a.known) {
-      if (first_error.empty()) first_error = a.error;
-      continue;
-    }
-    if (!master_error.empty() && a.host == m_uri.host && a.port == m_uri.port) continue;
+  std::string master_error;
+  std::string none = ask_sentinels(m_uri, deadline, [&](const SentinelAnswer& a) {
+    // (a master that would not take us, named again by the next sentinel)
+    if (!master_error.empty() && a.host == m_uri.host && a.port == m_uri.port) return false;
     m_uri.host = a.host;
     m_uri.port = a.port;
     m_where = redis_where(m_uri);
     master_error = connect_to(c, deadline, select, verify);
-    if (master_error.empty()) {
-      m_master_known = true;
-      m_confirmed_at = sys::boottime_ms();
-      return "";
-    }
-  }
-  return !master_error.empty() ? master_error : no_master_message(m_uri, unknown, first_error);
+    if (!master_error.empty()) return false;
+    m_master_known = true;
+    m_confirmed_at = sys::boottime_ms();
+    return true;
+  });
+  if (none.empty()) return "";
+  return !master_error.empty() ? master_error : none;
 }
 
 std::string Client::confirm_master(int64_t deadline) {
   if (!sentinel()) return "";
-  const std::vector<RedisSentinels::Node>& nodes = m_uri.sentinel.nodes;
-  bool unknown = false;
-  std::string first_error;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    int64_t now = sys::boottime_ms();
-    if (now >= deadline) break;
-    int64_t share = std::max<int64_t>(1, (deadline - now) / static_cast<int64_t>(nodes.size() - i));
-    SentinelAnswer a = ask_sentinel(m_uri, nodes[i], now + share);
-    unknown = unknown || (a.reached && !a.known);
-    if (!a.known) {
-      if (first_error.empty()) first_error = a.error;
-      continue;
-    }
+  return ask_sentinels(m_uri, deadline, [&](const SentinelAnswer& a) {
     if (!m_master_known || a.host != m_uri.host || a.port != m_uri.port) {
       m_conn.close(); // the next call connects to it and checks its ROLE
       m_uri.host = a.host;
@@ -153,9 +130,8 @@ std::string Client::confirm_master(int64_t deadline) {
       m_master_known = true;
     }
     m_confirmed_at = sys::boottime_ms();
-    return "";
-  }
-  return no_master_message(m_uri, unknown, first_error);
+    return true;
+  });
 }
 
 int64_t Client::call_deadline(int64_t timeout_ms) {

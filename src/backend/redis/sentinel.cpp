@@ -3,8 +3,11 @@
 
 #include "backend/net/deadline_io.hpp"
 #include "backend/redis/connection.hpp"
+#include "sys/clock.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 namespace simba::backend::redis {
 
@@ -44,6 +47,28 @@ SentinelAnswer ask_sentinel(const RedisUri& uri, const RedisSentinels::Node& nod
     a.error = where + " does not answer like a Redis sentinel";
   }
   return a;
+}
+
+std::string ask_sentinels(const RedisUri& uri, int64_t deadline,
+                          const std::function<bool(const SentinelAnswer&)>& take) {
+  // A copy: `take` may move the URI's host and port (the master's).
+  const RedisUri asked = uri;
+  const std::vector<RedisSentinels::Node>& nodes = asked.sentinel.nodes;
+  bool unknown = false;
+  std::string first_error;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    int64_t now = sys::boottime_ms();
+    if (now >= deadline) break;
+    int64_t share = std::max<int64_t>(1, (deadline - now) / static_cast<int64_t>(nodes.size() - i));
+    SentinelAnswer a = ask_sentinel(asked, nodes[i], now + share);
+    unknown = unknown || (a.reached && !a.known);
+    if (!a.known) {
+      if (first_error.empty()) first_error = a.error;
+      continue;
+    }
+    if (take(a)) return "";
+  }
+  return no_master_message(asked, unknown, first_error);
 }
 
 std::string no_master_message(const RedisUri& uri, bool unknown, const std::string& first_error) {

@@ -30,6 +30,7 @@
 #include "backend/uri.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace simba::backend::redis {
@@ -48,6 +49,14 @@ struct SentinelAnswer {
 // Asks sentinel `node` for the address of `uri`'s master, before `deadline`.
 SentinelAnswer ask_sentinel(const RedisUri& uri, const RedisSentinels::Node& node,
                             int64_t deadline);
+
+// Asks the sentinels of `uri` in the URI's order, each within its share of
+// the time left before `deadline` (one that does not answer leaves time
+// for the next), and hands each master one names to `take` until `take`
+// returns true: then "". Else why no master was taken (no_master_message).
+// `uri` is read once, before the first sentinel is asked.
+std::string ask_sentinels(const RedisUri& uri, int64_t deadline,
+                          const std::function<bool(const SentinelAnswer&)>& take);
 
 // One line for the user when no sentinel named a master: `unknown` when one
 // that answered did not know the name; `first_error`, the first sentinel
