@@ -130,6 +130,22 @@ std::string percent_encode(const std::string& s) {
   return out;
 }
 
+void for_each_query_item(const std::string& query, const std::string& shown,
+                         const std::function<void(const std::string& name, const std::string& value,
+                                                  const std::string& item)>& take) {
+  size_t pos = 0;
+  while (pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string::npos) amp = query.size();
+    std::string item = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos) bad_uri(shown, "a parameter has no value (name=value)");
+    take(item.substr(0, eq), percent_decode(item.substr(eq + 1), shown), item);
+  }
+}
+
 long parse_number(const std::string& s, long max, const std::string& what,
                   const std::string& shown) {
   if (s.empty() || s.size() > 10 || !all_digits(s))

@@ -4,6 +4,7 @@
 // per scheme family. Internal to src/backend; the interface is uri.hpp.
 #include "backend/uri.hpp"
 
+#include <functional>
 #include <string>
 
 namespace simba::backend::uri_parts {
@@ -14,6 +15,13 @@ bool all_digits(const std::string& s);
 // %XX escapes, so that a password or prefix may hold '@', '/', '&'...
 std::string percent_decode(const std::string& s, const std::string& shown);
 std::string percent_encode(const std::string& s);
+// Each name=value item of a URI's query, split at '&' (empty items
+// skipped), to `take(name, value, item)`: the value percent-decoded, the
+// item as written. An item without '=' is refused without being named (it
+// may be a mistyped secret).
+void for_each_query_item(const std::string& query, const std::string& shown,
+                         const std::function<void(const std::string& name, const std::string& value,
+                                                  const std::string& item)>& take);
 // A decimal number of at most 10 digits, no more than `max`.
 long parse_number(const std::string& s, long max, const std::string& what,
                   const std::string& shown);

@@ -23,47 +23,39 @@ bool secret_parameter(const std::string& name) {
 // for libpq (in `kept`, and in `shown` with any secret hidden).
 void parse_postgres_query(const std::string& query, PostgresUri& u, std::string& kept,
                           std::string& shown_query, const std::string& shown) {
-  size_t pos = 0;
-  while (pos <= query.size()) {
-    size_t amp = query.find('&', pos);
-    if (amp == std::string::npos) amp = query.size();
-    std::string item = query.substr(pos, amp - pos);
-    pos = amp + 1;
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    if (eq == std::string::npos) bad_uri(shown, "a parameter has no value (name=value)");
-    std::string name = item.substr(0, eq);
-    std::string value = percent_decode(item.substr(eq + 1), shown);
-    if (name == "schema") {
-      if (value.empty()) bad_uri(shown, "an empty schema");
-      u.schema = value;
-    } else if (name == "prefix") {
-      // Part of an identifier: letters, digits and '_' (quoted, so any
-      // case is kept).
-      if (value.size() > 40 || !std::all_of(value.begin(), value.end(), [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-          }))
-        bad_uri(shown, "the prefix may hold only letters, digits and '_' (at most 40)");
-      u.prefix = value;
-    } else if (name == "timeout") {
-      u.timeout_ms = core::parse_duration(value, "timeout in the backend URI");
-      if (u.timeout_ms <= 0) bad_uri(shown, "the timeout must be positive");
-    } else if (name == "quarantine") {
-      if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
-      u.quarantine = value == "on";
-    } else if (name == "listen") {
-      if (value != "on" && value != "off") bad_uri(shown, "listen is on or off");
-      u.listen = value == "on";
-    } else {
-      if (secret_parameter(name) && !value.empty()) {
-        u.secrets.push_back(value);
-        u.secrets.push_back(item.substr(eq + 1));
-      }
-      kept += (kept.empty() ? "" : "&") + item;
-      shown_query +=
-          (shown_query.empty() ? "" : "&") + (secret_parameter(name) ? name + "=***" : item);
-    }
-  }
+  for_each_query_item(
+      query, shown,
+      [&](const std::string& name, const std::string& value, const std::string& item) {
+        if (name == "schema") {
+          if (value.empty()) bad_uri(shown, "an empty schema");
+          u.schema = value;
+        } else if (name == "prefix") {
+          // Part of an identifier: letters, digits and '_' (quoted, so any
+          // case is kept).
+          if (value.size() > 40 || !std::all_of(value.begin(), value.end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+              }))
+            bad_uri(shown, "the prefix may hold only letters, digits and '_' (at most 40)");
+          u.prefix = value;
+        } else if (name == "timeout") {
+          u.timeout_ms = core::parse_duration(value, "timeout in the backend URI");
+          if (u.timeout_ms <= 0) bad_uri(shown, "the timeout must be positive");
+        } else if (name == "quarantine") {
+          if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
+          u.quarantine = value == "on";
+        } else if (name == "listen") {
+          if (value != "on" && value != "off") bad_uri(shown, "listen is on or off");
+          u.listen = value == "on";
+        } else {
+          if (secret_parameter(name) && !value.empty()) {
+            u.secrets.push_back(value);
+            u.secrets.push_back(item.substr(name.size() + 1)); // as written (escaped)
+          }
+          kept += (kept.empty() ? "" : "&") + item;
+          shown_query +=
+              (shown_query.empty() ? "" : "&") + (secret_parameter(name) ? name + "=***" : item);
+        }
+      });
 }
 
 } // namespace

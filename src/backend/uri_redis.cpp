@@ -1,6 +1,6 @@
 // Redis URIs: redis://, rediss://, redis+unix://, redis+sentinel://,
-// rediss+sentinel://, redis+cluster:// and rediss+cluster:// into a RedisUri, and back into a description without
-// the password (uri.hpp).
+// rediss+sentinel://, redis+cluster:// and rediss+cluster:// into a RedisUri, and back into a
+// description without the password (uri.hpp).
 #include "backend/uri.hpp"
 #include "backend/uri_parts.hpp"
 
@@ -54,40 +54,32 @@ void check_tls_items(const RedisUri& e, const std::string& shown) {
 }
 
 void parse_query(const std::string& query, RedisUri& e, bool& db_given, const std::string& shown) {
-  size_t pos = 0;
-  while (pos <= query.size()) {
-    size_t amp = query.find('&', pos);
-    if (amp == std::string::npos) amp = query.size();
-    std::string item = query.substr(pos, amp - pos);
-    pos = amp + 1;
-    if (item.empty()) continue;
-    auto eq = item.find('=');
-    if (eq == std::string::npos) bad_uri(shown, "'" + item + "' has no value (name=value)");
-    std::string name = item.substr(0, eq);
-    std::string value = percent_decode(item.substr(eq + 1), shown);
-    if (name == "prefix") {
-      // A brace would move the hash tag: the keys of one mutex must share a
-      // cluster slot.
-      if (value.find_first_of("{}") != std::string::npos)
-        bad_uri(shown, "the prefix may not contain '{' or '}'");
-      e.prefix = value;
-    } else if (name == "timeout") {
-      e.timeout_ms = core::parse_duration(value, "timeout in the backend URI");
-      if (e.timeout_ms <= 0) bad_uri(shown, "the timeout must be positive");
-    } else if (name == "db") {
-      long db = parse_number(value, INT_MAX, "db", shown);
-      if (db_given && db != e.db) bad_uri(shown, "two different databases");
-      e.db = db;
-      db_given = true;
-    } else if (name == "quarantine") {
-      if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
-      e.quarantine = value == "on";
-    } else if (!parse_tls_item(name, value, e, shown)) {
-      bad_uri(shown, "unknown parameter '" + name +
-                         "' (known: prefix, timeout, db, quarantine; rediss: cacert, cert, key, "
-                         "insecure)");
-    }
-  }
+  for_each_query_item(
+      query, shown, [&](const std::string& name, const std::string& value, const std::string&) {
+        if (name == "prefix") {
+          // A brace would move the hash tag: the keys of one mutex must share a
+          // cluster slot.
+          if (value.find_first_of("{}") != std::string::npos)
+            bad_uri(shown, "the prefix may not contain '{' or '}'");
+          e.prefix = value;
+        } else if (name == "timeout") {
+          e.timeout_ms = core::parse_duration(value, "timeout in the backend URI");
+          if (e.timeout_ms <= 0) bad_uri(shown, "the timeout must be positive");
+        } else if (name == "db") {
+          long db = parse_number(value, INT_MAX, "db", shown);
+          if (db_given && db != e.db) bad_uri(shown, "two different databases");
+          e.db = db;
+          db_given = true;
+        } else if (name == "quarantine") {
+          if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
+          e.quarantine = value == "on";
+        } else if (!parse_tls_item(name, value, e, shown)) {
+          bad_uri(shown,
+                  "unknown parameter '" + name +
+                      "' (known: prefix, timeout, db, quarantine; rediss: cacert, cert, key, "
+                      "insecure)");
+        }
+      });
   check_tls_items(e, shown);
 }
 
@@ -320,13 +312,13 @@ std::string redis_describe(const RedisUri& u) {
   std::string user = u.user.empty() ? "" : percent_encode(u.user) + "@";
   std::string prefix = "prefix=" + percent_encode(u.prefix);
   std::string db = std::to_string(u.db);
-  std::string d = !u.sentinel.nodes.empty() ? sentinel_describe(u, user) + "/" + db + "?" + prefix
-                  : !u.cluster.seeds.empty()
-                      ? (u.tls ? "rediss+cluster://" : "redis+cluster://") + user +
-                            node_list(u.cluster.seeds) + "/0?" + prefix
-                  : u.unix_socket ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
-                                  : (u.tls ? "rediss://" : "redis://") + user + redis_where(u) +
-                                        "/" + db + "?" + prefix;
+  std::string d =
+      !u.sentinel.nodes.empty()  ? sentinel_describe(u, user) + "/" + db + "?" + prefix
+      : !u.cluster.seeds.empty() ? (u.tls ? "rediss+cluster://" : "redis+cluster://") + user +
+                                       node_list(u.cluster.seeds) + "/0?" + prefix
+      : u.unix_socket
+          ? "redis+unix://" + user + u.path + "?db=" + db + "&" + prefix
+          : (u.tls ? "rediss://" : "redis://") + user + redis_where(u) + "/" + db + "?" + prefix;
   if (!u.quarantine) d += "&quarantine=off";
   if (!u.tls_ca.empty()) d += "&cacert=" + percent_encode(u.tls_ca);
   if (!u.tls_cert.empty())
