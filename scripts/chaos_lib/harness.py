@@ -11,7 +11,8 @@ import time
 
 from . import checker
 from .faults import NetworkFaults
-from .servers import BACKENDS, orphan_proof
+from .backends import BACKENDS
+from .servers import orphan_proof
 
 TTL_MS, TRANSITION_MS, KILL_AFTER_MS = 1000, 1000, 500
 MUTEX = "chaos"

@@ -9,7 +9,7 @@ any link), `links()` (every Link, by host, for the network faults),
 network namespace for Sentinel),
 `busy()` (a server fault under way: one at a time) and `stop()`. A new
 backend is one more class (here, or in a module of its own as PostgreSQL's
-in postgres.py) and one line in BACKENDS; the network faults come with its
+in postgres.py) and one line in backends.py's BACKENDS; the network faults come with its
 links for free.
 """
 import os
@@ -247,12 +247,3 @@ class RedisBackend(Backend):
     def stop(self):
         self.server.kill()
         self.net.close()
-
-
-# At the end: postgres.py builds on Backend and free_port above.
-from .postgres import PgBouncerBackend, PostgresBackend  # noqa: E402
-from .sentinel import SentinelBackend  # noqa: E402
-
-# A backend's name on the command line -> its class.
-BACKENDS = {"sqlite": SqliteBackend, "redis": RedisBackend, "postgres": PostgresBackend,
-            "pgbouncer": PgBouncerBackend, "sentinel": SentinelBackend}

@@ -1,0 +1,7 @@
+"""Every backend the harness runs, by the name `--backend` takes."""
+from .postgres import PgBouncerBackend, PostgresBackend
+from .sentinel import SentinelBackend
+from .servers import RedisBackend, SqliteBackend
+
+BACKENDS = {"sqlite": SqliteBackend, "redis": RedisBackend, "postgres": PostgresBackend,
+            "pgbouncer": PgBouncerBackend, "sentinel": SentinelBackend}
