@@ -150,7 +150,7 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
                 "transition_at:INTEGER fencing_token:INTEGER:nn boot_id:TEXT "
                 "boot_acquired_at:INTEGER boot_ttl_at:INTEGER boot_transition_at:INTEGER "
                 "boot_token:INTEGER holding:INTEGER holder:TEXT holder_token:INTEGER "
-                "history_seq:INTEGER ");
+                "history_seq:INTEGER acquisitions:INTEGER losses:INTEGER lost_token:INTEGER ");
 }
 
 TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acquires never") {
