@@ -220,6 +220,17 @@ TEST_CASE("counters: acquisitions, and each lease that ends without its owner's 
   REQUIRE(require_ok(b->acquire(m2, "H", ttl, tr, k_timeout)).changed);
   CHECK(counters(*b, m2) == Counts{3, 1});
 
+  // The lease that took over came and went (released: on Redis its hash
+  // is gone too) before the late lost event: nothing more either.
+  auto m3 = unique_mutex("counters-late");
+  t = require_ok(b->acquire(m3, "X", ttl, tr, k_timeout)).observed.lease.fencing_token;
+  sleep_ms(past);
+  uint64_t ty = require_ok(b->acquire(m3, "Y", ttl, tr, k_timeout)).observed.lease.fencing_token;
+  REQUIRE(require_ok(b->release(m3, "Y", ty, k_timeout)).changed);
+  CHECK(counters(*b, m3) == Counts{2, 1});
+  REQUIRE(b->record_lost(m3, "X", lost(t, "unrenewed"), k_timeout).ok());
+  CHECK(counters(*b, m3) == Counts{2, 1});
+
   // Counters are the mutex's: another process reads the same.
   auto c = open_test_backend();
   CHECK(counters(*c, m2) == Counts{3, 1});
