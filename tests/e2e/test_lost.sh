@@ -172,12 +172,16 @@ if [[ $backend != redis ]]; then
   assert_eq '[2,1]' "$(counts n)" "counters: the expiry counted"
 fi
 
-# ---- the counters outlive a history trim; OpenMetrics counters -------------
+# ---- an ordinary run makes no extra call: its acquire and its release ----
 export SIMBA_BACKEND=$main_backend
+SIMBA_CALL_COUNT_FILE=$T/calls "$SIMBA" run --mutex f -q -- true
+assert_eq 2 "$(cut -d' ' -f2 "$T/calls")" "backend calls of an uncontended run"
+
+# ---- the counters outlive a history trim; OpenMetrics counters -------------
 export SIMBA_HISTORY_LIMIT=2
 for i in 1 2 3 4; do "$SIMBA" run --mutex f --contender-id "r$i" -q -- true; done
 assert_eq '["acquired r4","released r4"]' "$(events f '"\(.event) \(.label)"')" "trimmed to 2 events"
-assert_eq '[5,1]' "$(counts f)" "counters after the trim"
+assert_eq '[6,1]' "$(counts f)" "counters after the trim"
 unset SIMBA_HISTORY_LIMIT
 assert_exit 0 "$SIMBA" status --all --format openmetrics
 "$py" - "$T/out" f "$(counts f)" s "$(counts s)" <<'EOF' || fail "openmetrics: $(cat -- "$T/out")"
