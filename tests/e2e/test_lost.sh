@@ -36,7 +36,8 @@ counts() { "$SIMBA" status --mutex "$1" --json | jq -c '.mutexes[0] | [.acquisit
 holder_cmd=(sh -c 'echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300')
 
 # ---- release --force during a run ------------------------------------------
-"$SIMBA" run --mutex f --contender-id victim -- "${holder_cmd[@]}" "$T/f.pid" &
+"$SIMBA" run --mutex f --contender-id victim --ttl 2s --transition 1s -- \
+  "${holder_cmd[@]}" "$T/f.pid" &
 victim=$!
 wait_for 10 test -s "$T/f.pid"
 sleep 0.3
@@ -174,14 +175,14 @@ fi
 
 # ---- an ordinary run makes no extra call: its acquire and its release ----
 export SIMBA_BACKEND=$main_backend
-SIMBA_CALL_COUNT_FILE=$T/calls "$SIMBA" run --mutex f -q -- true
+SIMBA_CALL_COUNT_FILE=$T/calls "$SIMBA" run --mutex o -q -- true
 assert_eq 2 "$(cut -d' ' -f2 "$T/calls")" "backend calls of an uncontended run"
 
 # ---- the counters outlive a history trim; OpenMetrics counters -------------
 export SIMBA_HISTORY_LIMIT=2
-for i in 1 2 3 4; do "$SIMBA" run --mutex f --contender-id "r$i" -q -- true; done
+for i in 1 2 3 4; do "$SIMBA" run --mutex f --contender-id "r$i" --timeout 10s -q -- true; done
 assert_eq '["acquired r4","released r4"]' "$(events f '"\(.event) \(.label)"')" "trimmed to 2 events"
-assert_eq '[6,1]' "$(counts f)" "counters after the trim"
+assert_eq '[5,1]' "$(counts f)" "counters after the trim"
 unset SIMBA_HISTORY_LIMIT
 assert_exit 0 "$SIMBA" status --all --format openmetrics
 "$py" - "$T/out" f "$(counts f)" s "$(counts s)" <<'EOF' || fail "openmetrics: $(cat -- "$T/out")"
