@@ -59,6 +59,10 @@ History Backend::history(const std::string&, int64_t, int64_t) {
   return h;
 }
 
+Reply Backend::record_lost(const std::string&, const std::string&, const LostLease&, int64_t) {
+  return Reply::failure(Reply::Status::failed, describe() + " keeps no history");
+}
+
 Listing Backend::inspect(const std::string& mutex, int64_t timeout_ms) {
   if (mutex.empty()) return list(timeout_ms);
   Listing out;
@@ -66,7 +70,7 @@ Listing Backend::inspect(const std::string& mutex, int64_t timeout_ms) {
   out.ok = r.ok();
   out.error = r.error;
   out.now = r.observed.now;
-  if (r.ok()) out.mutexes.push_back({mutex, r.observed.lease, std::nullopt, {}, {}});
+  if (r.ok()) out.mutexes.push_back({mutex, r.observed.lease, std::nullopt, {}, {}, {}, {}});
   return out;
 }
 

@@ -87,6 +87,18 @@ struct MutexLease {
   std::optional<Holder> holder;
   std::vector<Waiter> waiters;  // in queue order (Listing::waiters_kept)
   std::vector<SlotLease> slots; // inspect(), a mutex with slots: each one, by number
+  // inspect(): the mutex's counters, kept by the backend beside its lease
+  // (SQLite and PostgreSQL: columns of its lease row, its slots' rows
+  // summed; Redis: the hash <hash>:counts, which no script deletes), each
+  // raised by the write that makes its event, never lowered. acquisitions:
+  // new leases (acquired, handed_over). losses: leases that ended other
+  // than by their owner's release, each counted once, by the first of:
+  // its forced; its holder's lost, while the row still shows the lease as
+  // the holder's (valid or run out) or has no trace of it (the backend lost
+  // it); its expired (not of a lease only held: --min-hold, simba
+  // acquire's). README "simba history". nullopt: not kept.
+  std::optional<int64_t> acquisitions;
+  std::optional<int64_t> losses;
 };
 
 struct Listing {
@@ -101,16 +113,29 @@ struct Listing {
 // One event of a mutex's history (Backend::history). Written by the
 // operation that makes it, in its transaction or script; "expired" by the
 // acquisition that finds the lease run out (nobody is there when it does).
+// "lost" is written by the owner that lost the lease, once its CMD is
+// stopped (record_lost).
 struct HistoryEvent {
   std::string mutex;
   int64_t at = 0;               // epoch ms, the backend's clock
-  std::string event;            // acquired, released, forced, expired, handed_over
+  std::string event;            // acquired, released, forced, expired, handed_over, lost
   std::string owner_id;         // whose lease
   std::optional<Holder> holder; // who that was; forced: who forced it
   uint64_t token = 0;
-  std::optional<int> exit_code;     // released: CMD's, where known
-  std::optional<int64_t> held_ms;   // released, forced, expired
+  std::optional<int> exit_code;     // released: CMD's, where known; lost: CMD's status
+  std::optional<int64_t> held_ms;   // released, forced, expired, lost
   std::optional<int64_t> waited_ms; // acquired, handed_over: in the queue
+  std::string reason;               // lost: core::loss_reason_name (revoked, taken, ...)
+  std::string by;                   // lost, taken: the owner id that held the mutex then
+};
+
+// What the owner that lost a lease tells the history (Backend::record_lost).
+struct LostLease {
+  uint64_t token = 0;           // the lost lease's fencing token
+  std::string reason;           // core::loss_reason_name
+  std::string by;               // taken: the owner id shown holding the mutex
+  std::optional<int> exit_code; // CMD's status after the stop; none: no CMD ran
+  int64_t held_ms = 0;          // from its acquisition to the loss
 };
 
 struct History {
@@ -251,6 +276,20 @@ public:
   // CMD's exit code, for the history event of the release that follows.
   // No I/O. The default: not kept.
   virtual void set_exit_code(int) {}
+
+  // The owner `contender` lost the lease with `lost.token` on `mutex` and
+  // has stopped its CMD: one "lost" event (HistoryEvent) with the holder of
+  // set_holder(), in one transaction, script or statement, trimmed like
+  // every event; the mutex's losses counter (MutexLease::losses) goes up
+  // unless a forced or an expired counted that lease already, and when the
+  // row still shows that lease it notes the token, so that neither counts
+  // it later (SQLite and PostgreSQL: no row, nothing written). It writes history only:
+  // whatever lease stands (ours, another's, none) is left exactly as it is
+  // -- never renewed, ended or created. With SIMBA_HISTORY_LIMIT=0 only
+  // the counter. The reply: the lease as it stands, `changed` false. The
+  // default (no history kept): a failure that says so.
+  virtual Reply record_lost(const std::string& mutex, const std::string& contender,
+                            const LostLease& lost, int64_t timeout_ms);
 
   // The wake-ups and hand-overs of `contender` on `mutex` (wakeups.hpp: their
   // lifecycle), valid while the backend lives; no_wakeups() for a backend

@@ -153,6 +153,15 @@ void BackendCalls::disown(const core::action::Disown& a) {
   m_backend.release(m_config.mutex, m_config.contender_id, a.token, a.timeout_ms);
 }
 
+// A slot's holder lost the lease of its slot's row.
+backend::Reply BackendCalls::record_lost(const core::action::RecordLost& a) {
+  ++m_count;
+  backend::LostLease lost{a.token, core::loss_reason_name(a.reason), a.by, a.exit_code, a.held_ms};
+  std::string row = m_config.mutex;
+  if (m_config.slots > 1) row = core::slot_row(m_config.mutex, std::max(m_slot, 0));
+  return m_backend.record_lost(row, m_config.contender_id, lost, a.timeout_ms);
+}
+
 void BackendCalls::report() const {
   const char* path = getenv("SIMBA_CALL_COUNT_FILE");
   if (!path || !*path) return;

@@ -1,5 +1,6 @@
 #pragma once
-// The core's calls (action::Call, action::Disown) as backend operations:
+// The core's calls (action::Call, action::Disown, action::RecordLost) as
+// backend operations:
 // which Backend method each one is, and the count of them all
 // (SIMBA_CALL_COUNT_FILE, for scripts/bench).
 #include "backend/backend.hpp"
@@ -22,6 +23,8 @@ public:
   core::CallResult call(const core::action::Call& a, int64_t timeout_ms);
   // A release nobody waits for (its reply is dropped).
   void disown(const core::action::Disown& a);
+  // The lost event (Backend::record_lost); its reply only for a log line.
+  backend::Reply record_lost(const core::action::RecordLost& a);
   // SIMBA_CALL_COUNT_FILE (diagnostics, used by scripts/bench): at exit,
   // append "<pid> <backend calls>" to that file.
   void report() const;

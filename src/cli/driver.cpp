@@ -109,6 +109,14 @@ private:
     m_calls.disown(a);
     return {};
   }
+  // After a loss, once CMD is gone: best effort, its reply only logged.
+  core::Actions perform(const core::action::RecordLost& a) {
+    backend::Reply r = m_calls.record_lost(a);
+    if (!r.ok())
+      m_log.at(int(core::LogLevel::verbose),
+               "the loss of " + m_config.mutex + " is not in its history: " + r.error);
+    return {};
+  }
   core::Actions perform(const core::action::StartChild& a) { return start_child(a); }
   core::Actions perform(const core::action::SetDeadline& a) {
     m_watchdog.set_deadline(a.deadline);

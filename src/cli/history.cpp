@@ -41,13 +41,23 @@ nlohmann::json event_json(const backend::HistoryEvent& e) {
   j["exit_code"] = or_null(e.exit_code);
   j["held_ms"] = or_null(e.held_ms);
   j["waited_ms"] = or_null(e.waited_ms);
+  j["reason"] = e.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.reason);
+  j["by"] = e.by.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.by);
+  j["by_label"] =
+      e.by.empty() ? nlohmann::json(nullptr) : nlohmann::json(std::string(core::label_of(e.by)));
   return j;
 }
 
-// "2026-12-01T04:43:03Z deploy acquired by ci-7 (build-3, pid 4711, make),
-// token 17..., waited 3s"
+// "2026-12-01T04:43:03Z deploy acquired ci-7 (build-3, pid 4711, make),
+// token 17..., waited 3s"; "... deploy lost (taken by ci-8) ci-7 (...)".
 std::string event_line(const backend::HistoryEvent& e) {
-  std::string line = core::format_utc(e.at) + " " + core::escape_control(e.mutex) + " " + e.event +
+  std::string event = core::escape_control(e.event);
+  if (!e.reason.empty()) {
+    event += " (" + core::escape_control(e.reason);
+    if (!e.by.empty()) event += " by " + core::escape_control(core::label_of(e.by));
+    event += ")";
+  }
+  std::string line = core::format_utc(e.at) + " " + core::escape_control(e.mutex) + " " + event +
                      " " + core::escape_control(core::label_of(e.owner_id));
   if (e.holder && e.event != "forced")
     line += " (" + core::escape_control(e.holder->host) + ", pid " + std::to_string(e.holder->pid) +

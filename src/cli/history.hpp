@@ -12,7 +12,7 @@ struct HistoryOptions {
 };
 
 constexpr const char* k_history_description =
-    "Show what happened: acquired, released, forced, expired, handed over";
+    "Show what happened: acquired, released, forced, expired, handed over, lost";
 
 CLI::App* add_history_command(CLI::App& app, HistoryOptions& o);
 int history_command(const HistoryOptions& o);

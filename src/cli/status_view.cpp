@@ -107,6 +107,9 @@ json mutex_json(const MutexLease& m, int64_t now) {
   j["waiters"] = json::array();
   for (size_t i = 0; i < m.waiters.size(); ++i)
     j["waiters"].push_back(waiter_json(m.waiters[i], i + 1));
+  // The counters (backend.hpp: MutexLease), null when not kept.
+  j["acquisitions"] = m.acquisitions ? json(*m.acquisitions) : json(nullptr);
+  j["losses"] = m.losses ? json(*m.losses) : json(nullptr);
   return j;
 }
 
@@ -225,7 +228,9 @@ void print_status_json(std::ostream& out, const backend::Listing& listing,
 }
 
 // OpenMetrics text (node_exporter's textfile collector, any scraper): one
-// gauge family per fact, every sample labelled with its mutex.
+// gauge family per fact, every sample labelled with its mutex; then the
+// counters (a family named without its _total, each sample with it), for
+// the mutexes whose backend keeps them.
 void print_status_openmetrics(std::ostream& out, const backend::Listing& listing) {
   int64_t now = listing.now;
   struct Family {
@@ -259,6 +264,24 @@ void print_status_openmetrics(std::ostream& out, const backend::Listing& listing
       std::snprintf(value, sizeof value, f.format, f.value(m, now));
       out << f.name << "{mutex=\"" << label_value(m.mutex) << "\"} " << value << '\n';
     }
+  }
+  struct Counter {
+    const char* name;
+    const char* help;
+    const std::optional<int64_t> MutexLease::*value;
+  };
+  static const Counter counters[] = {
+      {"simba_mutex_acquisitions", "New leases of the mutex (acquired or handed over)",
+       &MutexLease::acquisitions},
+      {"simba_mutex_losses",
+       "Leases of the mutex that ended without their owner's release (forced, expired, lost)",
+       &MutexLease::losses},
+  };
+  for (const Counter& c : counters) {
+    out << "# TYPE " << c.name << " counter\n# HELP " << c.name << ' ' << c.help << '\n';
+    for (const MutexLease& m : listing.mutexes)
+      if (const std::optional<int64_t>& v = m.*c.value)
+        out << c.name << "_total{mutex=\"" << label_value(m.mutex) << "\"} " << *v << '\n';
   }
   out << "# EOF\n";
 }

@@ -1,6 +1,6 @@
 #pragma once
 // What the contender asks of the driver (actions): call the backend, start or
-// signal CMD, move the watchdog, log, exit. Each action is a small struct that
+// signal CMD, move the watchdog, log, record a loss in the history, exit. Each action is a small struct that
 // carries only what its kind needs; `Action` is one of them.
 #include "core/lease.hpp"
 
@@ -61,6 +61,28 @@ struct WaitNotice {
   int queue_length = 0;                  // the queue of this length; 0: not known
 };
 
+// Why an owner lost its lease: the reason of the lost event its simba
+// writes to the history once CMD is stopped (action::RecordLost).
+enum class LossReason {
+  revoked,   // a reply shows it revoked (release --force)
+  taken,     // a reply shows another owner (or our id with another token)
+  gone,      // a reply shows no lease: it ran out there, or the backend lost it (quarantine)
+  unrenewed, // no renewal by the kill point: the backend did not answer in time, or simba was
+             // stopped
+  refused,   // the backend refused the renewal for want of a permission
+};
+
+inline const char* loss_reason_name(LossReason r) {
+  switch (r) {
+  case LossReason::revoked: return "revoked";
+  case LossReason::taken: return "taken";
+  case LossReason::gone: return "gone";
+  case LossReason::unrenewed: return "unrenewed";
+  case LossReason::refused: return "refused";
+  }
+  return "?";
+}
+
 namespace action {
 
 // Call the backend, bounded by `timeout_ms`; its reply goes to
@@ -85,6 +107,20 @@ struct Call {
 // in Call.
 struct Disown {
   uint64_t token = 0;
+  int64_t timeout_ms = 0;
+};
+
+// The owner that lost its lease says so in the history, once CMD and all it
+// started are gone (never otherwise: an ordinary run and a hand-over make no
+// such call): one backend call, best effort, bounded by `timeout_ms`, whose
+// reply nobody waits for (on_reply is not called). It writes history only:
+// it never changes a lease.
+struct RecordLost {
+  uint64_t token = 0; // the lost lease's
+  LossReason reason = LossReason::gone;
+  std::string by;               // taken: the owner id shown holding the mutex
+  std::optional<int> exit_code; // CMD's status (128+N: stopped by signal N); none: no CMD ran
+  int64_t held_ms = 0;          // from the lease's acquisition to the loss (backend clock)
   int64_t timeout_ms = 0;
 };
 
@@ -138,7 +174,7 @@ struct Notice {
 
 using Action = std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
                             action::SignalChild, action::SignalAll, action::Exit, action::Log,
-                            action::Notice, action::Leased>;
+                            action::Notice, action::Leased, action::RecordLost>;
 using Actions = std::vector<Action>;
 
 } // namespace simba::core

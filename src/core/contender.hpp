@@ -178,6 +178,9 @@ private:
     bool hold_sent = false;               // the hold call went out
     bool phase_pending = false;           // schedule: the last run's start is to be read
     bool run_pending = false;             // schedule: a run starts once its start is recorded
+    // stopping after a loss: the lost event to record once CMD is gone
+    // (after_loss); its exit code is CMD's, once known.
+    std::optional<action::RecordLost> lost;
 
     // An owner's reply (acquire, guard, hold): the lease and its new times.
     void adopt(const Lease& l, const OwnerTimes& t) {
@@ -192,6 +195,13 @@ private:
     int exit_code = 0;  // once the release is answered
   };
   struct Done {};
+
+  // What an owner's loss was, for its lost event (begin_stop).
+  struct LossSeen {
+    LossReason reason = LossReason::gone;
+    std::string by;               // taken: the owner id shown holding the mutex
+    std::optional<int> exit_code; // CMD's status, when it had already ended
+  };
 
   // The one call in flight.
   struct InFlight {
@@ -254,7 +264,7 @@ private:
   Actions plan_first_run(int64_t now, const CallResult& r, Actions acts);
   Actions on_owner_timer(int64_t now);
   Actions guard_if_due(int64_t now, Actions acts);
-  Actions begin_stop(int64_t now, const std::string& why, Actions acts = {});
+  Actions begin_stop(int64_t now, const std::string& why, LossSeen loss, Actions acts = {});
   Actions on_owner_signal(int64_t now, int signo, bool stop, bool again);
   Actions after_loss(int64_t now, Actions acts); // CMD is gone after a loss
   Actions recontend(int64_t now, Actions acts);

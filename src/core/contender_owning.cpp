@@ -25,6 +25,18 @@ std::string describe_owner(const Observed& o, const std::string& me) {
   return "the lease is now held by " + o.lease.owner_id;
 }
 
+// The reason of the lost event for a reply that shows our lease gone, as
+// describe_owner words it.
+LossReason reason_of(const Observed& o) {
+  if (o.lease.revoked_at(o.now)) return o.lease.quarantine ? LossReason::gone : LossReason::revoked;
+  if (!o.lease.valid_at(o.now)) return LossReason::gone;
+  return LossReason::taken;
+}
+
+// The lost event's budget: short, it only tells the history (README
+// "simba history"); never more than an ordinary call's.
+constexpr int64_t k_lost_record_timeout_ms = 1000;
+
 } // namespace
 
 Actions Contender::on_owned(int64_t now, Actions acts) {
@@ -117,7 +129,7 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
     // No guard will ever be answered: stop CMD now, not at the kill point,
     // and end with 69 (README "ACL users"), not contend again.
     m_refused = true;
-    return begin_stop(now, r.error);
+    return begin_stop(now, r.error, {LossReason::refused, {}, {}});
   }
   if (r.status != CallResult::Status::ok) {
     if (own.holding) {
@@ -138,7 +150,9 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
       return finish(now, m_child_code,
                     {action::Log{LogLevel::warning, "lease lost during --min-hold: " + why}});
     }
-    return begin_stop(now, "ownership of " + m_config.mutex + " lost: " + why);
+    LossSeen loss{reason_of(o), {}, {}};
+    if (loss.reason == LossReason::taken) loss.by = o.lease.owner_id;
+    return begin_stop(now, "ownership of " + m_config.mutex + " lost: " + why, std::move(loss));
   }
   own.adopt(o.lease, owner_times(o, sent_at));
   if (own.holding && !own.hold_sent) return after_all_gone(now, {});
@@ -151,9 +165,21 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
   return acts;
 }
 
-Actions Contender::begin_stop(int64_t now, const std::string& why, Actions acts) {
+Actions Contender::begin_stop(int64_t now, const std::string& why, LossSeen loss, Actions acts) {
   Owner& o = owner();
   bool cmd_alive = o.child_running || o.stage == Phase::draining;
+  // The lost event (after_loss): held until now, on the backend's clock as
+  // the last reply gave it. CMD that already exited (draining) has its code.
+  action::RecordLost lost;
+  lost.token = o.lease.fencing_token;
+  lost.reason = loss.reason;
+  lost.by = std::move(loss.by);
+  lost.exit_code = loss.exit_code;
+  if (!lost.exit_code && o.stage == Phase::draining) lost.exit_code = m_child_code;
+  lost.held_ms =
+      std::max<int64_t>(0, m_last_backend_now + (now - m_last_reply_at) - o.lease.acquired_at);
+  lost.timeout_ms = std::min(m_config.call_timeout_ms, k_lost_record_timeout_ms);
+  o.lost = std::move(lost);
   o.stage = Phase::stopping;
   o.guard_at.reset();
   o.next_start_at.reset();
@@ -182,7 +208,8 @@ Actions Contender::on_owner_timer(int64_t now) {
   }
   if (now >= o.kill_point) {
     if (o.holding) return finish(now, m_child_code);
-    return begin_stop(now, "no renewal of " + m_config.mutex + " before its deadline");
+    return begin_stop(now, "no renewal of " + m_config.mutex + " before its deadline",
+                      {LossReason::unrenewed, {}, {}});
   }
   Actions acts;
   if (o.kill_at && now >= *o.kill_at) {
@@ -243,13 +270,17 @@ Actions Contender::on_child_exit(int64_t now, int shell_code, bool leftovers) {
   auto* o = std::get_if<Owner>(&m_state);
   if (!o) return {};
   o->child_running = false;
-  if (o->stage == Phase::stopping) return leftovers ? Actions{} : on_all_gone(now);
+  if (o->stage == Phase::stopping) {
+    if (o->lost && !o->lost->exit_code) o->lost->exit_code = shell_code;
+    return leftovers ? Actions{} : on_all_gone(now);
+  }
   if (o->stage != Phase::owning) return {};
   if (now >= o->kill_point) {
     // Noticed after the kill point (simba was stopped or hung; the watchdog
     // may have killed CMD): we cannot vouch that CMD ran within its lease.
     if (leftovers) o->stage = Phase::draining; // begin_stop stops them
-    return begin_stop(now, "command exited after the lease's kill point");
+    return begin_stop(now, "command exited after the lease's kill point",
+                      {LossReason::unrenewed, {}, shell_code});
   }
   o->stage = Phase::draining;
   Actions acts{action::Log{long_running() ? LogLevel::info : LogLevel::verbose,
@@ -273,6 +304,12 @@ Actions Contender::on_all_gone(int64_t now) {
 }
 
 Actions Contender::after_loss(int64_t now, Actions acts) {
+  // The history hears of the loss from us first (the lease as it stands
+  // is unchanged by that write), then the release below.
+  if (auto* o = std::get_if<Owner>(&m_state); o && o->lost) {
+    acts.push_back(std::move(*o->lost));
+    o->lost.reset();
+  }
   // We may still own it if we only lost contact: release so others need
   // not wait for the expiry (a no-op when someone else owns it).
   // A step leaves the lease to the job (a no-op on a lease that is gone).

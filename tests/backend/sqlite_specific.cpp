@@ -150,7 +150,7 @@ TEST_CASE("sqlite: the schema and WAL mode of a new database") {
                 "transition_at:INTEGER fencing_token:INTEGER:nn boot_id:TEXT "
                 "boot_acquired_at:INTEGER boot_ttl_at:INTEGER boot_transition_at:INTEGER "
                 "boot_token:INTEGER holding:INTEGER holder:TEXT holder_token:INTEGER "
-                "history_seq:INTEGER ");
+                "history_seq:INTEGER acquisitions:INTEGER losses:INTEGER lost_token:INTEGER ");
 }
 
 TEST_CASE("sqlite: the WAL stays bounded: releases and renewals checkpoint, acquires never") {
@@ -560,7 +560,7 @@ TEST_CASE("sqlite: an older simba's database is migrated in place; its wall-cloc
   exec_sql(h, "INSERT INTO simba_mutex VALUES ('rebooted', 'gone', 0, " +
                   std::to_string(wall + 3600000) + ", " + std::to_string(wall + 3600000) +
                   ", 9000, '00000000-0000-0000-0000-000000000000', 0, 999999999999, 999999999999, "
-                  "9000, 0, NULL, NULL, NULL)");
+                  "9000, 0, NULL, NULL, NULL, NULL, NULL, NULL)");
   r = require_ok(b->acquire("rebooted", "B", 10000, 2000, k_timeout));
   CHECK(r.changed);
   CHECK(r.observed.lease.fencing_token > 9000);

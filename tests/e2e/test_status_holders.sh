@@ -67,13 +67,16 @@ import sys
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 values = {}
 for family in text_string_to_metric_families(open(sys.argv[1]).read()):
-    assert family.type == "gauge", family
+    counter = family.name in ("simba_mutex_acquisitions", "simba_mutex_losses")
+    assert family.type == ("counter" if counter else "gauge"), family
     for s in family.samples:
         values[(s.name, s.labels["mutex"])] = s.value
 assert values[("simba_mutex_held", "h")] == 1, values
 assert values[("simba_mutex_waiters", "h")] == 5, values
 assert 0 < values[("simba_mutex_lease_remaining_seconds", "h")] <= 22, values
 assert values[("simba_mutex_fencing_token", "h")] > 0, values
+assert values[("simba_mutex_acquisitions_total", "h")] == 1, values
+assert values[("simba_mutex_losses_total", "h")] == 0, values
 EOF
 
 # The holder goes: the queue drains in order, and whoever holds it is

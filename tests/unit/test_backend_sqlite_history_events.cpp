@@ -98,3 +98,60 @@ TEST_SUITE("backend::sqlite::history_events") {
     CHECK_FALSE(out[0].exit_code);
   }
 }
+
+TEST_SUITE("backend::sqlite::counter_steps") {
+  using simba::backend::sqlite::counter_steps;
+  using simba::backend::sqlite::lost_count;
+
+  TEST_CASE("a new lease is an acquisition; the lease it replaces a loss when it ran out "
+            "unreleased, not when only held or counted by its holder's lost event") {
+    Lease next = lease("B", k_now, k_now + 1000, 8);
+    auto free = counter_steps(Lease{}, next, true, false, 0);
+    CHECK(free.acquisitions == 1);
+    CHECK(free.losses == 0);
+    Lease ran_out = lease("A", 1000, 2000, 7);
+    auto expired = counter_steps(ran_out, next, true, false, 0);
+    CHECK(expired.acquisitions == 1);
+    CHECK(expired.losses == 1);
+    CHECK(counter_steps(ran_out, next, true, false, 7).losses == 0); // noted by lost
+    CHECK(counter_steps(ran_out, next, true, false, 6).losses == 1); // an older note
+    Lease held = ran_out;
+    held.holding = true; // --min-hold or simba acquire: its normal end
+    CHECK(counter_steps(held, next, true, false, 0).losses == 0);
+    Lease released = ran_out;
+    released.owner_id.clear();
+    CHECK(counter_steps(released, next, true, false, 0).losses == 0);
+  }
+
+  TEST_CASE("a forced release is a loss once; a release or a renewal is none") {
+    Lease cur = lease("A", 1000, k_now + 5000, 7);
+    Lease revoked = cur;
+    revoked.owner_id.clear();
+    auto forced = counter_steps(cur, revoked, false, true, 0);
+    CHECK(forced.acquisitions == 0);
+    CHECK(forced.losses == 1);
+    CHECK(counter_steps(cur, revoked, false, true, 7).losses == 0);
+    CHECK(counter_steps(cur, revoked, false, false, 0).losses == 0); // released
+    CHECK(counter_steps(cur, cur, false, false, 0).losses == 0);     // renewed
+    CHECK(counter_steps(cur, cur, false, false, 0).acquisitions == 0);
+  }
+
+  TEST_CASE("lost: counted while the row shows the lease as ours (noted) or shows none of it") {
+    Lease ours = lease("me", 1000, k_now + 5000, 7);
+    auto standing = lost_count(ours, "me", 7);
+    CHECK(standing.counts);
+    CHECK(standing.note);
+    Lease ran_out = lease("me", 1000, 2000, 7); // its expiry is not written yet
+    CHECK(lost_count(ran_out, "me", 7).counts);
+    CHECK(lost_count(ran_out, "me", 7).note);
+    Lease revoked = ours;
+    revoked.owner_id.clear(); // its forced counted it
+    CHECK_FALSE(lost_count(revoked, "me", 7).counts);
+    CHECK_FALSE(lost_count(revoked, "me", 7).note);
+    Lease later = lease("other", k_now, k_now + 5000, 9); // its acquisition counted the expiry
+    CHECK_FALSE(lost_count(later, "me", 7).counts);
+    Lease older = lease("", 0, 0, 3); // the database lost it
+    CHECK(lost_count(older, "me", 7).counts);
+    CHECK_FALSE(lost_count(older, "me", 7).note);
+  }
+}

@@ -165,6 +165,15 @@ public:
   }
   void set_exit_code(int code) override { m_exit_code = std::to_string(code); }
 
+  Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
+                    int64_t timeout_ms) override {
+    return run(m_sql.record_lost,
+               {mutex, contender, std::to_string(lost.token), m_holder,
+                lost.exit_code ? std::to_string(*lost.exit_code) : "",
+                std::to_string(lost.held_ms), lost.reason, lost.by},
+               timeout_ms);
+  }
+
   std::string describe() const override { return m_describe; }
 
   // Without LISTEN (listen=off): the waiters wake on their timers.
@@ -347,7 +356,7 @@ Listing PostgresBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     return out;
   }
   for (const std::vector<std::string>& row : r.rows) {
-    if (row.size() != 11) {
+    if (row.size() != 13) {
       out.error = "unexpected answer from PostgreSQL";
       out.mutexes.clear();
       return out;
@@ -362,6 +371,8 @@ Listing PostgresBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
       m.lease = read_lease(row, 4);
       show_quarantine(m.lease, out.now, number(row[1]));
       m.holder = std::move(holder);
+      m.acquisitions = number(row[11]);
+      m.losses = number(row[12]);
       out.mutexes.push_back(std::move(m));
     } else if (!out.mutexes.empty() && out.mutexes.back().mutex == row[3]) {
       out.mutexes.back().waiters.push_back({row[4], number(row[5]), std::move(holder)});
@@ -371,6 +382,7 @@ Listing PostgresBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
   if (!mutex.empty() && out.mutexes.empty()) {
     MutexLease free;
     free.mutex = mutex;
+    free.acquisitions = free.losses = 0;
     out.mutexes.push_back(std::move(free));
   }
   out.ok = true;
@@ -389,7 +401,7 @@ History PostgresBackend::history(const std::string& mutex, int64_t since_ms, int
     return v.empty() ? std::nullopt : std::optional<int64_t>(number(v));
   };
   for (const std::vector<std::string>& row : r.rows) {
-    if (row.size() != 10) {
+    if (row.size() != 12) {
       h.error = "unexpected answer from PostgreSQL";
       h.events.clear();
       return h;
@@ -406,6 +418,8 @@ History PostgresBackend::history(const std::string& mutex, int64_t since_ms, int
     if (!row[7].empty()) e.exit_code = static_cast<int>(number(row[7]));
     e.held_ms = optional(row[8]);
     e.waited_ms = optional(row[9]);
+    e.reason = row[10];
+    e.by = row[11];
     h.events.push_back(std::move(e));
   }
   h.ok = true;

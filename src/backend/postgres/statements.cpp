@@ -142,11 +142,12 @@ std::string acquire_sql(int64_t history) {
          R"(
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
-                        holder, holder_token, history_seq)
+                        holder, holder_token, history_seq, acquisitions, losses)
   SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false, NULLIF($6::text, ''),
-         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, CASE WHEN n.ms < q.till THEN 0 ELSE 1 END
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, CASE WHEN n.ms < q.till THEN 0 ELSE 1 END,
+         CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, 0
   FROM n CROSS JOIN q LEFT JOIN old ON true
   ON CONFLICT (mutex) DO UPDATE SET
     owner = $2::text,
@@ -163,12 +164,24 @@ up AS (
                         ELSE greatest(l.token + 1, (SELECT us FROM n)) END,
     history_seq = CASE WHEN l.transition_at > excluded.acquired_at THEN l.history_seq
                        ELSE coalesce(l.history_seq, 0) + CASE WHEN l.owner <> '' THEN 2 ELSE 1 END
-                  END
+                  END,
+    acquisitions = CASE WHEN l.transition_at > excluded.acquired_at THEN l.acquisitions
+                        ELSE coalesce(l.acquisitions, 0) + 1 END,
+    losses = CASE WHEN l.transition_at > excluded.acquired_at THEN l.losses
+                  ELSE coalesce(l.losses, 0) + {EXPIRY_LOSS} END
   WHERE (l.transition_at > excluded.acquired_at AND l.owner = $2::text)
      OR (l.transition_at <= excluded.acquired_at AND excluded.acquired_at >= (SELECT till FROM q))
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.owner = $2::text AS changed, coalesce(l.history_seq, 0) AS hseq))" +
          history_writes(acquired_events("$6"), history) + answer(true);
+}
+
+// The counters' expressions (status_sql.hpp) put in.
+std::string with_counters(std::string sql) {
+  for (size_t at = sql.find("{EXPIRY_LOSS}"); at != std::string::npos;
+       at = sql.find("{EXPIRY_LOSS}", at))
+    sql.replace(at, std::strlen("{EXPIRY_LOSS}"), k_expiry_loss);
+  return sql;
 }
 
 // acquire_once: acquire's $1..$5, then $6 period_ms, $7 offset_ms, $8
@@ -212,13 +225,13 @@ up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
                         once_window, once_label, once_host, once_token, once_started_at,
                         once_finished, once_exit_code, once_finished_at, holder, holder_token,
-                        history_seq)
+                        history_seq, acquisitions, losses)
   SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false,
          CASE WHEN n.ms < q.till THEN NULL ELSE w.start END, $9::text, $10::text, n.us, n.ms,
          false, 0, 0, NULLIF($11::text, ''), CASE WHEN n.ms < q.till THEN 0 ELSE n.us END,
-         CASE WHEN n.ms < q.till THEN 0 ELSE 1 END
+         CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, 0
   FROM n CROSS JOIN q CROSS JOIN w LEFT JOIN old ON true
   ON CONFLICT (mutex) DO UPDATE SET
     owner = CASE WHEN {C} THEN '' ELSE $2::text END,
@@ -239,7 +252,9 @@ up AS (
     holder_token = CASE WHEN {D} THEN {TOKEN} ELSE l.holder_token END,
     history_seq = CASE WHEN {D} THEN coalesce(l.history_seq, 0) +
                                      CASE WHEN l.owner <> '' THEN 2 ELSE 1 END
-                       ELSE l.history_seq END
+                       ELSE l.history_seq END,
+    acquisitions = CASE WHEN {D} THEN coalesce(l.acquisitions, 0) + 1 ELSE l.acquisitions END,
+    losses = CASE WHEN {D} THEN coalesce(l.losses, 0) + {EXPIRY_LOSS} ELSE l.losses END
   WHERE {MINE} OR {D}
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
@@ -324,7 +339,9 @@ constexpr const char* k_force_release = R"(,
 up AS (
   UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
                       transition_at = CASE WHEN l.holding THEN n.ms ELSE l.transition_at END,
-                      history_seq = coalesce(l.history_seq, 0) + 1
+                      history_seq = coalesce(l.history_seq, 0) + 1,
+                      losses = coalesce(l.losses, 0) +
+                        CASE WHEN l.lost_token IS DISTINCT FROM l.token THEN 1 ELSE 0 END
   FROM n CROSS JOIN old
   WHERE l.mutex = $1 AND l.owner <> '' AND l.transition_at > n.ms
     AND ($2::bigint = 0 OR l.token = $2::bigint)
@@ -381,7 +398,7 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   Statements s;
   s.schema = schema_sql(schema, prefix);
   s.probe_leases = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
-  s.acquire = f(acquire_sql(limit));
+  s.acquire = f(with_counters(acquire_sql(limit)));
   std::string guard = k_guard;
   s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));
   // guard_mark: guard's, and $7 (boolean) 'record'. Only when it renewed:
@@ -410,7 +427,9 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" +
             k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
-  s.acquire_once = f(acquire_once_sql(limit));
+  s.acquire_once = f(with_counters(acquire_once_sql(limit)));
+  s.record_lost =
+      f(with_now + k_record_lost + history_writes(k_lost_events, limit) + answer(false));
   s.release_once = f(with_now + k_release_once + k_leave_queue +
                      history_writes(released_events("$5"), limit) +
                      answer(false, "$4", k_once_columns, true));

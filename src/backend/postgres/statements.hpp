@@ -20,6 +20,8 @@ struct Statements {
   // brings tables up to date but creates none).
   std::string probe_leases;
   std::string acquire, guard, guard_mark, release, force_release, get, list;
+  // The lost event of an owner (status_sql.hpp: k_record_lost).
+  std::string record_lost;
   // --once-per: as acquire, release and get, with the done record after
   // the answer's nine columns (core::DoneRecord's eight; once_window NULL:
   // none).

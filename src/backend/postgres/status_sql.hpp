@@ -26,7 +26,7 @@ extern const char* const k_status_schema;
 
 // `ev`: a CTE (after `up`, the lease write, whose RETURNING has hseq, the
 // mutex's event count after it) of rows (seq, event, at, owner, holder,
-// token, exit_code, held_ms, waited_ms). The CTEs that write them to the
+// token, exit_code, held_ms, waited_ms, reason, by_owner). The CTEs that write them to the
 // history and trim it to `limit` events of the mutex; "" when `limit` is
 // 0 (no history). Starts with ",\n".
 std::string history_writes(const std::string& ev, int64_t limit);
@@ -43,13 +43,25 @@ std::string forced_events(const std::string& holder);
 // Starts with ",\n".
 extern const char* const k_old_row;
 
+// The counters (backend.hpp: MutexLease), columns acquisitions, losses and
+// lost_token of the lease row: the loss a new lease adds for the lease `l`
+// it replaces (0 or 1, an SQL expression).
+extern const char* const k_expiry_loss;
+
+// record_lost (backend.hpp): `up`, the row's bookkeeping (starts with
+// ",\n"), and `ev`, its lost event (for history_writes).
+extern const char* const k_record_lost;
+extern const char* const k_lost_events;
+
 // inspect: $1 quarantine, $2 mutex ("" all). Rows of now, till, kind (0 a
 // lease, 1 a live waiter, in queue order), mutex, owner or contender,
 // acquired_at or queued (ms), ttl_at, transition_at, token, holding,
-// holder (a lease's only when written with its token).
+// holder (a lease's only when written with its token), a lease's counters
+// acquisitions and losses (a waiter's NULL).
 std::string inspect_sql(const std::string& with_now_and_quarantine);
 
-// history: $1 mutex ("" all), $2 since (epoch ms): now, then the events.
+// history: $1 mutex ("" all), $2 since (epoch ms): now, then the events
+// (lost's reason and by_owner last).
 extern const char* const k_history_read;
 
 // place: $1 mutex, $2 contender: the live waiters in queue order, each

@@ -128,6 +128,15 @@ public:
   }
   void set_exit_code(int code) override { m_exit_code = code; }
 
+  Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
+                    int64_t timeout_ms) override {
+    return m_client.run(lua::k_lost, mutex,
+                        {contender, std::to_string(lost.token), lost.reason, lost.by,
+                         lost.exit_code ? std::to_string(*lost.exit_code) : "",
+                         std::to_string(lost.held_ms), m_holder},
+                        timeout_ms);
+  }
+
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override {
     return redis::inspect_mutexes(m_client, mutex, timeout_ms);
   }

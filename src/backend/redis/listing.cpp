@@ -143,6 +143,11 @@ bool read_inspected(const redisReply* r, size_t& i, MutexLease& ml) {
     ml.slots.push_back(std::move(s));
     i += k_lease_fields + 1;
   }
+  // Its counters (lua/common.lua: count).
+  if (i + 2 > r->elements || !as_int(r->element[i], ml.acquisitions.emplace()) ||
+      !as_int(r->element[i + 1], ml.losses.emplace()))
+    return false;
+  i += 2;
   return true;
 }
 
@@ -204,6 +209,8 @@ bool parse_event(const std::string& mutex, const std::string& text, HistoryEvent
   if (auto x = number_in(j, "x")) e.exit_code = int(*x);
   e.held_ms = number_in(j, "hd");
   e.waited_ms = number_in(j, "w");
+  e.reason = j.value("r", "");
+  e.by = j.value("b", "");
   return true;
 }
 

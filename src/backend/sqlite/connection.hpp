@@ -19,6 +19,7 @@ enum StmtId {
   k_list,
   k_history_insert,
   k_history_trim,
+  k_note_lost,
   k_stmt_count
 };
 

@@ -40,4 +40,27 @@ int history_events(const core::Lease& cur, const core::Lease& next, bool new_lea
   return n;
 }
 
+CounterSteps counter_steps(const core::Lease& cur, const core::Lease& next, bool new_lease,
+                           bool forced, uint64_t lost_token) {
+  CounterSteps c;
+  const bool counted = lost_token != 0 && lost_token == cur.fencing_token;
+  if (new_lease) {
+    c.acquisitions = 1;
+    if (!cur.owner_id.empty() && !cur.holding && !counted) c.losses = 1;
+  } else if (forced && !cur.owner_id.empty() && next.owner_id.empty() && !counted) {
+    c.losses = 1;
+  }
+  return c;
+}
+
+LostCount lost_count(const core::Lease& cur, const std::string& contender, uint64_t token) {
+  LostCount c;
+  if (cur.owner_id == contender && cur.fencing_token == token) {
+    c.counts = c.note = true;
+  } else if (cur.fencing_token < token) {
+    c.counts = true;
+  }
+  return c;
+}
+
 } // namespace simba::backend::sqlite

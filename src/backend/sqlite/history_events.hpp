@@ -27,4 +27,30 @@ struct EventContext {
 int history_events(const core::Lease& cur, const core::Lease& next, bool new_lease,
                    const EventContext& c, HistoryEvent (&out)[2]);
 
+// How the same write moves the row's counters (backend.hpp: MutexLease):
+// a new lease is an acquisition, and the lease it replaces a loss when it
+// ran out unreleased (not one only held, nor one a lost event counted
+// already: `lost_token`); a forced release is a loss unless a lost event
+// counted it already. Written whatever the history limit.
+struct CounterSteps {
+  int acquisitions = 0;
+  int losses = 0;
+};
+CounterSteps counter_steps(const core::Lease& cur, const core::Lease& next, bool new_lease,
+                           bool forced, uint64_t lost_token);
+
+// record_lost (backend.hpp) on the lease as it stands, `cur`: whether the
+// loss of `contender`'s lease `token` is counted, and whether the row notes
+// its token. Counted when nothing has counted it yet: the row still shows
+// that lease as ours, valid or run out (noted, so that its expiry, written
+// by the next acquisition, or a forced release is not counted again), or
+// has no trace of it (a token below it: the database lost it). Not counted
+// when the row shows it revoked (its forced counted it) or a later lease
+// (whose acquisition counted its expiry, or after its forced).
+struct LostCount {
+  bool counts = false;
+  bool note = false;
+};
+LostCount lost_count(const core::Lease& cur, const std::string& contender, uint64_t token);
+
 } // namespace simba::backend::sqlite

@@ -14,7 +14,7 @@ const char* const k_sql_create_history =
     "CREATE TABLE IF NOT EXISTS simba_events(mutex TEXT NOT NULL, pos INTEGER NOT NULL, "
     "seq INTEGER NOT NULL, at INTEGER NOT NULL, event TEXT NOT NULL, owner TEXT NOT NULL, "
     "holder TEXT, token INTEGER NOT NULL, exit_code INTEGER, held_ms INTEGER, waited_ms INTEGER, "
-    "PRIMARY KEY(mutex, pos)) WITHOUT ROWID";
+    "reason TEXT, by_owner TEXT, PRIMARY KEY(mutex, pos)) WITHOUT ROWID";
 
 namespace {
 
@@ -26,8 +26,9 @@ namespace {
 // as often as not.
 constexpr const char* k_sql_insert =
     "INSERT OR REPLACE INTO simba_events(mutex, pos, seq, at, event, owner, holder, token, "
-    "exit_code, held_ms, waited_ms) VALUES (?1, ?2, ?3, MAX(?4, COALESCE((SELECT at FROM "
-    "simba_events WHERE mutex = ?1 AND pos = ?10), ?4)), ?5, ?6, ?7, ?8, ?9, ?11, ?12)";
+    "exit_code, held_ms, waited_ms, reason, by_owner) VALUES (?1, ?2, ?3, MAX(?4, COALESCE(("
+    "SELECT at FROM simba_events WHERE mutex = ?1 AND pos = ?10), ?4)), ?5, ?6, ?7, ?8, ?9, ?11, "
+    "?12, ?13, ?14)";
 
 // A smaller limit than an earlier writer's leaves events past it: dropped
 // once per `limit` events (SIMBA_HISTORY_LIMIT is meant to be the same for
@@ -39,15 +40,18 @@ constexpr const char* k_sql_trim = "DELETE FROM simba_events WHERE mutex = ?1 AN
 #define SIMBA_HISTORY_COLUMNS "mutex, at, event, owner, holder, token, exit_code, held_ms, waited_ms"
 
 constexpr const char* k_sql_read =
-    "SELECT " SIMBA_HISTORY_COLUMNS ", seq FROM simba_events WHERE " SIMBA_HISTORY_OF_MUTEX
-    " AND at >= ?2 ORDER BY at, mutex, seq";
+    "SELECT " SIMBA_HISTORY_COLUMNS ", reason, by_owner, seq FROM simba_events WHERE "
+    SIMBA_HISTORY_OF_MUTEX " AND at >= ?2 ORDER BY at, mutex, seq";
 
-// With the table of the simba before the ring (history_table.hpp).
+// With the table of the simba before the ring (history_table.hpp), which
+// has no lost events.
 constexpr const char* k_sql_read_both =
-    "SELECT * FROM (SELECT " SIMBA_HISTORY_COLUMNS ", seq FROM simba_events WHERE "
-    SIMBA_HISTORY_OF_MUTEX " AND at >= ?2 UNION ALL SELECT " SIMBA_HISTORY_COLUMNS
-    ", seq FROM simba_history WHERE " SIMBA_HISTORY_OF_MUTEX " AND at >= ?2) "
+    "SELECT * FROM (SELECT " SIMBA_HISTORY_COLUMNS ", reason, by_owner, seq FROM simba_events "
+    "WHERE " SIMBA_HISTORY_OF_MUTEX " AND at >= ?2 UNION ALL SELECT " SIMBA_HISTORY_COLUMNS
+    ", NULL, NULL, seq FROM simba_history WHERE " SIMBA_HISTORY_OF_MUTEX " AND at >= ?2) "
     "ORDER BY at, mutex, seq";
+
+constexpr const char* k_added_history_columns[] = {"reason TEXT", "by_owner TEXT"};
 
 #undef SIMBA_HISTORY_OF_MUTEX
 #undef SIMBA_HISTORY_COLUMNS
@@ -65,13 +69,19 @@ template <typename T> std::optional<T> column_optional(sqlite3_stmt* s, int i) {
 }
 
 bool no_table(Connection& db) { return db.errmsg().find("no such table") != std::string::npos; }
+bool no_column(Connection& db) { return db.errmsg().find("no such column") != std::string::npos; }
 
-// The cached statement, the table made first when it is missing.
+// The cached statement, the table made first when it is missing (or given
+// the lost event's columns: a table an older simba made after ours was
+// migrated).
 sqlite3_stmt* statement(Connection& db, StmtId id, const char* sql) {
   if (sqlite3_stmt* s = db.stmt(id, sql)) return s;
-  if (!no_table(db) ||
-      sqlite3_exec(db.db(), k_sql_create_history, nullptr, nullptr, nullptr) != SQLITE_OK)
+  if (no_column(db)) {
+    if (add_history_columns(db) != SQLITE_OK) return nullptr;
+  } else if (!no_table(db) ||
+             sqlite3_exec(db.db(), k_sql_create_history, nullptr, nullptr, nullptr) != SQLITE_OK) {
     return nullptr;
+  }
   return db.stmt(id, sql);
 }
 
@@ -87,6 +97,16 @@ int step_once(Connection& db, StmtId id, sqlite3_stmt* s) {
 }
 
 } // namespace
+
+int add_history_columns(Connection& db) {
+  for (const char* column : k_added_history_columns) {
+    std::string sql = std::string("ALTER TABLE simba_events ADD COLUMN ") + column;
+    if (sqlite3_exec(db.db(), sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK &&
+        db.errmsg().find("duplicate column") == std::string::npos)
+      return sqlite3_errcode(db.db());
+  }
+  return SQLITE_OK;
+}
 
 int append_history(Connection& db, const std::string& row, const HistoryEvent& e, int64_t seq,
                    int64_t limit) {
@@ -108,6 +128,14 @@ int append_history(Connection& db, const std::string& row, const HistoryEvent& e
   sqlite3_bind_int64(s, 10, (seq - 1) % limit);
   bind_optional(s, 11, e.held_ms);
   bind_optional(s, 12, e.waited_ms);
+  if (e.reason.empty())
+    sqlite3_bind_null(s, 13);
+  else
+    bind_text(s, 13, e.reason);
+  if (e.by.empty())
+    sqlite3_bind_null(s, 14);
+  else
+    bind_text(s, 14, e.by);
   if (int rc = step_once(db, k_history_insert, s); rc != SQLITE_OK) return rc;
   if (pos != 0) return SQLITE_OK;
   sqlite3_stmt* t = statement(db, k_history_trim, k_sql_trim);
@@ -141,6 +169,8 @@ int read_history(Connection& db, const std::string& mutex, int64_t since_ms,
     e.exit_code = column_optional<int>(s, 6);
     e.held_ms = column_optional<int64_t>(s, 7);
     e.waited_ms = column_optional<int64_t>(s, 8);
+    if (sqlite3_column_type(s, 9) != SQLITE_NULL) e.reason = column_text(s, 9);
+    if (sqlite3_column_type(s, 10) != SQLITE_NULL) e.by = column_text(s, 10);
     out.push_back(std::move(e));
   }
   sqlite3_finalize(s);

@@ -25,6 +25,10 @@ class Connection;
 // CREATE TABLE IF NOT EXISTS simba_events.
 extern const char* const k_sql_create_history;
 
+// The lost event's columns (reason, by_owner) added to a simba_events made
+// by an older simba (a column already there is fine); an SQLite code.
+int add_history_columns(Connection& db);
+
 // Writes `e` (e.mutex ignored) as event number `seq` (from 1) of lease row
 // `row` into its ring of `limit` events; an SQLite code. Its time is never
 // before the row's previous event's.

@@ -44,13 +44,21 @@ int select_row(Connection& db, const std::string& mutex, Row& row) {
   if (rc == SQLITE_ROW) {
     row = read_row(s, 0);
     row.history_seq = sqlite3_column_int64(s, k_history_seq_column); // NULL: 0
+    row.acquisitions = sqlite3_column_int64(s, k_history_seq_column + 1);
+    row.losses = sqlite3_column_int64(s, k_history_seq_column + 2);
+    row.lost_token = static_cast<uint64_t>(sqlite3_column_int64(s, k_history_seq_column + 3));
   }
   sqlite3_reset(s);
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+void read_counters(sqlite3_stmt* s, int first, int64_t& acquisitions, int64_t& losses) {
+  acquisitions = sqlite3_column_int64(s, first + k_counters_column); // NULL: 0
+  losses = sqlite3_column_int64(s, first + k_counters_column + 1);
+}
+
 int write_row(Connection& db, const std::string& mutex, const core::Lease& l, int64_t boot_to_wall,
-              const std::string* holder, const int64_t* history_seq) {
+              const std::string* holder, const RowCounts* counts) {
   sqlite3_stmt* u = db.stmt(k_upsert, k_sql_upsert);
   if (!u) return sqlite3_errcode(db.db());
   core::Lease wall = on_wall_clock(l, boot_to_wall);
@@ -76,10 +84,14 @@ int write_row(Connection& db, const std::string& mutex, const core::Lease& l, in
     sqlite3_bind_null(u, 13);
     sqlite3_bind_null(u, 14);
   }
-  if (history_seq)
-    sqlite3_bind_int64(u, 15, *history_seq);
-  else
-    sqlite3_bind_null(u, 15);
+  if (counts) {
+    sqlite3_bind_int64(u, 15, counts->history_seq);
+    sqlite3_bind_int64(u, 16, counts->acquisitions);
+    sqlite3_bind_int64(u, 17, counts->losses);
+    sqlite3_bind_int64(u, 18, static_cast<sqlite3_int64>(counts->lost_token));
+  } else {
+    for (int i = 15; i <= 18; ++i) sqlite3_bind_null(u, i);
+  }
   int rc = sqlite3_step(u);
   sqlite3_reset(u);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;

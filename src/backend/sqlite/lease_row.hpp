@@ -22,7 +22,20 @@ struct Row {
   std::string boot_id;
   int64_t boot_acquired_at = 0, boot_ttl_at = 0, boot_transition_at = 0;
   bool boot_stamped = false; // boot_ columns written with this row's token
-  int64_t history_seq = 0;   // history events written for it (select_row only)
+  // select_row only (schema.hpp: the columns; NULL read as 0):
+  int64_t history_seq = 0;  // history events written for it
+  int64_t acquisitions = 0; // its counters (backend.hpp: MutexLease)
+  int64_t losses = 0;
+  uint64_t lost_token = 0; // the last standing lease whose loss a lost event counted
+};
+
+// What write_row writes besides the lease: the row's event count and
+// counters, as the transaction computed them from its Row.
+struct RowCounts {
+  int64_t history_seq = 0;
+  int64_t acquisitions = 0;
+  int64_t losses = 0;
+  uint64_t lost_token = 0;
 };
 
 // The row whose SIMBA_SQL_ROW columns start at column `first` of `s`.
@@ -39,10 +52,14 @@ int select_row(Connection& db, const std::string& mutex, Row& row);
 // Writes `l` (on the boot clock) on both clocks, stamped with our boot; an
 // SQLite code.
 // `holder` (encoded: holder.hpp) is written as the holder of this lease's
-// token, `history_seq` as the row's count of history events; nullptr keeps
-// the stored one.
+// token, `counts` as the row's count of history events and its counters;
+// nullptr keeps the stored ones.
 int write_row(Connection& db, const std::string& mutex, const core::Lease& l, int64_t boot_to_wall,
-              const std::string* holder = nullptr, const int64_t* history_seq = nullptr);
+              const std::string* holder = nullptr, const RowCounts* counts = nullptr);
+
+// The counters of the row that `s` read at `first` with the list
+// statements (schema.hpp: k_counters_column): acquisitions, losses.
+void read_counters(sqlite3_stmt* s, int first, int64_t& acquisitions, int64_t& losses);
 
 // The stored lease on this boot's boot clock, at the instant `c`.
 core::Lease lease_of(const Row& row, const Clocks& c);

@@ -21,15 +21,16 @@ constexpr const char* k_sql_schema =
     "mutex TEXT PRIMARY KEY, owner_id TEXT NOT NULL, acquired_at INTEGER, "
     "ttl_at INTEGER, transition_at INTEGER, fencing_token INTEGER NOT NULL, "
     "boot_id TEXT, boot_acquired_at INTEGER, boot_ttl_at INTEGER, boot_transition_at INTEGER, "
-    "boot_token INTEGER, holding INTEGER, holder TEXT, holder_token INTEGER, history_seq INTEGER) "
-    "WITHOUT ROWID";
+    "boot_token INTEGER, holding INTEGER, holder TEXT, holder_token INTEGER, history_seq INTEGER, "
+    "acquisitions INTEGER, losses INTEGER, lost_token INTEGER) WITHOUT ROWID";
 
 // Added in place to a table made by an older simba (migrate_schema()).
 constexpr const char* k_added_columns[] = {"boot_id TEXT",        "boot_acquired_at INTEGER",
                                            "boot_ttl_at INTEGER", "boot_transition_at INTEGER",
                                            "boot_token INTEGER",  "holding INTEGER",
                                            "holder TEXT",         "holder_token INTEGER",
-                                           "history_seq INTEGER"};
+                                           "history_seq INTEGER", "acquisitions INTEGER",
+                                           "losses INTEGER",      "lost_token INTEGER"};
 
 // Opening may race with another process creating the database.
 constexpr int k_open_busy_timeout_ms = 5000;
@@ -43,8 +44,9 @@ void exec_or_throw(Connection& db, const std::string& path, const char* sql) {
   }
 }
 
-// A table made by an older simba gets the boot_, holder and history_seq
-// columns, empty (and the history ring, history_table.hpp): its rows keep
+// A table made by an older simba gets the boot_, holder, history_seq and
+// counter columns, empty (and the history ring, history_table.hpp, with
+// the lost event's columns): its rows keep
 // being judged on the wall clock (lease_of()) until this simba writes them.
 // Older simba processes still running go on with their own columns. Several
 // processes may migrate at once: a column another one added meanwhile is
@@ -64,6 +66,11 @@ void migrate_schema(Connection& db, const std::string& path) {
     }
   }
   exec_or_throw(db, path, k_sql_create_history);
+  if (int rc = add_history_columns(db); rc != SQLITE_OK) {
+    std::string msg = db.errmsg();
+    db.rollback_if_open();
+    throw UnavailableError("cannot update the schema of " + path + ": " + msg);
+  }
   exec_or_throw(db, path, "COMMIT");
 }
 

@@ -103,6 +103,10 @@ void group_slot_rows(std::vector<MutexLease>& mutexes) {
     }
     std::string base = m.mutex.substr(0, hash);
     if (out.empty() || out.back().mutex != base) continue; // no marker: no slots in use
+    // The mutex's counters are its rows' (backend.hpp: MutexLease).
+    MutexLease& of = out.back();
+    if (m.acquisitions) of.acquisitions = of.acquisitions.value_or(0) + *m.acquisitions;
+    if (m.losses) of.losses = of.losses.value_or(0) + *m.losses;
     m.lease.slot = std::atoi(m.mutex.c_str() + hash + 1);
     out.back().slots.push_back({m.lease, m.holder});
   }

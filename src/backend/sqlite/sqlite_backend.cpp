@@ -146,6 +146,8 @@ public:
   }
   History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
   void set_exit_code(int code) override { m_exit_code = code; }
+  Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
+                    int64_t timeout_ms) override;
 
   void set_holder(const Holder& h) override {
     m_holder_info = h;
@@ -208,7 +210,7 @@ private:
   template <typename Decide>
   std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide);
   Reply write_decision(const std::string& mutex, const Decision& d, bool new_lease,
-                       const core::Lease& cur, std::optional<int64_t> history_seq = std::nullopt);
+                       const core::Lease& cur, const Row* read = nullptr);
   Listing list_rows(const std::string& mutex, bool holders, int64_t timeout_ms);
   EventContext event_context() const;
   std::optional<Reply> reopen();
@@ -280,7 +282,7 @@ std::optional<Reply> SqliteBackend::write_once(const std::string& mutex, int64_t
   Decision d = decide(cur, m_clocks.now().boot);
   // A new token with an owner: an acquisition, whose holder is ours.
   bool new_lease = !d.lease.owner_id.empty() && d.lease.fencing_token != cur.fencing_token;
-  return write_decision(mutex, d, new_lease, cur, row.history_seq);
+  return write_decision(mutex, d, new_lease, cur, &row);
 }
 
 // What the history events of the operation in progress need to know
@@ -296,10 +298,10 @@ EventContext SqliteBackend::event_context() const {
   return c;
 }
 
-// `history_seq`: the row's, as read in this transaction (nullopt: read it
-// here if there are events to write).
+// `read`: the row as read in this transaction (nullptr: read here when the
+// write makes events, for its event count and counters).
 Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d, bool new_lease,
-                                    const core::Lease& cur, std::optional<int64_t> history_seq) {
+                                    const core::Lease& cur, const Row* read) {
   Reply r;
   r.observed.now = m_clocks.reply_now();
   r.observed.lease = on_wall_clock(d.lease, m_clocks.boot_to_wall());
@@ -310,21 +312,31 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
     r.status = Reply::Status::ok;
     return r;
   }
-  HistoryEvent events[2];
-  const int count =
-      m_history_limit > 0 ? history_events(cur, d.lease, new_lease, event_context(), events) : 0;
+  // A new lease, or the end of one: the writes with events (and counters).
+  const bool eventful = new_lease || (!cur.owner_id.empty() && d.lease.owner_id.empty());
   int rc = SQLITE_OK;
-  if (count > 0 && !history_seq) {
-    Row row;
-    rc = select_row(m_db, mutex, row);
-    history_seq = row.history_seq;
+  Row again;
+  if (eventful && !read) {
+    rc = select_row(m_db, mutex, again);
+    read = &again;
   }
-  // The row counts its events: the ring's places (history_table.hpp).
-  const int64_t first_seq = history_seq.value_or(0) + 1, last_seq = first_seq + count - 1;
+  HistoryEvent events[2];
+  const int count = m_history_limit > 0 && eventful
+                        ? history_events(cur, d.lease, new_lease, event_context(), events)
+                        : 0;
+  // The row counts its events (the ring's places: history_table.hpp) and
+  // keeps its counters, in the same write as the lease.
+  RowCounts counts;
+  if (eventful) {
+    CounterSteps step = counter_steps(cur, d.lease, new_lease, m_op == Op::force, read->lost_token);
+    counts = {read->history_seq + count, read->acquisitions + step.acquisitions,
+              read->losses + step.losses, read->lost_token};
+  }
+  const int64_t first_seq = counts.history_seq - count + 1;
   if (rc == SQLITE_OK)
     rc = write_row(m_db, mutex, d.lease, m_clocks.boot_to_wall(),
                    new_lease && !m_holder.empty() ? &m_holder : nullptr,
-                   count > 0 ? &last_seq : nullptr);
+                   eventful ? &counts : nullptr);
   // The lease first: its errors are the ones to report.
   for (int i = 0; i < count && rc == SQLITE_OK; ++i)
     rc = append_history(m_db, mutex, events[i], first_seq + i, m_history_limit);
@@ -392,7 +404,10 @@ Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t
     MutexLease ml;
     ml.mutex = column_text(s, 0);
     ml.lease = on_wall_clock(lease_of(read_row(s, 1), m_clocks.now()), m_clocks.boot_to_wall());
-    if (holders) ml.holder = decode_holder(read_holder(s, 1, ml.lease.fencing_token));
+    if (holders) {
+      ml.holder = decode_holder(read_holder(s, 1, ml.lease.fencing_token));
+      read_counters(s, 1, ml.acquisitions.emplace(), ml.losses.emplace());
+    }
     out.mutexes.push_back(std::move(ml));
   }
   if (rc != SQLITE_DONE) {
@@ -406,7 +421,11 @@ Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t
   if (rc != SQLITE_DONE) return out;
   group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.
-  if (!mutex.empty() && out.mutexes.empty()) out.mutexes.push_back({mutex, core::Lease{}, {}, {}, {}});
+  if (!mutex.empty() && out.mutexes.empty()) {
+    MutexLease never{mutex, core::Lease{}, {}, {}, {}, {}, {}};
+    if (holders) never.acquisitions = never.losses = 0;
+    out.mutexes.push_back(std::move(never));
+  }
   if (holders) {
     auto queues = m_waiters.queues();
     for (MutexLease& ml : out.mutexes)
@@ -608,6 +627,65 @@ History SqliteBackend::history(const std::string& mutex, int64_t since_ms, int64
   return h;
 }
 
+// One transaction: the lost event into the row's ring, and the row's
+// event count, losses and lost_token (history_events.hpp: lost_count) by
+// an UPDATE of those columns alone; the lease columns are not written. A
+// mutex without a row (a database that never had it, or a new file at the
+// path) gets nothing: there is no count to keep it in.
+Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& contender,
+                                 const LostLease& lost, int64_t timeout_ms) {
+  if (!m_db.db() || m_files.replaced())
+    return Reply::failure(Reply::Status::failed, "the database " + m_files.path() +
+                                                     " was removed or replaced");
+  m_db.set_busy_timeout(timeout_ms);
+  int rc = m_db.run(k_begin, "BEGIN IMMEDIATE");
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  m_clocks.read(m_db.vfs());
+  Row row;
+  rc = select_row(m_db, mutex, row);
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  const core::Lease cur = lease_of(row, m_clocks.now());
+  Reply r;
+  r.status = Reply::Status::ok;
+  r.observed.now = m_clocks.reply_now();
+  r.observed.lease = on_wall_clock(cur, m_clocks.boot_to_wall());
+  if (!row.exists) {
+    m_db.rollback_if_open();
+    return r;
+  }
+  LostCount c = lost_count(cur, contender, lost.token);
+  HistoryEvent e;
+  e.event = "lost";
+  e.at = m_clocks.reply_now();
+  e.owner_id = contender;
+  e.holder = m_holder_info;
+  e.token = lost.token;
+  e.exit_code = lost.exit_code;
+  e.held_ms = lost.held_ms;
+  e.reason = lost.reason;
+  e.by = lost.by;
+  const int64_t seq = row.history_seq + (m_history_limit > 0 ? 1 : 0);
+  sqlite3_stmt* u = m_db.stmt(k_note_lost, k_sql_note_lost);
+  if (!u) return fail_and_roll_back(sqlite3_errcode(m_db.db()));
+  bind_text(u, 1, mutex);
+  sqlite3_bind_int64(u, 2, seq);
+  sqlite3_bind_int64(u, 3, row.losses + (c.counts ? 1 : 0));
+  sqlite3_bind_int64(u, 4, static_cast<sqlite3_int64>(c.note ? lost.token : row.lost_token));
+  rc = sqlite3_step(u);
+  sqlite3_reset(u);
+  rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+  if (rc == SQLITE_OK && m_history_limit > 0)
+    rc = append_history(m_db, mutex, e, seq, m_history_limit);
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  rc = m_db.run(k_commit, "COMMIT");
+  if (rc != SQLITE_OK) {
+    std::string msg = is_busy(rc) ? "database is busy" : m_db.errmsg();
+    m_db.rollback_if_open();
+    return Reply::failure(Reply::Status::indeterminate, "commit failed: " + msg);
+  }
+  return r;
+}
+
 Reply SqliteBackend::done_record(const std::string& mutex, int64_t timeout_ms) {
   Reply r = get(mutex, timeout_ms);
   if (!r.ok()) return r;
@@ -638,7 +716,8 @@ std::optional<Reply> SqliteBackend::reopen() {
 // ended (its owner's CMD may run until then), nor does anyone else whom this
 // process serves. Only for others' leases: our own is lost.
 void SqliteBackend::remember_before_reopen(const std::string& mutex, const core::Lease& lease) {
-  if (!lease.free_at(m_clocks.now().boot)) m_before_reopen = MutexLease{mutex, lease, {}, {}, {}};
+  if (!lease.free_at(m_clocks.now().boot))
+    m_before_reopen = MutexLease{mutex, lease, {}, {}, {}, {}, {}};
 }
 
 bool SqliteBackend::held_before_reopen(const std::string& mutex, const std::string& contender,

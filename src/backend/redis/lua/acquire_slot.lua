@@ -60,7 +60,9 @@ if not mine then
   if l.owner ~= '' then
     history(KEYS[1], {e = 'expired', at = int(l.transition_at), o = l.owner, t = int(l.token),
                       hd = int(l.transition_at - l.acquired_at)})
+    if not l.holding and not loss_counted(hash, l) then count(KEYS[1], 'losses') end
   end
+  count(KEYS[1], 'acquisitions')
   redis.call('ZREM', queue, member(me, ARGV[2], ARGV[3]), me)
   redis.call('HDEL', KEYS[1] .. ':who', me)
   local last = fence_value(KEYS[2])

@@ -265,6 +265,23 @@ local function ended(hash, l, now, event, exit_code, by)
                  hd = int(now - l.acquired_at), x = exit_code or ''})
 end
 
+-- The mutex's counters (backend.hpp: MutexLease): <hash>:counts, a hash
+-- (acquisitions, losses) that no script deletes and that has no TTL, like
+-- the fence: the lease's own hash goes with every release. `hash` is the
+-- mutex's (a slot's lease counts in its mutex's). HGET and HSET, not
+-- HINCRBY: the commands of README "ACL users" suffice.
+local function count(hash, field)
+  local key = hash .. ':counts'
+  redis.call('HSET', key, field, int((tonumber(redis.call('HGET', key, field)) or 0) + 1))
+end
+
+-- Whether a loss of the lease `l` in the lease hash `lease_hash` (a slot's
+-- own) was counted already: its holder's lost event counted it while it
+-- still stood, and noted its token there (lost.lua).
+local function loss_counted(lease_hash, l)
+  return tonumber(redis.call('HGET', lease_hash, 'lost_token')) == l.token
+end
+
 -- How long a waiter queued at `score` (microseconds) has waited at `now`.
 local function waited(score, now)
   if not score then return '0' end
@@ -288,7 +305,10 @@ local function take_new_lease(hash, fence, l, me, ttl, transition, now, now_us, 
   if l.owner ~= '' then
     history(hash, {e = 'expired', at = int(l.transition_at), o = l.owner, t = int(l.token),
                    hd = int(l.transition_at - l.acquired_at)})
+    -- A lease only held (--min-hold, simba acquire's) ends so: no loss.
+    if not l.holding and not loss_counted(hash, l) then count(hash, 'losses') end
   end
+  count(hash, 'acquisitions')
   redis.call('ZREM', queue, member(me, ttl, transition), me)
   redis.call('HDEL', hash .. ':who', me)
   local last = fence_value(fence)
@@ -336,6 +356,7 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       local msg = table.concat({'grant', int(now), int(l.acquired_at), int(l.ttl_at),
                                 int(l.transition_at), int(l.token)}, ' ')
       if redis.call(PUBLISH, wake, msg) > 0 then
+        count(hash, 'acquisitions')
         history(hash, {e = 'handed_over', at = int(now), o = w,
                        h = redis.call('HGET', hash .. ':who', w) or '', t = int(l.token),
                        w = waited(first[2], now)})

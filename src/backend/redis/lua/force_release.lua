@@ -15,6 +15,7 @@ if not valid(l, now) or (token ~= 0 and l.token ~= token) then
 end
 local mutex = marker_of(KEYS[1]) -- a slot (common.lua: Slots)
 ended(mutex or KEYS[1], l, now, 'forced', nil, ARGV[2])
+if not loss_counted(KEYS[1], l) then count(mutex or KEYS[1], 'losses') end
 if mutex and l.holding then
   free_slot_now(KEYS[1], l, now)
   wake_waiter(mutex, cover(mutex, KEYS[2], now))

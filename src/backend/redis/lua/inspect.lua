@@ -3,7 +3,7 @@
 -- it (7 fields), its holder ('' when none is stored for this token), the
 -- number of waiters n, and n times: member, queued at (ms), holder (''),
 -- the number of slots N (0: a plain mutex) and N times: the lease (7 fields)
--- and holder}.
+-- and holder, then its counters: acquisitions, losses (common.lua: count)}.
 -- Waiters in queue order (the sorted set's, by the time they queued).
 local now = clock()
 local till = quarantine_seen(KEYS[1], now)
@@ -42,5 +42,8 @@ for i = 2, #KEYS, 2 do
     local sh = redis.call('HMGET', hash, 'holder', 'holder_token')
     out[#out + 1] = (sh[1] and tonumber(sh[2]) == s.token) and sh[1] or ''
   end
+  local c = redis.call('HMGET', KEYS[i] .. ':counts', 'acquisitions', 'losses')
+  out[#out + 1] = tonumber(c[1]) or 0
+  out[#out + 1] = tonumber(c[2]) or 0
 end
 return out
