@@ -13,6 +13,8 @@
 #   rcli PORT ARGS...      redis-cli on 127.0.0.1:PORT, 2 s at most
 #   spawn_redis NAME ARGS...  one more redis-server job on a free port:
 #                          sets SPAWNED_PORT, SPAWNED_PID
+#   spawn_sentinel LINES   one more sentinel on a free port, LINES in its
+#                          config: sets SPAWNED_PORT, SPAWNED_PID
 #   master_port            the port the first sentinel names as the master
 #
 # down-after-milliseconds is DOWN_AFTER_MS (default 1000): a master that does
@@ -71,20 +73,35 @@ spawn_redis() {
   fail "could not start redis-server ($name): $(tail -3 -- "$T/sentinel/$name.log" 2>/dev/null)"
 }
 
+# spawn_sentinel CONF_LINES: a sentinel job on a free port, with
+# CONF_LINES (after port, bind, dir and logfile) in its config; tried again
+# on another port when the one chosen was taken meanwhile (its process then
+# exits). Sets SPAWNED_PORT and SPAWNED_PID.
+spawn_sentinel() {
+  local port conf i j
+  for ((i = 0; i < 10; i++)); do
+    port=$(_free_port) conf=$T/sentinel/sentinel-$port.conf
+    printf 'port %s\nbind 127.0.0.1\ndir %s\nlogfile %s\n%s\n' "$port" "$T/sentinel" \
+      "$T/sentinel/sentinel-$port.log" "$1" >"$conf"
+    redis-server "$conf" --sentinel </dev/null >/dev/null 2>&1 &
+    SPAWNED_PID=$! SPAWNED_PORT=$port
+    for ((j = 0; j < 200; j++)); do
+      pid_alive "$SPAWNED_PID" || break
+      [[ $(rcli "$port" PING) == PONG ]] && return 0
+      sleep 0.05
+    done
+    kill -KILL "$SPAWNED_PID" 2>/dev/null || true
+  done
+  fail "could not start a sentinel: $(tail -3 -- "$T/sentinel/sentinel-$port.log" 2>/dev/null)"
+}
+
 _spawn_sentinel() {
-  local port=$1 conf=$T/sentinel/sentinel-$1.conf
-  cat >"$conf" <<CONF
-port $port
-bind 127.0.0.1
-dir $T/sentinel
-logfile $T/sentinel/sentinel-$port.log
-sentinel monitor mymaster 127.0.0.1 $MASTER_PORT 2
+  spawn_sentinel "sentinel monitor mymaster 127.0.0.1 $MASTER_PORT 2
 sentinel down-after-milliseconds mymaster $DOWN_AFTER_MS
 sentinel failover-timeout mymaster 10000
-sentinel parallel-syncs mymaster 1
-CONF
-  redis-server "$conf" --sentinel </dev/null >/dev/null 2>&1 &
-  SENTINEL_PIDS+=($!)
+sentinel parallel-syncs mymaster 1"
+  SENTINEL_PORTS+=("$SPAWNED_PORT")
+  SENTINEL_PIDS+=("$SPAWNED_PID")
 }
 
 start_sentinel_group() {
@@ -98,10 +115,9 @@ start_sentinel_group() {
   REPLICA_PORT=$SPAWNED_PORT REPLICA_PID=$SPAWNED_PID
   SENTINEL_PORTS=() SENTINEL_PIDS=()
   for _ in 1 2 3; do
-    SENTINEL_PORTS+=("$(_free_port)")
-    _spawn_sentinel "${SENTINEL_PORTS[-1]}"
+    _spawn_sentinel
   done
-  wait_for 40 _group_ready
+  wait_for 60 _group_ready
   SENTINEL_URI="redis+sentinel://$(printf '127.0.0.1:%s,' "${SENTINEL_PORTS[@]}")"
   SENTINEL_URI="${SENTINEL_URI%,}/mymaster?timeout=500ms"
 }

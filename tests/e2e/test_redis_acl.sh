@@ -100,11 +100,8 @@ grep -q 'refused the password' "$T/err" || fail "no word about the password: $(c
 # 4. Sentinel: simba also sends ROLE and INFO replication to the master.
 source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
 mkdir -p -- "$T/sentinel"
-sport=$(_free_port)
-printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster 127.0.0.1 %s 1\n' \
-  "$sport" "$T/sentinel" "$port" >"$T/sentinel/s.conf"
-redis-server "$T/sentinel/s.conf" --sentinel </dev/null >/dev/null 2>&1 &
-wait_for 10 redis_ping "$sport"
+spawn_sentinel "sentinel monitor mymaster 127.0.0.1 $port 1"
+sport=$SPAWNED_PORT
 export SIMBA_REDIS_PASSWORD=s3cr3t-pw-42
 via() { echo "redis+sentinel://$1@127.0.0.1:$sport/mymaster?quarantine=off"; }
 assert_exit 0 "$SIMBA" run --backend "$(via simba)" --mutex m -- true
