@@ -22,13 +22,14 @@ old AS (SELECT owner AS o_owner, acquired_at AS o_acquired_at, transition_at AS 
 // replaced: a lease row lost (a server that lost its last writes, a row
 // deleted by hand) counts again from 0, and its history must never stop
 // a lease.
-std::string history_writes(const std::string& ev, int64_t limit) {
+std::string history_writes(const std::string& ev, int64_t limit, const std::string& mutex) {
   if (limit <= 0) return "";
   std::string lim = std::to_string(limit);
   return ",\n" + ev + R"(,
 ins AS (
   INSERT INTO {H} (mutex, seq, at, event, owner, holder, token, exit_code, held_ms, waited_ms)
-  SELECT $1, e.seq, e.at, e.event, e.owner, e.holder, e.token, e.exit_code, e.held_ms,
+  SELECT )" +
+         mutex + R"(, e.seq, e.at, e.event, e.owner, e.holder, e.token, e.exit_code, e.held_ms,
          e.waited_ms
   FROM ev e CROSS JOIN up WHERE e.seq > up.hseq - )" +
          lim + R"(
@@ -38,8 +39,8 @@ ins AS (
   RETURNING seq),
 cut AS (
   DELETE FROM {H} h USING up
-  WHERE h.mutex = $1 AND h.seq <= up.hseq - )" +
-         lim + R"( AND EXISTS (SELECT 1 FROM ev)))";
+  WHERE h.mutex = )" +
+         mutex + R"( AND h.seq <= up.hseq - )" + lim + R"( AND EXISTS (SELECT 1 FROM ev)))";
 }
 
 // A new lease (an owner, another token than the row had): "acquired",

@@ -28,8 +28,9 @@ extern const char* const k_status_schema;
 // mutex's event count after it) of rows (seq, event, at, owner, holder,
 // token, exit_code, held_ms, waited_ms). The CTEs that write them to the
 // history and trim it to `limit` events of the mutex; "" when `limit` is
-// 0 (no history). Starts with ",\n".
-std::string history_writes(const std::string& ev, int64_t limit);
+// 0 (no history). `mutex`: the SQL of the row's name the events are
+// written under ($1, or a slot's row: slots_sql.hpp). Starts with ",\n".
+std::string history_writes(const std::string& ev, int64_t limit, const std::string& mutex = "$1");
 
 // The event CTEs: an acquisition (`holder`: its parameter, e.g. "$6") from
 // the row `old` (locked before the write) to `up`; a release (`exit_code`:
