@@ -23,6 +23,7 @@
 #include "backend/postgres/statements.hpp"
 
 #include "backend/history.hpp"
+#include "backend/postgres/slots_sql.hpp"
 #include "backend/postgres/sql_parts.hpp"
 #include "backend/postgres/status_sql.hpp"
 
@@ -445,6 +446,10 @@ SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at,
        l.holding
 FROM n CROSS JOIN q LEFT JOIN {L} l ON l.token > 0
 ORDER BY l.mutex COLLATE "C")");
+  s.acquire_slot = f(acquire_slot_sql(limit));
+  s.guard_slot = f(guard_slot_sql());
+  s.release_slot = f(release_slot_sql(limit));
+  s.force_release_slot = f(force_release_slot_sql(limit));
   s.inspect = f(inspect_sql(with_now + ",\n" + quarantine("0", "$1::boolean")));
   s.history = f(k_history_read);
   s.place = f(k_place);

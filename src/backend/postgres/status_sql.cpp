@@ -89,7 +89,10 @@ FROM n CROSS JOIN q LEFT JOIN (
   SELECT 0 AS kind, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,
          l.holding, CASE WHEN l.holder_token = l.token THEN l.holder END AS holder,
          0::bigint AS queued
-  FROM {L} l WHERE l.token > 0 AND ($2 = '' OR l.mutex = $2)
+  FROM {L} l WHERE l.token > 0 AND ($2 = '' OR l.mutex = $2 OR l.mutex IN (
+    SELECT $2 || '#' || g.k FROM {L} s, generate_series(0, CASE
+      WHEN s.owner ~ '^#slots:[0-9]{1,6}$' THEN substr(s.owner, 8)::integer - 1 ELSE -1 END) g(k)
+    WHERE s.mutex = $2))
   UNION ALL
   SELECT 1, z.mutex, z.contender, z.queued_at / 1000, NULL, NULL, NULL, NULL, z.holder,
          z.queued_at
@@ -102,7 +105,8 @@ const char* const k_history_read = R"(WITH n AS (
   SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
 SELECT n.ms, h.mutex, h.at, h.event, h.owner, h.holder, h.token, h.exit_code, h.held_ms,
        h.waited_ms
-FROM n LEFT JOIN {H} h ON ($1 = '' OR h.mutex = $1) AND h.at >= $2::bigint
+FROM n LEFT JOIN {H} h ON ($1 = '' OR h.mutex = $1 OR left(h.mutex, length($1) + 1) = $1 || '#')
+  AND h.at >= $2::bigint
 ORDER BY h.at, h.mutex COLLATE "C", h.seq)";
 
 const char* const k_place = R"(SELECT z.contender = $2::text FROM {Z} z

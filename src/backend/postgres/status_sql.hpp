@@ -44,13 +44,15 @@ std::string forced_events(const std::string& holder);
 // Starts with ",\n".
 extern const char* const k_old_row;
 
-// inspect: $1 quarantine, $2 mutex ("" all). Rows of now, till, kind (0 a
+// inspect: $1 quarantine, $2 mutex ("" all; a mutex with slots, its slots'
+// rows too: core/slots.hpp). Rows of now, till, kind (0 a
 // lease, 1 a live waiter, in queue order), mutex, owner or contender,
 // acquired_at or queued (ms), ttl_at, transition_at, token, holding,
 // holder (a lease's only when written with its token).
 std::string inspect_sql(const std::string& with_now_and_quarantine);
 
-// history: $1 mutex ("" all), $2 since (epoch ms): now, then the events.
+// history: $1 mutex ("" all; its slots' rows "m#k" too), $2 since (epoch
+// ms): now, then the events.
 extern const char* const k_history_read;
 
 // place: $1 mutex, $2 contender: the live waiters in queue order, each
