@@ -22,7 +22,9 @@ admin=${SIMBA_TEST_POSTGRES_URI%%\?*}
 prefix=${SIMBA_BACKEND##*prefix=}
 leases="\"${prefix}leases\""
 sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$admin" -c "$1"; }
-now='(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)'
+# The other writer's clock: now(), one instant for its whole transaction
+# (the marker and the slot's row end at the same millisecond).
+now='(floor(extract(epoch FROM now()) * 1000)::bigint)'
 # The marker ends no earlier than each slot ('t').
 covered() {
   sql "SELECT (SELECT transition_at FROM $leases WHERE mutex = 'm') >=
