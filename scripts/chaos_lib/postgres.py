@@ -197,9 +197,10 @@ class PostgresBackend(Backend):
             # quarantine rather than grant at once. (Deleted on a live
             # server, the row could be taken by a waiter before the kill:
             # an admin's break-lock that nobody is told of, not lost writes.)
+            # With --slots, the slots' rows ("m#k") go with the marker's.
             s.kill()
             s.start(tcp=False)
-            s.sql(f"DELETE FROM chaos_leases WHERE mutex = '{MUTEX}'")
+            s.sql(f"DELETE FROM chaos_leases WHERE split_part(mutex, '#', 1) = '{MUTEX}'")
             s.kill()
             s.start()
         elif kind == "terminate_postgres":

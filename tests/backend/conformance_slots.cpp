@@ -1,7 +1,8 @@
 // Conformance for --slots N (Backend::acquire_slot, core/slots.hpp): at
 // most N valid leases, tokens increasing across slots, each slot guarded
 // and released on its own, the marker that records N and keeps plain
-// contenders out. Skipped by backends without slots (has_slots()).
+// contenders out. Every backend has slots (has_slots()): one that says it
+// has none fails here rather than skip them.
 #include "support.hpp"
 
 #include "core/slots.hpp"
@@ -44,7 +45,7 @@ Lease row(Backend& b, const std::string& m, int slot) {
 
 TEST_CASE("slots: N holders at most, each on its own slot, tokens increasing across slots") {
   auto b = open_test_backend();
-  if (!b->has_slots()) return;
+  REQUIRE(b->has_slots());
   auto m = unique_mutex("slots-n");
   std::set<int> slots;
   uint64_t last = 0;
@@ -77,7 +78,7 @@ TEST_CASE("slots: N holders at most, each on its own slot, tokens increasing acr
 
 TEST_CASE("slots: a guard, hold or release of one slot never touches another") {
   auto b = open_test_backend();
-  if (!b->has_slots()) return;
+  REQUIRE(b->has_slots());
   auto m = unique_mutex("slots-own");
   Reply a = take(*b, m, "A"), c = take(*b, m, "B");
   REQUIRE(a.observed.lease.slot == 0);
@@ -118,7 +119,7 @@ TEST_CASE("slots: a guard, hold or release of one slot never touches another") {
 
 TEST_CASE("slots: another N is refused while the mutex is held; the next N wins once free") {
   auto b = open_test_backend();
-  if (!b->has_slots()) return;
+  REQUIRE(b->has_slots());
   auto m = unique_mutex("slots-n-mismatch");
   Reply a = take(*b, m, "A", 3);
   REQUIRE(a.changed);
@@ -147,7 +148,7 @@ TEST_CASE("slots: another N is refused while the mutex is held; the next N wins 
 
 TEST_CASE("slots: an expired slot is taken again; the marker frees with the last slot") {
   auto b = open_test_backend();
-  if (!b->has_slots()) return;
+  REQUIRE(b->has_slots());
   auto m = unique_mutex("slots-expiry");
   Reply a = require_ok(b->acquire_slot(m, "A", 2, 100, 100, k_timeout));
   Reply c = require_ok(b->acquire_slot(m, "B", 2, 100, 100, k_timeout));
@@ -170,7 +171,7 @@ TEST_CASE("slots: an expired slot is taken again; the marker frees with the last
 
 TEST_CASE("slots: processes contending on 3 slots never hold more than 3 at once") {
   auto b = open_test_backend();
-  if (!b->has_slots()) return;
+  REQUIRE(b->has_slots());
   auto m = unique_mutex("slots-procs");
   // Each child writes the span of each hold, measured inside the lease
   // (after acquire's reply, before release is sent), as "start end\n".
@@ -240,10 +241,12 @@ void release_elsewhere(const std::string& m, const Reply& held, const std::strin
 
 } // namespace
 
-TEST_CASE("slots: a freed slot goes to the waiter queued first, never to a latecomer; the timed "
-          "fallback lets anyone in when the woken waiter does not come") {
+// "wake-up:": skipped where there are none (PostgreSQL with listen=off,
+// through PgBouncer: no queue either, waiters poll).
+TEST_CASE("wake-up: slots: a freed slot goes to the waiter queued first, never to a latecomer; the "
+          "timed fallback lets anyone in when the woken waiter does not come") {
   auto b = open_test_backend();
-  if (!b->has_slots()) return;
+  REQUIRE(b->has_slots());
   auto m = unique_mutex("slots-fifo");
   Reply a = take(*b, m, "A", 2), c = take(*b, m, "B", 2);
   REQUIRE(a.changed);
@@ -285,4 +288,38 @@ TEST_CASE("slots: a freed slot goes to the waiter queued first, never to a latec
   CHECK(got.changed);
   CHECK(got.observed.lease.slot == c.observed.lease.slot);
   CHECK(got.observed.lease.fencing_token > got1.observed.lease.fencing_token);
+}
+
+// Two releases before the first woken waiter has come: the second wakes
+// the next waiter (the first is taking the first slot), and nobody more.
+TEST_CASE("wake-up: slots: two slots freed one after the other wake the first two waiters, one "
+          "each") {
+  auto b = open_test_backend();
+  REQUIRE(b->has_slots());
+  auto m = unique_mutex("slots-two-wakes");
+  Reply a = take(*b, m, "A", 2), c = take(*b, m, "B", 2);
+  REQUIRE(a.changed);
+  REQUIRE(c.changed);
+  auto w1 = open_test_backend(), w2 = open_test_backend(), w3 = open_test_backend();
+  std::pair<const char*, Backend*> waiters[] = {
+      {"W1", w1.get()}, {"W2", w2.get()}, {"W3", w3.get()}};
+  int fd[3];
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE_FALSE(take(*waiters[i].second, m, waiters[i].first, 2).changed);
+    fd[i] = waiters[i].second->wakeups(m, waiters[i].first).wait();
+    REQUIRE(fd[i] >= 0);
+  }
+  // They queued a moment before (SQLite tells a woken waiter by its file's
+  // mtime, which must be later than its joining by more than the coarse
+  // clock's step).
+  sleep_ms(100);
+  release_elsewhere(m, a, "A");
+  release_elsewhere(m, c, "B");
+  CHECK(wait_for_wakeup(w1->wakeups(m, "W1"), fd[0], 1000));
+  CHECK(wait_for_wakeup(w2->wakeups(m, "W2"), fd[1], 1000));
+  CHECK_FALSE(wait_for_wakeup(w3->wakeups(m, "W3"), fd[2], 300));
+  // The two woken take the two slots; the third is refused.
+  CHECK(take(*w1, m, "W1", 2).changed);
+  CHECK(take(*w2, m, "W2", 2).changed);
+  CHECK_FALSE(take(*w3, m, "W3", 2).changed);
 }

@@ -36,6 +36,9 @@ sql "GRANT SELECT, INSERT, UPDATE ON \"${prefix}leases\", \"${prefix}server\" TO
      GRANT SELECT, INSERT, UPDATE, DELETE ON \"${prefix}waiters\", \"${prefix}history\" TO $role"
 assert_exit 0 "$SIMBA" run --backend "$uri" --mutex p -- sh -c 'echo "$SIMBA_FENCING_TOKEN"'
 (($(<"$T/out") > 0)) || fail "no fencing token: $(cat -- "$T/out")"
+# --slots: the same grants (its statements read, write and delete no more).
+assert_exit 0 "$SIMBA" run --backend "$uri" --mutex s --slots 2 -- sh -c 'echo "$SIMBA_SLOT"'
+assert_eq 0 "$(<"$T/out")" "the slot of a --slots 2 run with the granted privileges"
 
 # A privilege taken away after the start-up: each statement is refused
 # (SQLSTATE 42501), which no retry heals: 69 at once, one line, CMD never run.

@@ -9,6 +9,9 @@
 #     promoted standby, may have lost it): the next contender gets no lease
 #     while the old holder's CMD may still run (the server-run quarantine),
 #     so no two CMDs overlap.
+#  3. the same with --slots 2, both slots held and their rows (and the
+#     marker's) lost: no new slot lease before the quarantine ends, so the
+#     two CMDs of the lost leases never run beside new ones (4 > 2).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 start_own_postgres
@@ -69,3 +72,31 @@ wait "$holder" || rc=$?
 assert_eq 76 "$rc" "exit status of the holder whose lease was lost"
 echo "the next holder started ${dt} ms after the restart (quarantine: 3 s + 1 s + 1 s)" >&2
 ((dt >= 4500)) || fail "the next holder started ${dt} ms after the restart: before the quarantine ended"
+
+# ---- 3. the same with --slots 2 -------------------------------------------------
+pids=()
+for i in 1 2; do
+  rm -f -- "$T/slot$i.pid"
+  "$SIMBA" run --mutex many --slots 2 --ttl 3s --transition 1s -- \
+    sh -c 'echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300' "$T/slot$i.pid" &
+  pids+=($!)
+  wait_for 10 test -s "$T/slot$i.pid"
+done
+children=("$(<"$T/slot1.pid")" "$(<"$T/slot2.pid")")
+pg_server_sql "DELETE FROM simba_leases WHERE split_part(mutex, '#', 1) = 'many'" >/dev/null ||
+  fail "cannot delete the rows of the slots"
+kill -KILL "$PG_PID"
+pg_server_spawn || fail "cannot restart PostgreSQL"
+t0=$(now_ms)
+"$SIMBA" run --mutex many --slots 2 --ttl 1s --transition 1s --timeout 20s -- \
+  sh -c 'n=0; for p; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo "$n" >"$0"' \
+  "$T/verdict" "${children[@]}" || fail "the contender got no slot after the restart"
+dt=$(($(now_ms) - t0))
+assert_eq 0 "$(<"$T/verdict")" "CMDs of the lost slot leases still running when a new one started"
+for p in "${pids[@]}"; do
+  rc=0
+  wait "$p" || rc=$?
+  assert_eq 76 "$rc" "exit status of a holder whose slot lease was lost"
+done
+echo "the next slot holder started ${dt} ms after the restart (quarantine: 3 s + 1 s + 1 s)" >&2
+((dt >= 4500)) || fail "the next slot holder started ${dt} ms after the restart: before the quarantine ended"

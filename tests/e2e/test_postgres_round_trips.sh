@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# An uncontended `simba run -- true` costs the server two statements (the
-# acquire and the release) besides the connection's own start-up: no look
-# for the tables first (the statement itself fails when they are missing,
-# README "Speed"). Counted as transactions of a database of the test's own
+# An uncontended `simba run -- true`, and one with `--slots 3`, costs the
+# server two statements (the acquire and the release) besides the
+# connection's own start-up: no look for the tables first (the statement
+# itself fails when they are missing, README "Speed"). Counted as transactions of a database of the test's own
 # (pg_stat_database: each statement is one), against a `psql -c 'SELECT 1'`
 # (the start-up and one statement). A count is read once the sessions of
 # that database are gone (a backend writes its counts before it leaves
@@ -50,3 +50,8 @@ base=$(cost psql -X -q -At "$uri" -c 'SELECT 1')
 run=$(cost "$SIMBA" run --backend "$uri" --mutex m -- true)
 assert_eq "$((base + 1))" "$run" \
   "transactions of an uncontended run (start-up + 2; a bare SELECT 1 costs $base)"
+# --slots 3 the same: one statement takes the slot (and moves the marker),
+# one releases it.
+slots=$(cost "$SIMBA" run --backend "$uri" --mutex s --slots 3 -- true)
+assert_eq "$((base + 1))" "$slots" \
+  "transactions of an uncontended --slots 3 run (start-up + 2; a bare SELECT 1 costs $base)"

@@ -9,8 +9,10 @@
 #include "backend/postgres/connection.hpp"
 #include "backend/postgres/statements.hpp"
 #include "backend/postgres/wakeups.hpp"
+#include "backend/slot_listing.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/slots.hpp"
 #include "sys/clock.hpp"
 
 #include <algorithm>
@@ -36,6 +38,9 @@ bool lost_create_race(const std::string& state) {
 // Tries of the schema: each lost race means that another first use made
 // the tables meanwhile.
 constexpr int k_schema_tries = 6;
+// Tries of a statement of slots at most (PostgresBackend::run_slot): each
+// retry means that another writer of the mutex's slots went first.
+constexpr int k_slot_tries = 50;
 
 // A row of statements.hpp's answer, from column `at` on.
 core::Lease read_lease(const std::vector<std::string>& row, size_t at) {
@@ -63,6 +68,9 @@ core::DoneRecord read_done(const std::vector<std::string>& row, size_t at) {
   d.finished_at = number(row[at + 7]);
   return d;
 }
+
+// A slot's row ("m#k", core/slots.hpp): its statements keep the marker.
+bool is_slot_row(const std::string& name) { return name.find('#') != std::string::npos; }
 
 // A free mutex during a quarantine is shown as one that ends then (as
 // redis/lua/common.lua's quarantined()): waiters sleep until it does.
@@ -110,12 +118,36 @@ public:
 
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
+    if (is_slot_row(mutex))
+      return run_slot(m_sql.release_slot, {mutex, contender, std::to_string(token), m_exit_code},
+                      timeout_ms);
     return run(m_sql.release, {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms);
   }
 
+  // A slot's: the owner and the waiters listen on the mutex's channel.
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    if (is_slot_row(mutex))
+      return run_slot(m_sql.force_release_slot,
+                      {mutex, std::to_string(token),
+                       pg::channel(m_uri, std::string(core::mutex_of_row(mutex))), m_holder},
+                      timeout_ms);
     return run(m_sql.force_release,
                {mutex, std::to_string(token), pg::channel(m_uri, mutex), m_holder}, timeout_ms);
+  }
+
+  // --slots N (slots_sql.hpp); N = 1 is the plain acquire, its statement
+  // unchanged. Taking or renewing a slot left the queue in the same
+  // statement (our wake-ups are told: no I/O).
+  bool has_slots() const override { return true; }
+  Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                     int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    if (slots == 1) return acquire(mutex, contender, ttl_ms, transition_ms, timeout_ms);
+    Reply r = run_slot(m_sql.acquire_slot,
+                       {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                        m_quarantine, m_holder, std::to_string(slots)},
+                       timeout_ms);
+    if (r.changed) m_wakeups.left_queue(mutex, contender);
+    return r;
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
@@ -195,14 +227,21 @@ private:
 
   Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t ttl_ms, int64_t transition_ms, const char* mode, int64_t timeout_ms) {
-    return run(m_sql.guard,
-               {mutex, contender, std::to_string(token), std::to_string(ttl_ms),
-                std::to_string(transition_ms), mode},
-               timeout_ms);
+    std::vector<std::string> params{mutex,
+                                    contender,
+                                    std::to_string(token),
+                                    std::to_string(ttl_ms),
+                                    std::to_string(transition_ms),
+                                    mode};
+    if (is_slot_row(mutex)) return run_slot(m_sql.guard_slot, params, timeout_ms);
+    return run(m_sql.guard, params, timeout_ms);
   }
 
   std::optional<QueuePlace> read_place(const std::string& mutex, const std::string& contender);
-  Reply run(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms);
+  Reply run(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms,
+            bool* retry = nullptr);
+  Reply run_slot(const std::string& sql, const std::vector<std::string>& params,
+                 int64_t timeout_ms);
   Result call(const std::string& sql, const std::vector<std::string>& params, int64_t timeout_ms);
   Result send(const std::string& sql, const std::vector<std::string>& params, int64_t deadline);
   std::string ensure_tables(const std::string& state, int64_t deadline);
@@ -292,8 +331,10 @@ Result PostgresBackend::call(const std::string& sql, const std::vector<std::stri
   return r;
 }
 
+// `retry`: a statement of slots_sql.hpp, whose answer has three columns
+// more (the slot, the N that refused, whether to send it again).
 Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string>& params,
-                           int64_t timeout_ms) {
+                           int64_t timeout_ms, bool* retry) {
   Result r = call(sql, params, timeout_ms);
   if (!r.ok) {
     // A refusal by the server (a SQLSTATE) applied nothing: one statement
@@ -306,8 +347,9 @@ Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string
                                               : Reply::Status::failed;
     return Reply::failure(s, r.error);
   }
-  if (r.rows.size() != 1 ||
-      (r.rows[0].size() != 9 && r.rows[0].size() != 10 && r.rows[0].size() != 9 + k_done_columns))
+  const size_t columns = retry ? 12 : 0;
+  if (r.rows.size() != 1 || (r.rows[0].size() != 9 && r.rows[0].size() != 10 &&
+                             r.rows[0].size() != 9 + k_done_columns && r.rows[0].size() != columns))
     return Reply::failure(Reply::Status::failed, "unexpected answer from PostgreSQL");
   const std::vector<std::string>& row = r.rows[0];
   Reply out;
@@ -318,7 +360,31 @@ Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string
   show_quarantine(out.observed.lease, out.observed.now, number(row[8]));
   if (row.size() == 10 && !row[9].empty()) out.last_run_at = number(row[9]);
   if (row.size() == 9 + k_done_columns && !row[9].empty()) out.done = read_done(row, 9);
+  if (row.size() == columns) {
+    out.observed.lease.slot = static_cast<int>(number(row[9]));
+    out.slots_recorded = static_cast<int>(number(row[10]));
+    *retry = row[11] == "t";
+  }
   return out;
+}
+
+// A statement of slots_sql.hpp, sent again while it answers that another
+// writer of the mutex's slots committed after its snapshot (it wrote
+// nothing): each try is one statement, and one more is needed only when
+// two writers of one mutex met. Bounded by the call's budget.
+Reply PostgresBackend::run_slot(const std::string& sql, const std::vector<std::string>& params,
+                                int64_t timeout_ms) {
+  const int64_t end = sys::boottime_ms() + std::max<int64_t>(1, timeout_ms);
+  for (int tries = 1;; ++tries) {
+    bool retry = false;
+    Reply r = run(sql, params, std::max<int64_t>(1, end - sys::boottime_ms()), &retry);
+    if (!r.ok() || !retry) return r;
+    if (sys::boottime_ms() >= end || tries >= k_slot_tries)
+      return Reply::failure(Reply::Status::failed,
+                            "PostgreSQL at " + m_uri.shown + ": the slots of " +
+                                std::string(core::mutex_of_row(params[0])) + " changed under " +
+                                std::to_string(tries) + " tries; nothing was written");
+  }
 }
 
 Listing PostgresBackend::list(int64_t timeout_ms) {
@@ -341,6 +407,7 @@ Listing PostgresBackend::list(int64_t timeout_ms) {
     show_quarantine(m.lease, out.now, number(row[1]));
     out.mutexes.push_back(std::move(m));
   }
+  group_slot_rows(out.mutexes);
   out.ok = true;
   return out;
 }
@@ -378,6 +445,7 @@ Listing PostgresBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
       out.mutexes.back().waiters.push_back({row[4], number(row[5]), std::move(holder)});
     }
   }
+  group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.
   if (!mutex.empty() && out.mutexes.empty()) {
     MutexLease free;
@@ -409,7 +477,7 @@ History PostgresBackend::history(const std::string& mutex, int64_t since_ms, int
     h.now = number(row[0]);
     if (row[1].empty()) continue; // no event: the clock only
     HistoryEvent e;
-    e.mutex = row[1];
+    e.mutex = std::string(core::mutex_of_row(row[1])); // a slot's ("m#k"): its mutex's
     e.at = number(row[2]);
     e.event = row[3];
     e.owner_id = row[4];

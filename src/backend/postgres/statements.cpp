@@ -23,6 +23,8 @@
 #include "backend/postgres/statements.hpp"
 
 #include "backend/history.hpp"
+#include "backend/postgres/slots_sql.hpp"
+#include "backend/postgres/sql_parts.hpp"
 #include "backend/postgres/status_sql.hpp"
 
 #include <cstring>
@@ -30,28 +32,20 @@
 namespace simba::backend::pg {
 namespace {
 
-// {L}, {S}, {Z}, {H} (the tables) in `sql` replaced by the quoted names.
-std::string fill(std::string sql, const std::string& leases, const std::string& server,
-                 const std::string& waiters, const std::string& history) {
-  for (auto [token, name] : {std::pair<const char*, const std::string*>{"{L}", &leases},
-                             {"{S}", &server},
-                             {"{Z}", &waiters},
-                             {"{H}", &history}}) {
-    for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
-      sql.replace(at, 3, *name);
-  }
-  return sql;
-}
+// The done record of --once-per (core::DoneRecord): columns of the lease's
+// row, once_window NULL when there is none.
+constexpr const char* k_once_fields =
+    "once_window, once_label, once_host, once_token, once_started_at, once_finished, "
+    "once_exit_code, once_finished_at";
+constexpr const char* k_once_columns =
+    ",\n       r.once_window, r.once_label, r.once_host, r.once_token, r.once_started_at, "
+    "r.once_finished, r.once_exit_code, r.once_finished_at";
 
-std::string quote(const std::string& identifier) {
-  std::string out = "\"";
-  for (char c : identifier) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
+} // namespace
 
 // The server's clock, read once: epoch ms (lease times), µs (token
 // seeds); and the server run.
-constexpr const char* k_now = R"(n AS (
+const char* const k_now = R"(n AS (
   SELECT floor(extract(epoch FROM t) * 1000)::bigint AS ms,
          floor(extract(epoch FROM t) * 1000000)::bigint AS us,
          extract(epoch FROM pg_postmaster_start_time())::text AS run
@@ -76,19 +70,10 @@ q AS (
   FROM n LEFT JOIN m ON true))";
 }
 
-constexpr const char* k_fields = "owner, acquired_at, ttl_at, transition_at, token, holding";
-
-// The done record of --once-per (core::DoneRecord): columns of the lease's
-// row, once_window NULL when there is none.
-constexpr const char* k_once_fields =
-    "once_window, once_label, once_host, once_token, once_started_at, once_finished, "
-    "once_exit_code, once_finished_at";
-constexpr const char* k_once_columns =
-    ",\n       r.once_window, r.once_label, r.once_host, r.once_token, r.once_started_at, "
-    "r.once_finished, r.once_exit_code, r.once_finished_at";
+const char* const k_fields = "owner, acquired_at, ttl_at, transition_at, token, holding";
 
 // The answer: the lease written by `up`, or else as it stands.
-constexpr const char* k_answer = R"(
+const char* const k_answer = R"(
 SELECT n.ms, coalesce(r.changed, false), r.owner, r.acquired_at, r.ttl_at, r.transition_at,
        r.token, r.holding, {TILL}{EXTRA}
 FROM n {Q} LEFT JOIN (
@@ -100,8 +85,7 @@ FROM n {Q} LEFT JOIN (
 // `notify`: the channel NOTIFYed when `up` changed the lease (at commit:
 // the waiters look once it is visible); "" none.
 // `extra`: more columns (of r: then with `once`, the done record's).
-std::string answer(bool with_quarantine, const std::string& notify = "", const char* extra = "",
-                   bool once = false) {
+std::string answer(bool with_quarantine, const std::string& notify, const char* extra, bool once) {
   std::string a = k_answer;
   std::string fields = std::string(k_fields) + (once ? std::string(", ") + k_once_fields : "");
   for (int i = 0; i < 2; ++i) a.replace(a.find("{FIELDS}"), 8, fields);
@@ -113,6 +97,27 @@ std::string answer(bool with_quarantine, const std::string& notify = "", const c
              " AS c) x WHERE x.c IS NOT NULL) w";
   a.replace(a.find("{Q}"), 3, joins);
   return a;
+}
+
+namespace {
+
+// {L}, {S}, {Z}, {H} (the tables) in `sql` replaced by the quoted names.
+std::string fill(std::string sql, const std::string& leases, const std::string& server,
+                 const std::string& waiters, const std::string& history) {
+  for (auto [token, name] : {std::pair<const char*, const std::string*>{"{L}", &leases},
+                             {"{S}", &server},
+                             {"{Z}", &waiters},
+                             {"{H}", &history}}) {
+    for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
+      sql.replace(at, 3, *name);
+  }
+  return sql;
+}
+
+std::string quote(const std::string& identifier) {
+  std::string out = "\"";
+  for (char c : identifier) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
 }
 
 // acquire's and acquire_once's: the quarantine's marker row, written only
@@ -460,6 +465,10 @@ SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at,
        l.holding
 FROM n CROSS JOIN q LEFT JOIN {L} l ON l.token > 0
 ORDER BY l.mutex COLLATE "C")");
+  s.acquire_slot = f(with_counters(acquire_slot_sql(limit)));
+  s.guard_slot = f(guard_slot_sql());
+  s.release_slot = f(release_slot_sql(limit));
+  s.force_release_slot = f(force_release_slot_sql(limit));
   s.inspect = f(inspect_sql(with_now + ",\n" + quarantine("0", "$1::boolean")));
   s.history = f(k_history_read);
   s.place = f(k_place);

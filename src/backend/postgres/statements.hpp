@@ -31,6 +31,10 @@ struct Statements {
   // status and history (status_sql.hpp): inspect, history, and a waiter's
   // place in its queue (on the main connection).
   std::string inspect, history, place;
+  // --slots N > 1 (slots_sql.hpp): the acquisition, and guard (hold,
+  // extend), release and force_release of a slot's row; their answer has
+  // three columns more (slot, slots_recorded, retry).
+  std::string acquire_slot, guard_slot, release_slot, force_release_slot;
 };
 
 // The statements on the tables "<prefix>leases", "<prefix>server",

@@ -32,14 +32,15 @@ const char* const k_expiry_loss =
 // replaced: a lease row lost (a server that lost its last writes, a row
 // deleted by hand) counts again from 0, and its history must never stop
 // a lease.
-std::string history_writes(const std::string& ev, int64_t limit) {
+std::string history_writes(const std::string& ev, int64_t limit, const std::string& mutex) {
   if (limit <= 0) return "";
   std::string lim = std::to_string(limit);
   return ",\n" + ev + R"(,
 ins AS (
   INSERT INTO {H} (mutex, seq, at, event, owner, holder, token, exit_code, held_ms, waited_ms,
                    reason, by_owner)
-  SELECT $1, e.seq, e.at, e.event, e.owner, e.holder, e.token, e.exit_code, e.held_ms,
+  SELECT )" +
+         mutex + R"(, e.seq, e.at, e.event, e.owner, e.holder, e.token, e.exit_code, e.held_ms,
          e.waited_ms, e.reason, e.by_owner
   FROM ev e CROSS JOIN up WHERE e.seq > up.hseq - )" +
          lim + R"(
@@ -50,8 +51,8 @@ ins AS (
   RETURNING seq),
 cut AS (
   DELETE FROM {H} h USING up
-  WHERE h.mutex = $1 AND h.seq <= up.hseq - )" +
-         lim + R"( AND EXISTS (SELECT 1 FROM ev)))";
+  WHERE h.mutex = )" +
+         mutex + R"( AND h.seq <= up.hseq - )" + lim + R"( AND EXISTS (SELECT 1 FROM ev)))";
 }
 
 // A new lease (an owner, another token than the row had): "acquired",
@@ -129,7 +130,10 @@ FROM n CROSS JOIN q LEFT JOIN (
          l.holding, CASE WHEN l.holder_token = l.token THEN l.holder END AS holder,
          0::bigint AS queued, coalesce(l.acquisitions, 0) AS acquisitions,
          coalesce(l.losses, 0) AS losses
-  FROM {L} l WHERE l.token > 0 AND ($2 = '' OR l.mutex = $2)
+  FROM {L} l WHERE l.token > 0 AND ($2 = '' OR l.mutex = $2 OR l.mutex IN (
+    SELECT $2 || '#' || g.k FROM {L} s, generate_series(0, CASE
+      WHEN s.owner ~ '^#slots:[0-9]{1,6}$' THEN substr(s.owner, 8)::integer - 1 ELSE -1 END) g(k)
+    WHERE s.mutex = $2))
   UNION ALL
   SELECT 1, z.mutex, z.contender, z.queued_at / 1000, NULL, NULL, NULL, NULL, z.holder,
          z.queued_at, NULL, NULL
@@ -142,7 +146,8 @@ const char* const k_history_read = R"(WITH n AS (
   SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms)
 SELECT n.ms, h.mutex, h.at, h.event, h.owner, h.holder, h.token, h.exit_code, h.held_ms,
        h.waited_ms, h.reason, h.by_owner
-FROM n LEFT JOIN {H} h ON ($1 = '' OR h.mutex = $1) AND h.at >= $2::bigint
+FROM n LEFT JOIN {H} h ON ($1 = '' OR h.mutex = $1 OR left(h.mutex, length($1) + 1) = $1 || '#')
+  AND h.at >= $2::bigint
 ORDER BY h.at, h.mutex COLLATE "C", h.seq)";
 
 const char* const k_place = R"(SELECT z.contender = $2::text FROM {Z} z

@@ -28,8 +28,9 @@ extern const char* const k_status_schema;
 // mutex's event count after it) of rows (seq, event, at, owner, holder,
 // token, exit_code, held_ms, waited_ms, reason, by_owner). The CTEs that write them to the
 // history and trim it to `limit` events of the mutex; "" when `limit` is
-// 0 (no history). Starts with ",\n".
-std::string history_writes(const std::string& ev, int64_t limit);
+// 0 (no history). `mutex`: the SQL of the row's name the events are
+// written under ($1, or a slot's row: slots_sql.hpp). Starts with ",\n".
+std::string history_writes(const std::string& ev, int64_t limit, const std::string& mutex = "$1");
 
 // The event CTEs: an acquisition (`holder`: its parameter, e.g. "$6") from
 // the row `old` (locked before the write) to `up`; a release (`exit_code`:
@@ -53,15 +54,16 @@ extern const char* const k_expiry_loss;
 extern const char* const k_record_lost;
 extern const char* const k_lost_events;
 
-// inspect: $1 quarantine, $2 mutex ("" all). Rows of now, till, kind (0 a
+// inspect: $1 quarantine, $2 mutex ("" all; a mutex with slots, its slots'
+// rows too: core/slots.hpp). Rows of now, till, kind (0 a
 // lease, 1 a live waiter, in queue order), mutex, owner or contender,
 // acquired_at or queued (ms), ttl_at, transition_at, token, holding,
 // holder (a lease's only when written with its token), a lease's counters
 // acquisitions and losses (a waiter's NULL).
 std::string inspect_sql(const std::string& with_now_and_quarantine);
 
-// history: $1 mutex ("" all), $2 since (epoch ms): now, then the events
-// (lost's reason and by_owner last).
+// history: $1 mutex ("" all; its slots' rows "m#k" too), $2 since (epoch
+// ms): now, then the events (lost's reason and by_owner last).
 extern const char* const k_history_read;
 
 // place: $1 mutex, $2 contender: the live waiters in queue order, each

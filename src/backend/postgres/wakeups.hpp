@@ -46,6 +46,13 @@ public:
   bool look_after_queueing() const override { return m_look; }
   // Written with our place in a queue (status lists the waiters).
   void set_holder(const std::string& encoded) { m_holder = encoded; }
+  // --slots: the statement that took (or renewed) a slot of `mutex` for
+  // `contender` took its place out of the queue too (slots_sql.hpp), so
+  // that the next release wakes another and the waiters behind do not
+  // count it: a wait() that follows joins the queue again. No I/O.
+  void left_queue(const std::string& mutex, const std::string& contender) {
+    if (mutex == m_mutex && contender == m_contender) m_queued = false;
+  }
 
 private:
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override;

@@ -50,9 +50,4 @@ int cover_by_marker(Connection& db, const std::string& row, const Clocks& c, int
 // many slots are free.
 int cover(core::Lease& marker, const std::vector<core::Lease>& slots, int64_t now);
 
-// A listing's rows of slots ("m#k") moved into their mutex's
-// MutexLease::slots, by number, their counters added to the mutex's
-// (status shows a mutex, not its rows).
-void group_slot_rows(std::vector<MutexLease>& mutexes);
-
 } // namespace simba::backend::sqlite

@@ -7,6 +7,7 @@
 
 #include "backend/history.hpp"
 #include "backend/holder.hpp"
+#include "backend/slot_listing.hpp"
 #include "backend/sqlite/clocks.hpp"
 #include "backend/sqlite/connection.hpp"
 #include "backend/sqlite/database_files.hpp"
