@@ -1,7 +1,7 @@
 #pragma once
 // What the contender asks of the driver (actions): call the backend, start or
-// signal CMD, move the watchdog, log, record a loss in the history, exit. Each action is a small struct that
-// carries only what its kind needs; `Action` is one of them.
+// signal CMD, move the watchdog, log, record a loss in the history, exit. Each action is a small
+// struct that carries only what its kind needs; `Action` is one of them.
 #include "core/lease.hpp"
 
 #include <cstdint>

@@ -114,8 +114,8 @@ struct Move {
     ReplyPtr keys = source->command({"CLUSTER", "GETKEYSINSLOT", slot, "1000"});
     REQUIRE(keys->type == REDIS_REPLY_ARRAY);
     REQUIRE(keys->elements > 0);
-    std::vector<std::string> migrate{"MIGRATE", "127.0.0.1", std::to_string(target->port()),
-                                     "", "0", "5000", "KEYS"};
+    std::vector<std::string> migrate{
+        "MIGRATE", "127.0.0.1", std::to_string(target->port()), "", "0", "5000", "KEYS"};
     for (size_t i = 0; i < keys->elements; ++i)
       migrate.emplace_back(keys->element[i]->str, keys->element[i]->len);
     CHECK(source->text(migrate) == "OK");

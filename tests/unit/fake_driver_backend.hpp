@@ -73,8 +73,8 @@ public:
   backend::Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                          int64_t transition_ms, int64_t) override {
     ++acquires;
-    backend::Reply r = apply(core::Op::acquire,
-                             [&] { return store.acquire(mutex, contender, ttl_ms, transition_ms); });
+    backend::Reply r = apply(
+        core::Op::acquire, [&] { return store.acquire(mutex, contender, ttl_ms, transition_ms); });
     acquired_at_ms = sys::boottime_ms();
     return r;
   }

@@ -19,8 +19,7 @@ namespace {
 
 // A reply parsed by hiredis from the bytes a server sends.
 ReplyPtr parse(const std::string& resp) {
-  std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(),
-                                                              redisReaderFree);
+  std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(), redisReaderFree);
   REQUIRE(redisReaderFeed(reader.get(), resp.data(), resp.size()) == REDIS_OK);
   void* out = nullptr;
   REQUIRE(redisReaderGetReply(reader.get(), &out) == REDIS_OK);
@@ -65,8 +64,8 @@ TEST_SUITE("backend::redis::cluster") {
     Client client(uri);
     // A mutex name holds no brace (core/names.cpp), so the hash tag is the
     // whole name; the prefix none either (uri_redis.cpp).
-    for (std::string m : {std::string("m"), std::string("deploy/prod"),
-                          std::string("a.b_c:d@e-f"), std::string(128, 'z')}) {
+    for (std::string m : {std::string("m"), std::string("deploy/prod"), std::string("a.b_c:d@e-f"),
+                          std::string(128, 'z')}) {
       std::string hash = client.hash_key(m);
       int slot = key_slot(hash);
       for (const char* tail : {":fence", ":waiters", ":who", ":history", ":once", "#0", "#7",

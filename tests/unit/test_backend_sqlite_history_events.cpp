@@ -68,8 +68,8 @@ TEST_SUITE("backend::sqlite::history_events") {
 
   TEST_CASE("a renewal makes no event") {
     HistoryEvent out[2];
-    CHECK(history_events(lease("A", 30000, 52000, 7), lease("A", 30000, 62000, 7), false,
-                         context(), out) == 0);
+    CHECK(history_events(lease("A", 30000, 52000, 7), lease("A", 30000, 62000, 7), false, context(),
+                         out) == 0);
   }
 
   TEST_CASE("a release: released, with CMD's exit code and how long it was held") {

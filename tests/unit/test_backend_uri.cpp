@@ -169,15 +169,15 @@ TEST_SUITE("backend::uri") {
     CHECK(d.listen);
     CHECK(redact("postgres://h/db?sslmode=require&password=pw") ==
           "postgres://h/db?sslmode=require&password=***");
-    CHECK(usage_error_of("postgres://h/db?password=pw&timeout=x").find("pw&") ==
-          std::string::npos);
+    CHECK(usage_error_of("postgres://h/db?password=pw&timeout=x").find("pw&") == std::string::npos);
   }
 
   TEST_CASE("refusals name the URI and say what is wrong") {
     EnvVar no_password(k_redis_password_env, nullptr);
-    const std::string expected = "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
-                                 "redis://HOST[:PORT][/DB], rediss://..., redis+unix:///PATH.sock or "
-                                 "postgres://[USER@]HOST[:PORT]/DB";
+    const std::string expected =
+        "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
+        "redis://HOST[:PORT][/DB], rediss://..., redis+unix:///PATH.sock or "
+        "postgres://[USER@]HOST[:PORT]/DB";
     CHECK(usage_error_of("mysql://db") == "unknown backend 'mysql' in 'mysql://db': " + expected);
     CHECK(usage_error_of("postgres:db") ==
           "invalid backend URI 'postgres:db': expected postgres://[USER@]HOST[:PORT]/DB");
@@ -265,9 +265,8 @@ TEST_SUITE("backend::uri") {
           "invalid backend URI 'redis+cluster://n1/1': a Redis Cluster has database 0 only");
     CHECK(usage_error_of("redis+cluster://n1?db=2") ==
           "invalid backend URI 'redis+cluster://n1?db=2': a Redis Cluster has database 0 only");
-    CHECK(usage_error_of("redis+cluster:n1") ==
-          "invalid backend URI 'redis+cluster:n1': expected "
-          "redis+cluster://HOST[:PORT][,HOST[:PORT]...][/0]");
+    CHECK(usage_error_of("redis+cluster:n1") == "invalid backend URI 'redis+cluster:n1': expected "
+                                                "redis+cluster://HOST[:PORT][,HOST[:PORT]...][/0]");
     CHECK(usage_error_of("redis+cluster://n1,,n2") ==
           "invalid backend URI 'redis+cluster://n1,,n2': an empty host");
     CHECK(usage_error_of("redis+cluster://admin:secret") ==

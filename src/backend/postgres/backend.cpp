@@ -201,8 +201,8 @@ public:
                     int64_t timeout_ms) override {
     return run(m_sql.record_lost,
                {mutex, contender, std::to_string(lost.token), m_holder,
-                lost.exit_code ? std::to_string(*lost.exit_code) : "",
-                std::to_string(lost.held_ms), lost.reason, lost.by},
+                lost.exit_code ? std::to_string(*lost.exit_code) : "", std::to_string(lost.held_ms),
+                lost.reason, lost.by},
                timeout_ms);
   }
 
@@ -319,13 +319,14 @@ Result PostgresBackend::call(const std::string& sql, const std::vector<std::stri
   m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_uri.timeout_ms));
   int64_t deadline = sys::boottime_ms() + m_budget_ms;
   Result r = send(sql, params, deadline);
-  if (!r.ok && !m_tables_checked &&
-      (missing_tables(r.sqlstate) || missing_columns(r.sqlstate))) {
+  if (!r.ok && !m_tables_checked && (missing_tables(r.sqlstate) || missing_columns(r.sqlstate))) {
     m_tables_checked = true;
     std::string why = ensure_tables(r.sqlstate, deadline);
     if (!why.empty() && !m_answered) throw UnavailableError(why);
-    if (why.empty()) r = send(sql, params, deadline);
-    else r.error = why;
+    if (why.empty())
+      r = send(sql, params, deadline);
+    else
+      r.error = why;
   }
   if (r.ok) m_answered = true;
   return r;
@@ -523,8 +524,9 @@ std::string PostgresBackend::create_tables(int64_t deadline) {
     if (attempt + 1 < k_schema_tries && retry && m_conn.is_open()) continue;
     if (r.sqlstate == "42501")
       return "the PostgreSQL role may not create simba's tables in schema " + m_uri.schema +
-             " at " + m_uri.shown + "; have an administrator run (man simba, POSTGRESQL): " +
-             (with_schema ? schema : "") + pg::schema_sql(m_uri.schema, m_uri.prefix);
+             " at " + m_uri.shown +
+             "; have an administrator run (man simba, POSTGRESQL): " + (with_schema ? schema : "") +
+             pg::schema_sql(m_uri.schema, m_uri.prefix);
     return failure(r);
   }
 }

@@ -419,8 +419,9 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   // A release wakes the first live waiter in the queue (not the
   // releaser), on its own channel. Live: the session that queued it (its
   // LISTEN) still runs.
-  s.release = f(with_now + k_release + k_leave_queue + history_writes(released_events("$4"), limit) +
-                answer(false, first_waiter("$2::text")));
+  s.release =
+      f(with_now + k_release + k_leave_queue + history_writes(released_events("$4"), limit) +
+        answer(false, first_waiter("$2::text")));
   // A forced release that freed the mutex (a lease only held) wakes the
   // first live waiter, as a release does; one that revoked a lease tells
   // the owner, and every waiter, on the mutex's channel.
@@ -435,9 +436,9 @@ up AS (SELECT )" +
   s.acquire_once = f(with_counters(acquire_once_sql(limit)));
   s.record_lost =
       f(with_now + k_record_lost + history_writes(k_lost_events, limit) + answer(false));
-  s.release_once = f(with_now + k_release_once + k_leave_queue +
-                     history_writes(released_events("$5"), limit) +
-                     answer(false, "$4", k_once_columns, true));
+  s.release_once =
+      f(with_now + k_release_once + k_leave_queue + history_writes(released_events("$5"), limit) +
+        answer(false, "$4", k_once_columns, true));
   // done_record: get's, with the done record.
   s.done_record = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" + k_fields +

@@ -15,7 +15,7 @@
 namespace simba::backend::pg {
 
 struct Statements {
-  std::string schema;       // run when the tables are missing (CREATE ... IF NOT EXISTS)
+  std::string schema; // run when the tables are missing (CREATE ... IF NOT EXISTS)
   // Fails when the tables of a simba without status are missing (status
   // brings tables up to date but creates none).
   std::string probe_leases;

@@ -118,8 +118,7 @@ public:
 
 private:
   Exchange cluster_script(const lua::Script& s, const std::vector<std::string>& keys,
-                          const std::vector<std::string>& args, int64_t deadline,
-                          bool ping_first);
+                          const std::vector<std::string>& args, int64_t deadline, bool ping_first);
   std::string server_run() const { return m_uri.quarantine ? m_run_id : ""; }
   std::string describe_failure(const std::string& err) const;
   // connect() to the URI's server; with Sentinel, to the master it names.
@@ -132,11 +131,11 @@ private:
   std::string m_where;
   std::string m_history_limit; // SIMBA_HISTORY_LIMIT, sent with every script (lua/common.lua)
   Connection m_conn;
-  std::string m_run_id;        // of the server m_conn talks to (INFO at connect)
-  int64_t m_budget_ms = 0;     // of the current call, for messages
-  bool m_master_known = false; // Sentinel: m_uri's host and port are the master's
-  int64_t m_confirmed_at = 0;  // Sentinel: when a sentinel last named it (boottime)
-  bool m_hello_waits = false;  // open() connected and left the hello to the first call
+  std::string m_run_id;                    // of the server m_conn talks to (INFO at connect)
+  int64_t m_budget_ms = 0;                 // of the current call, for messages
+  bool m_master_known = false;             // Sentinel: m_uri's host and port are the master's
+  int64_t m_confirmed_at = 0;              // Sentinel: when a sentinel last named it (boottime)
+  bool m_hello_waits = false;              // open() connected and left the hello to the first call
   std::unique_ptr<ClusterRoute> m_cluster; // redis+cluster://
 };
 

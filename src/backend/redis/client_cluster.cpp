@@ -33,8 +33,8 @@ std::vector<std::string> route_keys(const std::vector<std::string>& keys, int sl
 Exchange Client::cluster_script(const lua::Script& s, const std::vector<std::string>& keys,
                                 const std::vector<std::string>& args, int64_t deadline,
                                 bool ping_first) {
-  auto first = std::find_if(keys.begin(), keys.end(),
-                            [](const std::string& k) { return k != k_marker; });
+  auto first =
+      std::find_if(keys.begin(), keys.end(), [](const std::string& k) { return k != k_marker; });
   int slot = first == keys.end() ? 0 : key_slot(*first);
   return m_cluster->script(slot, s, route_keys(keys, slot), keys, args, deadline, ping_first);
 }
@@ -44,8 +44,7 @@ std::vector<std::string> Client::listing_nodes(int64_t deadline, std::string& er
   return m_cluster->masters(deadline, error);
 }
 
-Exchange Client::call_on(const std::string& node, std::vector<Command> commands,
-                         int64_t deadline) {
+Exchange Client::call_on(const std::string& node, std::vector<Command> commands, int64_t deadline) {
   if (!m_cluster) return call(std::move(commands), deadline);
   return m_cluster->call_on(node, commands, deadline);
 }

@@ -165,9 +165,9 @@ Exchange ClusterRoute::routed(int slot, const std::string& fixed, const lua::Scr
         std::string err = discover(deadline);
         owner = m_map.owner(slot);
         if (!owner)
-          return failure(err.empty() ? "no master of the Redis Cluster serves slot " +
-                                           std::to_string(slot)
-                                     : err);
+          return failure(err.empty()
+                             ? "no master of the Redis Cluster serves slot " + std::to_string(slot)
+                             : err);
       }
       n = &node(*owner);
     }

@@ -88,9 +88,9 @@ private:
                                        std::vector<std::string>& args) const;
   // One call routed by `slot` (-1: on `fixed`), redirections followed.
   Exchange routed(int slot, const std::string& fixed, const lua::Script* s,
-                  const std::vector<std::string>& route_keys,
-                  const std::vector<std::string>& keys, std::vector<std::string>& args,
-                  const std::vector<Command>& plain, int64_t deadline, bool ping_first);
+                  const std::vector<std::string>& route_keys, const std::vector<std::string>& keys,
+                  std::vector<std::string>& args, const std::vector<Command>& plain,
+                  int64_t deadline, bool ping_first);
   std::string describe_failure(const Node& n, const std::string& err, int64_t budget_ms) const;
 
   RedisUri m_uri;

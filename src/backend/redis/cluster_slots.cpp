@@ -147,8 +147,7 @@ Redirect read_redirect(const std::string& text) {
   if (b == std::string::npos) return r;
   int slot = std::atoi(text.c_str() + a + 1);
   std::string address = text.substr(b + 1);
-  if (size_t end = address.find_first_of(" \r\n"); end != std::string::npos)
-    address.resize(end);
+  if (size_t end = address.find_first_of(" \r\n"); end != std::string::npos) address.resize(end);
   if (slot < 0 || slot >= k_cluster_slots || !read_address(address, r.node)) return r;
   r.slot = slot;
   r.kind = moved ? Redirect::Kind::moved : Redirect::Kind::ask;

@@ -74,7 +74,8 @@ bool is_subscribed(const redisReply* r) {
 bool is_unsubscribed(const redisReply* r) {
   return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
          r->element[0]->type == REDIS_REPLY_STRING &&
-         (reply_text(r->element[0]) == "unsubscribe" || reply_text(r->element[0]) == "sunsubscribe");
+         (reply_text(r->element[0]) == "unsubscribe" ||
+          reply_text(r->element[0]) == "sunsubscribe");
 }
 
 bool is_message_on(const redisReply* r, const std::string& channel) {

@@ -105,8 +105,7 @@ bool PubSubWakeups::subscribe() {
   int64_t deadline = now + std::min(m_client.uri().timeout_ms, k_subscribe_wait_ms);
   // Channels are server-wide (SELECT does not matter to them): their
   // names carry the database (channel_name()).
-  if (!m_client.connect_subscriber(m_sub, m_sub_mutex, deadline, m_sub_where).empty())
-    return false;
+  if (!m_client.connect_subscriber(m_sub, m_sub_mutex, deadline, m_sub_where).empty()) return false;
   // A message that comes after the confirmations was published after the
   // server handled the SUBSCRIBE, so after this moment: a hand-over's
   // lease is counted from here (see take_grant()).

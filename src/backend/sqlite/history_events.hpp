@@ -11,12 +11,12 @@ namespace simba::backend::sqlite {
 
 // What the operation knows besides the two leases.
 struct EventContext {
-  int64_t now = 0;                       // the operation's instant, boot clock
-  int64_t boot_to_wall = 0;              // wall minus boot clock (events are on the wall clock)
-  std::optional<Holder> holder;          // ours: the acquirer, or who forced
-  std::optional<int64_t> queued_at_ms;   // when we joined the queue (epoch ms), if we did
-  bool forced = false;                   // a release --force
-  std::optional<int> exit_code;          // CMD's, for a release
+  int64_t now = 0;                     // the operation's instant, boot clock
+  int64_t boot_to_wall = 0;            // wall minus boot clock (events are on the wall clock)
+  std::optional<Holder> holder;        // ours: the acquirer, or who forced
+  std::optional<int64_t> queued_at_ms; // when we joined the queue (epoch ms), if we did
+  bool forced = false;                 // a release --force
+  std::optional<int> exit_code;        // CMD's, for a release
 };
 
 // The events of a write from `cur` to `next`, oldest first, into `out`; how

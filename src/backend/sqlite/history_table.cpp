@@ -36,12 +36,15 @@ constexpr const char* k_sql_insert =
 constexpr const char* k_sql_trim = "DELETE FROM simba_events WHERE mutex = ?1 AND pos >= ?2";
 
 // A mutex's rows: its own and its slots' ("m#k"), a range of the key.
-#define SIMBA_HISTORY_OF_MUTEX "(?1 = '' OR mutex = ?1 OR (mutex >= ?1 || '#' AND mutex < ?1 || '$'))"
-#define SIMBA_HISTORY_COLUMNS "mutex, at, event, owner, holder, token, exit_code, held_ms, waited_ms"
+#define SIMBA_HISTORY_OF_MUTEX                                                                     \
+  "(?1 = '' OR mutex = ?1 OR (mutex >= ?1 || '#' AND mutex < ?1 || '$'))"
+#define SIMBA_HISTORY_COLUMNS                                                                      \
+  "mutex, at, event, owner, holder, token, exit_code, held_ms, waited_ms"
 
 constexpr const char* k_sql_read =
-    "SELECT " SIMBA_HISTORY_COLUMNS ", reason, by_owner, seq FROM simba_events WHERE "
-    SIMBA_HISTORY_OF_MUTEX " AND at >= ?2 ORDER BY at, mutex, seq";
+    "SELECT " SIMBA_HISTORY_COLUMNS
+    ", reason, by_owner, seq FROM simba_events WHERE " SIMBA_HISTORY_OF_MUTEX
+    " AND at >= ?2 ORDER BY at, mutex, seq";
 
 // With the table of the simba before the ring (history_table.hpp), which
 // has no lost events.

@@ -41,15 +41,15 @@ constexpr int k_holder_column = 11;
 constexpr int k_history_seq_column = 13;
 
 // status: after the holder's two, the counters (k_counters_column).
-constexpr const char* k_sql_list = "SELECT mutex, " SIMBA_SQL_ROW
-                                   ", holder, holder_token, acquisitions, losses FROM simba_mutex "
-                                   "ORDER BY mutex";
+constexpr const char* k_sql_list =
+    "SELECT mutex, " SIMBA_SQL_ROW ", holder, holder_token, acquisitions, losses FROM simba_mutex "
+    "ORDER BY mutex";
 constexpr int k_counters_column = 13; // of the row, as k_holder_column
 
 constexpr const char* k_sql_list_one =
     "SELECT mutex, " SIMBA_SQL_ROW ", holder, holder_token, acquisitions, losses FROM simba_mutex "
     "WHERE mutex = ?1 OR (mutex >= ?1 || '#' AND mutex < ?1 || '$') ORDER BY mutex"; // and its
-                                                                                    // slots' rows
+                                                                                     // slots' rows
 
 constexpr const char* k_sql_upsert =
     "INSERT INTO simba_mutex(mutex, " SIMBA_SQL_ROW ", holder, holder_token, history_seq, "

@@ -636,8 +636,8 @@ History SqliteBackend::history(const std::string& mutex, int64_t since_ms, int64
 Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& contender,
                                  const LostLease& lost, int64_t timeout_ms) {
   if (!m_db.db() || m_files.replaced())
-    return Reply::failure(Reply::Status::failed, "the database " + m_files.path() +
-                                                     " was removed or replaced");
+    return Reply::failure(Reply::Status::failed,
+                          "the database " + m_files.path() + " was removed or replaced");
   m_db.set_busy_timeout(timeout_ms);
   int rc = m_db.run(k_begin, "BEGIN IMMEDIATE");
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
