@@ -63,17 +63,6 @@ Reply Backend::record_lost(const std::string&, const std::string&, const LostLea
   return Reply::failure(Reply::Status::failed, describe() + " keeps no history");
 }
 
-Listing Backend::inspect(const std::string& mutex, int64_t timeout_ms) {
-  if (mutex.empty()) return list(timeout_ms);
-  Listing out;
-  Reply r = get(mutex, timeout_ms);
-  out.ok = r.ok();
-  out.error = r.error;
-  out.now = r.observed.now;
-  if (r.ok()) out.mutexes.push_back({mutex, r.observed.lease, std::nullopt, {}, {}, {}, {}});
-  return out;
-}
-
 std::unique_ptr<Backend> open_backend(const std::string& uri, Access access) {
   BackendUri parsed = parse_backend_uri(uri);
   return std::visit([access](auto& u) { return open_uri(std::move(u), access); }, parsed);

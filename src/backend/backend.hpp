@@ -254,12 +254,10 @@ public:
   // Reads the lease and the done record (status).
   virtual Reply done_record(const std::string& mutex, int64_t timeout_ms);
 
-  virtual Listing list(int64_t timeout_ms) = 0;
-
-  // status: the mutexes with their holders (MutexLease::holder), all of
-  // them (`mutex` empty) or one. Read-only. The default (a backend that
-  // keeps no holders): list() or get(), holders_kept false.
-  virtual Listing inspect(const std::string& mutex, int64_t timeout_ms);
+  // status: the mutexes with their holders (MutexLease::holder), waiters
+  // and counters, all of them (`mutex` empty: every mutex ever leased, by
+  // name) or one. Read-only.
+  virtual Listing inspect(const std::string& mutex, int64_t timeout_ms) = 0;
 
   // Who this process is, written with every lease its acquisitions take
   // from now on (acquire, acquire_once, and a hand-over to its place in a

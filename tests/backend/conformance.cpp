@@ -429,7 +429,7 @@ TEST_CASE("list: all mutexes sorted by name with their leases") {
   for (auto& n : names) acq.push_back(require_ok(b->acquire(n, "L", 10000, 1000, k_timeout)));
   require_ok(b->release(names[2], "L", 0, k_timeout)); // base/b: released, token kept
 
-  auto listing = b->list(k_timeout);
+  auto listing = b->inspect("", k_timeout);
   REQUIRE_MESSAGE(listing.ok, "list failed: " << listing.error);
   CHECK(listing.now > 1600000000000);
   CHECK(std::is_sorted(listing.mutexes.begin(), listing.mutexes.end(),

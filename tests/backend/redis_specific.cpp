@@ -427,7 +427,7 @@ TEST_CASE("redis: key layout — hash tag, no TTL on the lease (nothing evicts i
   require_ok(b->release("ci/deploy", "A", 0, k_timeout));
   CHECK(server.command({"EXISTS", "lay:{ci/deploy}"})->integer == 0);
   CHECK(server.command({"EXISTS", "lay:{ci/deploy}:fence"})->integer == 1);
-  auto listing = b->list(k_timeout);
+  auto listing = b->inspect("", k_timeout);
   REQUIRE(listing.ok);
   REQUIRE(listing.mutexes.size() == 1);
   CHECK(listing.mutexes[0].mutex == "ci/deploy");
@@ -435,7 +435,7 @@ TEST_CASE("redis: key layout — hash tag, no TTL on the lease (nothing evicts i
 
   // Another prefix is another namespace; glob characters in it are literal.
   auto other = open_backend("redis://127.0.0.1:" + std::to_string(server.port()) + "?prefix=l*");
-  auto other_list = other->list(k_timeout);
+  auto other_list = other->inspect("", k_timeout);
   REQUIRE(other_list.ok);
   CHECK(other_list.mutexes.empty());
 }
@@ -449,12 +449,12 @@ TEST_CASE("redis: embedded scripts — the SHA1s are Redis', and NOSCRIPT falls 
   Reply held = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
   require_ok(b->guard(m, "A", held.observed.lease.fencing_token, 10000, 1000, k_timeout));
   require_ok(b->get(m, k_timeout));
-  REQUIRE(b->list(k_timeout).ok);
+  REQUIRE(b->inspect("", k_timeout).ok);
   require_ok(b->release(m, "A", 0, k_timeout));
   require_ok(b->force_release(m, 0, k_timeout));
   namespace lua = simba::backend::redis::lua;
   for (const lua::Script* s : {&lua::k_acquire, &lua::k_guard, &lua::k_release,
-                               &lua::k_force_release, &lua::k_get, &lua::k_list}) {
+                               &lua::k_force_release, &lua::k_get, &lua::k_inspect}) {
     CAPTURE(s->name);
     ReplyPtr r = server.command({"SCRIPT", "EXISTS", s->sha1});
     REQUIRE(r->type == REDIS_REPLY_ARRAY);

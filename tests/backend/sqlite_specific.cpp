@@ -383,7 +383,7 @@ TEST_CASE("sqlite: several processes creating the same new database at once") {
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
   }
-  auto listing = open_backend(uri)->list(k_timeout);
+  auto listing = open_backend(uri)->inspect("", k_timeout);
   REQUIRE(listing.ok);
   CHECK(listing.mutexes.size() == 6);
 }
@@ -450,7 +450,7 @@ TEST_CASE("sqlite: a step of the wall clock neither ends nor stretches a lease")
   CHECK_FALSE(other.changed);
   CHECK(other.observed.lease.owner_id == "A");
 
-  auto listing = b->list(k_timeout);
+  auto listing = b->inspect("", k_timeout);
   REQUIRE(listing.ok);
   REQUIRE(listing.mutexes.size() == 1);
   CHECK(listing.mutexes[0].lease.owner_id == "A");
@@ -622,7 +622,7 @@ TEST_CASE("sqlite: a database removed or replaced under its users: the owner's l
   REQUIRE(std::rename((t.path + "/other.db").c_str(), db.c_str()) == 0);
   g = require_ok(w->guard("m", "W", r.observed.lease.fencing_token, 800, 400, k_timeout));
   CHECK_FALSE(g.observed.lease.owned_by("W", g.observed.now));
-  auto listing = w->list(k_timeout);
+  auto listing = w->inspect("", k_timeout);
   REQUIRE(listing.ok);
   REQUIRE(listing.mutexes.size() == 1);
   CHECK(listing.mutexes[0].mutex == "x");

@@ -111,7 +111,7 @@ public:
     r.observed = {store.lease(mutex), store.now};
     return to_reply(r);
   }
-  backend::Listing list(int64_t) override { return {}; }
+  backend::Listing inspect(const std::string&, int64_t) override { return {}; }
 
   std::string describe() const override { return "fake://driver"; }
 

@@ -52,7 +52,9 @@ public:
     return after(m_inner.force_release(m, token, t));
   }
   Reply get(const std::string& m, int64_t t) override { return after(m_inner.get(m, t)); }
-  backend::Listing list(int64_t t) override { return m_inner.list(t); }
+  backend::Listing inspect(const std::string& m, int64_t t) override {
+    return m_inner.inspect(m, t);
+  }
   std::string describe() const override { return m_inner.describe(); }
 
 private:

@@ -186,7 +186,6 @@ public:
                timeout_ms);
   }
 
-  Listing list(int64_t timeout_ms) override;
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
   History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
 
@@ -386,31 +385,6 @@ Reply PostgresBackend::run_slot(const std::string& sql, const std::vector<std::s
                                 std::string(core::mutex_of_row(params[0])) + " changed under " +
                                 std::to_string(tries) + " tries; nothing was written");
   }
-}
-
-Listing PostgresBackend::list(int64_t timeout_ms) {
-  Listing out;
-  Result r = call(m_sql.list, {m_quarantine}, timeout_ms);
-  if (!r.ok) {
-    out.error = r.error;
-    return out;
-  }
-  for (const std::vector<std::string>& row : r.rows) {
-    if (row.size() != 9) {
-      out.error = "unexpected answer from PostgreSQL";
-      return out;
-    }
-    out.now = number(row[0]);
-    if (row[2].empty()) continue; // no mutex yet: the clock only
-    MutexLease m;
-    m.mutex = row[2];
-    m.lease = read_lease(row, 3);
-    show_quarantine(m.lease, out.now, number(row[1]));
-    out.mutexes.push_back(std::move(m));
-  }
-  group_slot_rows(out.mutexes);
-  out.ok = true;
-  return out;
 }
 
 // status: the leases with their holders, then each one's live waiters in

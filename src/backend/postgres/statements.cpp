@@ -460,12 +460,6 @@ up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid, holder)
 SELECT NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND owner <> '' AND transition_at > n.ms)
 FROM n)");
   s.dequeue = f("DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text");
-  // list: $1 quarantine: now, till, then each mutex ever leased, by name.
-  s.list = f(with_now + ",\n" + quarantine("0", "$1::boolean") + R"(
-SELECT n.ms, q.till, l.mutex, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,
-       l.holding
-FROM n CROSS JOIN q LEFT JOIN {L} l ON l.token > 0
-ORDER BY l.mutex COLLATE "C")");
   s.acquire_slot = f(with_counters(acquire_slot_sql(limit)));
   s.guard_slot = f(guard_slot_sql());
   s.release_slot = f(release_slot_sql(limit));

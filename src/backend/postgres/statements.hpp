@@ -19,7 +19,7 @@ struct Statements {
   // Fails when the tables of a simba without status are missing (status
   // brings tables up to date but creates none).
   std::string probe_leases;
-  std::string acquire, guard, guard_mark, release, force_release, get, list;
+  std::string acquire, guard, guard_mark, release, force_release, get;
   // The lost event of an owner (status_sql.hpp: k_record_lost).
   std::string record_lost;
   // --once-per: as acquire, release and get, with the done record after

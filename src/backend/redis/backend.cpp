@@ -1,5 +1,5 @@
 // The Redis Backend: the lease operations, each one script run on the main
-// connection; the wake-ups go to PubSubWakeups, the listing to list_mutexes().
+// connection; the wake-ups go to PubSubWakeups, the listing to inspect_mutexes().
 #include "backend/redis/redis.hpp"
 
 #include "backend/holder.hpp"
@@ -121,7 +121,6 @@ public:
     return m_client.run(lua::k_get_once, mutex, {}, timeout_ms, false, Client::Extra::done);
   }
 
-  Listing list(int64_t timeout_ms) override { return redis::list_mutexes(m_client, timeout_ms); }
 
   History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override {
     return redis::read_history(m_client, mutex, since_ms, timeout_ms);

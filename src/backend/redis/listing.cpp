@@ -93,7 +93,7 @@ bool names_to_read(Client& client, const std::string& mutex, int64_t deadline,
   return error.empty();
 }
 
-// KEYS of lua/list.lua and lua/inspect.lua: the marker, then each mutex's
+// KEYS of lua/inspect.lua: the marker, then each mutex's
 // hash and fence.
 std::vector<std::string> lease_keys(Client& client, const std::set<std::string>& names) {
   std::vector<std::string> keys{k_marker};
@@ -254,42 +254,6 @@ History read_history(Client& client, const std::string& mutex, int64_t since_ms,
   }
   std::stable_sort(out.events.begin(), out.events.end(),
                    [](const HistoryEvent& a, const HistoryEvent& b) { return a.at < b.at; });
-  out.ok = true;
-  return out;
-}
-
-Listing list_mutexes(Client& client, int64_t timeout_ms) {
-  Listing out;
-  int64_t deadline = client.call_deadline(timeout_ms);
-  std::vector<Group> groups;
-  if (!names_to_read(client, "", deadline, groups, out.error)) return out;
-  for (const Group& group : groups) {
-    const std::set<std::string>& names = group.names;
-    Exchange x = client.call_script_on(group.node, lua::k_list, lease_keys(client, names),
-                                       client.script_args({}), deadline);
-    const redisReply* r = client.answer(x, out.error);
-    if (!r) return out;
-    int64_t now = 0;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + k_lease_fields * names.size() ||
-        !as_int(r->element[0], now)) {
-      out.error = "unexpected reply from the list script";
-      return out;
-    }
-    if (out.now == 0) out.now = now; // a cluster: the first master's clock
-    size_t i = 1;
-    for (const std::string& n : names) {
-      MutexLease ml;
-      ml.mutex = n;
-      if (!read_lease(r, i, ml.lease)) {
-        out.error = "unexpected reply from the list script";
-        out.mutexes.clear();
-        return out;
-      }
-      i += k_lease_fields;
-      out.mutexes.push_back(std::move(ml));
-    }
-  }
-  sort_by_name(out);
   out.ok = true;
   return out;
 }

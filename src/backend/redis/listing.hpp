@@ -8,8 +8,6 @@
 
 namespace simba::backend::redis {
 
-Listing list_mutexes(Client& client, int64_t timeout_ms);
-
 // status: the mutexes (all, or `mutex` only) with their holders and
 // waiters (lua/inspect.lua), at the server's time.
 Listing inspect_mutexes(Client& client, const std::string& mutex, int64_t timeout_ms);

@@ -2,7 +2,7 @@
 // transaction on the connection; the folder's other units do the rest.
 // Over 400 lines for a reason: the --once-per operations (acquire_once,
 // release_once) must run inside write_op's transaction, a private member;
-// and list and inspect share the connection's clocks and reopening.
+// and inspect shares the connection's clocks and reopening.
 #include "backend/sqlite/sqlite_backend.hpp"
 
 #include "backend/history.hpp"
@@ -141,10 +141,7 @@ public:
     return *r;
   }
 
-  Listing list(int64_t timeout_ms) override { return list_rows("", false, timeout_ms); }
-  Listing inspect(const std::string& mutex, int64_t timeout_ms) override {
-    return list_rows(mutex, true, timeout_ms);
-  }
+  Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
   History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
   void set_exit_code(int code) override { m_exit_code = code; }
   Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
@@ -212,7 +209,6 @@ private:
   std::optional<Reply> write_once(const std::string& mutex, int64_t timeout_ms, Decide decide);
   Reply write_decision(const std::string& mutex, const Decision& d, bool new_lease,
                        const core::Lease& cur, const Row* read = nullptr);
-  Listing list_rows(const std::string& mutex, bool holders, int64_t timeout_ms);
   EventContext event_context() const;
   std::optional<Reply> reopen();
   void remember_before_reopen(const std::string& mutex, const core::Lease& lease);
@@ -376,11 +372,12 @@ std::optional<Reply> SqliteBackend::get_once(const std::string& mutex, int64_t t
   return r;
 }
 
-// All rows (`mutex` empty) or one, read at one instant; with `holders`,
-// each lease's holder too (status).
-Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t timeout_ms) {
+// All rows (`mutex` empty) or one, read at one instant, with each lease's
+// holder and counters, and the waiters queued in the notify directory
+// (waiters.cpp) (status).
+Listing SqliteBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
   Listing out;
-  out.holders_kept = out.waiters_kept = holders;
+  out.holders_kept = out.waiters_kept = true;
   if (!m_db.db() || m_files.replaced()) {
     if (std::optional<Reply> failed = reopen()) {
       out.error = failed->error;
@@ -405,10 +402,8 @@ Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t
     MutexLease ml;
     ml.mutex = column_text(s, 0);
     ml.lease = on_wall_clock(lease_of(read_row(s, 1), m_clocks.now()), m_clocks.boot_to_wall());
-    if (holders) {
-      ml.holder = decode_holder(read_holder(s, 1, ml.lease.fencing_token));
-      read_counters(s, 1, ml.acquisitions.emplace(), ml.losses.emplace());
-    }
+    ml.holder = decode_holder(read_holder(s, 1, ml.lease.fencing_token));
+    read_counters(s, 1, ml.acquisitions.emplace(), ml.losses.emplace());
     out.mutexes.push_back(std::move(ml));
   }
   if (rc != SQLITE_DONE) {
@@ -424,15 +419,13 @@ Listing SqliteBackend::list_rows(const std::string& mutex, bool holders, int64_t
   // A mutex never acquired has no row: free, as get() shows it.
   if (!mutex.empty() && out.mutexes.empty()) {
     MutexLease never{mutex, core::Lease{}, {}, {}, {}, {}, {}};
-    if (holders) never.acquisitions = never.losses = 0;
+    never.acquisitions = never.losses = 0;
     out.mutexes.push_back(std::move(never));
   }
-  if (holders) {
-    auto queues = m_waiters.queues();
-    for (MutexLease& ml : out.mutexes)
-      if (auto q = queues.find(Waiters::queue_key(ml.mutex)); q != queues.end())
-        ml.waiters = std::move(q->second);
-  }
+  auto queues = m_waiters.queues();
+  for (MutexLease& ml : out.mutexes)
+    if (auto q = queues.find(Waiters::queue_key(ml.mutex)); q != queues.end())
+      ml.waiters = std::move(q->second);
   out.ok = true;
   return out;
 }

@@ -1,6 +1,6 @@
 -- inspect (status): KEYS = marker, hash1, fence1, hash2, fence2, ... Reads
--- only. One clock for all: {now, then per mutex the lease as list.lua gives
--- it (7 fields), its holder ('' when none is stored for this token), the
+-- only. One clock for all: {now, then per mutex the lease (7 fields: owner,
+-- acquired_at, ttl_at, transition_at, token, quarantine, holding), its holder ('' when none is stored for this token), the
 -- number of waiters n, and n times: member, queued at (ms), holder (''),
 -- the number of slots N (0: a plain mutex) and N times: the lease (7 fields)
 -- and holder, then its counters: acquisitions, losses (common.lua: count)}.
