@@ -141,6 +141,27 @@ void take_password(RedisUri& e, const std::string& shown) {
 
 namespace uri_parts {
 
+// `rest` is //[userinfo@]NODES[/path][?query] (NODES: one host, a socket's
+// empty authority, or the list of redis+sentinel: and redis+cluster:):
+// takes the user info into `e` and the query into `query`, and returns
+// NODES[/path]. The last '@' ends the user info: a careless password may
+// hold '/' or '@' (the same rule as redact()). `form`: the refusal of a
+// `rest` without "//".
+std::string split_node_uri(const std::string& rest, RedisUri& e, std::string& query,
+                           const char* form, const std::string& shown) {
+  if (rest.rfind("//", 0) != 0) bad_uri(shown, form);
+  std::string s = rest.substr(2);
+  if (auto at = s.rfind('@'); at != std::string::npos) {
+    parse_userinfo(s.substr(0, at), e, shown);
+    s = s.substr(at + 1);
+  }
+  if (auto q = s.find('?'); q != std::string::npos) {
+    query = s.substr(q + 1);
+    s = s.substr(0, q);
+  }
+  return s;
+}
+
 // `rest` is what follows "redis:", "rediss:" or "redis+unix:".
 RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
                      const std::string& shown) {
@@ -157,17 +178,7 @@ RedisUri parse_redis(bool unix_socket, bool tls, const std::string& rest,
     if (s.empty() || s[0] != '/') bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock");
     s = "//" + s; // redis+unix:/path.sock: an empty authority
   }
-  s = s.substr(2);
-  // The last '@' ends the user info: a careless password may hold '/' or
-  // '@' (the same rule as redact()).
-  if (auto at = s.rfind('@'); at != std::string::npos) {
-    parse_userinfo(s.substr(0, at), e, shown);
-    s = s.substr(at + 1);
-  }
-  if (auto q = s.find('?'); q != std::string::npos) {
-    query = s.substr(q + 1);
-    s = s.substr(0, q);
-  }
+  s = split_node_uri(s, e, query, "", shown);
   if (e.unix_socket) {
     if (s.empty() || s[0] != '/')
       bad_uri(shown, "expected redis+unix:///ABSOLUTE/PATH.sock (no host)");
@@ -212,23 +223,6 @@ void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::strin
   e.sentinel.nodes = parse_node_list(list, 26379, "a sentinel", shown);
 }
 
-// `rest` is //[userinfo@]NODES[/path][?query] (redis+sentinel:,
-// redis+cluster:): takes the user info into `e` and the query into
-// `query`, and returns NODES[/path].
-std::string split_node_uri(const std::string& rest, RedisUri& e, std::string& query,
-                           const char* form, const std::string& shown) {
-  if (rest.rfind("//", 0) != 0) bad_uri(shown, form);
-  std::string s = rest.substr(2);
-  if (auto at = s.rfind('@'); at != std::string::npos) {
-    parse_userinfo(s.substr(0, at), e, shown);
-    s = s.substr(at + 1);
-  }
-  if (auto q = s.find('?'); q != std::string::npos) {
-    query = s.substr(q + 1);
-    s = s.substr(0, q);
-  }
-  return s;
-}
 
 // `rest` follows "redis+sentinel:": //[userinfo@]NODES/MASTER[/db][?query]
 RedisUri parse_sentinel(bool tls, const std::string& rest, const std::string& shown) {
