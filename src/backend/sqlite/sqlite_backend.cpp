@@ -215,6 +215,12 @@ private:
   bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now);
   Reply fail_from_rc(int rc);
   Reply fail_and_roll_back(int rc);
+  // The start of a write transaction: BEGIN IMMEDIATE (the write lock
+  // waited for up to `timeout_ms`), then the clocks read inside it.
+  int begin_write(int64_t timeout_ms);
+  // Its end: COMMIT. `done` (the reply as written, status ok) or a
+  // failure: failed when nothing was applied, else indeterminate.
+  Reply commit_write(Reply done);
 
   std::string reopened_note() const {
     return "the database " + m_files.path() + " was removed or replaced; opened anew";
@@ -263,10 +269,8 @@ template <typename Decide>
 std::optional<Reply> SqliteBackend::write_once(const std::string& mutex, int64_t timeout_ms,
                                                Decide decide) {
   if (!m_db.db()) return std::nullopt; // an earlier reopen failed
-  m_db.set_busy_timeout(timeout_ms);
-  int rc = m_db.run(k_begin, "BEGIN IMMEDIATE");
+  int rc = begin_write(timeout_ms);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
-  m_clocks.read(m_db.vfs());
   Row row;
   rc = select_row(m_db, mutex, row);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
@@ -341,7 +345,19 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
   if (rc == SQLITE_OK && !m_marker_covered && mutex.find('#') != std::string::npos)
     rc = cover_by_marker(m_db, mutex, m_clocks.now(), m_clocks.boot_to_wall());
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
-  rc = m_db.run(k_commit, "COMMIT");
+  r.changed = true;
+  return commit_write(r);
+}
+
+int SqliteBackend::begin_write(int64_t timeout_ms) {
+  m_db.set_busy_timeout(timeout_ms);
+  int rc = m_db.run(k_begin, "BEGIN IMMEDIATE");
+  if (rc == SQLITE_OK) m_clocks.read(m_db.vfs());
+  return rc;
+}
+
+Reply SqliteBackend::commit_write(Reply done) {
+  int rc = m_db.run(k_commit, "COMMIT");
   if (rc != SQLITE_OK) {
     // COMMIT may fail with the transaction still open (then rolling back
     // makes it certain nothing was applied) or after writing part of it.
@@ -350,9 +366,8 @@ Reply SqliteBackend::write_decision(const std::string& mutex, const Decision& d,
       return Reply::failure(Reply::Status::failed, msg);
     return Reply::failure(Reply::Status::indeterminate, "commit failed: " + msg);
   }
-  r.status = Reply::Status::ok;
-  r.changed = true;
-  return r;
+  done.status = Reply::Status::ok;
+  return done;
 }
 
 std::optional<Reply> SqliteBackend::get_once(const std::string& mutex, int64_t timeout_ms) {
@@ -439,10 +454,8 @@ Reply SqliteBackend::acquire_slot(const std::string& mutex, const std::string& c
   if (!m_db.db() || m_files.replaced()) {
     if (std::optional<Reply> failed = reopen()) return *failed;
   }
-  m_db.set_busy_timeout(timeout_ms);
-  int rc = m_db.run(k_begin, "BEGIN IMMEDIATE");
+  int rc = begin_write(timeout_ms);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
-  m_clocks.read(m_db.vfs());
   const int64_t now = m_clocks.now().boot;
   core::Lease marker;
   std::vector<core::Lease> lease;
@@ -631,10 +644,8 @@ Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& co
   if (!m_db.db() || m_files.replaced())
     return Reply::failure(Reply::Status::failed,
                           "the database " + m_files.path() + " was removed or replaced");
-  m_db.set_busy_timeout(timeout_ms);
-  int rc = m_db.run(k_begin, "BEGIN IMMEDIATE");
+  int rc = begin_write(timeout_ms);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
-  m_clocks.read(m_db.vfs());
   Row row;
   rc = select_row(m_db, mutex, row);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
@@ -671,13 +682,7 @@ Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& co
   if (rc == SQLITE_OK && m_history_limit > 0)
     rc = append_history(m_db, mutex, e, seq, m_history_limit);
   if (rc != SQLITE_OK) return fail_and_roll_back(rc);
-  rc = m_db.run(k_commit, "COMMIT");
-  if (rc != SQLITE_OK) {
-    std::string msg = is_busy(rc) ? "database is busy" : m_db.errmsg();
-    m_db.rollback_if_open();
-    return Reply::failure(Reply::Status::indeterminate, "commit failed: " + msg);
-  }
-  return r;
+  return commit_write(r);
 }
 
 Reply SqliteBackend::done_record(const std::string& mutex, int64_t timeout_ms) {
