@@ -1,5 +1,6 @@
 #include "core/contender.hpp"
 #include "core/names.hpp"
+#include "core_support.hpp"
 #include "fake_backend.hpp"
 #include <algorithm>
 
@@ -9,29 +10,9 @@
 
 using namespace simba;
 using namespace simba::core;
+using namespace simba::test;
 
 namespace {
-
-ContenderConfig config(const std::string& id) {
-  ContenderConfig c;
-  c.mutex = "m";
-  c.contender_id = id;
-  c.ttl_ms = 10000;
-  c.transition_ms = 2000;
-  c.kill_after_ms = 1000;
-  return c;
-}
-
-Contender make(ContenderConfig c, int64_t jitter = 0) {
-  std::string id = c.contender_id;
-  return Contender(std::move(c), ContendPeriod(id, [jitter](int64_t, int64_t) { return jitter; }));
-}
-
-template <class T> const T* find(const Actions& acts) {
-  for (const auto& a : acts)
-    if (const T* x = std::get_if<T>(&a)) return x;
-  return nullptr;
-}
 
 // A log line's level, or a notice's; nullopt: not a log action.
 std::optional<LogLevel> log_level(const Action& a) {
@@ -76,7 +57,7 @@ TEST_SUITE("core::Contender") {
     for (int64_t step : {int64_t(3600000), int64_t(-3600000)}) {
       CAPTURE(step);
       Harness h;
-      Contender c = make(config("me"));
+      Contender c = make_contender(contender_config("me"));
       Actions a = c.start(h.local);
       a = h.reply(c, *find<action::Call>(a));
       REQUIRE(find<action::StartChild>(a));
@@ -96,7 +77,7 @@ TEST_SUITE("core::Contender") {
 
       // A waiter whose replies straddle the step waits out the lease's
       // distance in each reply, not the difference between two replies.
-      Contender w = make(config("w"), 500);
+      Contender w = make_contender(contender_config("w"), 500);
       a = w.start(h.local);
       CallResult busy = h.backend.apply("m", "w", *find<action::Call>(a));
       a = w.on_reply(h.local, busy);
@@ -114,7 +95,7 @@ TEST_SUITE("core::Contender") {
   TEST_CASE(
       "acquire, start CMD with a deadline from the send time, release, exit with CMD's status") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     REQUIRE(find<action::Call>(a));
     CHECK(find<action::Call>(a)->op == Op::acquire);
@@ -144,7 +125,7 @@ TEST_SUITE("core::Contender") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
     h.advance(1000);
-    Contender c = make(config("me"), 500);
+    Contender c = make_contender(contender_config("me"), 500);
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     CHECK(!find<action::Call>(a));
@@ -158,10 +139,10 @@ TEST_SUITE("core::Contender") {
     CHECK(*find<action::Notice>(a)->notice.held_ms == 1000);
     CHECK(*c.wake_at() == h.local + 11000 + 500);
 
-    ContenderConfig nw = config("me");
+    ContenderConfig nw = contender_config("me");
     nw.no_wait = true;
     nw.conflict_exit_code = 9;
-    Contender d = make(nw);
+    Contender d = make_contender(nw);
     a = d.start(h.local);
     a = h.reply(d, *find<action::Call>(a));
     REQUIRE(find<action::Exit>(a));
@@ -171,9 +152,9 @@ TEST_SUITE("core::Contender") {
   TEST_CASE("--timeout gives up with the conflict code and holds nothing") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
-    ContenderConfig cfg = config("me");
+    ContenderConfig cfg = contender_config("me");
     cfg.wait_timeout_ms = 3000;
-    Contender c = make(cfg);
+    Contender c = make_contender(cfg);
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     CHECK(*c.wake_at() == h.local + 3000);
@@ -187,7 +168,7 @@ TEST_SUITE("core::Contender") {
   TEST_CASE("a release notification makes a waiter try at once") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     h.advance(50);
@@ -202,7 +183,7 @@ TEST_SUITE("core::Contender") {
       "a hand-over starts CMD without a call, the deadline counted from the grant's send time") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     int64_t subscribed = h.local; // what the backend reports as the send time
@@ -229,7 +210,7 @@ TEST_SUITE("core::Contender") {
       CAPTURE(waited);
       Harness h;
       h.backend.acquire("m", "other", 10000, 2000);
-      Contender c = make(config("me"));
+      Contender c = make_contender(contender_config("me"));
       Actions a = c.start(h.local);
       a = h.reply(c, *find<action::Call>(a));
       int64_t subscribed = h.local;
@@ -253,7 +234,7 @@ TEST_SUITE("core::Contender") {
             "for its reply") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     int64_t subscribed = h.local;
@@ -272,7 +253,7 @@ TEST_SUITE("core::Contender") {
     // A waiter whose own try is in flight ignores the grant: the reply tells.
     Harness h2;
     h2.backend.acquire("m", "other", 10000, 2000);
-    Contender d = make(config("me"));
+    Contender d = make_contender(contender_config("me"));
     a = d.start(h2.local);
     a = h2.reply(d, *find<action::Call>(a));
     a = d.on_notify(h2.local); // tries again
@@ -289,7 +270,7 @@ TEST_SUITE("core::Contender") {
     // A waiter (c), and the grant a release made for it.
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a)); // busy: waits
     int64_t subscribed = h.local;
@@ -298,7 +279,7 @@ TEST_SUITE("core::Contender") {
     REQUIRE(g.observed.lease.fencing_token == 2);
     // Draining a CMD that ran under another lease: not a waiter any more.
     Harness h2;
-    Contender d = make(config("me"));
+    Contender d = make_contender(contender_config("me"));
     a = h2.reply(d, *find<action::Call>(d.start(h2.local)));
     REQUIRE(find<action::StartChild>(a));
     a = d.on_child_exit(h2.local, 0, true); // it left something running
@@ -308,7 +289,7 @@ TEST_SUITE("core::Contender") {
     const auto* back = find<action::Disown>(a);
     REQUIRE(back);
     CHECK(back->token == 2); // the grant's, not the lease we drain (1)
-    CHECK(back->timeout_ms == config("me").call_timeout_ms);
+    CHECK(back->timeout_ms == contender_config("me").call_timeout_ms);
     CHECK(d.phase() == Contender::Phase::draining);
 
     // A grant that is not ours (not ok, or shows another owner) while we
@@ -323,7 +304,7 @@ TEST_SUITE("core::Contender") {
     // An owner keeps it (no release), and so does a contender whose call in
     // flight will tell it of the lease.
     Harness h3;
-    Contender e = make(config("me"));
+    Contender e = make_contender(contender_config("me"));
     a = h3.reply(e, *find<action::Call>(e.start(h3.local)));
     REQUIRE(e.phase() == Contender::Phase::owning);
     CHECK(e.on_grant(h3.local, g, subscribed).empty());
@@ -338,7 +319,7 @@ TEST_SUITE("core::Contender") {
       CAPTURE(by_signal);
       Harness h;
       h.backend.acquire("m", "other", 10000, 2000);
-      Contender c = make(config("me"));
+      Contender c = make_contender(contender_config("me"));
       Actions a = c.start(h.local);
       a = h.reply(c, *find<action::Call>(a)); // busy: waits
       int64_t subscribed = h.local;
@@ -375,7 +356,7 @@ TEST_SUITE("core::Contender") {
       CAPTURE(owner);
       Harness h;
       if (!owner) h.backend.acquire("m", "other", 10000, 2000);
-      Contender c = make(config("me"));
+      Contender c = make_contender(contender_config("me"));
       Actions a = c.start(h.local);
       if (owner) {
         a = h.reply(c, *find<action::Call>(a));
@@ -392,7 +373,7 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("guard at ttl_at renews and moves the watchdog deadline") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     int64_t first_deadline = find<action::StartChild>(a)->deadline;
@@ -409,7 +390,7 @@ TEST_SUITE("core::Contender") {
   TEST_CASE("failed guards retry every 250 ms; kill signal at deadline - kill_after, SIGKILL at "
             "the deadline") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     int64_t deadline = find<action::StartChild>(a)->deadline;
@@ -455,7 +436,7 @@ TEST_SUITE("core::Contender") {
     for (bool forced : {true, false}) {
       CAPTURE(forced);
       Harness h;
-      Contender c = make(config("me"));
+      Contender c = make_contender(contender_config("me"));
       Actions a = c.start(h.local);
       a = h.reply(c, *find<action::Call>(a));
       h.advance(100);
@@ -479,7 +460,7 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("an indeterminate acquire never starts CMD; asking again learns the truth") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     h.backend.apply("m", "me", *find<action::Call>(a)); // applied, but the answer was lost
     CallResult lost;
@@ -497,7 +478,7 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("what CMD left running is stopped before the release") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     a = c.on_child_exit(h.local, 0, true);
@@ -515,9 +496,9 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("--min-hold keeps the lease until acquired_at + D and exits at once") {
     Harness h;
-    ContenderConfig cfg = config("me");
+    ContenderConfig cfg = contender_config("me");
     cfg.min_hold_ms = 60000;
-    Contender c = make(cfg);
+    Contender c = make_contender(cfg);
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     int64_t acquired = h.backend.lease("m").acquired_at;
@@ -540,9 +521,9 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("--min-hold already over: release as usual") {
     Harness h;
-    ContenderConfig cfg = config("me");
+    ContenderConfig cfg = contender_config("me");
     cfg.min_hold_ms = 500;
-    Contender c = make(cfg);
+    Contender c = make_contender(cfg);
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     h.advance(1000);
@@ -554,7 +535,7 @@ TEST_SUITE("core::Contender") {
   TEST_CASE("signals: cancel the wait (128+N, nothing held); forwarded while CMD runs") {
     Harness h;
     h.backend.acquire("m", "other", 10000, 2000);
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     CHECK(c.on_signal(h.local, SIGWINCH).empty());
@@ -563,7 +544,7 @@ TEST_SUITE("core::Contender") {
     CHECK(find<action::Exit>(a)->code == 128 + SIGINT);
 
     Harness h2;
-    Contender d = make(config("me"));
+    Contender d = make_contender(contender_config("me"));
     a = d.start(h2.local);
     a = h2.reply(d, *find<action::Call>(a));
     a = d.on_signal(h2.local, SIGUSR1);
@@ -574,7 +555,7 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("a signal while an indeterminate acquire may hold the lease releases it") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     h.backend.apply("m", "me", *find<action::Call>(a));
     CallResult lost;
@@ -592,7 +573,7 @@ TEST_SUITE("core::Contender") {
 TEST_SUITE("core::Contender") {
   TEST_CASE("CMD's exit noticed after the kill point counts as a lost lease (exit 76)") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     int64_t deadline = find<action::StartChild>(a)->deadline;
@@ -609,7 +590,7 @@ TEST_SUITE("core::Contender") {
   TEST_CASE("a forced release revokes: the owner stops at once, waiters get in only when the old "
             "lease would have ended") {
     Harness h;
-    Contender owner = make(config("me"));
+    Contender owner = make_contender(contender_config("me"));
     Actions a = owner.start(h.local);
     a = h.reply(owner, *find<action::Call>(a));
     int64_t old_end = h.backend.lease("m").transition_at;
@@ -617,7 +598,7 @@ TEST_SUITE("core::Contender") {
     CHECK(h.backend.force_release("m").changed);
     // a waiter is refused until the revoked lease's transition_at
     CHECK_FALSE(h.backend.acquire("m", "waiter", 10000, 2000).changed);
-    Contender waiter = make(config("waiter"));
+    Contender waiter = make_contender(contender_config("waiter"));
     Actions w = waiter.start(h.local);
     w = waiter.on_reply(h.local, h.backend.apply("m", "waiter", *find<action::Call>(w)));
     CHECK(!find<action::StartChild>(w));
@@ -635,9 +616,9 @@ TEST_SUITE("core::Contender") {
 TEST_SUITE("core::Contender") {
   TEST_CASE("--no-wait does not wait on a backend that does not answer: one more try, then 69") {
     Harness h;
-    ContenderConfig cfg = config("me");
+    ContenderConfig cfg = contender_config("me");
     cfg.no_wait = true;
-    Contender c = make(cfg);
+    Contender c = make_contender(cfg);
     Actions a = c.start(h.local);
     CallResult lost;
     lost.status = CallResult::Status::indeterminate;
@@ -660,7 +641,7 @@ TEST_SUITE("core::Contender") {
       "asked to stop by TERM/INT/HUP, simba ends by that signal when the exit code is 128+N") {
     // CMD died of the forwarded TERM: the exit action says "end by SIGTERM".
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = h.reply(c, *find<action::Call>(c.start(h.local)));
     REQUIRE(find<action::StartChild>(a));
     a = c.on_signal(h.local, SIGTERM);
@@ -673,7 +654,7 @@ TEST_SUITE("core::Contender") {
 
     // CMD handled it and exited 0: a plain exit 0.
     Harness h2;
-    Contender d = make(config("me"));
+    Contender d = make_contender(contender_config("me"));
     a = h2.reply(d, *find<action::Call>(d.start(h2.local)));
     d.on_signal(h2.local, SIGTERM);
     a = h2.reply(d, *find<action::Call>(d.on_child_exit(h2.local, 0, false)));
@@ -686,7 +667,7 @@ TEST_SUITE("core::Contender") {
     for (int sig : {SIGINT, SIGUSR1}) {
       Harness h3;
       h3.backend.acquire("m", "other", 10000, 2000);
-      Contender w = make(config("me"));
+      Contender w = make_contender(contender_config("me"));
       h3.reply(w, *find<action::Call>(w.start(h3.local)));
       a = w.on_signal(h3.local, sig);
       REQUIRE(find<action::Exit>(a));
@@ -697,7 +678,7 @@ TEST_SUITE("core::Contender") {
     // QUIT: its default action dumps a core: exit 131, no signal.
     Harness h4;
     h4.backend.acquire("m", "other", 10000, 2000);
-    Contender q = make(config("me"));
+    Contender q = make_contender(contender_config("me"));
     h4.reply(q, *find<action::Call>(q.start(h4.local)));
     a = q.on_signal(h4.local, SIGQUIT);
     REQUIRE(find<action::Exit>(a));
@@ -706,7 +687,7 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("a second TERM while CMD still runs starts the kill sequence") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = h.reply(c, *find<action::Call>(c.start(h.local)));
     a = c.on_signal(h.local, SIGTERM);
     REQUIRE(find<action::SignalChild>(a)); // forwarded, CMD ignores it
@@ -735,9 +716,9 @@ TEST_SUITE("core::Contender identity") {
       Harness h;
       const std::string mine = make_owner_id("web1", 0x1111);
       const std::string theirs = make_owner_id("web1", 0x2222);
-      ContenderConfig cfg = config(mine);
+      ContenderConfig cfg = contender_config(mine);
       cfg.label = "web1";
-      Contender c = make(cfg);
+      Contender c = make_contender(cfg);
       Actions a = c.start(h.local);
       a = c.on_reply(h.local, h.backend.apply("m", mine, *find<action::Call>(a)));
       REQUIRE(find<action::StartChild>(a));
@@ -777,9 +758,9 @@ TEST_SUITE("core::Contender identity") {
   TEST_CASE("a waiter says when the holder is another process with its label") {
     Harness h;
     h.backend.acquire("m", make_owner_id("web1", 2), 10000, 2000);
-    ContenderConfig cfg = config(make_owner_id("web1", 1));
+    ContenderConfig cfg = contender_config(make_owner_id("web1", 1));
     cfg.label = "web1";
-    Contender c = make(cfg);
+    Contender c = make_contender(cfg);
     Actions a = c.start(h.local);
     a = c.on_reply(h.local, h.backend.apply("m", cfg.contender_id, *find<action::Call>(a)));
     CHECK(!find<action::StartChild>(a));
@@ -792,7 +773,7 @@ TEST_SUITE("core::Contender identity") {
   TEST_CASE(
       "a release names the lease it held; after an acquire with no answer, any lease of ours (0)") {
     Harness h;
-    Contender c = make(config("me"));
+    Contender c = make_contender(contender_config("me"));
     Actions a = c.start(h.local);
     a = h.reply(c, *find<action::Call>(a));
     uint64_t token = find<action::StartChild>(a)->lease.fencing_token;
@@ -803,7 +784,7 @@ TEST_SUITE("core::Contender identity") {
     Harness h2;
     h2.backend.steal("m", "me", 100, 100); // an older lease of ours, long over
     h2.advance(1000);
-    Contender d = make(config("me"));
+    Contender d = make_contender(contender_config("me"));
     a = d.start(h2.local);
     h2.backend.apply("m", "me", *find<action::Call>(a)); // applied, the answer lost
     CallResult lost;
@@ -825,8 +806,8 @@ TEST_SUITE("core::Contender") {
     for (bool unknown : {false, true}) {
       CAPTURE(unknown);
       Harness h;
-      ContenderConfig cfg = config("me");
-      Contender c = make(cfg);
+      ContenderConfig cfg = contender_config("me");
+      Contender c = make_contender(cfg);
       Actions a = c.start(h.local);
       REQUIRE(find<action::Call>(a));
       if (unknown) {
@@ -868,8 +849,8 @@ TEST_SUITE("core::Contender") {
       CAPTURE(unknown);
       Harness h;
       h.backend.acquire("m", "other", 10000, 2000);
-      ContenderConfig cfg = config("me");
-      Contender c = make(cfg, 1'000'000); // a pinned jitter: the highest the range allows
+      ContenderConfig cfg = contender_config("me");
+      Contender c = make_contender(cfg, 1'000'000); // a pinned jitter: the highest the range allows
       Actions a = c.start(h.local);
       CallResult bad;
       bad.status = unknown ? CallResult::Status::indeterminate : CallResult::Status::failed;
@@ -949,9 +930,9 @@ TEST_SUITE("core::Contender") {
       CAPTURE(failing);
       Harness h;
       h.backend.acquire("m", "other", 10000, 2000);
-      ContenderConfig cfg = config("me");
+      ContenderConfig cfg = contender_config("me");
       cfg.wait_timeout_ms = 3000;
-      Contender c = make(cfg);
+      Contender c = make_contender(cfg);
       Actions a = c.start(h.local);
       a = h.reply(c, *find<action::Call>(a), 5); // busy: the holder is seen
       if (failing) {
@@ -999,9 +980,9 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("--timeout with a failing acquire in flight: its reply decides, 69") {
     Harness h;
-    ContenderConfig cfg = config("me");
+    ContenderConfig cfg = contender_config("me");
     cfg.wait_timeout_ms = 1000;
-    Contender c = make(cfg);
+    Contender c = make_contender(cfg);
     Actions a = c.start(h.local);
     REQUIRE(find<action::Call>(a));
     CHECK(find<action::Call>(a)->timeout_ms == 1000);
@@ -1028,8 +1009,8 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("an owner's guard keeps the retry period whatever a waiter's back-off did") {
     Harness h;
-    ContenderConfig cfg = config("me");
-    Contender c = make(cfg, 1'000'000);
+    ContenderConfig cfg = contender_config("me");
+    Contender c = make_contender(cfg, 1'000'000);
     Actions a = c.start(h.local);
     CallResult bad;
     bad.status = CallResult::Status::failed;
@@ -1058,10 +1039,10 @@ TEST_SUITE("core::Contender") {
     for (auto mode : {ContenderConfig::Mode::run, ContenderConfig::Mode::lead}) {
       Harness h;
       h.backend.acquire("m", "other", 10000, 2000);
-      ContenderConfig cfg = config("me");
+      ContenderConfig cfg = contender_config("me");
       cfg.mode = mode;
       cfg.notice_every_ms = 30000;
-      Contender c = make(cfg);
+      Contender c = make_contender(cfg);
       Actions a = c.start(h.local);
       std::vector<WaitNotice::Event> events;
       std::vector<int64_t> reminded; // waited_ms of each still_waiting notice

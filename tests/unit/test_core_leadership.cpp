@@ -1,6 +1,7 @@
 // The lead and schedule modes of the contend state machine, with a fake
 // clock and the fake backend.
 #include "core/contender.hpp"
+#include "core_support.hpp"
 #include "fake_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -9,26 +10,10 @@
 
 using namespace simba;
 using namespace simba::core;
+using namespace simba::test;
 using Mode = ContenderConfig::Mode;
 
 namespace {
-
-ContenderConfig config(Mode mode) {
-  ContenderConfig c;
-  c.mutex = "m";
-  c.contender_id = "me";
-  c.ttl_ms = 10000;
-  c.transition_ms = 2000;
-  c.kill_after_ms = 1000;
-  c.mode = mode;
-  return c;
-}
-
-template <class T> const T* find(const Actions& acts) {
-  for (const auto& a : acts)
-    if (const T* x = std::get_if<T>(&a)) return x;
-  return nullptr;
-}
 
 struct World {
   test::FakeBackend backend;
@@ -94,7 +79,7 @@ struct World {
 
 TEST_SUITE("core::schedule") {
   TEST_CASE("fixed-rate: a run every D from the election; a tick during a run is skipped") {
-    ContenderConfig cfg = config(Mode::schedule);
+    ContenderConfig cfg = contender_config("me", Mode::schedule);
     cfg.every_ms = 1000;
     World w(cfg);
     w.start();
@@ -115,7 +100,7 @@ TEST_SUITE("core::schedule") {
   }
 
   TEST_CASE("fixed-delay: D between the end of a run and the next start") {
-    ContenderConfig cfg = config(Mode::schedule);
+    ContenderConfig cfg = contender_config("me", Mode::schedule);
     cfg.every_ms = 500;
     cfg.fixed_rate = false;
     World w(cfg);
@@ -129,7 +114,7 @@ TEST_SUITE("core::schedule") {
   }
 
   TEST_CASE("initial delay, a failing run does not stop the schedule, max runs then release") {
-    ContenderConfig cfg = config(Mode::schedule);
+    ContenderConfig cfg = contender_config("me", Mode::schedule);
     cfg.every_ms = 1000;
     cfg.initial_delay_ms = 3000;
     cfg.max_runs = 2;
@@ -150,7 +135,7 @@ TEST_SUITE("core::schedule") {
   }
 
   TEST_CASE("the schedule keeps guarding between runs and stops ticking on loss") {
-    ContenderConfig cfg = config(Mode::schedule);
+    ContenderConfig cfg = contender_config("me", Mode::schedule);
     cfg.every_ms = 60000;
     World w(cfg);
     w.start();
@@ -167,7 +152,7 @@ TEST_SUITE("core::schedule") {
 
 TEST_SUITE("core::lead") {
   TEST_CASE("restart never: CMD's exit releases and exits with its status") {
-    World w(config(Mode::lead));
+    World w(contender_config("me", Mode::lead));
     w.start();
     w.child_exits(3);
     REQUIRE(w.exit_code);
@@ -176,7 +161,7 @@ TEST_SUITE("core::lead") {
   }
 
   TEST_CASE("restart on-failure: restarts after the delay on failure, exits on success") {
-    ContenderConfig cfg = config(Mode::lead);
+    ContenderConfig cfg = contender_config("me", Mode::lead);
     cfg.restart = ContenderConfig::Restart::on_failure;
     cfg.restart_delay_ms = 500;
     World w(cfg);
@@ -192,7 +177,7 @@ TEST_SUITE("core::lead") {
   }
 
   TEST_CASE("loss stops CMD and contends again; CMD starts anew when re-elected") {
-    ContenderConfig cfg = config(Mode::lead);
+    ContenderConfig cfg = contender_config("me", Mode::lead);
     World w(cfg);
     w.start();
     uint64_t first = w.backend.lease("m").fencing_token;
@@ -208,7 +193,7 @@ TEST_SUITE("core::lead") {
   }
 
   TEST_CASE("TERM stops CMD, releases and exits with CMD's status; between runs 128+N") {
-    World w(config(Mode::lead));
+    World w(contender_config("me", Mode::lead));
     w.start();
     Actions a = w.c.on_signal(w.local, SIGTERM);
     REQUIRE(find<action::SignalChild>(a));
@@ -218,7 +203,7 @@ TEST_SUITE("core::lead") {
     CHECK(*w.exit_code == 143);
     CHECK(!w.backend.lease("m").valid_at(w.backend.now));
 
-    ContenderConfig cfg = config(Mode::lead);
+    ContenderConfig cfg = contender_config("me", Mode::lead);
     cfg.restart = ContenderConfig::Restart::always;
     cfg.restart_delay_ms = 5000;
     World idle(cfg);
@@ -231,7 +216,7 @@ TEST_SUITE("core::lead") {
   }
 
   TEST_CASE("USR1 is forwarded and does not stop the leader") {
-    World w(config(Mode::lead));
+    World w(contender_config("me", Mode::lead));
     w.start();
     Actions a = w.c.on_signal(w.local, SIGUSR1);
     REQUIRE(find<action::SignalChild>(a));

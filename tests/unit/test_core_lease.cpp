@@ -3,6 +3,7 @@
 #include "core/contender.hpp"
 #include "core/error.hpp"
 #include "core/lease_handle.hpp"
+#include "core_support.hpp"
 #include "fake_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -11,6 +12,7 @@
 
 using namespace simba;
 using namespace simba::core;
+using namespace simba::test;
 
 namespace {
 
@@ -23,17 +25,6 @@ ContenderConfig lease_config(ContenderConfig::Mode mode, const std::string& id) 
   c.kill_after_ms = 1000;
   c.mode = mode;
   return c;
-}
-
-Contender make(ContenderConfig c) {
-  std::string id = c.contender_id;
-  return Contender(std::move(c), ContendPeriod(id, [](int64_t, int64_t) { return int64_t(0); }));
-}
-
-template <class T> const T* find(const Actions& acts) {
-  for (const auto& a : acts)
-    if (const T* x = std::get_if<T>(&a)) return x;
-  return nullptr;
 }
 
 bool has_release(const Actions& acts) {
@@ -130,7 +121,7 @@ TEST_SUITE("core::Contender acquire and step") {
   TEST_CASE("acquire: keeps the lease marked as only held for ttl + transition, starts nothing, "
             "never releases, and hands the lease out") {
     test::FakeBackend b;
-    Contender c = make(lease_config(ContenderConfig::Mode::acquire, "job#1"));
+    Contender c = make_contender(lease_config(ContenderConfig::Mode::acquire, "job#1"));
     Actions a = c.start(k_local);
     REQUIRE(find<action::Call>(a));
     CHECK(find<action::Call>(a)->op == Op::acquire);
@@ -157,7 +148,7 @@ TEST_SUITE("core::Contender acquire and step") {
     b.steal("m", "other#2", 10000, 2000);
     ContenderConfig cfg = lease_config(ContenderConfig::Mode::acquire, "job#1");
     cfg.no_wait = true;
-    Contender c = make(cfg);
+    Contender c = make_contender(cfg);
     Actions a = c.start(k_local);
     a = c.on_reply(k_local, b.apply("m", "job#1", *find<action::Call>(a)));
     REQUIRE(find<action::Exit>(a));
@@ -167,7 +158,7 @@ TEST_SUITE("core::Contender acquire and step") {
 
   TEST_CASE("acquire: a stop signal between acquiring and keeping gives the lease back") {
     test::FakeBackend b;
-    Contender c = make(lease_config(ContenderConfig::Mode::acquire, "job#1"));
+    Contender c = make_contender(lease_config(ContenderConfig::Mode::acquire, "job#1"));
     Actions a = c.start(k_local);
     a = c.on_reply(k_local, b.apply("m", "job#1", *find<action::Call>(a)));
     const action::Call hold = *find<action::Call>(a); // in flight
@@ -194,7 +185,7 @@ TEST_SUITE("core::Contender acquire and step") {
     Contender step() {
       ContenderConfig cfg = lease_config(ContenderConfig::Mode::step, "job#1");
       cfg.lease_token = token;
-      return make(cfg);
+      return make_contender(cfg);
     }
   };
 

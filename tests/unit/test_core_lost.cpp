@@ -4,6 +4,7 @@
 // held; an ordinary run, a hand-over, a stop by signal and --min-hold never
 // ask for it.
 #include "core/contender.hpp"
+#include "core_support.hpp"
 #include "fake_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -12,20 +13,10 @@
 
 using namespace simba;
 using namespace simba::core;
+using namespace simba::test;
 using Mode = ContenderConfig::Mode;
 
 namespace {
-
-ContenderConfig config(Mode mode = Mode::run) {
-  ContenderConfig c;
-  c.mutex = "m";
-  c.contender_id = "me";
-  c.ttl_ms = 10000;
-  c.transition_ms = 2000;
-  c.kill_after_ms = 1000;
-  c.mode = mode;
-  return c;
-}
 
 // Executes the actions as the driver does, in order, and keeps every one
 // of them: calls answered by the fake backend (or failed, while `failing`),
@@ -119,7 +110,7 @@ struct World {
 
 TEST_SUITE("core::Contender lost event") {
   TEST_CASE("an ordinary run, a run with renewals and a hand-over ask for no lost event") {
-    World w(config());
+    World w(contender_config());
     w.start();
     REQUIRE(w.child);
     w.until(w.local + 35000); // three guards
@@ -129,7 +120,7 @@ TEST_SUITE("core::Contender lost event") {
     CHECK(w.lost().empty());
 
     // A waiter handed the mutex by a release: no lost event either.
-    World h(config());
+    World h(contender_config());
     h.backend.acquire("m", "other", 10000, 2000);
     h.start();
     CHECK(h.c.phase() == Contender::Phase::contending);
@@ -144,14 +135,14 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("stopped by a signal, or losing the lease during --min-hold: no lost event") {
-    World w(config());
+    World w(contender_config());
     w.start();
     w.run(w.c.on_signal(w.local, SIGTERM));
     w.child_exits(143);
     CHECK(*w.exit_code == 143);
     CHECK(w.lost().empty());
 
-    ContenderConfig cfg = config();
+    ContenderConfig cfg = contender_config();
     cfg.min_hold_ms = 60000;
     World m(cfg);
     m.start();
@@ -168,7 +159,7 @@ TEST_SUITE("core::Contender lost event") {
 
   TEST_CASE("a forced release during the run: revoked, CMD's status, how long it was held; "
             "then the release, then 76") {
-    World w(config());
+    World w(contender_config());
     w.start();
     uint64_t token = w.backend.lease("m").fencing_token;
     w.advance(4321);
@@ -194,7 +185,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("another owner: taken, by whom; no lease at all or a quarantine: gone") {
-    World t(config());
+    World t(contender_config());
     t.start();
     t.advance(100);
     t.backend.steal("m", "thief#1", 10000, 2000);
@@ -206,7 +197,7 @@ TEST_SUITE("core::Contender lost event") {
 
     for (bool quarantine : {false, true}) {
       CAPTURE(quarantine);
-      World g(config());
+      World g(contender_config());
       g.start();
       REQUIRE(g.child);
       g.advance(g.c.wake_at().value() - g.local); // the guard is due
@@ -228,7 +219,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("no renewal by the kill point: unrenewed, after SIGKILL when CMD ignores TERM") {
-    World w(config());
+    World w(contender_config());
     w.start();
     int64_t deadline = w.c.deadline();
     w.failing = true;
@@ -245,7 +236,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("CMD's exit noticed after the kill point (simba was stopped): unrenewed, its status") {
-    World w(config());
+    World w(contender_config());
     w.start();
     w.advance(w.c.deadline() - w.local + 5);
     w.child_exits(137); // the watchdog killed it
@@ -257,7 +248,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("the lost event waits for what CMD left running; CMD that had ended keeps its code") {
-    World w(config());
+    World w(contender_config());
     w.leftovers = true;
     w.start();
     w.backend.force_release("m");
@@ -269,7 +260,7 @@ TEST_SUITE("core::Contender lost event") {
     CHECK(w.lost()[0].exit_code == 143);
 
     // CMD exited 0 on its own; what it left still runs when the lease goes.
-    World d(config());
+    World d(contender_config());
     d.leftovers = true;
     d.start();
     d.child_exits(0);
@@ -285,7 +276,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("a refused renewal: refused, then the release and 69") {
-    World w(config());
+    World w(contender_config());
     w.start();
     w.advance(w.c.wake_at().value() - w.local);
     Actions a = w.c.on_timer(w.local);
@@ -301,7 +292,7 @@ TEST_SUITE("core::Contender lost event") {
 
   TEST_CASE("lead: a loss between runs has no exit code; the event comes before contending "
             "again, once per loss") {
-    ContenderConfig cfg = config(Mode::lead);
+    ContenderConfig cfg = contender_config("me", Mode::lead);
     cfg.restart = ContenderConfig::Restart::always;
     cfg.restart_delay_ms = 5000;
     World w(cfg);

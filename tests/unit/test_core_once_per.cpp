@@ -1,11 +1,13 @@
 #include "core/contender.hpp"
 #include "core/duration.hpp"
 #include "core/once_per.hpp"
+#include "core_support.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace simba;
 using namespace simba::core;
+using namespace simba::test;
 
 namespace {
 
@@ -42,16 +44,6 @@ ContenderConfig once_config(OncePer o) {
   c.label = "me";
   c.once = o;
   return c;
-}
-
-Contender make(ContenderConfig c) {
-  return Contender(std::move(c), ContendPeriod("me", [](int64_t, int64_t) { return int64_t(0); }));
-}
-
-template <class T> const T* find(const Actions& acts) {
-  for (const auto& a : acts)
-    if (const T* x = std::get_if<T>(&a)) return x;
-  return nullptr;
 }
 
 } // namespace
@@ -128,7 +120,7 @@ TEST_SUITE("core::Contender --once-per") {
   TEST_CASE("a contender whose clock is off goes by the backend's clock") {
     for (int64_t local : {int64_t(5000), k_midnight + 3 * 3600000, k_midnight - 7 * 60000}) {
       CAPTURE(local);
-      Contender c = make(once_config(per(10000)));
+      Contender c = make_contender(once_config(per(10000)));
       Actions a = c.start(local);
       REQUIRE(find<action::Call>(a));
       CallResult r;
@@ -145,7 +137,7 @@ TEST_SUITE("core::Contender --once-per") {
     }
   }
   TEST_CASE("the next window on the backend's clock runs, whatever the record says") {
-    Contender c = make(once_config(per(10000)));
+    Contender c = make_contender(once_config(per(10000)));
     Actions a = c.start(100);
     CallResult r;
     r.status = CallResult::Status::ok;
@@ -160,7 +152,7 @@ TEST_SUITE("core::Contender --once-per") {
   TEST_CASE("a failed run: refused without --retry-failed, tried again with it") {
     for (bool retry : {false, true}) {
       CAPTURE(retry);
-      Contender c = make(once_config(per(10000, 0, retry)));
+      Contender c = make_contender(once_config(per(10000, 0, retry)));
       c.start(100);
       CallResult r;
       r.status = CallResult::Status::ok;
@@ -178,7 +170,7 @@ TEST_SUITE("core::Contender --once-per") {
       ContenderConfig cfg = once_config(per(10000));
       cfg.no_wait = no_wait;
       cfg.conflict_exit_code = 3;
-      Contender c = make(cfg);
+      Contender c = make_contender(cfg);
       c.start(100);
       CallResult r;
       r.status = CallResult::Status::ok;
@@ -193,7 +185,7 @@ TEST_SUITE("core::Contender --once-per") {
     }
   }
   TEST_CASE("the release carries CMD's exit code for the record") {
-    Contender c = make(once_config(per(10000)));
+    Contender c = make_contender(once_config(per(10000)));
     c.start(100);
     CallResult r;
     r.status = CallResult::Status::ok;
@@ -209,7 +201,7 @@ TEST_SUITE("core::Contender --once-per") {
     CHECK(call->exit_code == 4);
   }
   TEST_CASE("a grant is not taken as it is: acquire_once judges it first") {
-    Contender c = make(once_config(per(10000)));
+    Contender c = make_contender(once_config(per(10000)));
     Actions a = c.start(100);
     CallResult first;
     first.status = CallResult::Status::ok;

@@ -3,6 +3,7 @@
 // an owner stops CMD now instead of at its kill point, a refused release
 // keeps CMD's code.
 #include "core/contender.hpp"
+#include "core_support.hpp"
 #include "fake_backend.hpp"
 
 #include <doctest/doctest.h>
@@ -11,30 +12,9 @@
 
 using namespace simba;
 using namespace simba::core;
+using namespace simba::test;
 
 namespace {
-
-ContenderConfig config(ContenderConfig::Mode mode = ContenderConfig::Mode::run) {
-  ContenderConfig c;
-  c.mutex = "m";
-  c.contender_id = "me";
-  c.ttl_ms = 10000;
-  c.transition_ms = 2000;
-  c.kill_after_ms = 1000;
-  c.mode = mode;
-  return c;
-}
-
-Contender make(ContenderConfig c) {
-  std::string id = c.contender_id;
-  return Contender(std::move(c), ContendPeriod(id, [](int64_t, int64_t) { return 0; }));
-}
-
-template <class T> const T* find(const Actions& acts) {
-  for (const auto& a : acts)
-    if (const T* x = std::get_if<T>(&a)) return x;
-  return nullptr;
-}
 
 CallResult refusal(const std::string& text) {
   CallResult r;
@@ -49,9 +29,9 @@ TEST_SUITE("core::Contender refused") {
   TEST_CASE("a refused acquire ends a waiter at once: 69, one error line, no retry") {
     for (bool no_wait : {false, true}) {
       CAPTURE(no_wait);
-      ContenderConfig cfg = config();
+      ContenderConfig cfg = contender_config();
       cfg.no_wait = no_wait;
-      Contender c = make(cfg);
+      Contender c = make_contender(cfg);
       Actions a = c.start(1000);
       REQUIRE(find<action::Call>(a));
       a = c.on_reply(1001, refusal("X refused acquire for m: NOPERM"));
@@ -68,7 +48,7 @@ TEST_SUITE("core::Contender refused") {
   }
 
   TEST_CASE("a refused acquire after an unanswered one releases what it may hold, then 69") {
-    Contender c = make(config());
+    Contender c = make_contender(contender_config());
     Actions a = c.start(1000);
     CallResult unknown;
     unknown.status = CallResult::Status::indeterminate;
@@ -90,7 +70,7 @@ TEST_SUITE("core::Contender refused") {
       CAPTURE(int(mode));
       test::FakeBackend backend;
       int64_t local = 5000;
-      Contender c = make(config(mode));
+      Contender c = make_contender(contender_config("me", mode));
       Actions a = c.start(local);
       a = c.on_reply(local, backend.apply("m", "me", *find<action::Call>(a)));
       REQUIRE(find<action::StartChild>(a));
@@ -120,7 +100,7 @@ TEST_SUITE("core::Contender refused") {
 
   TEST_CASE("a refused release keeps CMD's code and warns that the lease expires by itself") {
     test::FakeBackend backend;
-    Contender c = make(config());
+    Contender c = make_contender(contender_config());
     Actions a = c.start(5000);
     a = c.on_reply(5000, backend.apply("m", "me", *find<action::Call>(a)));
     a = c.on_child_exit(5100, 3, false);

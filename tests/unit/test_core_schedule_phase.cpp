@@ -1,8 +1,10 @@
 #include "core/schedule_phase.hpp"
+#include "core_support.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace simba::core;
+using namespace simba::test;
 
 namespace {
 constexpr int64_t k_t = 1796083200000; // 2026-12-01T00:00:00Z, a multiple of 5 min
@@ -46,15 +48,7 @@ TEST_SUITE("core::schedule_phase") {
   }
 }
 
-#include "core/contender.hpp"
-
 namespace {
-template <class T> const T* find_action(const Actions& acts) {
-  for (const auto& a : acts)
-    if (const T* x = std::get_if<T>(&a)) return x;
-  return nullptr;
-}
-
 CallResult ours(int64_t backend_now, std::optional<int64_t> last_run = std::nullopt) {
   CallResult r;
   r.status = CallResult::Status::ok;
@@ -80,22 +74,22 @@ TEST_SUITE("core::Contender schedule phase") {
     Contender con(c, ContendPeriod("me", [](int64_t, int64_t) { return int64_t(0); }));
     Actions a = con.start(100);
     a = con.on_reply(101, ours(k_t));
-    CHECK_FALSE(find_action<action::StartChild>(a)); // not at once
-    const auto* read = find_action<action::Call>(a);
+    CHECK_FALSE(find<action::StartChild>(a)); // not at once
+    const auto* read = find<action::Call>(a);
     REQUIRE(read);
     CHECK(read->op == Op::guard);
     CHECK(read->mark == RunMark::read);
     // the last run started 1 s ago (backend clock): the next tick in 3 s
     a = con.on_reply(102, ours(k_t + 1, k_t - 999));
-    CHECK_FALSE(find_action<action::StartChild>(a));
+    CHECK_FALSE(find<action::StartChild>(a));
     REQUIRE(con.wake_at());
     CHECK(*con.wake_at() == 102 + 3000);
     a = con.on_timer(102 + 3000);
-    const auto* mark = find_action<action::Call>(a);
+    const auto* mark = find<action::Call>(a);
     REQUIRE(mark);
     CHECK(mark->mark == RunMark::record);
-    CHECK_FALSE(find_action<action::StartChild>(a)); // once the start is recorded
+    CHECK_FALSE(find<action::StartChild>(a)); // once the start is recorded
     a = con.on_reply(3103, ours(k_t + 3002, k_t - 999));
-    CHECK(find_action<action::StartChild>(a));
+    CHECK(find<action::StartChild>(a));
   }
 }
