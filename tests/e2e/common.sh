@@ -27,6 +27,8 @@
 #                                 `simba status --mutex MUTEX --json`
 #   mutex_field MUTEX FIELD       one field of MUTEX in `simba status --json`
 #                                 ("null" when absent)
+#   openmetrics_python            a python3 with prometheus_client's OpenMetrics
+#                                 parser (python3-prometheus-client), else fail
 #
 # Background jobs: job control is on (set -m), so every `cmd &` gets its own
 # process group; on exit, whatever is still running gets SIGTERM to its
@@ -220,6 +222,19 @@ v = next((x.get(f) for x in d.get("mutexes", []) if x.get("mutex") == m), None)
 print("null" if v is None else v)
 ' "$1" "$2" <<<"$json"
   fi
+}
+
+# openmetrics_python: prints a python3 that can import prometheus_client's
+# OpenMetrics parser (the system's, when pyenv's has none); fails without.
+openmetrics_python() {
+  local p
+  for p in python3 /usr/bin/python3; do
+    if "$p" -c 'import prometheus_client.openmetrics.parser' 2>/dev/null; then
+      printf '%s\n' "$p"
+      return 0
+    fi
+  done
+  fail "needs python3 with prometheus_client (package python3-prometheus-client)"
 }
 
 # The same test on Redis: ctest runs the files that say "# backends: sqlite

@@ -20,14 +20,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 command -v jq >/dev/null 2>&1 || skip "needs jq"
-py=
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import prometheus_client.openmetrics.parser' 2>/dev/null; then
-    py=$p
-    break
-  fi
-done
-[[ -n $py ]] || fail "needs python3 with prometheus_client (package python3-prometheus-client)"
+py=$(openmetrics_python)
 backend=${SIMBA_E2E_BACKEND:-sqlite}
 host=$(hostname)
 events() { "$SIMBA" history --mutex "$1" --json | jq -c "[.events[] | $2]"; }

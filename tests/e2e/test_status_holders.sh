@@ -10,14 +10,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 command -v jq >/dev/null 2>&1 || skip "needs jq"
-py=
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import prometheus_client.openmetrics.parser' 2>/dev/null; then
-    py=$p
-    break
-  fi
-done
-[[ -n $py ]] || fail "needs python3 with prometheus_client (package python3-prometheus-client)"
+py=$(openmetrics_python)
 host=$(hostname)
 json_of() { simba_bounded status --mutex "$1" --json; }
 field() { json_of "$1" | jq -r "$2"; }
