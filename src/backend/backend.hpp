@@ -296,6 +296,12 @@ public:
   // Does no I/O.
   virtual Wakeups& wakeups(const std::string& mutex, const std::string& contender);
 
+  // The longest one call may take (the URI's `timeout`; 2 s where the
+  // backend has none). The contender's calls get this budget, less where
+  // the lease leaves less (the kill point bounds an owner's calls).
+  virtual int64_t call_timeout_ms() const { return k_default_call_timeout_ms; }
+  static constexpr int64_t k_default_call_timeout_ms = 2000;
+
   // Identity of the backend for messages and re-entry detection: the URI with
   // any password removed (e.g. "sqlite:///home/u/.local/state/simba/simba.db").
   virtual std::string describe() const = 0;

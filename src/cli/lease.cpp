@@ -130,6 +130,7 @@ Outcome acquire_command(const AcquireOptions& o) {
   auto backend = open_backend(o.common);
   if (config.slots > 1 && !backend->has_slots())
     throw UsageError("--slots above 1 is not supported by " + backend->describe());
+  config.call_timeout_ms = backend->call_timeout_ms(); // the URI's timeout=
   backend->set_holder(this_holder("acquire", ""));
   Command none; // acquire starts no CMD
   process::Watchdog watchdog;

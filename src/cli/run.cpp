@@ -67,7 +67,7 @@ const char* mode_name(core::ContenderConfig::Mode m) {
 
 // Validates CMD, opens the backend, refuses re-entry, and drives the core.
 // `handle`: run --lease, the lease's backend must be the one opened.
-Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o,
+Outcome supervise(core::ContenderConfig config, const SuperviseOptions& o,
                   const std::vector<std::string>& cmd, const core::LeaseHandle* handle = nullptr) {
   // Started first, while the backend is still to be opened: its start is
   // then off the path from "acquired" to "CMD runs" (a waiter's hand-over
@@ -86,6 +86,7 @@ Outcome supervise(const core::ContenderConfig& config, const SuperviseOptions& o
   if (config.slots > 1 && !backend->has_slots())
     throw UsageError("--slots above 1 is not supported by " + backend->describe());
   if (handle) check_lease_backend(*handle, *backend);
+  config.call_timeout_ms = backend->call_timeout_ms(); // the URI's timeout=
   backend->set_holder(this_holder(mode_name(config.mode), cmd[0]));
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));

@@ -205,6 +205,7 @@ public:
                timeout_ms);
   }
 
+  int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
   std::string describe() const override { return m_describe; }
 
   // Without LISTEN (listen=off): the waiters wake on their timers.

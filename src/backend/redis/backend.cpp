@@ -152,6 +152,7 @@ public:
     return m_wakeups;
   }
 
+  int64_t call_timeout_ms() const override { return m_client.uri().timeout_ms; }
   std::string describe() const override { return m_describe; }
 
 private:
