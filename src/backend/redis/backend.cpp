@@ -121,7 +121,6 @@ public:
     return m_client.run(lua::k_get_once, mutex, {}, timeout_ms, false, Client::Extra::done);
   }
 
-
   History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override {
     return redis::read_history(m_client, mutex, since_ms, timeout_ms);
   }
