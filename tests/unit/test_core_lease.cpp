@@ -16,17 +16,6 @@ using namespace simba::test;
 
 namespace {
 
-ContenderConfig lease_config(ContenderConfig::Mode mode, const std::string& id) {
-  ContenderConfig c;
-  c.mutex = "m";
-  c.contender_id = id;
-  c.ttl_ms = 10000;
-  c.transition_ms = 2000;
-  c.kill_after_ms = 1000;
-  c.mode = mode;
-  return c;
-}
-
 bool has_release(const Actions& acts) {
   for (const auto& a : acts) {
     if (const auto* c = std::get_if<action::Call>(&a); c && c->op == Op::release) return true;
@@ -121,7 +110,7 @@ TEST_SUITE("core::Contender acquire and step") {
   TEST_CASE("acquire: keeps the lease marked as only held for ttl + transition, starts nothing, "
             "never releases, and hands the lease out") {
     test::FakeBackend b;
-    Contender c = make_contender(lease_config(ContenderConfig::Mode::acquire, "job#1"));
+    Contender c = make_contender(contender_config("job#1", ContenderConfig::Mode::acquire));
     Actions a = c.start(k_local);
     REQUIRE(find<action::Call>(a));
     CHECK(find<action::Call>(a)->op == Op::acquire);
@@ -146,7 +135,7 @@ TEST_SUITE("core::Contender acquire and step") {
   TEST_CASE("acquire: busy with --no-wait exits 75, holding nothing") {
     test::FakeBackend b;
     b.steal("m", "other#2", 10000, 2000);
-    ContenderConfig cfg = lease_config(ContenderConfig::Mode::acquire, "job#1");
+    ContenderConfig cfg = contender_config("job#1", ContenderConfig::Mode::acquire);
     cfg.no_wait = true;
     Contender c = make_contender(cfg);
     Actions a = c.start(k_local);
@@ -158,7 +147,7 @@ TEST_SUITE("core::Contender acquire and step") {
 
   TEST_CASE("acquire: a stop signal between acquiring and keeping gives the lease back") {
     test::FakeBackend b;
-    Contender c = make_contender(lease_config(ContenderConfig::Mode::acquire, "job#1"));
+    Contender c = make_contender(contender_config("job#1", ContenderConfig::Mode::acquire));
     Actions a = c.start(k_local);
     a = c.on_reply(k_local, b.apply("m", "job#1", *find<action::Call>(a)));
     const action::Call hold = *find<action::Call>(a); // in flight
@@ -183,7 +172,7 @@ TEST_SUITE("core::Contender acquire and step") {
       b.hold("m", "job#1", token, 12000);
     }
     Contender step() {
-      ContenderConfig cfg = lease_config(ContenderConfig::Mode::step, "job#1");
+      ContenderConfig cfg = contender_config("job#1", ContenderConfig::Mode::step);
       cfg.lease_token = token;
       return make_contender(cfg);
     }
