@@ -61,7 +61,7 @@ core::CallResult BackendCalls::send(const core::action::Call& a, int64_t timeout
   switch (a.op) {
   case core::Op::acquire:
     if (m_config.once) return acquire_once(a, timeout);
-    return refuse_slots(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
+    return plain_acquire_result(m_backend.acquire(mutex, id, a.ttl_ms, a.transition_ms, timeout));
   case core::Op::guard:
     if (a.mark != core::RunMark::none)
       return to_call_result(m_backend.guard_mark(mutex, id, a.token, a.ttl_ms, a.transition_ms,
@@ -86,7 +86,7 @@ core::CallResult BackendCalls::acquire_once(const core::action::Call& a, int64_t
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& mutex, int recorded, int slots) {
+[[noreturn]] void throw_slots_mismatch(const std::string& mutex, int recorded, int slots) {
   throw UsageError("mutex '" + mutex + "' is held with --slots " + std::to_string(recorded) +
                    ", not " + std::to_string(slots) +
                    " (the next acquirer of the free mutex sets its number)");
@@ -94,12 +94,13 @@ namespace {
 
 } // namespace
 
-// A plain acquire (N = 1) that finds the marker of slots (core/slots.hpp)
-// refuses like acquire_slot: only a reply that took nothing is looked at.
-core::CallResult BackendCalls::refuse_slots(const backend::Reply& r) {
+// A plain acquire's reply (N = 1). One that finds the marker of slots
+// (core/slots.hpp) ends simba with 64 as acquire_slot's does: only a reply
+// that took nothing is looked at.
+core::CallResult BackendCalls::plain_acquire_result(const backend::Reply& r) {
   if (!r.changed && r.ok() && r.observed.lease.valid_at(r.observed.now)) {
     int recorded = core::slots_of_owner(r.observed.lease.owner_id);
-    if (recorded > 1) refuse(m_config.mutex, recorded, 1);
+    if (recorded > 1) throw_slots_mismatch(m_config.mutex, recorded, 1);
   }
   return to_call_result(r);
 }
@@ -112,7 +113,7 @@ core::CallResult BackendCalls::call_slot(const core::action::Call& a, int64_t ti
   switch (a.op) {
   case core::Op::acquire:
     r = m_backend.acquire_slot(mutex, id, m_config.slots, a.ttl_ms, a.transition_ms, timeout);
-    if (r.slots_recorded > 0) refuse(mutex, r.slots_recorded, m_config.slots);
+    if (r.slots_recorded > 0) throw_slots_mismatch(mutex, r.slots_recorded, m_config.slots);
     // An answer says which slot we hold, if any; no answer leaves it as it was.
     if (r.ok()) m_slot = r.observed.lease.owned_by(id, r.observed.now) ? r.observed.lease.slot : -1;
     return to_call_result(r);

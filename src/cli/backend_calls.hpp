@@ -34,7 +34,8 @@ private:
   core::CallResult acquire_once(const core::action::Call& a, int64_t timeout_ms);
   // --slots N > 1: the acquisition picks a slot; the other calls address it.
   core::CallResult call_slot(const core::action::Call& a, int64_t timeout_ms);
-  core::CallResult refuse_slots(const backend::Reply& r);
+  // A plain acquire's reply; exit 64 when the mutex is held with slots.
+  core::CallResult plain_acquire_result(const backend::Reply& r);
   backend::Reply release_slot(uint64_t token, int64_t timeout_ms);
 
   backend::Backend& m_backend;
