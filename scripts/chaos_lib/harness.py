@@ -46,6 +46,10 @@ class Chaos:
         self.faults = {}                 # kind -> count
         self.kills = []                  # (monotonic ns, another fault active) of kill -9s
         self.fault_times = []            # monotonic ns of every fault and heal
+        # The same with their kinds, in the run's files (kept when it fails):
+        # "NS KIND", "NS heal", "NS kill" (a kill -9 of a holder's simba, with
+        # " active" when another fault lasted), on cmd.log's clock.
+        self.fault_journal = open(os.path.join(self.tmp, "faults.log"), "a", buffering=1)
         self.spawned = 0
         self.backend = BACKENDS[backend](self.tmp, self.rng, self)
         self.net = NetworkFaults(self.backend.links(), self.rng, self.later)
@@ -56,6 +60,7 @@ class Chaos:
         def marked():
             if mark:
                 self.fault_times.append(time.monotonic_ns())
+                self.fault_journal.write(f"{self.fault_times[-1]} heal\n")
             fn()
         self.pending.append((time.monotonic() + seconds, marked))
 
@@ -191,6 +196,7 @@ class Chaos:
         self.count(kind)
         if kind in ("kill9_simba", "kill9_simba_daemon"):
             self.kills.append((self.fault_times[-1], active))
+            self.fault_journal.write(f"{self.fault_times[-1]} kill{' active' if active else ''}\n")
             os.kill(h[0], signal.SIGKILL)
         elif kind == "kill9_cmd":
             os.kill(h[1], signal.SIGKILL)
@@ -207,6 +213,7 @@ class Chaos:
         """Counts a fault of `kind` and marks its time (monotonic ns, returned)."""
         self.faults[kind] = self.faults.get(kind, 0) + 1
         self.fault_times.append(time.monotonic_ns())
+        self.fault_journal.write(f"{self.fault_times[-1]} {kind}\n")
         return self.fault_times[-1]
 
     # ---- the run -------------------------------------------------------------
