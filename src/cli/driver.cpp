@@ -291,6 +291,11 @@ private:
         if (signo == SIGCHLD) {
           reap();
         } else if (signo != SIGCONT) {
+          // A CMD that exited as the signal came counts as gone first (the
+          // order of the two cannot be known): the signal is then one
+          // between runs, not one forwarded to a CMD that had exited.
+          if (!m_child_exited) reap();
+          if (m_exit_code) return;
           feed(m_contender.on_signal(sys::boottime_ms(), signo));
         }
       }

@@ -178,6 +178,7 @@ private:
     bool hold_sent = false;               // the hold call went out
     bool phase_pending = false;           // schedule: the last run's start is to be read
     bool run_pending = false;             // schedule: a run starts once its start is recorded
+    bool stopped_after_exit = false;      // lead, schedule: asked to stop once CMD had exited
     // stopping after a loss: the lost event to record once CMD is gone
     // (after_loss); its exit code is CMD's, once known.
     std::optional<action::RecordLost> lost;

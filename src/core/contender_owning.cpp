@@ -256,6 +256,9 @@ Actions Contender::on_owner_signal(int64_t now, int signo, bool stop, bool again
   if (long_running() && stop) {
     m_shutdown = true;
     o.next_start_at.reset();
+    // CMD had exited (what it left may still run): this run's status is
+    // not how simba ends, the signal is (after_run).
+    if (!o.child_running) o.stopped_after_exit = true;
     // Between runs there is nothing to forward to: release and exit.
     if (o.stage == Phase::owning && !o.child_running) {
       return release_then_exit(now, 128 + signo,
@@ -347,13 +350,16 @@ Actions Contender::after_run(int64_t now, Actions acts) {
   using Mode = ContenderConfig::Mode;
   using R = ContenderConfig::Restart;
   int code = m_child_code;
-  bool done = m_shutdown;
-  if (m_config.mode == Mode::lead) {
-    done = done || m_config.restart == R::never || (m_config.restart == R::on_failure && code == 0);
-  } else {
-    done = done || (m_config.max_runs && m_runs >= *m_config.max_runs);
-  }
-  if (done) {
+  bool last_run = m_config.mode == Mode::lead
+                      ? m_config.restart == R::never ||
+                            (m_config.restart == R::on_failure && code == 0)
+                      : m_config.max_runs && m_runs >= *m_config.max_runs;
+  // Stopped between runs: CMD had exited and would have run again, so
+  // simba ends by the signal (128+N), as when the signal comes during the
+  // restart delay. Stopped while CMD ran: CMD's status, the forwarded
+  // signal's answer.
+  if (m_shutdown && !last_run && owner().stopped_after_exit) code = 128 + m_stop_signal;
+  if (m_shutdown || last_run) {
     acts.push_back(action::Log{LogLevel::info, "releasing " + m_config.mutex});
     return release_then_exit(now, code, std::move(acts));
   }

@@ -79,6 +79,24 @@ n2=$(grep -c '^start ' "$T/always.log")
 sleep 0.5
 assert_eq "$n2" "$(grep -c '^start ' "$T/always.log")" "--restart always: starts after simba exited"
 
+# SIGTERM after CMD exited 0 but before what it left is gone (simba is
+# stopping it: the leftover ignores TERM until --kill-after's SIGKILL): a
+# stop between runs, so 128+15, not the status of a run that was to be
+# followed by another.
+"$SIMBA" lead --mutex r5 --ttl 4s --transition 4s --kill-after 3s --restart always -- \
+  sh -c '(trap "" TERM; echo left >>"$0"; exec sleep 30) &
+         until [ -s "$0" ]; do sleep 0.01; done; exit 0' "$T/left.log" 2>"$T/left.err" &
+lead=$!
+wait_for 10 grep -q "command exited with status 0" "$T/left.err" ||
+  { cat -- "$T/left.err" >&2; fail "--restart always: leftover not seen"; }
+kill -TERM "$lead"
+wait_for 10 pid_dead "$lead"
+rc=0
+wait "$lead" || rc=$?
+assert_eq 143 "$rc" "--restart always: exit status after SIGTERM while CMD's leftovers were stopped"
+assert_eq 1 "$(grep -c left "$T/left.log")" "--restart always: CMD restarted after SIGTERM"
+assert_eq free "$(mutex_state r5)" "state of the mutex after SIGTERM while leftovers were stopped"
+
 # A long-running CMD under --restart always: SIGTERM to simba is forwarded to
 # CMD, and simba exits with CMD's status, not restarting it.
 "$SIMBA" lead --mutex r4 --ttl 1s --transition 1s --restart always --restart-delay 100ms -- \

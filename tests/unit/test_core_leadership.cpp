@@ -215,6 +215,40 @@ TEST_SUITE("core::lead") {
     CHECK(idle.starts == 1);
   }
 
+  TEST_CASE("TERM after CMD exited, while what it left is stopped: 128+N unless the run was the last") {
+    ContenderConfig cfg = contender_config("me", Mode::lead);
+    cfg.restart = ContenderConfig::Restart::always;
+    World w(cfg);
+    w.start();
+    w.child = false;
+    w.run(w.c.on_child_exit(w.local, 0, true)); // exited 0, leftovers: draining
+    REQUIRE(w.c.phase() == Contender::Phase::draining);
+    w.run(w.c.on_signal(w.local, SIGTERM));
+    w.run(w.c.on_all_gone(w.local));
+    REQUIRE(w.exit_code);
+    CHECK(*w.exit_code == 128 + SIGTERM); // it would have run again: stopped between runs
+    CHECK(w.starts == 1);
+
+    // restart never: that exit was the last run, its status stays.
+    World last(contender_config("me", Mode::lead));
+    last.start();
+    last.child = false;
+    last.run(last.c.on_child_exit(last.local, 0, true));
+    last.run(last.c.on_signal(last.local, SIGTERM));
+    last.run(last.c.on_all_gone(last.local));
+    REQUIRE(last.exit_code);
+    CHECK(*last.exit_code == 0);
+
+    // TERM forwarded to a running CMD that answers it with 0: CMD's status.
+    World fwd(cfg);
+    fwd.start();
+    fwd.run(fwd.c.on_signal(fwd.local, SIGTERM));
+    fwd.child_exits(0);
+    REQUIRE(fwd.exit_code);
+    CHECK(*fwd.exit_code == 0);
+    CHECK(fwd.starts == 1);
+  }
+
   TEST_CASE("USR1 is forwarded and does not stop the leader") {
     World w(contender_config("me", Mode::lead));
     w.start();
