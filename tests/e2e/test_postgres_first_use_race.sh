@@ -10,6 +10,7 @@
 #     hand-over hit it) simba exited 69.
 #  2. 16 simba at once on new tables: all exit 0 (a CREATE that lost its
 #     race, "type ... already exists", is tried again).
+#  3. A deadlock's victim is sent again (below).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 use_test_postgres
@@ -66,3 +67,30 @@ sleep 0.3
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || fail "simba $((i + 1)) of 16 exits $?: $(cat -- "$T/err.$((i + 1))")"
 done
+
+# 3. A statement the server chose as a deadlock's victim (40P01: rolled
+#    back, nothing applied) is sent again within the call's budget, not
+#    taken for an unavailable server (exit 69). The other session holds
+#    the lease row and then asks for a lock on the history table, which
+#    simba's acquire (waiting for the row) holds: simba's check, the later
+#    one (its deadlock_timeout 1.5 s), finds the cycle.
+assert_exit 0 "$SIMBA" run --backend "$uri" --mutex d -- true
+before=$(sql "SELECT deadlocks FROM pg_stat_database WHERE datname = '$db'")
+{
+  echo "SET deadlock_timeout = '30s';"
+  echo 'BEGIN;'
+  echo "UPDATE simba_leases SET owner = owner WHERE mutex = 'd';"
+  echo 'SELECT pg_sleep(1);'
+  echo 'LOCK TABLE simba_history IN SHARE MODE;'
+  echo 'SELECT pg_sleep(0.5);'
+  echo 'COMMIT;'
+} | psql -X -q -At "$pg_uri" >"$T/psql3.out" 2>&1 &
+other=$!
+sleep 0.3
+assert_exit 0 "$SIMBA" run --backend "$uri&options=-c%20deadlock_timeout%3D1500ms" --mutex d -- true
+wait "$other" || true
+# Sent again at once: no warning of a failing backend, no back-off.
+[[ ! -s $T/err ]] || fail "simba's acquire after its deadlock: $(cat -- "$T/err")" 
+wait_for 10 clients_gone
+assert_eq $((before + 1)) "$(sql "SELECT deadlocks FROM pg_stat_database WHERE datname = '$db'")" \
+  "deadlocks: the one made for simba's acquire to lose ($(cat -- "$T/psql3.out"))"

@@ -403,6 +403,7 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   Statements s;
   s.schema = schema_sql(schema, prefix);
   s.probe_leases = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
+  s.probe_schema = f(k_status_probe);
   s.acquire = f(with_counters(acquire_sql(limit)));
   std::string guard = k_guard;
   s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));

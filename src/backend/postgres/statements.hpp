@@ -19,6 +19,8 @@ struct Statements {
   // Fails when the tables of a simba without status are missing (status
   // brings tables up to date but creates none).
   std::string probe_leases;
+  // Fails unless every table and column of `schema` is there (committed).
+  std::string probe_schema;
   std::string acquire, guard, guard_mark, release, force_release, get;
   // The lost event of an owner (status_sql.hpp: k_record_lost).
   std::string record_lost;
