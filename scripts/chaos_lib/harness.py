@@ -47,9 +47,12 @@ class Chaos:
         self.kills = []                  # (monotonic ns, another fault active) of kill -9s
         self.fault_times = []            # monotonic ns of every fault and heal
         # The same with their kinds, in the run's files (kept when it fails):
-        # "NS KIND", "NS heal", "NS kill" (a kill -9 of a holder's simba, with
-        # " active" when another fault lasted), on cmd.log's clock.
+        # "NS KIND", "NS heal", "NS kill PID" (a kill -9 of a holder's simba,
+        # with " active" when another fault lasted), on cmd.log's clock; the
+        # first line, "NS clock MS", is that clock against the wall clock
+        # (ms since the epoch) of simba's JSON log lines in simba-N.err.
         self.fault_journal = open(os.path.join(self.tmp, "faults.log"), "a", buffering=1)
+        self.fault_journal.write(f"{time.monotonic_ns()} clock {time.time_ns() // 1_000_000}\n")
         self.spawned = 0
         self.backend = BACKENDS[backend](self.tmp, self.rng, self)
         self.net = NetworkFaults(self.backend.links(), self.rng, self.later)
@@ -90,7 +93,7 @@ class Chaos:
         slots = ["--slots", str(self.opts.slots)] if self.opts.slots > 1 else []
         return ["--mutex", MUTEX, "--backend", uri, "--ttl", f"{TTL_MS}ms",
                 "--transition", f"{TRANSITION_MS}ms", "--kill-after", f"{KILL_AFTER_MS}ms",
-                "-v"] + slots
+                "-v", "--log-format", "json"] + slots
 
     def run_argv(self, slot):
         # Most CMDs end within their first ttl; a fifth outlive it, so that
@@ -196,7 +199,8 @@ class Chaos:
         self.count(kind)
         if kind in ("kill9_simba", "kill9_simba_daemon"):
             self.kills.append((self.fault_times[-1], active))
-            self.fault_journal.write(f"{self.fault_times[-1]} kill{' active' if active else ''}\n")
+            self.fault_journal.write(
+                f"{self.fault_times[-1]} kill {h[0]}{' active' if active else ''}\n")
             os.kill(h[0], signal.SIGKILL)
         elif kind == "kill9_cmd":
             os.kill(h[1], signal.SIGKILL)

@@ -12,6 +12,8 @@
 #  3. the same with --slots 2, both slots held and their rows (and the
 #     marker's) lost: no new slot lease before the quarantine ends, so the
 #     two CMDs of the lost leases never run beside new ones (4 > 2).
+#  4. a holder that outlives the restart, killed -9 later: followed when
+#     its lease ends, the quarantine having started at a waiter's look.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 start_own_postgres
@@ -100,3 +102,32 @@ for p in "${pids[@]}"; do
 done
 echo "the next slot holder started ${dt} ms after the restart (quarantine: 3 s + 1 s + 1 s)" >&2
 ((dt >= 4500)) || fail "the next slot holder started ${dt} ms after the restart: before the quarantine ended"
+
+# ---- 4. a holder that outlives the restart, killed later ------------------------
+# The restart loses nothing: the holder renews on the new run. A waiter's
+# look after the restart starts the quarantine (2 s + 1 s + 1 s: tables of
+# their own, whose marker knows no longer lease than these); the
+# holder killed -9 once it is over is followed when its lease ends (at most
+# ttl + transition, 3 s), not after its lease and a whole quarantine more
+# (~7 s: the quarantine started only when the mutex was free).
+export SIMBA_BACKEND="$PG_URI?timeout=500ms&prefix=late_"
+rm -f -- "$T/child.pid"
+"$SIMBA" run --mutex late --ttl 2s --transition 1s -- \
+  sh -c 'echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300' "$T/child.pid" &
+holder=$!
+wait_for 10 test -s "$T/child.pid"
+"$SIMBA" run --mutex late --ttl 2s --transition 1s --timeout 30s -- \
+  sh -c 'date +%s%3N >"$0"' "$T/late.start" 2>"$T/late.err" &
+waiter=$!
+sleep 0.5
+kill -KILL "$PG_PID"
+pg_server_spawn || fail "cannot restart PostgreSQL"
+sleep 6
+pid_alive "$holder" || fail "the holder did not outlive the restart"
+[[ ! -e $T/late.start ]] || fail "the waiter started while the holder held the mutex"
+kill -KILL "$holder"
+t0=$(now_ms)
+wait "$waiter" || fail "the waiter failed: $(cat -- "$T/late.err")"
+dt=$(($(<"$T/late.start") - t0))
+echo "the next holder started ${dt} ms after the kill -9 of the holder (lease 3 s)" >&2
+((dt < 4500)) || fail "the next holder started ${dt} ms after the kill: a quarantine after the lease"

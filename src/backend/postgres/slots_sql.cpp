@@ -117,7 +117,8 @@ const std::string k_fallback = std::to_string(core::k_slot_fallback_ms);
 // as written (renew, new); the marker (written first, see slots_sql.hpp),
 // the slot's row, the queue place left (the next release wakes another,
 // the waiters behind do not count us), the quarantine's marker (as
-// acquire's, only where a new lease would be granted). The acts: refused
+// acquire's, statements.cpp k_mark: whatever the act but a refusal, or a
+// new lease another writer went before). The acts: refused
 // (another N recorded), revoked (the marker), renew, full (no slot free),
 // queued (live waiters before us take the free slots: FIFO), quarantine,
 // new. The slot's row is also written only by the owner-or-expired rule on
@@ -217,7 +218,7 @@ mark AS (
   INSERT INTO {S} AS s (id, run, until_ms, longest)
   SELECT 1, q.run, q.till, q.longest FROM q CROSS JOIN d
   WHERE $5::boolean AND (q.lost OR q.longest > q.known)
-    AND (d.act = 'quarantine' OR (d.act = 'new' AND EXISTS (SELECT 1 FROM mw)))
+    AND d.act <> 'refused' AND (d.act <> 'new' OR EXISTS (SELECT 1 FROM mw))
   ON CONFLICT (id) DO UPDATE SET run = excluded.run,
     until_ms = greatest(s.until_ms, excluded.until_ms),
     longest = greatest(s.longest, excluded.longest)))";

@@ -120,14 +120,19 @@ std::string quote(const std::string& identifier) {
   return out + "\"";
 }
 
-// acquire's and acquire_once's: the quarantine's marker row, written only
-// where a new lease would be granted and it needs to be (after k_old_row).
+// acquire's and acquire_once's: the quarantine's marker row, written where
+// it needs to be (after k_old_row) by every acquire, also of a mutex that
+// is held: the quarantine starts at the first acquire that sees a new
+// server run. Started only once the mutex was free, a holder that outlived
+// the restart and died later was followed after its lease's end and then
+// the whole quarantine (the chaos runs' failovers of 4-5 s for a lease of
+// 2 s). Any moment after the restart is a safe start: every lease the
+// lost run granted was renewed before it.
 constexpr const char* k_mark = R"(,
 mark AS (
   INSERT INTO {S} AS s (id, run, until_ms, longest)
   SELECT 1, q.run, q.till, q.longest FROM q
   WHERE $5::boolean AND (q.lost OR q.longest > q.known)
-    AND NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND transition_at > (SELECT ms FROM n))
   ON CONFLICT (id) DO UPDATE SET run = excluded.run,
     until_ms = greatest(s.until_ms, excluded.until_ms),
     longest = greatest(s.longest, excluded.longest)),
