@@ -66,7 +66,18 @@ for w in 1 2 3; do
   "$SIMBA" run --mutex k --slots 3 --ttl 1s --transition 1s -- sleep 30 >/dev/null 2>&1 &
   holders+=($!)
 done
-k_full() { "$SIMBA" run --mutex k --slots 3 --no-wait -- true >/dev/null 2>&1 && return 1 || [[ $? == 75 ]]; }
+# Full when status shows the three holders' pids as its three holders (a
+# --no-wait run exiting 75 says less: a waiter queued ahead of it has the
+# free slot first, FIFO).
+k_full() {
+  "$SIMBA" status --mutex k --format json >"$T/k_full.json" || return 1
+  python3 - "$T/k_full.json" "${holders[@]}" <<'PY'
+import json, sys
+ms = json.load(open(sys.argv[1]))["mutexes"]
+held = sorted(str(h.get("pid")) for h in ms[0]["holders"]) if ms else []
+sys.exit(0 if held == sorted(sys.argv[2:]) else 1)
+PY
+}
 wait_for 10 k_full
 kill -9 -- -"${holders[0]}" 2>/dev/null
 wait "${holders[0]}" 2>/dev/null || true
