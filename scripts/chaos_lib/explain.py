@@ -57,7 +57,7 @@ def explain(run_dir, bound_ms=3000):
     times = [t for t, _ in faults]
     slow = 0
     for t, what in faults:
-        if not what.startswith("kill"):
+        if what.split()[0] != "kill":  # "kill PID [active]", not a fault kind
             continue
         later = [s for s in starts if s[0] > t]
         if not later or later[0][0] - t <= bound_ms:
