@@ -20,6 +20,8 @@
 #                        every key is gone
 #   redis_ping PORT      true when a Redis answers PING on 127.0.0.1:PORT (a
 #                        NOAUTH error counts: it wants a password, but it is up)
+#   redis_cmd WORD...    one inline command to the test's own server
+#                        (start_own_redis), its first reply line
 #
 # The servers are background jobs of the test, so common.sh's clean-up stops
 # them with everything else.
@@ -102,4 +104,13 @@ restart_own_redis() {
     sleep 0.1
   done
   fail "could not restart redis-server on port $OWN_REDIS_PORT"
+}
+
+redis_cmd() {
+  local line=''
+  exec 3<>"/dev/tcp/127.0.0.1/$OWN_REDIS_PORT"
+  printf '%s\r\n' "$*" >&3
+  IFS= read -r -t 5 line <&3 || true
+  exec 3>&-
+  printf '%s\n' "${line%$'\r'}"
 }

@@ -13,16 +13,6 @@ use_test_redis # skips like the others when Redis tests are off
 start_own_redis
 export SIMBA_BACKEND=$OWN_REDIS_URI
 
-# redis_cmd WORD...: one inline command to our own server, its first reply line
-redis_cmd() {
-  local line=''
-  exec 3<>"/dev/tcp/127.0.0.1/$OWN_REDIS_PORT"
-  printf '%s\r\n' "$*" >&3
-  IFS= read -r -t 5 line <&3 || true
-  exec 3>&-
-  printf '%s\n' "${line%$'\r'}"
-}
-
 # The first lease of a fresh database waits out its quarantine.
 "$SIMBA" run --mutex late --ttl 2s --transition 1s -- true
 "$SIMBA" run --mutex late --ttl 2s --transition 1s -- \

@@ -11,16 +11,6 @@ use_test_redis # skips like the others when Redis tests are off
 start_own_redis
 export SIMBA_BACKEND=$OWN_REDIS_URI
 
-# redis_cmd WORD...: one inline command to our own server, its first reply line
-redis_cmd() {
-  local line=''
-  exec 3<>"/dev/tcp/127.0.0.1/$OWN_REDIS_PORT"
-  printf '%s\r\n' "$*" >&3
-  IFS= read -r -t 5 line <&3 || true
-  exec 3>&-
-  printf '%s\n' "${line%$'\r'}"
-}
-
 # A (its first lease waits out the quarantine of a fresh database).
 "$SIMBA" run --mutex m --ttl 2s --transition 1s -- sh -c 'echo "$SIMBA_FENCING_TOKEN" >>"$0"' "$T/tokens"
 assert_eq "+OK" "$(redis_cmd SAVE)" "SAVE"
