@@ -94,8 +94,8 @@ std::string Client::connect_to(Connection& c, int64_t deadline, bool select, boo
 }
 
 // Sentinel: the master found last, else (or when it is no longer the
-// master: check_server() asks its ROLE) the first the sentinels name, in
-// their order, that answers as the master.
+// master: check_server() asks its ROLE) the one a majority of the
+// sentinels name, when it answers as the master.
 std::string Client::connect_master(Connection& c, int64_t deadline, bool select, bool verify) {
   if (m_master_known) {
     std::string err = connect_to(c, deadline, select, verify);
@@ -104,8 +104,6 @@ std::string Client::connect_master(Connection& c, int64_t deadline, bool select,
   }
   std::string master_error;
   std::string none = ask_sentinels(m_uri, deadline, [&](const SentinelAnswer& a) {
-    // (a master that would not take us, named again by the next sentinel)
-    if (!master_error.empty() && a.host == m_uri.host && a.port == m_uri.port) return false;
     m_uri.host = a.host;
     m_uri.port = a.port;
     m_where = redis_where(m_uri);

@@ -44,12 +44,12 @@ public:
   // line for the user.
   std::string connect(Connection& c, int64_t deadline, bool select, bool verify);
 
-  // Sentinel: asks the sentinels (in order) which server is the master
-  // now, and moves to it when that is not the one this client talks to;
-  // call() does it first when the last answer is older than
+  // Sentinel: asks the sentinels which server a majority of them name as
+  // the master now, and moves to it when that is not the one this client
+  // talks to; call() does it first when the last answer is older than
   // k_sentinel_confirm_ms (sentinel.hpp says why). "" when no Sentinel, or
-  // one line when no sentinel answers before `deadline` (the call then
-  // fails: nobody can tell which server holds the leases).
+  // one line when no majority names a master before `deadline` (the call
+  // then fails: nobody can tell which server holds the leases).
   std::string confirm_master(int64_t deadline);
 
   // A call's whole deadline: its own timeout, capped by the URI's.

@@ -54,6 +54,8 @@ std::string ask_sentinels(const RedisUri& uri, int64_t deadline,
   // A copy: `take` may move the URI's host and port (the master's).
   const RedisUri asked = uri;
   const std::vector<RedisSentinels::Node>& nodes = asked.sentinel.nodes;
+  const size_t majority = nodes.size() / 2 + 1;
+  std::vector<std::pair<std::string, size_t>> votes; // "host:port", sentinels naming it
   bool unknown = false;
   std::string first_error;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -66,9 +68,22 @@ std::string ask_sentinels(const RedisUri& uri, int64_t deadline,
       if (first_error.empty()) first_error = a.error;
       continue;
     }
-    if (take(a)) return "";
+    std::string address = a.host + ":" + std::to_string(a.port);
+    auto it = std::find_if(votes.begin(), votes.end(),
+                           [&](const auto& v) { return v.first == address; });
+    if (it == votes.end()) it = votes.insert(votes.end(), {address, 0});
+    ++it->second;
+    // Only one address can be named by a majority: when its server will not
+    // take us, there is no other to try.
+    if (it->second == majority) return take(a) ? "" : "refused";
   }
-  return no_master_message(asked, unknown, first_error);
+  if (votes.empty()) return no_master_message(asked, unknown, first_error);
+  std::string named;
+  for (const auto& [address, count] : votes)
+    named += (named.empty() ? "" : ", ") + address + " by " + std::to_string(count);
+  return "cannot find the Redis master '" + asked.sentinel.master + "': no majority of its " +
+         std::to_string(nodes.size()) + " sentinels names one (" + named +
+         "; a failover under way, or sentinels cut off)";
 }
 
 std::string no_master_message(const RedisUri& uri, bool unknown, const std::string& first_error) {

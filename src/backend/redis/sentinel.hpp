@@ -1,9 +1,9 @@
 #pragma once
 // Redis Sentinel (RedisUri::sentinel): which server is the master. The
 // sentinels are asked in the URI's order (SENTINEL get-master-addr-by-name),
-// each within its share of the time left; the Client then connects to the
-// address named and confirms with ROLE that it is the master
-// (server_check.cpp), else asks the next sentinel. A call that fails by a
+// each within its share of the time left, until a majority names one
+// address; the Client then connects to it and confirms with ROLE that it
+// is the master (server_check.cpp). A call that fails by a
 // refused connection, a timeout or a READONLY answer makes the next connect
 // ask the sentinels again (client.cpp).
 //
@@ -18,15 +18,21 @@
 // writes until Sentinel turns it into a replica (some 10 s with Debian's
 // defaults, longer when it is cut off), and a client connected to it would
 // renew or grant leases there while the new master grants the mutex again.
-// So a call first asks the sentinels which server is the master when their
-// last answer is older than k_sentinel_confirm_ms: a client writes to an
-// old master at most that long after its first sentinel named the new one,
-// and the new master, which nobody reaches before that, grants nothing for
-// the quarantine (longest lease + 1 s) after its first request. A lease
-// granted or renewed on the old master so ends before any lease the new
-// master grants, as long as k_sentinel_confirm_ms stays within the
-// quarantine's 1 s slack and every host asks the sentinels in the same
-// order (README "Redis Sentinel").
+// The sentinels do not switch to the new master at one moment either: the
+// leader first, the others when its hello reaches them (up to seconds
+// later). So a master is taken only when a majority of the URI's
+// sentinels name it, and a call first asks again when the last answer is
+// older than k_sentinel_confirm_ms. Two majorities share a sentinel, and a
+// sentinel names the new master only after it stopped naming the old one:
+// a client that reaches the new master does so after every answer that
+// named the old one, and a client writes to the old master at most
+// k_sentinel_confirm_ms after such an answer -- also a request executed
+// late by a paused old master, since its sender counts its lease from the
+// moment it was sent. The new master grants nothing for the quarantine
+// (longest lease + 1 s) after its first request, so a lease granted or
+// renewed on the old master ends first, as long as k_sentinel_confirm_ms
+// stays within the quarantine's 1 s slack and every host lists the same
+// sentinels (in any order; README "Redis Sentinel").
 #include "backend/uri.hpp"
 
 #include <cstdint>
@@ -52,9 +58,12 @@ SentinelAnswer ask_sentinel(const RedisUri& uri, const RedisSentinels::Node& nod
 
 // Asks the sentinels of `uri` in the URI's order, each within its share of
 // the time left before `deadline` (one that does not answer leaves time
-// for the next), and hands each master one names to `take` until `take`
-// returns true: then "". Else why no master was taken (no_master_message).
-// `uri` is read once, before the first sentinel is asked.
+// for the next), until a majority of them (more than half of those the URI
+// lists) name one master, and hands it to `take`: "" when `take` returns
+// true. Else why no master was taken: one line for the user
+// (no_master_message, or that no majority names one), or "refused" when
+// `take` refused the majority's master (the caller knows why). `uri` is
+// read once, before the first sentinel is asked.
 std::string ask_sentinels(const RedisUri& uri, int64_t deadline,
                           const std::function<bool(const SentinelAnswer&)>& take);
 

@@ -9,6 +9,7 @@ local me = ARGV[1]
 local ttl, transition = tonumber(ARGV[2]), tonumber(ARGV[3])
 local taken = false
 if not free(l, now) then
+  quarantine_end(KEYS[3], now, ttl + transition) -- starts one if due (common.lua)
   if not valid(l, now) or l.owner ~= me then
     return reply(now, false, l)
   end

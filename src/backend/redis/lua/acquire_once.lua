@@ -25,6 +25,7 @@ local function start_record()
   write_once(once, rec)
 end
 if not free(l, now) then
+  quarantine_end(KEYS[3], now, ttl + transition) -- starts one if due (common.lua)
   if not valid(l, now) or l.owner ~= me then
     return once_reply(now, false, l, rec)
   end

@@ -16,6 +16,9 @@ local function answer(changed, l, slot, refused)
   return r
 end
 if recorded ~= 0 and recorded ~= n then return answer(false, m, 0, recorded) end
+-- Whatever this acquire answers, a new server run starts its quarantine
+-- now (common.lua: quarantine_end); it refuses a new slot lease below.
+local till = quarantine_end(KEYS[3], now, ttl + transition)
 -- A revoked marker (not free, no owner) no longer says N: wait until it is free.
 if not free(m, now) and m.owner == '' then return answer(false, m, 0, 0) end
 local mine, first_free, soonest, soonest_held
@@ -52,7 +55,6 @@ if not mine and now < free_since + k_slot_fallback_ms and
 end
 local hash = KEYS[1] .. '#' .. l.slot
 if not mine then
-  local till = quarantine_end(KEYS[3], now, ttl + transition)
   if till then return answer(false, quarantined(l, now, till), l.slot, 0) end
   local queue = KEYS[1] .. ':waiters'
   local score = redis.call('ZSCORE', queue, member(me, ARGV[2], ARGV[3])) or

@@ -157,8 +157,16 @@ end
 local k_quarantine_slack_ms = 1000
 
 -- The end of the quarantine in force at `now` for a lease of `lease_ms`,
--- or nil; starts one when a loss shows. Called only where a new lease would
--- be granted.
+-- or nil; starts one when a loss shows. Called by every acquire, also of a
+-- mutex that is held (its answer then unused): the quarantine starts at the
+-- first acquire that sees a new server run. Started only once the mutex
+-- was free, a holder that outlived the restart and died later was followed
+-- after its lease's end and then the whole quarantine. Any moment after
+-- the restart is a safe start: every lease the lost run granted was
+-- renewed before it. After a Sentinel failover the old master may still
+-- grant or renew after that moment, but only for clients that a majority
+-- of the sentinels sent there at most 0.5 s before it, which the slack
+-- covers (sentinel.hpp).
 --
 -- In a cluster each master has its marker in the lowest slot it serves; a
 -- resharding may change which slot that is. The client then also names
