@@ -103,6 +103,7 @@ std::string Client::connect_master(Connection& c, int64_t deadline, bool select,
     m_master_known = false;
   }
   std::string master_error;
+  int64_t asked_at = sys::boottime_ms(); // (not when the answers came: sentinel.hpp)
   std::string none = ask_sentinels(m_uri, deadline, [&](const SentinelAnswer& a) {
     m_uri.host = a.host;
     m_uri.port = a.port;
@@ -110,7 +111,7 @@ std::string Client::connect_master(Connection& c, int64_t deadline, bool select,
     master_error = connect_to(c, deadline, select, verify);
     if (!master_error.empty()) return false;
     m_master_known = true;
-    m_confirmed_at = sys::boottime_ms();
+    m_confirmed_at = asked_at;
     return true;
   });
   if (none.empty()) return "";
@@ -119,6 +120,7 @@ std::string Client::connect_master(Connection& c, int64_t deadline, bool select,
 
 std::string Client::confirm_master(int64_t deadline) {
   if (!sentinel()) return "";
+  int64_t asked_at = sys::boottime_ms(); // (not when the answers came: sentinel.hpp)
   return ask_sentinels(m_uri, deadline, [&](const SentinelAnswer& a) {
     if (!m_master_known || a.host != m_uri.host || a.port != m_uri.port) {
       m_conn.close(); // the next call connects to it and checks its ROLE
@@ -127,7 +129,7 @@ std::string Client::confirm_master(int64_t deadline) {
       m_where = redis_where(m_uri);
       m_master_known = true;
     }
-    m_confirmed_at = sys::boottime_ms();
+    m_confirmed_at = asked_at;
     return true;
   });
 }

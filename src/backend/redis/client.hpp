@@ -134,7 +134,7 @@ private:
   std::string m_run_id;                    // of the server m_conn talks to (INFO at connect)
   int64_t m_budget_ms = 0;                 // of the current call, for messages
   bool m_master_known = false;             // Sentinel: m_uri's host and port are the master's
-  int64_t m_confirmed_at = 0;              // Sentinel: when a sentinel last named it (boottime)
+  int64_t m_confirmed_at = 0;              // Sentinel: when the asking that named it began (boottime)
   bool m_hello_waits = false;              // open() connected and left the hello to the first call
   std::unique_ptr<ClusterRoute> m_cluster; // redis+cluster://
 };

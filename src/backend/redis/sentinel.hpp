@@ -26,7 +26,9 @@
 // sentinel names the new master only after it stopped naming the old one:
 // a client that reaches the new master does so after every answer that
 // named the old one, and a client writes to the old master at most
-// k_sentinel_confirm_ms after such an answer -- also a request executed
+// k_sentinel_confirm_ms after such an answer (counted from the moment it
+// began asking: the answers of a majority may take most of a call's
+// timeout to come, longer than the slack) -- also a request executed
 // late by a paused old master, since its sender counts its lease from the
 // moment it was sent. The new master grants nothing for the quarantine
 // (longest lease + 1 s) after its first request, so a lease granted or
