@@ -169,6 +169,23 @@ wait_file() {
   wait_for "$2" test -e "$1"
 }
 
+# expect_follow_after_kill HOLDER WAITER: a server restart after which
+# HOLDER (a simba with a 3 s lease) still runs and WAITER (writing the ms
+# its CMD started to $T/late.start, its stderr in $T/late.err) still waits;
+# kills HOLDER and fails unless WAITER's CMD starts within 4.5 s: after the
+# lease, not after the lease and a whole quarantine (README "Safety model").
+expect_follow_after_kill() {
+  local holder=$1 waiter=$2 t0 dt
+  pid_alive "$holder" || fail "the holder did not outlive the restart"
+  [[ ! -e $T/late.start ]] || fail "the waiter started while the holder held the mutex"
+  kill -KILL "$holder"
+  t0=$(now_ms)
+  wait "$waiter" || fail "the waiter failed: $(cat -- "$T/late.err")"
+  dt=$(($(<"$T/late.start") - t0))
+  echo "the next holder started ${dt} ms after the kill -9 of the holder (lease 3 s)" >&2
+  ((dt < 4500)) || fail "the next holder started ${dt} ms after the kill: a quarantine after the lease"
+}
+
 pid_alive() {
   local pid=$1 stat
   kill -0 "$pid" 2>/dev/null || return 1
