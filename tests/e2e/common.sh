@@ -20,6 +20,8 @@
 #                                 and check its exit code; on mismatch show both
 #   wait_for TIMEOUT_S CMD...     poll CMD every 50 ms until it succeeds, else fail
 #   wait_file FILE TIMEOUT_S      wait until FILE exists
+#   wait_line FILE TIMEOUT_S      wait until FILE holds a whole line (read it,
+#                                 or kill its writer, only after this)
 #   pid_alive PID                 true while PID runs (a zombie counts as dead)
 #   pid_dead PID                  the opposite (for wait_for)
 #   now_ms                        wall clock, epoch milliseconds
@@ -167,6 +169,16 @@ wait_for() {
 
 wait_file() {
   wait_for "$2" test -e "$1"
+}
+
+# wait_line FILE TIMEOUT: until FILE holds a whole line. A shell's
+# `echo x >>FILE` creates FILE before it writes to it: wait_file can return
+# in between, and a kill that follows can leave FILE empty.
+wait_line() {
+  wait_for "$2" _e2e_has_line "$1"
+}
+_e2e_has_line() { # non-empty, and its last byte is a newline
+  [[ -s $1 && -z $(tail -c1 -- "$1") ]]
 }
 
 # expect_follow_after_kill HOLDER WAITER: a server restart after which

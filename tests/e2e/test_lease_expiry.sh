@@ -27,7 +27,7 @@ acquire a --ttl 1s --transition 1s
   "$SIMBA" acquire --mutex m --contender-id b --env-file "$T/b.env" --ttl 5s 2>/dev/null
   echo "$? $(now_ms)" >"$T/b.done"
 ) &
-wait_file "$T/b.done" 10
+wait_line "$T/b.done" 10
 read -r rc b_at <"$T/b.done"
 assert_eq 0 "$rc" "the waiting acquire"
 dt=$((b_at - t0))

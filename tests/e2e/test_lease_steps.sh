@@ -59,7 +59,7 @@ rc=0
 step sh -c '"$0" release --lease "$SIMBA_LEASE"' "$SIMBA" || rc=$?
 t1=$(now_ms)
 assert_eq 0 "$rc" "release of job A"
-wait_file "$T/b.done" 10
+wait_line "$T/b.done" 10
 read -r b_rc b_at <"$T/b.done"
 assert_eq 0 "$b_rc" "job B's acquire: $(cat "$T/b.err")"
 dt=$((b_at - t1))

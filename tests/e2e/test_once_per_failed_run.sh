@@ -38,7 +38,7 @@ assert_eq "a c d" "$(tr '\n' ' ' <"$T/runs" | sed 's/ $//')" "the runs"
 "$SIMBA" run --mutex lost --once-per 1d --offset "${offset}ms" --ttl 1s --transition 500ms \
   --contender-id host-a -- sh -c "echo a >>'$T/lost'; exec sleep 30" &
 pid=$!
-wait_file "$T/lost" 10
+wait_line "$T/lost" 10
 kill -KILL "$pid"
 lost() { timeout -k 5 30 "$SIMBA" run --mutex lost --once-per 1d --offset "${offset}ms" "$@"; }
 assert_exit 75 lost --contender-id host-b -- sh -c "echo b >>'$T/lost'"

@@ -11,7 +11,7 @@ offset=$(((($(now_ms) - 3600000) % day + day) % day))
 once() { timeout -k 5 30 "$SIMBA" run --mutex job --once-per 1d --offset "${offset}ms" "$@"; }
 
 once --contender-id host-a -- sh -c "echo a >>'$T/runs'; sleep 2; echo >'$T/a.done'" &
-wait_file "$T/runs" 10
+wait_line "$T/runs" 10
 
 t0=$(now_ms)
 assert_exit 75 once --contender-id host-b --no-wait -- sh -c "echo b >>'$T/runs'"

@@ -13,12 +13,12 @@ RUN='echo "$(($(date +%s%N) / 1000000))" >>"$0"'
 "$SIMBA" schedule --mutex phase --every 4s --contender-id host-a -- sh -c "$RUN" "$T/a.log" \
   2>"$T/a.err" &
 a=$!
-wait_file "$T/a.log" 10
+wait_line "$T/a.log" 10
 "$SIMBA" schedule --mutex phase --every 4s --contender-id host-b -- sh -c "$RUN" "$T/b.log" \
   2>"$T/b.err" &
 sleep 0.3
 kill -TERM "$a" # a release: the standby takes over at once
-wait_file "$T/b.log" 10
+wait_line "$T/b.log" 10
 first_a=$(head -n1 "$T/a.log")
 first_b=$(head -n1 "$T/b.log")
 gap=$((first_b - first_a))
@@ -34,13 +34,13 @@ wait
 "$SIMBA" schedule --mutex killed --every 4s --ttl 1s --transition 500ms --contender-id host-a \
   -- sh -c "$RUN" "$T/ka.log" 2>/dev/null &
 a=$!
-wait_file "$T/ka.log" 10
+wait_line "$T/ka.log" 10
 "$SIMBA" schedule --mutex killed --every 4s --ttl 1s --transition 500ms --contender-id host-b \
   -- sh -c "$RUN" "$T/kb.log" 2>/dev/null &
 b=$!
 sleep 0.2
 kill -KILL "$a"
-wait_file "$T/kb.log" 10
+wait_line "$T/kb.log" 10
 gap=$(($(head -n1 "$T/kb.log") - $(head -n1 "$T/ka.log")))
 echo "after a SIGKILL, the standby's first run came ${gap} ms after the last run" >&2
 ((gap >= 3800 && gap <= 6000)) ||

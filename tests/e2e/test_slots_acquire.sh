@@ -43,7 +43,7 @@ assert_eq "$slot_b 2 jobs" "$(<"$T/out")" "SIMBA_SLOT SIMBA_SLOTS SIMBA_MUTEX of
 # Job B ends: its slot, and only it, goes to the waiting job.
 released_at=$(now_ms)
 (set -a && . "$T/b.env" && "$SIMBA" release --lease "$SIMBA_LEASE") || fail "release of job B"
-wait_file "$T/c.done" 10
+wait_line "$T/c.done" 10
 assert_eq 0 "$(<"$T/c.done")" "the waiting job's acquire"
 took=$(($(now_ms) - released_at))
 ((took < 5000)) || fail "the waiting job took ${took} ms after the release"
