@@ -6,7 +6,7 @@
 // it stands after the call and the backend's clock at that moment. Failures
 // that can happen in normal use (busy, timeout, connection lost) are values,
 // never exceptions; exceptions (UsageError, UnavailableError) are thrown only
-// by open_backend() (and by the first call of a Redis backend whose server
+// by open_backend() (open_backend.hpp; and by the first call of a Redis backend whose server
 // checks went with that call: redis/redis.hpp).
 #include "core/lease.hpp"
 #include "core/once_per.hpp"
@@ -321,11 +321,5 @@ public:
 // missing database is an error, and one that may only be read is opened
 // read-only.
 enum class Access { use, inspect };
-
-// Opens the backend named by `uri` (empty: the default SQLite file, DESIGN
-// §5.1). Throws UsageError for an unknown scheme or malformed URI,
-// UnavailableError when it cannot be opened (missing or untrusted
-// directory, not a SQLite database, network filesystem, cannot connect).
-std::unique_ptr<Backend> open_backend(const std::string& uri, Access access = Access::use);
 
 } // namespace simba::backend

@@ -1,6 +1,6 @@
 #pragma once
 // Options shared by the subcommands (DESIGN §6) and what they turn into.
-#include "backend/backend.hpp"
+#include "backend/open_backend.hpp"
 #include "core/contender.hpp"
 
 #include <CLI/CLI.hpp>

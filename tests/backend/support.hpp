@@ -2,7 +2,7 @@
 // Helpers shared by the backend conformance tests. Every test works only
 // through open_backend(uri) and the Backend interface, so the same cases run
 // against every backend (URI from SIMBA_TEST_BACKEND).
-#include "backend/backend.hpp"
+#include "backend/open_backend.hpp"
 #include "backend/wakeups.hpp"
 
 #include <doctest/doctest.h>

@@ -112,19 +112,8 @@ std::string wake_one(const std::string& m, const std::string& skip) {
 
 const std::string k_fallback = std::to_string(core::k_slot_fallback_ms);
 
-// acquire_slot, after n, m, q (the quarantine of a new lease), mk and sl:
-// st, the state of the slots; d, the decision (act); nv, the slot's row
-// as written (renew, new); the marker (written first, see slots_sql.hpp),
-// the slot's row, the queue place left (the next release wakes another,
-// the waiters behind do not count us), the quarantine's marker (as
-// acquire's, statements.cpp k_mark: whatever the act but a refusal, or a
-// new lease another writer went before). The acts: refused
-// (another N recorded), revoked (the marker), renew, full (no slot free),
-// queued (live waiters before us take the free slots: FIFO), quarantine,
-// new. The slot's row is also written only by the owner-or-expired rule on
-// its newest version: never false while the marker orders the writers, it
-// keeps a slot held by another from being overwritten if that ever failed.
-std::string acquire_decision() {
+// st: the state of the slots, as the decision reads it.
+std::string slots_state() {
   return R"(,
 st AS (
   SELECT coalesce((SELECT CASE WHEN mk.transition_at <= n.ms THEN 0 ELSE mk.slots END FROM mk), 0)
@@ -138,7 +127,12 @@ st AS (
          (SELECT sl.k FROM sl ORDER BY sl.transition_at, sl.k LIMIT 1) AS soonest,
          (SELECT sl.k FROM sl WHERE sl.transition_at > n.ms ORDER BY sl.transition_at, sl.k LIMIT 1)
            AS soonest_held
-  FROM n),
+  FROM n))";
+}
+
+// d: the act (see acquire_decision); nv: the slot's row as written.
+std::string slot_act() {
+  return R"(,
 d AS (
   SELECT st.*, coalesce(st.mine, st.first_free) AS pick,
     CASE WHEN st.recorded <> 0 AND st.recorded <> $7::integer THEN 'refused'
@@ -169,8 +163,12 @@ nv AS (
               ELSE greatest(coalesce((SELECT mk.token FROM mk), 0) + 1,
                             (SELECT max(sl.token) FROM sl) + 1, n.us) END AS token
   FROM d CROSS JOIN n JOIN sl s ON s.k = d.pick
-  WHERE d.act IN ('renew', 'new')))" +
-         std::string(k_cover) + R"(,
+  WHERE d.act IN ('renew', 'new')))";
+}
+
+// The marker, then the slot's row, the queue place, the quarantine's marker.
+std::string slot_writes() {
+  return std::string(k_cover) + R"(,
 mup AS (
   UPDATE {L} l SET owner = '#slots:' || $7::integer,
     acquired_at = CASE WHEN d.recorded = 0 THEN n.ms ELSE l.acquired_at END,
@@ -223,6 +221,20 @@ mark AS (
     until_ms = greatest(s.until_ms, excluded.until_ms),
     longest = greatest(s.longest, excluded.longest)))";
 }
+
+// acquire_slot, after n, m, q (the quarantine of a new lease), mk and sl:
+// st, the state of the slots; d, the decision (act); nv, the slot's row
+// as written (renew, new); the marker (written first, see slots_sql.hpp),
+// the slot's row, the queue place left (the next release wakes another,
+// the waiters behind do not count us), the quarantine's marker (as
+// acquire's, statements.cpp k_mark: whatever the act but a refusal, or a
+// new lease another writer went before). The acts: refused
+// (another N recorded), revoked (the marker), renew, full (no slot free),
+// queued (live waiters before us take the free slots: FIFO), quarantine,
+// new. The slot's row is also written only by the owner-or-expired rule on
+// its newest version: never false while the marker orders the writers, it
+// keeps a slot held by another from being overwritten if that ever failed.
+std::string acquire_decision() { return slots_state() + slot_act() + slot_writes(); }
 
 // What an acquisition that wrote nothing shows (sqlite/slot_rows.cpp:
 // queued_behind for `queued`): the marker (refused, revoked), the slot

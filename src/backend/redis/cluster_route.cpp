@@ -142,59 +142,121 @@ std::vector<Command> ClusterRoute::script_commands(Node& n, const lua::Script& s
   return {cmd};
 }
 
+// The node a hop goes to: ASK's target, `fixed`, or the master of `slot`
+// (the map asked again when it has none); nullptr and `why` when none.
+ClusterRoute::Node* ClusterRoute::target(int slot, const std::string& fixed, const Hop& h,
+                                         int64_t deadline, std::string& why) {
+  if (h.asking) return &node(h.ask_target);
+  if (slot < 0) {
+    Node* n = node_named(fixed);
+    if (!n) why = "Redis at " + fixed + " is no longer a master of the cluster";
+    return n;
+  }
+  const ClusterNode* owner = m_map.owner(slot);
+  if (!owner) {
+    std::string err = discover(deadline);
+    owner = m_map.owner(slot);
+    if (!owner) {
+      why = err.empty() ? "no master of the Redis Cluster serves slot " + std::to_string(slot)
+                        : err;
+      return nullptr;
+    }
+  }
+  return &node(*owner);
+}
+
+// One hop's commands on `n` (ASKING, PING first when asked for), sent; the
+// replies of what went before the call itself are dropped, unless one of
+// them refused (NOAUTH...): then that refusal is the answer.
+Exchange ClusterRoute::send(Node& n, const lua::Script* s,
+                            const std::vector<std::string>& route_keys,
+                            const std::vector<std::string>& keys, std::vector<std::string>& args,
+                            const std::vector<Command>& plain, const Hop& h, bool ping,
+                            int64_t deadline) {
+  place_marker(n, h.slot);
+  std::vector<Command> cmds;
+  if (h.asking) cmds.push_back({"ASKING"});
+  if (ping) cmds.push_back({"PING"});
+  if (s) {
+    std::vector<Command> c = script_commands(n, *s, h.eval, route_keys, keys, args);
+    cmds.insert(cmds.end(), c.begin(), c.end());
+  } else {
+    cmds.insert(cmds.end(), plain.begin(), plain.end());
+  }
+  size_t drop = cmds.size() - (s ? 1 : plain.size());
+  Exchange x = n.conn.exchange(cmds, deadline);
+  if (!x.ok) return x;
+  for (size_t i = 0; i < drop; ++i)
+    if (is_error(x.replies[i].get())) {
+      std::swap(x.replies[i], x.replies.back());
+      break;
+    }
+  x.replies.erase(x.replies.begin(), x.replies.begin() + long(drop));
+  return x;
+}
+
+// A script's error reply that sends the call elsewhere (MOVED, ASK,
+// TRYAGAIN) or asks for the script's text (NOSCRIPT): `h` updated for the
+// next hop, true. Any other reply is the answer: false.
+bool ClusterRoute::redirected(const redisReply* last, const Node& n, Hop& h, int64_t deadline) {
+  if (!is_error(last)) return false;
+  std::string text = reply_text(last);
+  Redirect r = read_redirect(text);
+  if (r.kind != Redirect::Kind::none && r.kind != Redirect::Kind::try_again && r.node.host.empty())
+    r.node.host = n.address.host; // "MOVED 42 :7001": the same host
+  if (r.kind == Redirect::Kind::moved) {
+    m_map.move(r.slot, r.node);
+    h.asking = false;
+    // A second MOVED in one call: the masters disagree for a moment (a
+    // migration's SETSLOT NODE reached one and not yet the other), and
+    // would send us back and forth: let them settle.
+    if (++h.moved > 1) pause_ms(k_try_again_ms, deadline);
+    return true;
+  }
+  if (r.kind == Redirect::Kind::ask && !h.asking) {
+    h.asking = true;
+    h.ask_target = r.node;
+    return true;
+  }
+  if (r.kind == Redirect::Kind::try_again) {
+    h.asking = false;
+    pause_ms(k_try_again_ms, deadline);
+    return true;
+  }
+  if (!h.eval && text.rfind("NOSCRIPT", 0) == 0) {
+    h.eval = true; // the same node again (with ASKING again when asked)
+    return true;
+  }
+  return false;
+}
+
 Exchange ClusterRoute::routed(int slot, const std::string& fixed, const lua::Script* s,
                               const std::vector<std::string>& route_keys,
                               const std::vector<std::string>& keys, std::vector<std::string>& args,
                               const std::vector<Command>& plain, int64_t deadline,
                               bool ping_first) {
   int64_t budget_ms = std::max<int64_t>(1, deadline - sys::boottime_ms());
-  bool asking = false, eval = false, resent = false;
-  int moved = 0;
-  ClusterNode ask_target;
+  Hop h;
+  h.slot = slot;
+  bool resent = false;
   std::string last_error;
   for (int hop = 0; hop < k_max_hops && sys::boottime_ms() < deadline; ++hop) {
-    Node* n = nullptr;
-    if (asking) {
-      n = &node(ask_target);
-    } else if (slot < 0) {
-      n = node_named(fixed);
-      if (!n) return failure("Redis at " + fixed + " is no longer a master of the cluster");
-    } else {
-      const ClusterNode* owner = m_map.owner(slot);
-      if (!owner) {
-        std::string err = discover(deadline);
-        owner = m_map.owner(slot);
-        if (!owner)
-          return failure(err.empty()
-                             ? "no master of the Redis Cluster serves slot " + std::to_string(slot)
-                             : err);
-      }
-      n = &node(*owner);
-    }
+    std::string why;
+    Node* n = target(slot, fixed, h, deadline, why);
+    if (!n) return failure(why);
     std::string err = ensure(*n, deadline);
     if (!err.empty()) {
       // Nothing was sent. A master that went away may have been replaced
       // by its replica: ask for the map again, after a pause.
       last_error = err;
       if (slot < 0) return failure(err);
-      asking = false;
+      h.asking = false;
       pause_ms(k_rediscover_ms, deadline);
       discover(deadline);
       continue;
     }
-    place_marker(*n, slot);
-    std::vector<Command> cmds;
-    if (asking) cmds.push_back({"ASKING"});
-    bool ping = ping_first && !asking && hop == 0;
-    if (ping) cmds.push_back({"PING"});
-    if (s) {
-      std::vector<Command> c = script_commands(*n, *s, eval, route_keys, keys, args);
-      cmds.insert(cmds.end(), c.begin(), c.end());
-    } else {
-      cmds.insert(cmds.end(), plain.begin(), plain.end());
-    }
-    size_t drop = cmds.size() - (s ? 1 : plain.size());
-    Exchange x = n->conn.exchange(cmds, deadline);
+    bool ping = ping_first && !h.asking && hop == 0;
+    Exchange x = send(*n, s, route_keys, keys, args, plain, h, ping, deadline);
     if (!x.ok) {
       n->conn.close();
       // A dead connection that refused the request before any byte left:
@@ -206,44 +268,7 @@ Exchange ClusterRoute::routed(int slot, const std::string& fixed, const lua::Scr
       x.error = describe_failure(*n, x.error, budget_ms);
       return x;
     }
-    // A refused ASKING or PING (NOAUTH...) is the answer.
-    for (size_t i = 0; i < drop; ++i)
-      if (is_error(x.replies[i].get())) {
-        std::swap(x.replies[i], x.replies.back());
-        break;
-      }
-    x.replies.erase(x.replies.begin(), x.replies.begin() + long(drop));
-    const redisReply* last = x.replies.back().get();
-    if (s && is_error(last)) {
-      std::string text = reply_text(last);
-      Redirect r = read_redirect(text);
-      if (r.kind != Redirect::Kind::none && r.kind != Redirect::Kind::try_again &&
-          r.node.host.empty())
-        r.node.host = n->address.host; // "MOVED 42 :7001": the same host
-      if (r.kind == Redirect::Kind::moved) {
-        m_map.move(r.slot, r.node);
-        asking = false;
-        // A second MOVED in one call: the masters disagree for a moment
-        // (a migration's SETSLOT NODE reached one and not yet the other),
-        // and would send us back and forth: let them settle.
-        if (++moved > 1) pause_ms(k_try_again_ms, deadline);
-        continue;
-      }
-      if (r.kind == Redirect::Kind::ask && !asking) {
-        asking = true;
-        ask_target = r.node;
-        continue;
-      }
-      if (r.kind == Redirect::Kind::try_again) {
-        asking = false;
-        pause_ms(k_try_again_ms, deadline);
-        continue;
-      }
-      if (!eval && text.rfind("NOSCRIPT", 0) == 0) {
-        eval = true; // the same node again (with ASKING again when asked)
-        continue;
-      }
-    }
+    if (s && redirected(x.replies.back().get(), *n, h, deadline)) continue;
     return x;
   }
   if (!last_error.empty()) return failure(last_error);

@@ -86,6 +86,20 @@ private:
                                        const std::vector<std::string>& route_keys,
                                        const std::vector<std::string>& keys,
                                        std::vector<std::string>& args) const;
+  // Where one routed call stands between its hops.
+  struct Hop {
+    int slot = -1;
+    bool asking = false; // the next hop goes to ask_target, after ASKING
+    bool eval = false;   // the next hop sends the script's text (NOSCRIPT)
+    int moved = 0;       // MOVED replies so far
+    ClusterNode ask_target;
+  };
+  Node* target(int slot, const std::string& fixed, const Hop& h, int64_t deadline,
+               std::string& why);
+  Exchange send(Node& n, const lua::Script* s, const std::vector<std::string>& route_keys,
+                const std::vector<std::string>& keys, std::vector<std::string>& args,
+                const std::vector<Command>& plain, const Hop& h, bool ping, int64_t deadline);
+  bool redirected(const redisReply* last, const Node& n, Hop& h, int64_t deadline);
   // One call routed by `slot` (-1: on `fixed`), redirections followed.
   Exchange routed(int slot, const std::string& fixed, const lua::Script* s,
                   const std::vector<std::string>& route_keys, const std::vector<std::string>& keys,
