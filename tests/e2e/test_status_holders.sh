@@ -32,9 +32,14 @@ grep -qE '^  acquired [0-9-]+T[0-9:]+Z \(.* ago\), token [0-9]+$' "$T/out" ||
   fail "no acquired line: $(cat -- "$T/out")"
 grep -qE '^  lease ends [0-9-]+T[0-9:]+Z \(in .*\)$' "$T/out" || fail "no lease end: $(cat -- "$T/out")"
 
-# Five waiters, queued one after another: listed in that order.
+# Five waiters, queued one after another: listed in that order. Each
+# holds until $T/go-<its name> exists (at most 30 s): w1 is let through
+# at once, w2 holds while the queue is read, however slow the machine (a
+# sleep was not enough under load).
 for i in 1 2 3 4 5; do
-  "$SIMBA" run --mutex h --contender-id "w$i" -- sh -c 'echo "$0" >>"$1"; sleep 0.8' "w$i" "$T/order" &
+  "$SIMBA" run --mutex h --contender-id "w$i" -- sh -c \
+    'echo "$0" >>"$1"; i=0; while [ ! -e "$2" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done' \
+    "w$i" "$T/order" "$T/go-w$i" &
   eval "w${i}_pid=\$!"
   queued() { [[ $(field h '.mutexes[0].waiters | length') == "$1" ]]; }
   wait_for 10 queued "$i"
@@ -74,6 +79,7 @@ EOF
 
 # The holder goes: the queue drains in order, and whoever holds it is
 # shown as itself (on Redis the release hands it over in its script).
+touch "$T/go-w1"
 kill -TERM "$holder"
 wait "$holder" || true
 is_w() { [[ $(field h '.mutexes[0].holders[0].label // empty') == "$1" ]]; }
@@ -82,6 +88,7 @@ assert_eq "w2 $w2_pid sh" "$(field h '.mutexes[0].holders[0] | "\(.label) \(.pid
   "holder after the queue moved"
 assert_eq "1:w3 2:w4 3:w5" \
   "$(field h '[.mutexes[0].waiters[] | "\(.position):\(.label)"] | join(" ")')" "the queue moved up"
+touch "$T"/go-w{2,3,4,5}
 for i in 1 2 3 4 5; do wait "$(eval "echo \$w${i}_pid")" || fail "waiter $i failed"; done
 assert_eq "w1 w2 w3 w4 w5" "$(tr '\n' ' ' <"$T/order" | sed 's/ $//')" "the order the waiters ran in"
 assert_exit 0 simba_bounded status
