@@ -1,29 +1,29 @@
 // The PostgreSQL Backend: each operation one statement on the main
-// connection (statements.cpp), its row read into a Reply. Over 400 lines:
-// one class, most operations a line each; its status reads (inspect,
-// history) parse their rows beside read_lease.
+// connection (statements.cpp), its row read into a Reply (rows.cpp).
 #include "backend/postgres/postgres.hpp"
 
 #include "backend/holder.hpp"
 #include "backend/net/deadline_io.hpp"
 #include "backend/postgres/connection.hpp"
+#include "backend/postgres/rows.hpp"
 #include "backend/postgres/statements.hpp"
 #include "backend/postgres/wakeups.hpp"
-#include "backend/slot_listing.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/slots.hpp"
 #include "sys/clock.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace simba::backend {
 namespace {
 
+using pg::k_done_columns;
+using pg::number;
+using pg::read_done;
+using pg::read_lease;
 using pg::Result;
-
-int64_t number(const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); }
+using pg::show_quarantine;
 
 // SQLSTATEs: the tables or the schema are missing; columns are (tables
 // of a simba without status: the schema adds them); a concurrent CREATE
@@ -46,45 +46,8 @@ constexpr int k_deadlock_tries = 4;
 // retry means that another writer of the mutex's slots went first.
 constexpr int k_slot_tries = 50;
 
-// A row of statements.hpp's answer, from column `at` on.
-core::Lease read_lease(const std::vector<std::string>& row, size_t at) {
-  core::Lease l;
-  l.owner_id = row[at];
-  l.acquired_at = number(row[at + 1]);
-  l.ttl_at = number(row[at + 2]);
-  l.transition_at = number(row[at + 3]);
-  l.fencing_token = static_cast<uint64_t>(number(row[at + 4]));
-  l.holding = row[at + 5] == "t";
-  return l;
-}
-
-// The done record's columns (statements.hpp), from column `at` on.
-constexpr size_t k_done_columns = 8;
-core::DoneRecord read_done(const std::vector<std::string>& row, size_t at) {
-  core::DoneRecord d;
-  d.window_start = number(row[at]);
-  d.label = row[at + 1];
-  d.host = row[at + 2];
-  d.token = static_cast<uint64_t>(number(row[at + 3]));
-  d.started_at = number(row[at + 4]);
-  d.finished = row[at + 5] == "t";
-  d.exit_code = static_cast<int>(number(row[at + 6]));
-  d.finished_at = number(row[at + 7]);
-  return d;
-}
-
 // A slot's row ("m#k", core/slots.hpp): its statements keep the marker.
 bool is_slot_row(const std::string& name) { return name.find('#') != std::string::npos; }
-
-// A free mutex during a quarantine is shown as one that ends then (as
-// redis/lua/common.lua's quarantined()): waiters sleep until it does.
-void show_quarantine(core::Lease& l, int64_t now, int64_t till) {
-  if (till <= now || !l.free_at(now)) return;
-  l.owner_id.clear();
-  l.ttl_at = now;
-  l.transition_at = std::max(l.transition_at, till);
-  l.quarantine = true;
-}
 
 class PostgresBackend final : public Backend {
 public:
@@ -397,86 +360,27 @@ Reply PostgresBackend::run_slot(const std::string& sql, const std::vector<std::s
   }
 }
 
-// status: the leases with their holders, then each one's live waiters in
-// queue order (status_sql.hpp), read by one statement.
+// status and history: one statement each, its rows read in rows.cpp.
 Listing PostgresBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
-  Listing out;
-  out.holders_kept = out.waiters_kept = true;
   Result r = call(m_sql.inspect, {m_quarantine, mutex}, timeout_ms);
   if (!r.ok) {
-    out.error = r.error;
-    return out;
+    Listing failed;
+    failed.holders_kept = failed.waiters_kept = true;
+    failed.error = r.error;
+    return failed;
   }
-  for (const std::vector<std::string>& row : r.rows) {
-    if (row.size() != 13) {
-      out.error = "unexpected answer from PostgreSQL";
-      out.mutexes.clear();
-      return out;
-    }
-    out.now = number(row[0]);
-    if (row[3].empty()) continue; // nothing leased yet: the clock only
-    std::optional<Holder> holder;
-    if (!row[10].empty()) holder = decode_holder(row[10]);
-    if (row[2] == "0") {
-      MutexLease m;
-      m.mutex = row[3];
-      m.lease = read_lease(row, 4);
-      show_quarantine(m.lease, out.now, number(row[1]));
-      m.holder = std::move(holder);
-      m.acquisitions = number(row[11]);
-      m.losses = number(row[12]);
-      out.mutexes.push_back(std::move(m));
-    } else if (!out.mutexes.empty() && out.mutexes.back().mutex == row[3]) {
-      out.mutexes.back().waiters.push_back({row[4], number(row[5]), std::move(holder)});
-    }
-  }
-  group_slot_rows(out.mutexes);
-  // A mutex never acquired has no row: free, as get() shows it.
-  if (!mutex.empty() && out.mutexes.empty()) {
-    MutexLease free;
-    free.mutex = mutex;
-    free.acquisitions = free.losses = 0;
-    out.mutexes.push_back(std::move(free));
-  }
-  out.ok = true;
-  return out;
+  return pg::read_listing(r.rows, mutex);
 }
 
 History PostgresBackend::history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) {
-  History h;
-  h.kept = true;
   Result r = call(m_sql.history, {mutex, std::to_string(since_ms)}, timeout_ms);
   if (!r.ok) {
-    h.error = r.error;
-    return h;
+    History failed;
+    failed.kept = true;
+    failed.error = r.error;
+    return failed;
   }
-  auto optional = [](const std::string& v) {
-    return v.empty() ? std::nullopt : std::optional<int64_t>(number(v));
-  };
-  for (const std::vector<std::string>& row : r.rows) {
-    if (row.size() != 12) {
-      h.error = "unexpected answer from PostgreSQL";
-      h.events.clear();
-      return h;
-    }
-    h.now = number(row[0]);
-    if (row[1].empty()) continue; // no event: the clock only
-    HistoryEvent e;
-    e.mutex = std::string(core::mutex_of_row(row[1])); // a slot's ("m#k"): its mutex's
-    e.at = number(row[2]);
-    e.event = row[3];
-    e.owner_id = row[4];
-    if (!row[5].empty()) e.holder = decode_holder(row[5]);
-    e.token = static_cast<uint64_t>(number(row[6]));
-    if (!row[7].empty()) e.exit_code = static_cast<int>(number(row[7]));
-    e.held_ms = optional(row[8]);
-    e.waited_ms = optional(row[9]);
-    e.reason = row[10];
-    e.by = row[11];
-    h.events.push_back(std::move(e));
-  }
-  h.ok = true;
-  return h;
+  return pg::read_history(r.rows);
 }
 
 // Asked only by a waiting notice: one statement on the main connection.
