@@ -1,6 +1,7 @@
 #pragma once
 // sys/: the few operating-system facts that backend/ and process/ both
-// need, so that neither has to include the other. Today: the clock.
+// need, so that neither has to include the other (README.md). This one:
+// the clock.
 #include <cstdint>
 #include <ctime>
 

@@ -42,11 +42,17 @@ std::string fnv1a_hex(const std::string& s) {
   return buf;
 }
 
+// A waiter's file in the notification directory `dir`, opened to read
+// (its flock, its mtime, its content), never following a link.
+sys::Fd open_waiter_file(int dir, const std::string& name) {
+  return sys::Fd(openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+}
+
 } // namespace
 
 Waiters::~Waiters() {
   leave_queue();
-  if (m_watch_fd >= 0) close(m_watch_fd);
+  m_watch_fd.reset();
   drop_notify_directory();
 }
 
@@ -55,13 +61,13 @@ std::string Waiters::queue_key(const std::string& mutex) { return fnv1a_hex(mute
 int Waiters::watch(const std::string& mutex, const std::string& contender, bool waiting) {
   m_contender = contender;
   std::string name = fnv1a_hex(mutex);
-  if (m_watch_fd < 0 || name != m_watch_name) {
+  if (!m_watch_fd || name != m_watch_name) {
     leave_queue();
-    if (m_watch_fd >= 0) close(m_watch_fd);
+    m_watch_fd.reset();
     m_waiting = waiting;
     m_watch_name = name;
-    m_watch_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (m_watch_fd < 0) {
+    m_watch_fd.reset(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (!m_watch_fd) {
       m_notify_problem = std::string("inotify: ") + errno_text(errno);
       warn_no_notification();
       return -1;
@@ -80,7 +86,7 @@ int Waiters::watch(const std::string& mutex, const std::string& contender, bool 
   } else if (!waiting) {
     leave_queue();
   }
-  return m_watch_fd;
+  return m_watch_fd.get();
 }
 
 std::string Waiters::take_warning() { return std::exchange(m_warning, std::string()); }
@@ -88,13 +94,13 @@ std::string Waiters::take_warning() { return std::exchange(m_warning, std::strin
 void Waiters::upkeep() { m_db.checkpoint_if_due(); }
 
 bool Waiters::drain_wakeups() {
-  if (m_watch_fd < 0) return false;
+  if (!m_watch_fd) return false;
   bool ours = false;
   bool lost_watch = false;
   bool lost_place = false;
   alignas(struct inotify_event) char buf[4096];
   for (;;) {
-    ssize_t n = read(m_watch_fd, buf, sizeof buf);
+    ssize_t n = read(m_watch_fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     for (ssize_t off = 0; off < n;) {
@@ -147,63 +153,61 @@ bool Waiters::shared_modes() const { return file_mode() != 0600; }
 // The notification directory's descriptor (made when missing and
 // `create`), or -1 (m_notify_problem says why, unless it is just missing).
 int Waiters::notify_directory(bool create) {
-  if (m_notify_fd >= 0) return m_notify_fd;
+  if (m_notify_fd) return m_notify_fd.get();
   const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   const int at = m_files.dir_fd();
   const char* name = m_files.notify_name().c_str();
-  int fd = openat(at, name, flags);
+  sys::Fd fd(openat(at, name, flags));
   bool made = false;
-  if (fd < 0 && errno == ENOENT && create) {
+  if (!fd && errno == ENOENT && create) {
     made = mkdirat(at, name, dir_mode()) == 0;
-    fd = openat(at, name, flags);
+    fd.reset(openat(at, name, flags));
   }
-  if (fd < 0) {
+  if (!fd) {
     if (errno != ENOENT || create)
       m_notify_problem = m_files.notify_dir() + ": " + errno_text(errno);
     return -1;
   }
-  if (made && shared_modes()) fchmod(fd, dir_mode() | (m_files.dir_setgid() ? S_ISGID : 0));
+  if (made && shared_modes()) fchmod(fd.get(), dir_mode() | (m_files.dir_setgid() ? S_ISGID : 0));
   if (!m_notify_checked) { // made (by anyone) after the open's check
     struct stat st;
-    std::string why = fstat(fd, &st) != 0 ? errno_text(errno) : m_files.notify_distrust(st);
+    std::string why = fstat(fd.get(), &st) != 0 ? errno_text(errno) : m_files.notify_distrust(st);
     if (!why.empty()) {
-      close(fd);
       m_notify_problem = "refusing " + m_files.notify_dir() + ": " + why;
       return -1;
     }
     m_notify_checked = true;
   }
-  m_notify_fd = fd;
+  m_notify_fd = std::move(fd);
   m_notify_scanned = false;
-  return fd;
+  return m_notify_fd.get();
 }
 
 // It was removed: whoever makes it next, it is checked again.
 void Waiters::drop_notify_directory() {
-  if (m_notify_fd >= 0) close(m_notify_fd);
-  m_notify_fd = -1;
+  m_notify_fd.reset();
   m_notify_checked = false;
 }
 
 // Opens `name` in the notification directory (made when missing); in a
 // new one, once, when the one we had open was removed meanwhile.
-int Waiters::open_in_notify(const std::string& name, int flags) {
+sys::Fd Waiters::open_in_notify(const std::string& name, int flags) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     int dir = notify_directory(true);
-    if (dir < 0) return -1;
-    int fd = openat(dir, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
-                    file_mode());
-    if (fd >= 0) {
-      if ((flags & O_CREAT) && shared_modes()) fchmod(fd, file_mode()); // EPERM: not ours, fine
+    if (dir < 0) return sys::Fd();
+    sys::Fd fd(openat(dir, name.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY,
+                      file_mode()));
+    if (fd) {
+      if ((flags & O_CREAT) && shared_modes()) fchmod(fd.get(), file_mode()); // EPERM: not ours, fine
       return fd;
     }
     if (errno != ENOENT) {
       m_notify_problem = m_files.notify_dir() + "/" + name + ": " + errno_text(errno);
-      return -1;
+      return sys::Fd();
     }
     drop_notify_directory();
   }
-  return -1;
+  return sys::Fd();
 }
 
 // Watches the file open at `fd` (the very file, not whatever its name
@@ -211,7 +215,7 @@ int Waiters::open_in_notify(const std::string& name, int flags) {
 int Waiters::watch_fd(int fd, uint32_t mask) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  return inotify_add_watch(m_watch_fd, path, mask);
+  return inotify_add_watch(m_watch_fd.get(), path, mask);
 }
 
 // A waiter that cannot use the notification waits on its timer alone:
@@ -227,18 +231,17 @@ void Waiters::warn_no_notification() {
 // IN_CLOSE_WRITE on the broadcast file: a forced release. Created when
 // missing (opened read-only, which raises no IN_CLOSE_WRITE).
 bool Waiters::watch_broadcast() {
-  int fd = open_in_notify(m_watch_name, O_CREAT | O_RDONLY);
-  if (fd < 0) return false;
-  m_broadcast_wd = watch_fd(fd, IN_CLOSE_WRITE);
-  close(fd);
+  sys::Fd fd = open_in_notify(m_watch_name, O_CREAT | O_RDONLY);
+  if (!fd) return false;
+  m_broadcast_wd = watch_fd(fd.get(), IN_CLOSE_WRITE);
   return m_broadcast_wd >= 0;
 }
 
 // After a reopen: the notify directory may have gone with the database.
 void Waiters::watch_again() {
-  if (m_watch_fd < 0) return;
+  if (!m_watch_fd) return;
   leave_queue();
-  if (m_broadcast_wd >= 0) inotify_rm_watch(m_watch_fd, m_broadcast_wd);
+  if (m_broadcast_wd >= 0) inotify_rm_watch(m_watch_fd.get(), m_broadcast_wd);
   m_broadcast_wd = -1;
   watch_broadcast();
   if (m_waiting) join_queue();
@@ -250,32 +253,31 @@ void Waiters::join_queue() {
   char name[96];
   snprintf(name, sizeof name, "%s.w.%020lld.%ld", m_watch_name.c_str(),
            (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, long(getpid()));
-  int fd = open_in_notify(name, O_CREAT | O_EXCL | O_RDWR);
-  if (fd < 0) { // the timed wake-up remains
+  sys::Fd fd = open_in_notify(name, O_CREAT | O_EXCL | O_RDWR);
+  if (!fd) { // the timed wake-up remains
     warn_no_notification();
     return;
   }
   // Held while we wait: the kernel drops it the instant we die, which is
   // how a releaser tells a live waiter from a dead one (a pid may be reused).
-  flock(fd, LOCK_EX);
+  flock(fd.get(), LOCK_EX);
   // Who waits, for status: one write, while waiting (not on a hand-over).
   std::string who = m_contender + '\n' + m_holder;
-  ssize_t ignored = write(fd, who.data(), who.size());
+  ssize_t ignored = write(fd.get(), who.data(), who.size());
   (void)ignored;
-  m_waiter_fd = fd;
-  m_waiter_file = name;
   // IN_ATTRIB: a releaser touched it (our turn).
-  m_waiter_wd = watch_fd(fd, IN_ATTRIB);
+  m_waiter_wd = watch_fd(fd.get(), IN_ATTRIB);
+  m_waiter_fd = std::move(fd);
+  m_waiter_file = name;
 }
 
 void Waiters::leave_queue() {
   if (m_waiter_file.empty()) return;
   // The watch first: unlinking raises IN_ATTRIB too.
-  if (m_waiter_wd >= 0) inotify_rm_watch(m_watch_fd, m_waiter_wd);
+  if (m_waiter_wd >= 0) inotify_rm_watch(m_watch_fd.get(), m_waiter_wd);
   m_waiter_wd = -1;
-  if (m_notify_fd >= 0) unlinkat(m_notify_fd, m_waiter_file.c_str(), 0);
-  close(m_waiter_fd);
-  m_waiter_fd = -1;
+  if (m_notify_fd) unlinkat(m_notify_fd.get(), m_waiter_file.c_str(), 0);
+  m_waiter_fd.reset();
   m_waiter_file.clear();
 }
 
@@ -308,13 +310,12 @@ bool Waiters::wake_first_waiter(const std::string& mutex) {
   for (const std::string& w : waiters) {
     long pid = std::strtol(w.c_str() + w.rfind('.') + 1, nullptr, 10);
     if (pid == long(getpid())) continue;
-    int fd = openat(dir, w.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) continue; // it just left the queue (or is not a waiter's file)
-    bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0; // a live waiter holds it
+    sys::Fd fd = open_waiter_file(dir, w);
+    if (!fd) continue; // it just left the queue (or is not a waiter's file)
+    bool dead = flock(fd.get(), LOCK_EX | LOCK_NB) == 0; // a live waiter holds it
     if (dead) unlinkat(dir, w.c_str(), 0);
     // IN_ATTRIB: that waiter tries now. The file we opened, not a name.
-    bool woke = !dead && futimens(fd, nullptr) == 0;
-    close(fd);
+    bool woke = !dead && futimens(fd.get(), nullptr) == 0;
     if (woke) return true;
   }
   return false;
@@ -331,17 +332,16 @@ int Waiters::live_ahead(const std::string& mutex, int limit,
   int live = 0;
   for (const std::string& name : names) {
     if (queued && name >= m_waiter_file) break; // we and those after us
-    int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) continue;
-    bool alive = flock(fd, LOCK_SH | LOCK_NB) != 0; // a live waiter holds its LOCK_EX
+    sys::Fd fd = open_waiter_file(dir, name);
+    if (!fd) continue;
+    bool alive = flock(fd.get(), LOCK_SH | LOCK_NB) != 0; // a live waiter holds its LOCK_EX
     if (alive && !holders.empty()) {
       char buf[512]; // "<owner id>\n<holder>" (join_queue)
-      ssize_t n = pread(fd, buf, sizeof buf, 0);
+      ssize_t n = pread(fd.get(), buf, sizeof buf, 0);
       std::string text(buf, n > 0 ? size_t(n) : 0);
       std::string owner = text.substr(0, text.find('\n'));
       alive = std::find(holders.begin(), holders.end(), owner) == holders.end();
     }
-    close(fd);
     if (alive && ++live >= limit) break;
   }
   return live;
@@ -361,21 +361,19 @@ bool Waiters::wake_next_waiter(const std::string& mutex) {
   for (const std::string& w : waiters) {
     long pid = std::strtol(w.c_str() + w.rfind('.') + 1, nullptr, 10);
     if (pid == long(getpid())) continue;
-    int fd = openat(dir, w.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) continue;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) { // dead: nobody holds it
+    sys::Fd fd = open_waiter_file(dir, w);
+    if (!fd) continue;
+    if (flock(fd.get(), LOCK_EX | LOCK_NB) == 0) { // dead: nobody holds it
       unlinkat(dir, w.c_str(), 0);
-      close(fd);
       continue;
     }
     struct stat st;
     int64_t joined = std::strtoll(w.c_str() + w.find(".w.") + 3, nullptr, 10);
     int64_t touched =
-        fstat(fd, &st) == 0 ? int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : joined;
+        fstat(fd.get(), &st) == 0 ? int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec : joined;
     bool woken =
         touched > joined + k_joined_slack_ns && touched > now - core::k_slot_fallback_ms * 1000000;
-    bool woke = !woken && futimens(fd, nullptr) == 0;
-    close(fd);
+    bool woke = !woken && futimens(fd.get(), nullptr) == 0;
     if (woke) return true;
   }
   return false;
@@ -384,8 +382,7 @@ bool Waiters::wake_next_waiter(const std::string& mutex) {
 // Closing a file opened for writing raises IN_CLOSE_WRITE for the
 // watchers. Best effort: the waiters' timed wake-up remains.
 void Waiters::notify(const std::string& mutex) {
-  int fd = open_in_notify(fnv1a_hex(mutex), O_CREAT | O_WRONLY);
-  if (fd >= 0) close(fd);
+  open_in_notify(fnv1a_hex(mutex), O_CREAT | O_WRONLY); // and closed at once
 }
 
 } // namespace simba::backend::sqlite
@@ -406,10 +403,9 @@ std::optional<QueuePlace> Waiters::queue_place(const std::string& mutex, const s
   std::sort(names.begin(), names.end()); // by enqueue time
   QueuePlace p;
   for (const std::string& name : names) {
-    int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) continue;
-    bool live = flock(fd, LOCK_SH | LOCK_NB) != 0; // ours too: a lock per open file
-    close(fd);
+    sys::Fd fd = open_waiter_file(dir, name);
+    if (!fd) continue;
+    bool live = flock(fd.get(), LOCK_SH | LOCK_NB) != 0; // ours too: a lock per open file
     if (!live) continue;
     ++p.length;
     if (name == m_waiter_file) p.position = p.length;
@@ -421,12 +417,11 @@ std::optional<QueuePlace> Waiters::queue_place(const std::string& mutex, const s
 // A waiter file's name "<hash>.w.<enqueue ns>.<pid>" and content (see
 // join_queue) as a Waiter; false when the file is not a live waiter's.
 static bool read_waiter(int dir, const std::string& name, Waiter& w) {
-  int fd = openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return false;
-  bool live = flock(fd, LOCK_SH | LOCK_NB) != 0; // a live waiter holds its LOCK_EX
+  sys::Fd fd = open_waiter_file(dir, name);
+  if (!fd) return false;
+  bool live = flock(fd.get(), LOCK_SH | LOCK_NB) != 0; // a live waiter holds its LOCK_EX
   char buf[4096];
-  ssize_t n = live ? read(fd, buf, sizeof buf) : -1;
-  close(fd);
+  ssize_t n = live ? read(fd.get(), buf, sizeof buf) : -1;
   if (!live) return false;
   std::string text(buf, n > 0 ? size_t(n) : 0);
   size_t eol = text.find('\n');

@@ -14,6 +14,7 @@
 // the files, not the directory: a directory watch would wake every waiter
 // for every other waiter's turn and every departure.
 #include "backend/wakeups.hpp"
+#include "sys/fd.hpp"
 
 #include <sys/types.h>
 
@@ -94,7 +95,7 @@ private:
   mode_t dir_mode() const;
   bool shared_modes() const;
   int notify_directory(bool create);
-  int open_in_notify(const std::string& name, int flags);
+  sys::Fd open_in_notify(const std::string& name, int flags);
   int watch_fd(int fd, uint32_t mask);
   void warn_no_notification();
   bool watch_broadcast();
@@ -105,18 +106,18 @@ private:
   Backend& m_owner;
   const DatabaseFiles& m_files;
   Connection& m_db;
-  int m_notify_fd = -1;          // the notification directory, once opened
+  sys::Fd m_notify_fd;           // the notification directory, once opened
   bool m_notify_checked = false; // it was checked (see trust.hpp)
   bool m_notify_scanned = false; // read before: seek back first
   std::string m_notify_problem;  // why it could not be used
   std::string m_warning;         // for take_warning()
   bool m_warned = false;
-  int m_watch_fd = -1;
+  sys::Fd m_watch_fd;
   std::string m_watch_name;
   int m_broadcast_wd = -1;   // the watch on the broadcast file
   int m_waiter_wd = -1;      // the watch on our own waiter file
   std::string m_waiter_file; // our place in the queue, when waiting
-  int m_waiter_fd = -1;      // its flock says we are alive
+  sys::Fd m_waiter_fd;       // its flock says we are alive
   bool m_look = true;        // see look_after_queueing()
   bool m_waiting = false;    // the last watch() was a waiter's
   std::string m_holder;      // see set_holder()
