@@ -6,7 +6,23 @@
 #   assert_exit 0 "$SIMBA" run --mutex m -- true
 #
 # ctest runs each tests/e2e/test_*.sh as `bash FILE` with SIMBA_BIN set to the
-# built binary. Exit 0 = pass, 77 = skip (`skip MSG`), anything else = fail.
+# built binary. Exit 0 = pass, 77 = skip, anything else = fail.
+#
+# Can this test run here? One check at its top (and in the backend helpers
+# it calls: use_test_redis, use_test_postgres, need_users...), never a skip
+# in the middle of a test:
+#   needs TOOL...            each TOOL must be a command here; else skipped,
+#                            naming its package (scripts/packages.sh)
+#   needs_root WHY           must run as root
+#   needs_backend B...       the server of scripts/test for B (redis,
+#                            redis-cluster, postgres, pgbouncer) is up
+#   skip WHY                 anything else the test cannot do without
+#   not_applicable WHY       the test cannot apply to this machine at all
+#                            (an architecture, a kernel without a feature)
+# Under CI=true every one of these but not_applicable is a FAILURE: CI
+# installs every tool and starts every server (scripts/test), so a skip
+# there hides a test that never ran. not_applicable is the deliberate,
+# named exception.
 #
 # Provides:
 #   $SIMBA            the binary under test ($SIMBA_BIN; default build/simba)
@@ -14,7 +30,7 @@
 #   SIMBA_BACKEND     exported as sqlite:$T/simba.db (override it as you like)
 #   SIMBA_HOME, XDG_STATE_HOME   point into $T, so nothing touches ~/.local
 #   fail MSG                      print "FAIL: MSG" on stderr, exit 1
-#   skip MSG                      print "SKIP: MSG" on stderr, exit 77
+#   skip MSG                      print "SKIP: MSG" on stderr, exit 77 (CI: fail)
 #   assert_eq EXPECTED ACTUAL MSG
 #   assert_exit CODE CMD...       run CMD (stdout -> $T/out, stderr -> $T/err)
 #                                 and check its exit code; on mismatch show both
@@ -30,7 +46,7 @@
 #   mutex_field MUTEX FIELD       one field of MUTEX in `simba status --json`
 #                                 ("null" when absent)
 #   openmetrics_python            a python3 with prometheus_client's OpenMetrics
-#                                 parser (python3-prometheus-client), else fail
+#                                 parser (python3-prometheus-client), else skip
 #
 # Background jobs: job control is on (set -m), so every `cmd &` gets its own
 # process group; on exit, whatever is still running gets SIGTERM to its
@@ -103,8 +119,50 @@ fail() {
 }
 
 skip() {
+  if [[ ${CI:-} == true ]]; then
+    fail "cannot run here: $* (under CI=true a skip is a failure: CI must run every test)"
+  fi
   printf 'SKIP: %s\n' "$*" >&2
   exit 77
+}
+
+not_applicable() {
+  printf 'SKIP: not applicable here: %s\n' "$*" >&2
+  exit 77
+}
+
+# The package of each tool the tests run (for the message).
+# shellcheck source=../../scripts/packages.sh
+source "$_e2e_root/scripts/packages.sh"
+
+needs() {
+  local tool missing=()
+  for tool in "$@"; do
+    [[ -n ${SIMBA_TOOL_PACKAGES[$tool]:-} ]] ||
+      fail "needs $tool: add it and its package to SIMBA_TOOL_PACKAGES (scripts/packages.sh)"
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool (package ${SIMBA_TOOL_PACKAGES[$tool]})")
+  done
+  ((${#missing[@]} == 0)) || skip "needs ${missing[*]}"
+}
+
+needs_root() {
+  ((EUID == 0)) || skip "needs root: $*"
+}
+
+# needs_backend redis|redis-cluster|postgres|pgbouncer...: scripts/test
+# starts these servers and exports their URIs.
+needs_backend() {
+  local b var
+  for b in "$@"; do
+    case $b in
+    redis) var=SIMBA_TEST_REDIS_URI ;;
+    redis-cluster) var=SIMBA_TEST_REDIS_CLUSTER_URI ;;
+    postgres) var=SIMBA_TEST_POSTGRES_URI ;;
+    pgbouncer) var=SIMBA_TEST_PGBOUNCER_URI ;;
+    *) fail "needs_backend: unknown backend $b" ;;
+    esac
+    [[ -n ${!var:-} ]] || skip "needs the $b server of scripts/test: $var is not set (scripts/test starts it and sets it)"
+  done
 }
 
 assert_eq() {
@@ -263,7 +321,7 @@ openmetrics_python() {
       return 0
     fi
   done
-  fail "needs python3 with prometheus_client (package python3-prometheus-client)"
+  skip "needs python3 with prometheus_client (package python3-prometheus-client)"
 }
 
 # The same test on Redis: ctest runs the files that say "# backends: sqlite

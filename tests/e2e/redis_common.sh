@@ -4,8 +4,8 @@
 #   source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 #   source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 #
-#   use_test_redis       skip (77) unless SIMBA_TEST_REDIS_URI is set (scripts/test
-#                        starts a redis-server and sets it); else export
+#   use_test_redis       needs_backend redis (SIMBA_TEST_REDIS_URI: scripts/test
+#                        starts a redis-server and sets it); then exports
 #                        SIMBA_BACKEND as that URI with a key prefix of this
 #                        test's own (after waiting out the quarantine of a
 #                        fresh database, once)
@@ -27,8 +27,7 @@
 # them with everything else.
 
 use_test_redis() {
-  [[ -n ${SIMBA_TEST_REDIS_URI:-} ]] ||
-    skip "redis tests skipped: SIMBA_TEST_REDIS_URI is not set (scripts/test starts a redis-server and sets it)"
+  needs_backend redis
   local sep='?'
   [[ $SIMBA_TEST_REDIS_URI == *\?* ]] && sep='&'
   export SIMBA_BACKEND="${SIMBA_TEST_REDIS_URI}${sep}prefix=e2e-$$-${RANDOM}${RANDOM}:"
@@ -39,8 +38,7 @@ use_test_redis() {
 }
 
 use_test_redis_cluster() {
-  [[ -n ${SIMBA_TEST_REDIS_CLUSTER_URI:-} ]] ||
-    skip "redis cluster tests skipped: SIMBA_TEST_REDIS_CLUSTER_URI is not set (scripts/test starts a Redis Cluster and sets it)"
+  needs_backend redis-cluster
   export SIMBA_BACKEND="${SIMBA_TEST_REDIS_CLUSTER_URI}?prefix=e2e-$$-${RANDOM}${RANDOM}:"
 }
 
@@ -77,10 +75,7 @@ start_own_redis() {
   local port attempt
   _own_redis_bin=$(command -v redis-server 2>/dev/null || true)
   [[ -z $_own_redis_bin && -x /usr/bin/redis-server ]] && _own_redis_bin=/usr/bin/redis-server
-  if [[ -z $_own_redis_bin ]]; then
-    [[ ${CI:-} == true ]] && fail "redis-server is not installed (CI must run the Redis tests)"
-    skip "redis tests skipped: redis-server is not installed"
-  fi
+  [[ -n $_own_redis_bin ]] || needs redis-server
   _own_redis_args=("$@")
   mkdir -p -- "$T/redis"
   for ((attempt = 0; attempt < 20; attempt++)); do

@@ -107,9 +107,7 @@ sentinel parallel-syncs mymaster 1"
 }
 
 start_sentinel_group() {
-  if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
-    skip "sentinel tests skipped: redis-server or redis-cli is not installed"
-  fi
+  needs redis-server redis-cli
   mkdir -p -- "$T/sentinel"
   spawn_redis master
   MASTER_PORT=$SPAWNED_PORT MASTER_PID=$SPAWNED_PID

@@ -9,10 +9,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 dir=$_e2e_root/completions
 [[ -f $dir/_simba ]] || fail "no $dir/_simba"
-if ! command -v zsh >/dev/null 2>&1; then
-  [[ ${CI:-} == true ]] && fail "zsh is missing (CI must test the zsh completion)"
-  skip "needs zsh (package zsh)"
-fi
+needs zsh
 
 mkdir -p -- "$T/bin"
 ln -s -- "$SIMBA" "$T/bin/simba"

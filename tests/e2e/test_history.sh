@@ -9,7 +9,7 @@
 # writes none.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-command -v jq >/dev/null 2>&1 || skip "needs jq"
+needs jq sqlite3
 host=$(hostname)
 events() { "$SIMBA" history --mutex "$1" --json | jq -c "[.events[] | $2]"; }
 

@@ -6,8 +6,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
-command -v sqlite3 >/dev/null 2>&1 || fail "needs the sqlite3 command (package sqlite3)"
-command -v jq >/dev/null 2>&1 || fail "needs jq"
+needs sqlite3 jq
 db=$T/simba.db
 
 # A real lease, held long enough to be shown, then renamed with control

@@ -6,7 +6,7 @@
 # and exits 76.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-command -v sqlite3 >/dev/null 2>&1 || skip "needs the sqlite3 command-line shell"
+needs sqlite3
 db=$T/simba.db # SIMBA_BACKEND from common.sh
 
 "$SIMBA" run --mutex m --ttl 1s --transition 1s -- \

@@ -26,7 +26,8 @@ token=$(sed -n 's/^SIMBA_FENCING_TOKEN=//p' "$T/a.env")
 assert_eq "$token" "$(mutex_field deploy fencing_token)" "token of the lease acquire left"
 assert_eq job-a "$(mutex_field deploy label)" "label of the lease acquire left"
 assert_eq false "$(guarded)" "a lease between steps is unguarded"
-assert_eq 0 "$(pgrep -f -c -- "--contender-id job-a" || true)" "processes acquire left"
+# (by its env file, a path of this test: not another test's job-a)
+assert_eq 0 "$(pgrep -f -c -- "--env-file $T/a.env" || true)" "processes acquire left"
 
 # A second job waits for the mutex meanwhile.
 (

@@ -7,7 +7,7 @@
 # errors that end simba stay one plain line.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-command -v python3 >/dev/null 2>&1 || skip "needs python3"
+needs python3
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 
 # check_json FILE PID: every line of FILE is a log object of PID; prints

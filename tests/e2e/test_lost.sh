@@ -19,9 +19,10 @@
 #   by prometheus_client's OpenMetrics parser as counters.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-command -v jq >/dev/null 2>&1 || skip "needs jq"
-py=$(openmetrics_python)
 backend=${SIMBA_E2E_BACKEND:-sqlite}
+needs jq python3
+[[ $backend == postgres ]] && needs psql # blocks the lease row
+py=$(openmetrics_python)
 host=$(hostname)
 events() { "$SIMBA" history --mutex "$1" --json | jq -c "[.events[] | $2]"; }
 counts() { "$SIMBA" status --mutex "$1" --json | jq -c '.mutexes[0] | [.acquisitions, .losses]'; }
@@ -108,7 +109,6 @@ redis)
   unblock() { kill -CONT "$OWN_REDIS_PID"; }
   ;;
 postgres)
-  command -v psql >/dev/null 2>&1 || skip "psql is not installed (package postgresql-client)"
   admin=${SIMBA_TEST_POSTGRES_URI%%\?*}
   prefix=${SIMBA_BACKEND##*prefix=}
   block() { # a session holds the lease row's lock

@@ -6,10 +6,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 page=$_e2e_root/man/simba.1
 [[ -f $page ]] || fail "no man page at $page"
-if ! command -v groff >/dev/null 2>&1; then
-  [[ ${CI:-} == true ]] && fail "groff is missing (CI must check the man page)"
-  skip "needs groff (package groff)"
-fi
+needs groff
 
 groff -ww -man -z "$page" >"$T/groff.out" 2>&1 || fail "groff failed: $(cat -- "$T/groff.out")"
 [[ ! -s $T/groff.out ]] || fail "groff warns about $page: $(cat -- "$T/groff.out")"

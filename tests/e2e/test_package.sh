@@ -2,7 +2,7 @@
 # Install and package: `cmake --install` puts the binary, the man page and the
 # three completions where each ecosystem looks; CPack builds a .deb from the
 # same build tree, which lists them (dpkg-deb -c), depends on nothing (the
-# binary is static), and, extracted into a temp folder (dpkg-deb -x), runs:
+# binary is static), recommends only packages of scripts/packages.sh, and, extracted into a temp folder (dpkg-deb -x), runs:
 # --version, a `simba run` on a temp SQLite database, its man page.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
@@ -10,12 +10,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 build=${SIMBA_BUILD_DIR:-$(dirname -- "$SIMBA")}
 [[ -f $build/CMakeCache.txt ]] || fail "no CMake build tree at $build (set SIMBA_BUILD_DIR)"
 [[ -f $build/CPackConfig.cmake ]] || fail "no CPackConfig.cmake in $build: CMakeLists.txt lacks include(CPack)"
-for tool in cmake cpack dpkg-deb; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    [[ ${CI:-} == true ]] && fail "$tool is missing"
-    skip "needs $tool"
-  fi
-done
+needs cmake cpack dpkg-deb groff python3
 
 files=(
   bin/simba
@@ -58,6 +53,10 @@ if [[ $static == ON ]]; then
   assert_eq "" "$(dpkg-deb -f "$deb" Depends)" "Depends of a package with a static binary"
 fi
 assert_eq "libpq5, libssl3 | libssl3t64" "$(dpkg-deb -f "$deb" Recommends)" "Recommends (postgres URIs load libpq, rediss OpenSSL)"
+# What the .deb asks for is what scripts/packages.sh installs (and so what
+# the tests ran with).
+python3 "$_e2e_root/tests/build/check_packages.py" --deb "$deb" "$_e2e_root" 2>"$T/deb-deps" ||
+  fail "the .deb's dependencies: $(cat -- "$T/deb-deps")"
 
 # Extracted, it runs from there.
 dpkg-deb -x "$deb" "$T/root" || fail "dpkg-deb -x failed"
@@ -76,10 +75,8 @@ page=$T/root/usr/share/man/man1/simba.1
 if command -v man >/dev/null 2>&1; then
   MANPAGER=cat MANWIDTH=80 man -l "$page" >"$T/man.txt" 2>"$T/man.err" ||
     fail "man -l failed: $(cat -- "$T/man.err")"
-elif command -v groff >/dev/null 2>&1; then
-  groff -man -Tutf8 "$page" >"$T/man.txt" || fail "groff failed on $page"
 else
-  skip "neither man nor groff to render the man page"
+  groff -man -Tutf8 "$page" >"$T/man.txt" || fail "groff failed on $page"
 fi
 grep -q 'SYNOPSIS' "$T/man.txt" || fail "the packaged man page has no SYNOPSIS"
 grep -q 'simba run' "$T/man.txt" || fail "the packaged man page does not show 'simba run'"

@@ -6,7 +6,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 use_test_postgres
-command -v psql >/dev/null 2>&1 || skip "psql is not installed (package postgresql-client)"
+needs psql
 admin=${SIMBA_TEST_POSTGRES_URI%%\?*}
 app="simba_e2e_dropped_$$"
 # Only this test's connections are ended (application_name).

@@ -6,7 +6,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 use_test_postgres
-command -v psql >/dev/null 2>&1 || skip "psql is not installed (package postgresql-client)"
+needs psql
 admin=${SIMBA_TEST_POSTGRES_URI%%\?*}
 schema="e2e_schema_$$_$RANDOM"
 sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$admin" -c "$1"; }

@@ -7,7 +7,7 @@
 # at once and exits 69 (README "ACL users").
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
-command -v redis-cli >/dev/null 2>&1 || skip "redis tests skipped: redis-cli is not installed"
+needs redis-cli
 start_own_redis
 port=$OWN_REDIS_PORT
 cli() { redis-cli -p "$port" "$@"; }

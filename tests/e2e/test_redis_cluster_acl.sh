@@ -6,8 +6,7 @@
 # CMD not run.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/cluster_common.sh"
-command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
-  skip "cluster tests skipped: redis-server or redis-cli is not installed"
+needs redis-server redis-cli
 
 readme=$(dirname -- "${BASH_SOURCE[0]}")/../../README.md
 line=$(grep -m1 '^ACL SETUSER simba on >PASSWORD ' "$readme") || fail "README has no ACL line"

@@ -12,8 +12,7 @@
 # counted ASK and MOVED errors, the target ASKING commands.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/cluster_common.sh"
-command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
-  skip "cluster tests skipped: redis-server or redis-cli is not installed"
+needs redis-server redis-cli
 
 cluster_start "$T/cluster" ||
   fail "could not start a Redis Cluster: $(tail -5 -- "$T/cluster/create.log" 2>/dev/null)"

@@ -17,7 +17,7 @@ port=$OWN_REDIS_PORT
 lease=(--ttl 1s --transition 1s)
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 rcli() { redis-cli -p "$port" "$@" >/dev/null; }
-command -v redis-cli >/dev/null 2>&1 || skip "needs redis-cli"
+needs redis-cli
 
 # 0. Redis paused (SIGSTOP) under a queued waiter: its acquires get no
 # answer (their outcome unknown); at --timeout, 69, and not a word about a

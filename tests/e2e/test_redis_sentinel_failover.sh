@@ -11,8 +11,8 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
-[[ -n ${SIMBA_TEST_REDIS_URI:-} ]] ||
-  skip "redis tests skipped: SIMBA_TEST_REDIS_URI is not set (scripts/test starts a redis-server and sets it)"
+needs_backend redis
+needs redis-server redis-cli
 
 # The holder's CMD ends ~10 s after the failover: after the stale copy of
 # its lease on the new master and the quarantine would have let a contender

@@ -12,8 +12,8 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
-[[ -n ${SIMBA_TEST_REDIS_URI:-} ]] ||
-  skip "redis tests skipped: SIMBA_TEST_REDIS_URI is not set (scripts/test starts a redis-server and sets it)"
+needs_backend redis
+needs redis-server redis-cli
 
 # Leases longer than the failover: without the quarantine a contender
 # would get the mutex from the new master while CMD still runs.

@@ -18,10 +18,8 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
-[[ -n ${SIMBA_TEST_REDIS_URI:-} ]] ||
-  skip "redis tests skipped: SIMBA_TEST_REDIS_URI is not set (scripts/test starts a redis-server and sets it)"
-command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
-  skip "sentinel tests skipped: redis-server or redis-cli is not installed"
+needs_backend redis
+needs redis-server redis-cli
 
 mkdir -p -- "$T/sentinel"
 spawn_redis a

@@ -10,12 +10,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/tls_pki.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
 
-for tool in openssl redis-server redis-cli; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    [[ ${CI:-} == true ]] && fail "$tool is not installed (CI must run the TLS tests)"
-    skip "TLS tests skipped: $tool is not installed"
-  fi
-done
+needs openssl redis-server redis-cli
 
 make_pki
 make_cert good DNS:localhost,IP:127.0.0.1

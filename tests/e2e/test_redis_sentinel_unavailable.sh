@@ -7,8 +7,8 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"
-[[ -n ${SIMBA_TEST_REDIS_URI:-} ]] ||
-  skip "redis tests skipped: SIMBA_TEST_REDIS_URI is not set (scripts/test starts a redis-server and sets it)"
+needs_backend redis
+needs redis-server redis-cli
 start_own_redis # a Redis, but no sentinel
 
 # A replica of it, and a sentinel that watches no master but "stale",

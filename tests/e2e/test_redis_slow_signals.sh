@@ -10,7 +10,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 use_test_redis
-command -v python3 >/dev/null 2>&1 || skip "needs python3 (the delaying proxy)"
+needs python3 # the delaying proxy
 [[ $SIMBA_TEST_REDIS_URI =~ ^redis://([^/:?]+):([0-9]+) ]] ||
   skip "SIMBA_TEST_REDIS_URI is not redis://host:port[...]: $SIMBA_TEST_REDIS_URI"
 redis_host=${BASH_REMATCH[1]} redis_port=${BASH_REMATCH[2]}

@@ -8,12 +8,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/tls_pki.sh"
 
-for tool in openssl redis-server redis-cli; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    [[ ${CI:-} == true ]] && fail "$tool is not installed (CI must run the TLS tests)"
-    skip "TLS tests skipped: $tool is not installed"
-  fi
-done
+needs openssl redis-server redis-cli
 
 make_pki
 make_cert good DNS:localhost,IP:127.0.0.1
@@ -105,8 +100,13 @@ SIMBA_REDIS_PASSWORD=tls-pw-5 assert_exit 0 "$SIMBA" run --backend "rediss://tls
 
 # Without libssl.so.3 (hidden in a mount namespace of our own, when we may
 # make one): 69 naming the package; SQLite does not care.
+# Under CI=true (root) this part must run.
 lib=$(ldconfig -p 2>/dev/null | awk '/libssl\.so\.3 / && !lib {lib = $NF} END {print lib}')
-if [[ -n $lib ]] && unshare -m true 2>/dev/null; then
+[[ -n $lib ]] || fail "no libssl.so.3 in ldconfig -p (package libssl3), yet TLS worked above"
+if ! unshare -m true 2>/dev/null; then
+  [[ ${CI:-} == true ]] && fail "cannot make a mount namespace (unshare -m) to hide libssl.so.3"
+  echo "NOTE: not checked here: simba without libssl.so.3 (unshare -m needs root)" >&2
+else
   lib=$(readlink -f -- "$lib")
   assert_exit 69 unshare -m sh -c 'mount --bind /dev/null "$0" && exec "$@"' "$lib" \
     "$SIMBA" run --backend "$(uri localhost "$good")" --mutex m -- true

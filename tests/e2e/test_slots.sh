@@ -10,6 +10,7 @@
 # frees its slot within ttl + transition + 1 s; release --force revokes
 # every slot (--token: one).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+needs python3
 
 mkdir "$T/in" "$T/slot"
 section='

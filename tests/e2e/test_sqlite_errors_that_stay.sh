@@ -4,8 +4,10 @@
 # in silence, and --timeout exit 75 with no word. Now: one warning, then
 # quiet back-off; --timeout exits 69 with SQLite's error.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/users.sh"
 
-command -v python3 >/dev/null 2>&1 || skip "needs python3"
+needs python3
+need_users # part 2: root may write a read-only file anyway
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 
 # 1. A table without its primary key (made by hand, or by another tool).
@@ -33,21 +35,20 @@ kill -TERM "$lead"
 wait "$lead" || true
 [[ ! -e $T/ran ]] || fail "CMD ran"
 
-# 2. A read-only -wal file (root may write anyway: as another user).
-if ((EUID == 0)) && command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
-  dir=$T/ro
-  mkdir -p -- "$dir"
-  chown nobody -- "$dir"
-  chmod 755 -- "$T"
-  as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups env SIMBA_BACKEND="sqlite:$dir/simba.db" "$@"; }
-  as_nobody "$SIMBA" run --mutex a -- sh -c 'touch "$0"; sleep 1' "$dir/holding" &
-  holder=$!
-  wait_file "$dir/holding" 10
-  chmod 444 -- "$dir/simba.db-wal"
-  wait "$holder" || true
-  [[ -e $dir/simba.db-wal ]] || skip "the -wal file went away"
-  assert_exit 69 as_nobody timeout -k 5 30 "$SIMBA" run --mutex m --timeout 2s -- true
-  grep -Eq "^simba: error: gave up waiting for m after 2s: backend unavailable: .*(readonly|simba.db-wal for writing: permission denied)" "$T/err" ||
-    fail "read-only -wal: $(cat -- "$T/err")"
-  assert_eq 2 "$(wc -l <"$T/err")" "read-only -wal: lines ($(cat -- "$T/err"))"
-fi
+# 2. A read-only -wal file (root may write anyway: as another user, who
+# runs the copy of the binary in $T: users.sh).
+user=$E2E_USER_C
+dir=$T/ro
+mkdir -p -- "$dir"
+chown "$user" -- "$dir"
+as_owner() { as_user "$user" env SIMBA_BACKEND="sqlite:$dir/simba.db" "$@"; }
+as_owner "$SIMBA_ANY" run --mutex a -- sh -c 'touch "$0"; sleep 1' "$dir/holding" &
+holder=$!
+wait_file "$dir/holding" 10
+chmod 444 -- "$dir/simba.db-wal"
+wait "$holder" || true # its release may find the -wal read-only
+[[ -e $dir/simba.db-wal ]] || fail "the -wal file went away when the holder ended: nothing to test"
+assert_exit 69 as_owner timeout -k 5 30 "$SIMBA_ANY" run --mutex m --timeout 2s -- true
+grep -Eq "^simba: error: gave up waiting for m after 2s: backend unavailable: .*(readonly|simba.db-wal for writing: permission denied)" "$T/err" ||
+  fail "read-only -wal: $(cat -- "$T/err")"
+assert_eq 2 "$(wc -l <"$T/err")" "read-only -wal: lines ($(cat -- "$T/err"))"

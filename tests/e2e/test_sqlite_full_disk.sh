@@ -8,11 +8,11 @@
 # the disk has room again, saying that the backend answers again.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-((EUID == 0)) || skip "needs root (mounts a small tmpfs)"
-command -v mount >/dev/null 2>&1 || skip "needs mount"
+needs_root "mounts a small tmpfs"
+needs mount
 disk=$T/disk
 mkdir -p -- "$disk"
-mount -t tmpfs -o size=1m tmpfs "$disk" 2>/dev/null || skip "cannot mount a tmpfs here"
+mount -t tmpfs -o size=1m tmpfs "$disk" 2>"$T/mount.err" || skip "cannot mount a tmpfs here: $(cat -- "$T/mount.err")"
 # Unmounted (lazily: a process may still have it open) before common.sh's
 # clean-up removes $T; its exit status is the test's.
 _full_disk_cleanup() {

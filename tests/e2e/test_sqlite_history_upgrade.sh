@@ -7,8 +7,7 @@
 # version still running writes there.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-command -v sqlite3 >/dev/null 2>&1 || skip "needs sqlite3"
-command -v jq >/dev/null 2>&1 || skip "needs jq"
+needs sqlite3 jq
 
 db=$T/old.db
 export SIMBA_BACKEND=sqlite:$db

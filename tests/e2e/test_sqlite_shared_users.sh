@@ -10,8 +10,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/users.sh"
 need_users
-command -v jq >/dev/null || skip "needs jq"
-command -v sqlite3 >/dev/null || skip "needs the sqlite3 shell (package sqlite3)"
+needs jq sqlite3
 A=$E2E_USER_A B=$E2E_USER_B C=$E2E_USER_C
 gid=$(gid_of "$E2E_GROUP")
 M=$T/marks # where the users' CMDs leave marks

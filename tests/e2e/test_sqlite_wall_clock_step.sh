@@ -7,6 +7,7 @@
 # the lease in that process's wall-clock terms (acquired a moment ago).
 # SQLite only: a Redis lease keeps the server's clock.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+needs python3
 
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 hour=3600000

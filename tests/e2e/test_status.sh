@@ -8,7 +8,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
-command -v jq >/dev/null 2>&1 || skip "needs jq"
+needs jq
 is_posint() { [[ $1 =~ ^[1-9][0-9]*$ ]]; }
 
 # A held mutex.

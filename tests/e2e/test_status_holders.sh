@@ -9,7 +9,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
-command -v jq >/dev/null 2>&1 || skip "needs jq"
+needs jq python3
 py=$(openmetrics_python)
 host=$(hostname)
 json_of() { simba_bounded status --mutex "$1" --json; }

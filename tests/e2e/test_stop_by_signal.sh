@@ -8,7 +8,7 @@
 # still runs starts the kill sequence (kill signal, SIGKILL after
 # --kill-after).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
-command -v python3 >/dev/null 2>&1 || fail "needs python3"
+needs python3
 
 # outcome READY_FILE SIGNALS... -- SIMBA_ARGS...: starts simba, waits for
 # READY_FILE, sends each signal (1 s apart), and prints how simba ended:

@@ -8,7 +8,7 @@
 # json carries the same as fields. (Stdin is /dev/null, stderr a file.)
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-command -v python3 >/dev/null 2>&1 || skip "needs python3"
+needs python3
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 iso='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
 

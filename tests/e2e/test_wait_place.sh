@@ -6,7 +6,7 @@
 # moves up as the queue drains.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-command -v jq >/dev/null 2>&1 || skip "needs jq"
+needs jq
 export SIMBA_WAIT_NOTICE_EVERY=300ms
 waiters() { "$SIMBA" status --mutex q --json | jq '.mutexes[0].waiters | length'; }
 queued() { [[ $(waiters) == "$1" ]]; }

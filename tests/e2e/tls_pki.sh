@@ -65,7 +65,7 @@ make_cert() {
 start_tls_redis() {
   local name=$1 port attempt i pid dir=$T/redis-$1
   shift
-  command -v redis-server >/dev/null 2>&1 || skip "redis tests skipped: redis-server is not installed"
+  needs redis-server
   mkdir -p -- "$dir"
   for ((attempt = 0; attempt < 20; attempt++)); do
     port=$((20000 + RANDOM % 40000))

@@ -1,14 +1,19 @@
 # shellcheck shell=bash
 # Real Unix users for the multi-user tests (source it after common.sh).
 #
-#   need_users          skip (77) unless root (a failure under CI=true); makes,
+#   need_users          needs root, setpriv and useradd (common.sh: a skip,
+#                       a failure under CI=true); makes,
 #                       once per machine, the group simba-e2e with the users
 #                       simba-e2e-a and simba-e2e-b in it, and simba-e2e-c
 #                       outside it (system users: no home, no login shell).
 #                       Idempotent and safe when tests run in parallel; the
 #                       users stay for the next run. Copies the binary under
-#                       test to $T/bin/simba (every user can run it) and makes
-#                       $T searchable by all.
+#                       test to $T/bin/simba and makes $T searchable by all:
+#                       the users cannot reach the build tree (a checkout
+#                       under /root, mode 0700, on Debian), so whatever
+#                       they run must come from $T (copy_for_users FILE).
+#   copy_for_users FILE prints the path of a copy of FILE in $T/bin that
+#                       every user can run
 #   as_user USER CMD... run CMD as USER (its groups, real and effective ids)
 #   uid_of USER, gid_of GROUP
 #
@@ -34,12 +39,8 @@ _e2e_make_users() {
 }
 
 need_users() {
-  if ((EUID != 0)); then
-    [[ ${CI:-} == true ]] && fail "the multi-user tests need root under CI"
-    skip "the multi-user tests need root (to make Unix users)"
-  fi
-  command -v setpriv >/dev/null || skip "setpriv is not installed (package util-linux)"
-  command -v useradd >/dev/null || skip "useradd is not installed (package passwd)"
+  needs_root "the multi-user tests make Unix users"
+  needs setpriv useradd
   # Two tests may make the users at once: useradd locks /etc/passwd, but
   # "exists? else add" is two steps.
   (
@@ -47,10 +48,29 @@ need_users() {
     _e2e_make_users
   ) 9>/run/simba-e2e-users.lock || fail "could not make the test users"
   chmod 755 "$T"
+  _e2e_reachable_by_all "$T" ||
+    skip "the users cannot reach the test's directory $T (a parent is not searchable by all): set TMPDIR to one they can"
   mkdir -p "$T/bin"
-  cp -- "$SIMBA" "$T/bin/simba"
-  chmod 755 "$T/bin" "$T/bin/simba"
-  SIMBA_ANY=$T/bin/simba
+  chmod 755 "$T/bin"
+  SIMBA_ANY=$(copy_for_users "$SIMBA")
+}
+
+copy_for_users() {
+  local copy
+  copy=$T/bin/$(basename -- "$1")
+  cp -- "$1" "$copy"
+  chmod 755 -- "$copy"
+  printf '%s\n' "$copy"
+}
+
+# _e2e_reachable_by_all DIR: every directory from / to DIR lets others in.
+_e2e_reachable_by_all() {
+  local d
+  d=$(readlink -f -- "$1")
+  while [[ -n $d ]]; do
+    [[ $(stat -c %A -- "$d") == ?????????[xt] ]] || return 1
+    d=${d%/*}
+  done
 }
 
 as_user() {

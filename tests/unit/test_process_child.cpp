@@ -283,7 +283,9 @@ bool foreground_of_terminal() { return isatty(0) && tcgetpgrp(0) == getpgrp(); }
 } // namespace
 
 TEST_SUITE("process::Child") {
-  // Skipped (and counted so by doctest) unless run in the foreground of a terminal.
+  // Skipped (and counted so by doctest) unless run in the foreground of a
+  // terminal: ctest's unit/terminal runs both cases of this suite on a pty
+  // of their own (tests/unit/on_terminal.py, --no-skip).
   TEST_CASE("on a terminal CMD is the foreground group until it exits" *
             doctest::skip(!foreground_of_terminal())) {
     for (bool by_watchdog : {false, true}) {
@@ -302,9 +304,9 @@ TEST_SUITE("process::Child") {
   }
 
   // Opt-in: this stops the test binary itself (as Ctrl-Z stops simba), which
-  // an interactive shell (or `script`) would report as a stopped job. Run it
-  // as: SIMBA_TEST_JOB_CONTROL=1 timeout 10 script -qec 'simba_unit_tests -tc="*Ctrl-Z*"' /dev/null
-  // (script itself stops when its child stops, hence the timeout).
+  // an interactive shell would report as a stopped job (and script(1) would
+  // stop for good with it). ctest's unit/terminal runs it, as:
+  // SIMBA_TEST_JOB_CONTROL=1 python3 tests/unit/on_terminal.py simba_unit_tests -tc="*Ctrl-Z*"
   TEST_CASE("on a terminal, Ctrl-Z stops simba with CMD and resumes both" *
             doctest::skip(!std::getenv("SIMBA_TEST_JOB_CONTROL") || !foreground_of_terminal())) {
     // CMD as the watchdog's child: its stop comes relayed.
