@@ -81,7 +81,7 @@ EOF
 }
 mkfifo "$T/never"
 watch_death "$cmd1" "$T/died" &
-wait_file "$T/died.ready" 10 # the watcher is ready (it holds the pidfd or polls)
+wait_file "$T/died.ready" 60 # the watcher is ready (it holds the pidfd or polls)
 pid_alive "$cmd1" || fail "the leader's CMD died before the SIGSTOP"
 
 t0=$(now_ms)
@@ -91,7 +91,7 @@ wait_for 2 is_stopped "$leader"
 # ttl + transition after the last renewal, and the other instance takes over.
 wait_for 3 pid_dead "$cmd1"
 wait_for 6 starts_at_least 2
-wait_for 2 test -s "$T/died"
+wait_for 10 test -s "$T/died"
 died=$(<"$T/died")
 read -r _ cmd2 leader2 token2 ns2 < <(grep '^start ' "$log" | sed -n 2p)
 # The exact check first: the kernel's flock says whether the new CMD
