@@ -36,7 +36,8 @@ using WindowRule = std::function<int64_t(int64_t now, int64_t period, int64_t of
 
 void check_table(const WindowRule& rule) {
   for (const WindowCase& c : k_window_cases) {
-    CAPTURE(c.what);
+    std::string what = c.what;
+    CAPTURE(what);
     CAPTURE(c.now);
     CAPTURE(c.period);
     CAPTURE(c.offset);

@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+
 using namespace simba;
 using namespace simba::core;
 using namespace simba::test;
@@ -78,7 +80,8 @@ TEST_SUITE("core::once_per") {
   // (tests/backend/conformance_window.cpp).
   TEST_CASE("every case of the boundary table") {
     for (const WindowCase& c : k_window_cases) {
-      CAPTURE(c.what);
+      std::string what = c.what;
+    CAPTURE(what);
       CHECK(window_start(c.now, c.period, c.offset) == c.start);
     }
   }
