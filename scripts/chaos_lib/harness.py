@@ -224,37 +224,56 @@ class Chaos:
     def run(self):
         o = self.opts
         goal = f", until {o.handovers} faulted hand-overs" if o.handovers else ""
+        more = f" (longer, up to {o.max_duration:g} s, until {o.min_handovers} hand-overs)" \
+            if o.max_duration > o.duration else ""
         slots = f", --slots {o.slots}" if o.slots > 1 else ""
-        log(f"{self.kind}: seed {self.seed}, at most {o.duration} s{goal}, "
+        log(f"{self.kind}: seed {self.seed}, at most {o.duration:g} s{more}{goal}, "
             f"{o.runners} run loops + {o.leaders} leaders on {o.hosts} hosts{slots}, "
             f"in {self.tmp}")
         try:
-            self.contend(time.monotonic() + o.duration)
+            start = time.monotonic()
+            self.contend(start + o.duration, start + max(o.max_duration, o.duration))
             self.wind_down()
         finally:
             self.cleanup()
         return self.check()
 
-    def contend(self, end):
+    def contend(self, end, last):
+        """Until `end`; then on while the run has fewer than --min-handovers
+        hand-overs (a slow machine makes fewer in the time: the run waits
+        for its evidence instead of failing on a rate), never past `last`
+        (monotonic s). --handovers ends it once that many were faulted."""
+        o = self.opts
         next_fault = time.monotonic() + self.rng.uniform(1.5, 4.0)
         next_count = time.monotonic() + 5
-        while time.monotonic() < end:
+        enough = said = False
+        while time.monotonic() < last and (time.monotonic() < end or not enough):
             self.keep_contending()
             self.run_pending()
             if time.monotonic() >= next_fault:
                 self.fault()
                 next_fault = time.monotonic() + self.rng.uniform(1.5, 4.0)
-            if self.opts.handovers and time.monotonic() >= next_count:
-                next_count = time.monotonic() + 5
-                if self.faulted_hand_overs() >= self.opts.handovers:
+            now = time.monotonic()
+            if now >= next_count or (now >= end and not enough):
+                next_count = now + 5
+                total, faulted = self.hand_over_counts()
+                if o.handovers and faulted >= o.handovers:
                     break
+                enough = total >= o.min_handovers
+                if now >= end and not enough and not said:
+                    said = True
+                    log(f"{self.kind}: {total} hand-overs in {o.duration:g} s, fewer than "
+                        f"{o.min_handovers}: going on, for {last - now:.0f} s at most")
+                if now >= end and not enough:
+                    next_count = now + 1
             time.sleep(0.02)
 
-    def faulted_hand_overs(self):
+    def hand_over_counts(self):
+        """(hand-overs, faulted ones) so far."""
         if not os.path.exists(self.log_path):
-            return 0
+            return 0, 0
         starts = checker.read_log(self.log_path)[0]
-        return checker.hand_overs(starts, self.fault_times)[1]
+        return checker.hand_overs(starts, self.fault_times)
 
     def stop_contenders(self, grace):
         for p in self.simbas():
@@ -331,8 +350,9 @@ class Chaos:
                 ok = ok and max(sfo) <= sbound
         for line in (overlaps[:10] + bad_tokens[:10] + fenced[:10]):
             log(f"  {line}")
-        if len(starts) < 10:
-            log(f"{k}: too few CMD starts ({len(starts)}): the run proves nothing")
+        if total < self.opts.min_handovers:
+            log(f"{k}: {total} hand-overs, fewer than {self.opts.min_handovers} even after "
+                f"{max(self.opts.max_duration, self.opts.duration):g} s: the run proves nothing")
             ok = False
         log(f"{k}: {'PASS' if ok else 'FAIL'} (replay: scripts/chaos --backend {k} "
             f"--seed {self.seed}{self.opts.replay}; logs in {self.tmp})")

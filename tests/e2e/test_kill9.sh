@@ -17,9 +17,9 @@ pid_alive "$child" || fail "CMD is not running"
 pid_alive "$grandchild" || fail "CMD's background sleep is not running"
 
 # The waiter is waiting before the kill.
-"$SIMBA" run --mutex m --ttl 1s --transition 1s -- sh -c 'date +%s%3N >"$0"' "$T/acquired" &
+"$SIMBA" run --mutex m --ttl 1s --transition 1s -- sh -c 'date +%s%3N >"$0"' "$T/acquired" 2>"$T/waiter.err" &
 waiter=$!
-sleep 0.3
+wait_for 10 grep -q "^simba: waiting for m: held by " "$T/waiter.err" # it found the mutex held
 [[ ! -e $T/acquired ]] || fail "the waiter got in while the holder held the mutex"
 
 t0=$(now_ms)

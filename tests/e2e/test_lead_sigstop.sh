@@ -46,7 +46,10 @@ s1=$!
 "$SIMBA" lead --mutex m --ttl 1s --transition 1s -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.2" &
 s2=$!
 wait_for 10 starts_at_least 1
-sleep 0.5
+# The other instance waits (status lists it in the queue): it started and
+# did not get the mutex.
+queued() { "$SIMBA" status --mutex m --format json | grep -q '"position"'; }
+wait_for 10 queued
 assert_eq 1 "$(starts)" "CMD starts before the SIGSTOP"
 read -r _ cmd1 leader token1 _ < <(grep '^start ' "$log")
 if [[ $leader == "$s1" ]]; then other=$s2; elif [[ $leader == "$s2" ]]; then other=$s1; else
@@ -65,18 +68,20 @@ watch_death() {
 import os, select, sys, time
 pid, out = int(sys.argv[1]), sys.argv[2]
 fd = os.pidfd_open(pid)
+open(out + ".ready", "w").close()
 select.select([fd], [], [])
 with open(out + ".tmp", "w") as f:
     f.write("%d\n" % time.time_ns())
 os.rename(out + ".tmp", out)
 EOF
   fi
+  : >"$out.ready"
   while pid_alive "$pid"; do read -rt 0.01 <>"$T/never" || true; done
   date +%s%N >"$out.tmp" && mv -- "$out.tmp" "$out"
 }
 mkfifo "$T/never"
 watch_death "$cmd1" "$T/died" &
-sleep 0.3 # the watcher is ready (it holds the pidfd or polls)
+wait_file "$T/died.ready" 60 # the watcher is ready (it holds the pidfd or polls)
 pid_alive "$cmd1" || fail "the leader's CMD died before the SIGSTOP"
 
 t0=$(now_ms)
@@ -86,14 +91,19 @@ wait_for 2 is_stopped "$leader"
 # ttl + transition after the last renewal, and the other instance takes over.
 wait_for 3 pid_dead "$cmd1"
 wait_for 6 starts_at_least 2
-wait_for 2 test -s "$T/died"
+wait_for 10 test -s "$T/died"
 died=$(<"$T/died")
 read -r _ cmd2 leader2 token2 ns2 < <(grep '^start ' "$log" | sed -n 2p)
+# The exact check first: the kernel's flock says whether the new CMD
+# started while the old one still lived.
+check_no_overlap
 echo "old CMD died $((died / 1000000 - t0)) ms after SIGSTOP; new CMD started $((ns2 / 1000000 - t0)) ms after SIGSTOP ($(((ns2 - died) / 1000)) us later)" >&2
+# The two clocks are read by two processes (the watcher wakes when the
+# kernel notifies the pidfd, after the exit dropped the flock, and may be
+# scheduled late on a busy machine): information, not the check.
+((died < ns2)) || echo "note: the watcher saw the old CMD's death $(((died - ns2) / 1000)) us after the new CMD's start (the flock above says they did not overlap)" >&2
 assert_eq "$other" "$leader2" "parent of the new CMD"
 ((token2 > token1)) || fail "fencing token did not increase: $token1 -> $token2"
-((died < ns2)) || fail "the new leader's CMD started $(((died - ns2) / 1000)) us before the old CMD died"
-check_no_overlap
 is_stopped "$leader" || fail "the old simba is no longer stopped: the kill was not the watchdog's"
 
 # Keep it stopped for 4 s in all, then let it run again.

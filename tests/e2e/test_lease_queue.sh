@@ -13,9 +13,11 @@ job() {
   sleep 0.2
   (set -a && . "$T/job$1.env" && "$SIMBA" release --lease "$SIMBA_LEASE") || fail "release of job $1"
 }
+# status lists job N in the queue before job N+1 arrives.
+queued() { (($("$SIMBA" status --mutex q --format json | grep -o '"position"' | wc -l) == $1)); }
 for n in 1 2 3; do
   job "$n" 2>/dev/null &
-  sleep 0.5 # queued before the next one arrives
+  wait_for 10 queued "$n"
 done
 [[ -e $T/order ]] && fail "a job acquired while the holder held: $(<"$T/order")"
 (set -a && . "$T/holder.env" && "$SIMBA" release --lease "$SIMBA_LEASE") || fail "release of the holder"

@@ -31,6 +31,7 @@ struct World {
   bool ignore_term = false;
   bool leftovers = false; // what CMD left lives on after it exits
   std::optional<int> exit_code;
+  std::optional<int64_t> killed_at; // local time of the SIGKILL that ended CMD
   Actions log; // every action, in the order it was executed
 
   explicit World(ContenderConfig cfg)
@@ -61,6 +62,7 @@ struct World {
         } else if (const auto* sig = std::get_if<action::SignalAll>(&a); sig && child) {
           if (sig->signo == SIGKILL || !ignore_term) {
             child = false;
+            if (sig->signo == SIGKILL) killed_at = local;
             more = c.on_child_exit(local, 128 + sig->signo, leftovers);
           }
         } else if (const auto* exit = std::get_if<action::Exit>(&a)) {
@@ -233,6 +235,57 @@ TEST_SUITE("core::Contender lost event") {
     REQUIRE(lost[0].exit_code);
     CHECK(*lost[0].exit_code == 128 + SIGKILL);
     CHECK(lost[0].held_ms == deadline - 1000 - 1000); // the kill point, from the start at 1000
+  }
+
+  // M2: the SIGKILL that follows the kill signal is capped at the deadline.
+  // A loss noticed late (simba was stopped or starved past its kill point:
+  // the timer, or the guard's reply, is handled late) leaves less than
+  // kill_after before the deadline, or none: CMD that ignores the kill
+  // signal must be dead by the deadline all the same (the watchdog's kill
+  // at the deadline is the last line, not the plan).
+  TEST_CASE("a loss noticed late: SIGKILL no later than the deadline, at once when past it") {
+    for (int64_t late : {500, 0, -300, -700}) { // noticed at deadline + late
+      CAPTURE(late);
+      World w(contender_config()); // kill_after 1 s
+      w.ignore_term = true;
+      w.start();
+      REQUIRE(w.child);
+      int64_t deadline = w.c.deadline();
+      w.failing = true;
+      w.advance(deadline + late - w.local); // no timer ran meanwhile
+      w.run(w.c.on_timer(w.local));
+      CHECK(w.c.phase() != Contender::Phase::owning);
+      if (late >= 0) {
+        CHECK_FALSE(w.child); // SIGKILL at once, in the same actions
+      } else {
+        CHECK(w.c.phase() == Contender::Phase::stopping);
+        CHECK(w.child); // the kill signal only, so far
+        w.until(deadline);
+        CHECK_FALSE(w.child);
+      }
+      REQUIRE(w.killed_at);
+      CHECK(*w.killed_at <= std::max(deadline, deadline + late));
+    }
+    // The guard's reply shows another owner, handled 300 ms before the
+    // deadline (sent before the kill point, answered late).
+    World g(contender_config());
+    g.ignore_term = true;
+    g.start();
+    int64_t deadline = g.c.deadline();
+    g.advance(g.c.wake_at().value() - g.local); // the guard is due
+    Actions a = g.c.on_timer(g.local);
+    const auto* guard = std::get_if<action::Call>(&a.back());
+    REQUIRE(guard);
+    g.backend.steal("m", "thief", 10000, 2000);
+    CallResult r = g.backend.guard("m", "me", guard->token, 10000, 2000);
+    g.advance(deadline - 300 - g.local);
+    g.run(g.c.on_reply(g.local, r));
+    CHECK(g.c.phase() == Contender::Phase::stopping);
+    CHECK(g.child);
+    g.until(deadline);
+    CHECK_FALSE(g.child);
+    REQUIRE(g.killed_at);
+    CHECK(*g.killed_at <= deadline);
   }
 
   TEST_CASE("CMD's exit noticed after the kill point (simba was stopped): unrenewed, its status") {

@@ -3,7 +3,11 @@
 #include "core/once_per.hpp"
 #include "core_support.hpp"
 
+#include "../common/window_cases.hpp"
+
 #include <doctest/doctest.h>
+
+#include <string>
 
 using namespace simba;
 using namespace simba::core;
@@ -71,6 +75,15 @@ TEST_SUITE("core::once_per") {
     CHECK(w != k_midnight); // 2026-12-01 is not a multiple of 7 minutes since the epoch
     CHECK(window_start(w + seven - 1, seven, 0) == w);
     CHECK(window_start(w + seven, seven, 0) == w + seven);
+  }
+  // The table the Lua and the SQL copies of the rule are run against too
+  // (tests/backend/conformance_window.cpp).
+  TEST_CASE("every case of the boundary table") {
+    for (const WindowCase& c : k_window_cases) {
+      std::string what = c.what;
+    CAPTURE(what);
+      CHECK(window_start(c.now, c.period, c.offset) == c.start);
+    }
   }
   TEST_CASE("times before the epoch floor, not truncate") {
     CHECK(window_start(-1, 1000, 0) == -1000);

@@ -230,7 +230,7 @@ std::string once_terms(std::string sql) {
 }
 
 constexpr const char* k_acquire_once = R"(
-w AS (SELECT ((n.ms - $7::bigint) / $6::bigint) * $6::bigint + $7::bigint AS start FROM n),
+w AS (SELECT {WINDOW} AS start FROM n),
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
                         once_window, once_label, once_host, once_token, once_started_at,
@@ -274,10 +274,12 @@ up AS (
 // $11: the holder, as acquire's $6. A lease of ours ended because its
 // window may not run (C) is no event.
 std::string acquire_once_sql(int64_t history) {
+  std::string once = once_terms(k_acquire_once);
+  once.replace(once.find("{WINDOW}"), std::strlen("{WINDOW}"),
+               window_start_sql("n.ms", "$6::bigint", "$7::bigint"));
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + k_mark +
-         once_terms(k_acquire_once) + history_writes(acquired_events("$11"), history) +
-         answer(true, "", k_once_columns, true);
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + k_mark + once +
+         history_writes(acquired_events("$11"), history) + answer(true, "", k_once_columns, true);
 }
 
 // release_once: release's $1..$4, then $5 the exit code: the done record
@@ -371,6 +373,16 @@ std::string first_waiter(const std::string& skip) {
 }
 
 } // namespace
+
+// floor((now - offset) / period) * period + offset, as now less the
+// distance from the window's start: PostgreSQL's % keeps the dividend's
+// sign (a truncating division), so the distance is made non-negative
+// before it is taken off (times before the epoch floor, as in C++).
+std::string window_start_sql(const std::string& now, const std::string& period,
+                             const std::string& offset) {
+  return "(" + now + " - ((" + now + " - " + offset + ") % " + period + " + " + period + ") % " +
+         period + ")";
+}
 
 // The tables are read (the marker's INSERT) only after the ALTERs: a
 // script that read a table and then altered it deadlocked with another

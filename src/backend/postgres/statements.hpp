@@ -44,6 +44,14 @@ struct Statements {
 // the history trimmed to history_limit() events per mutex.
 Statements make_statements(const std::string& schema, const std::string& prefix);
 
+// --once-per: the start of the window that holds `now`, an SQL expression
+// of bigint expressions -- core::window_start (core/once_per.cpp) and
+// window_start in redis/lua/common_once.lua, mirrored: keep the three
+// alike (tests/backend/conformance_window.cpp runs one table of boundary
+// cases against each).
+std::string window_start_sql(const std::string& now, const std::string& period,
+                             const std::string& offset);
+
 // The part of the schema that needs privileges, for the message that asks
 // an administrator to run it.
 std::string schema_sql(const std::string& schema, const std::string& prefix);

@@ -53,6 +53,10 @@ void Client::open() {
     m_hello_waits = err.empty();
   } else {
     err = connect(m_conn, deadline, true, true);
+    // A server in a passing state (refused_for_now()): the first call
+    // checks it again, and fails (retried) until it is ready.
+    m_checks_wait = !err.empty() && m_refused_for_now;
+    if (m_checks_wait) return;
   }
   if (!err.empty()) throw UnavailableError(err);
 }
@@ -64,19 +68,41 @@ void Client::open() {
 // refused it too, before any write), and so does a hello without an answer
 // (RedisBackend's users release whatever an unanswered acquire took, as
 // for any error they let through).
+// A hello refused for now (refused_for_now()) is a failed call, and the
+// next call sends it again: on a new connection (check_hello() closed
+// this one). The script that went with it ran only if its own reply is no
+// error (the server became ready in between): then its outcome is unknown.
 Exchange Client::call_with_hello(std::vector<Command> commands, int64_t deadline, bool script) {
+  Exchange refused;
+  if (!m_conn.is_open()) {
+    refused.error = m_conn.connect(m_uri, deadline);
+    if (!refused.error.empty()) {
+      refused.error = describe_failure(refused.error);
+      return refused; // not sent; m_hello_waits stays
+    }
+  }
   m_hello_waits = false;
   std::vector<Command> hello = main_hello(m_uri);
+  bool for_now = false;
   if (!script) {
-    std::string err =
-        check_hello(m_conn, m_uri, m_where, hello, m_conn.exchange(hello, deadline), m_run_id);
-    if (!err.empty()) throw UnavailableError(err);
-    return call(std::move(commands), deadline, script);
+    std::string err = check_hello(m_conn, m_uri, m_where, hello,
+                                  m_conn.exchange(hello, deadline), m_run_id, &for_now);
+    if (!err.empty() && !for_now) throw UnavailableError(err);
+    m_hello_waits = for_now;
+    if (!for_now) return call(std::move(commands), deadline, script);
+    refused.error = err;
+    return refused;
   }
   commands.back().back() = "?";
   commands.insert(commands.begin(), hello.begin(), hello.end());
   Exchange x = m_conn.exchange(commands, deadline);
-  std::string err = check_hello(m_conn, m_uri, m_where, hello, x, m_run_id);
+  std::string err = check_hello(m_conn, m_uri, m_where, hello, x, m_run_id, &for_now);
+  if (!err.empty() && for_now) {
+    m_hello_waits = true;
+    refused.error = err;
+    if (!is_error(x.replies.back().get())) refused.reach = Reach::maybe_sent;
+    return refused;
+  }
   if (!err.empty()) throw UnavailableError(err);
   x.replies.erase(x.replies.begin(), x.replies.begin() + static_cast<long>(hello.size()));
   return x;
@@ -88,9 +114,12 @@ std::string Client::connect(Connection& c, int64_t deadline, bool select, bool v
 }
 
 std::string Client::connect_to(Connection& c, int64_t deadline, bool select, bool verify) {
+  m_checks_refused = m_refused_for_now = false;
   std::string err = c.connect(m_uri, deadline);
   if (!err.empty()) return scrub("cannot connect to Redis at " + m_where + ": " + err);
-  return check_server(c, m_uri, m_where, deadline, select, verify, m_run_id);
+  err = check_server(c, m_uri, m_where, deadline, select, verify, m_run_id, &m_refused_for_now);
+  m_checks_refused = !err.empty();
+  return err;
 }
 
 // Sentinel: the master found last, else (or when it is no longer the
@@ -146,6 +175,14 @@ Exchange Client::call(std::vector<Command> commands, int64_t deadline, bool scri
     if (!x.error.empty()) return x; // Reach::not_sent
   }
   if (m_hello_waits) return call_with_hello(std::move(commands), deadline, script);
+  if (m_checks_wait) { // open()'s checks, refused for now: again, in full
+    Exchange x;
+    x.error = connect(m_conn, deadline, true, true);
+    // Refused for good, as open() would have been: the end (69).
+    if (m_checks_refused && !m_refused_for_now) throw UnavailableError(x.error);
+    if (!x.error.empty()) return x; // Reach::not_sent: retried
+    m_checks_wait = false;
+  }
   for (int attempt = 0;; ++attempt) {
     if (m_conn.is_open() && m_conn.stale()) m_conn.close();
     if (!m_conn.is_open()) {

@@ -136,6 +136,9 @@ private:
   bool m_master_known = false;             // Sentinel: m_uri's host and port are the master's
   int64_t m_confirmed_at = 0;              // Sentinel: when the asking that named it began (boottime)
   bool m_hello_waits = false;              // open() connected and left the hello to the first call
+  bool m_checks_wait = false;              // open()'s checks were refused for now: the next call's
+  bool m_checks_refused = false;           // the last connect's checks refused (it connected)
+  bool m_refused_for_now = false;          // ... and the refusal was refused_for_now()
   std::unique_ptr<ClusterRoute> m_cluster; // redis+cluster://
 };
 

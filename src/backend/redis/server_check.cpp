@@ -7,6 +7,7 @@
 #include "core/duration.hpp"
 
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace simba::backend::redis {
@@ -131,10 +132,21 @@ std::string refusal(const Command& hello, const redisReply* r, const RedisUri& u
 } // namespace
 
 std::string check_server(Connection& c, const RedisUri& uri, const std::string& where,
-                         int64_t deadline, bool select, bool verify, std::string& run_id) {
+                         int64_t deadline, bool select, bool verify, std::string& run_id,
+                         bool* for_now) {
+  if (for_now) *for_now = false;
   std::vector<Command> hello = hello_commands(uri, select, verify);
   if (hello.empty()) return "";
-  return check_hello(c, uri, where, hello, c.exchange(hello, deadline), run_id);
+  return check_hello(c, uri, where, hello, c.exchange(hello, deadline), run_id, for_now);
+}
+
+bool refused_for_now(const std::string& error_reply) {
+  for (const char* code : {"LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN"}) {
+    size_t n = std::strlen(code);
+    if (error_reply.compare(0, n, code) == 0 && (error_reply.size() == n || error_reply[n] == ' '))
+      return true;
+  }
+  return false;
 }
 
 bool hello_can_wait(const RedisUri& uri) {
@@ -144,7 +156,9 @@ bool hello_can_wait(const RedisUri& uri) {
 std::vector<Command> main_hello(const RedisUri& uri) { return hello_commands(uri, true, true); }
 
 std::string check_hello(Connection& c, const RedisUri& uri, const std::string& where,
-                        const std::vector<Command>& hello, const Exchange& x, std::string& run_id) {
+                        const std::vector<Command>& hello, const Exchange& x, std::string& run_id,
+                        bool* for_now) {
+  if (for_now) *for_now = false;
   if (!x.ok) {
     if (x.error == net::k_timed_out)
       return "no answer from Redis at " + where + " within " +
@@ -152,8 +166,10 @@ std::string check_hello(Connection& c, const RedisUri& uri, const std::string& w
     return scrub("cannot talk to Redis at " + where + ": " + x.error, uri.password);
   }
   for (size_t i = 0; i < hello.size(); ++i) {
-    std::string why = refusal(hello[i], x.replies[i].get(), uri, where, run_id);
+    const redisReply* r = x.replies[i].get();
+    std::string why = refusal(hello[i], r, uri, where, run_id);
     if (!why.empty()) {
+      if (for_now) *for_now = is_error(r) && refused_for_now(reply_text(r));
       c.close();
       return why;
     }

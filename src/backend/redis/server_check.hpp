@@ -22,9 +22,20 @@ constexpr int k_min_redis_major = 5;
 // database is not 0, and with `select` INFO server and INFO memory (setting
 // `run_id`). Their replies prove that a Redis answers; with none of them,
 // `verify` sends a PING for that (only when simba starts: a reconnect in a
-// call needs no proof). "" or one line for the user (then `c` is closed).
+// call needs no proof). "" or one line for the user (then `c` is closed);
+// `for_now`, when given, says whether that refusal is one of the server's
+// passing states (refused_for_now()).
 std::string check_server(Connection& c, const RedisUri& uri, const std::string& where,
-                         int64_t deadline, bool select, bool verify, std::string& run_id);
+                         int64_t deadline, bool select, bool verify, std::string& run_id,
+                         bool* for_now = nullptr);
+
+// LOADING (a dataset being loaded), BUSY (a script past its time limit),
+// MASTERDOWN (a replica without its master), TRYAGAIN (a slot in
+// migration): the server refuses for a while, before running anything. The
+// backend is unavailable for now, not for good: a call that meets one
+// fails and is retried (until --timeout, then 69), even in the checks when
+// simba starts.
+bool refused_for_now(const std::string& error_reply);
 
 // The hello of the main connection may wait for the first script, and go in
 // its write (Client::call(), README "Speed": one round trip less per run),
@@ -41,6 +52,7 @@ std::vector<Command> main_hello(const RedisUri& uri);
 
 // check_server() of the answers to `hello`, the first replies of `x`.
 std::string check_hello(Connection& c, const RedisUri& uri, const std::string& where,
-                        const std::vector<Command>& hello, const Exchange& x, std::string& run_id);
+                        const std::vector<Command>& hello, const Exchange& x, std::string& run_id,
+                        bool* for_now = nullptr);
 
 } // namespace simba::backend::redis
