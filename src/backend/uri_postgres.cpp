@@ -27,7 +27,11 @@ void parse_postgres_query(const std::string& query, PostgresUri& u, std::string&
       query, shown,
       [&](const std::string& name, const std::string& value, const std::string& item) {
         if (name == "schema") {
+          // Any name, quoted in the SQL (postgres/statements.hpp); but
+          // PostgreSQL cuts a name past 63 bytes, and a NUL ends the text.
           if (value.empty()) bad_uri(shown, "an empty schema");
+          if (value.size() > 63 || value.find('\0') != std::string::npos)
+            bad_uri(shown, "the schema name must be 1 to 63 bytes, without NUL");
           u.schema = value;
         } else if (name == "prefix") {
           // Part of an identifier: letters, digits and '_' (quoted, so any
