@@ -6,14 +6,17 @@
 
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/names.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <pwd.h>
+#include <fstream>
+#include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace simba::backend {
 namespace uri_parts {
@@ -46,10 +49,40 @@ bool valid_scheme(const std::string& s) {
 
 // ---- sqlite ------------------------------------------------------------------------
 
+// The home directory of the real uid in /etc/passwd, "" if none. Read
+// here, not with getpwuid(): in a static binary that loads the host's NSS
+// modules, and crashed (issue 36 §10) for a uid without an entry.
+std::string passwd_home() {
+  std::ifstream in("/etc/passwd");
+  const std::string uid = std::to_string(getuid());
+  for (std::string line; std::getline(in, line);) {
+    // name:password:uid:gid:gecos:home:shell
+    std::vector<std::string> f;
+    for (size_t start = 0;;) {
+      size_t colon = line.find(':', start);
+      f.push_back(line.substr(start, colon - start));
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+    if (f.size() >= 7 && f[2] == uid) return f[5];
+  }
+  return "";
+}
+
+// $HOME, else the passwd entry's; absolute, or a usage error (64): a
+// relative HOME would put the database under whatever the working
+// directory is.
 std::string home_dir() {
-  if (const char* h = std::getenv("HOME"); h && *h) return h;
-  if (const passwd* pw = getpwuid(getuid()); pw && pw->pw_dir && *pw->pw_dir) return pw->pw_dir;
-  throw UsageError("cannot find the default database: HOME is not set; give --backend");
+  const char* h = std::getenv("HOME");
+  std::string home = h && *h ? h : passwd_home();
+  if (home.empty())
+    throw UsageError("cannot find the default database: HOME is not set and uid " +
+                     std::to_string(getuid()) +
+                     " has no home in /etc/passwd; set SIMBA_HOME or give --backend");
+  if (home[0] != '/')
+    throw UsageError("cannot find the default database: HOME is not an absolute path ('" +
+                     core::escape_control(home) + "'); set SIMBA_HOME or give --backend");
+  return home;
 }
 
 // $SIMBA_HOME/simba.db, else ${XDG_STATE_HOME:-$HOME/.local/state}/simba/simba.db

@@ -27,7 +27,11 @@ void parse_postgres_query(const std::string& query, PostgresUri& u, std::string&
       query, shown,
       [&](const std::string& name, const std::string& value, const std::string& item) {
         if (name == "schema") {
+          // Any name, quoted in the SQL (postgres/statements.hpp); but
+          // PostgreSQL cuts a name past 63 bytes, and a NUL ends the text.
           if (value.empty()) bad_uri(shown, "an empty schema");
+          if (value.size() > 63 || value.find('\0') != std::string::npos)
+            bad_uri(shown, "the schema name must be 1 to 63 bytes, without NUL");
           u.schema = value;
         } else if (name == "prefix") {
           // Part of an identifier: letters, digits and '_' (quoted, so any
@@ -76,6 +80,11 @@ PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
   // user:password@ (the last '@' of the authority, as redact() takes it)
   std::string authority = base.substr(
       2, base.find('/', 2) == std::string::npos ? std::string::npos : base.find('/', 2) - 2);
+  // libpq splits user info at the first '@', simba's masking at the last:
+  // two '@' would print the password's tail as a host name (issue 36 §7).
+  if (std::count(authority.begin(), authority.end(), '@') > 1)
+    bad_uri(shown, "the user info holds an '@': percent-encode it as %40 in the user name or "
+                   "password");
   if (auto at = authority.rfind('@'); at != std::string::npos) {
     std::string info = authority.substr(0, at);
     if (auto colon = info.find(':'); colon != std::string::npos && colon + 1 < info.size()) {
@@ -84,8 +93,12 @@ PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
     }
   } else if (auto colon = authority.rfind(':'); colon != std::string::npos) {
     // "postgres://user:secret" forgot its "@host": libpq would take
-    // "secret" for a port, and say so.
-    u.secrets.push_back(authority.substr(colon + 1));
+    // "secret" for a port, and say so. A port is not a secret (issue 32
+    // §1: "host:5432" was shown as "host:***").
+    std::string tail = authority.substr(colon + 1);
+    if (!std::all_of(tail.begin(), tail.end(),
+                     [](char c) { return std::isdigit((unsigned char)c); }))
+      u.secrets.push_back(tail);
   }
   u.conninfo = scheme + ":" + base + (kept.empty() ? "" : "?" + kept);
   u.shown = redact(scheme + ":" + base) + (shown_query.empty() ? "" : "?" + shown_query);

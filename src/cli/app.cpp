@@ -16,11 +16,28 @@ namespace simba::cli {
 
 namespace {
 
+// One line, whatever the message holds: a newline becomes a space, other
+// control characters \xNN (a value given on the command line is echoed in
+// its error: no escape sequence reaches the terminal raw), and a message
+// past 4 KiB (a 100 KB --backend) keeps its start and its end.
 void print_error(const std::string& message) {
-  std::string line = "simba: error: " + message;
-  // one line, whatever the message holds
-  for (char& c : line)
-    if (c == '\n') c = ' ';
+  constexpr size_t k_keep = 2048;
+  std::string text = message;
+  if (text.size() > 2 * k_keep)
+    text = text.substr(0, k_keep) + " [... " + std::to_string(text.size() - 2 * k_keep) +
+           " bytes ...] " + text.substr(text.size() - k_keep);
+  std::string line = "simba: error: ";
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      line += ' ';
+    } else if (u < 0x20 || u == 0x7f) {
+      const char* hex = "0123456789abcdef";
+      line += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+    } else {
+      line += c;
+    }
+  }
   line += '\n';
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;

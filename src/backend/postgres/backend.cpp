@@ -8,6 +8,7 @@
 #include "backend/postgres/rows.hpp"
 #include "backend/postgres/statements.hpp"
 #include "backend/postgres/wakeups.hpp"
+#include "backend/uri_parts.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/slots.hpp"
@@ -187,9 +188,9 @@ public:
 
 private:
   static std::string describe_uri(const PostgresUri& u) {
-    return u.shown + (u.shown.find('?') == std::string::npos ? "?" : "&") + "schema=" + u.schema +
-           "&prefix=" + u.prefix + (u.quarantine ? "" : "&quarantine=off") +
-           (u.listen ? "" : "&listen=off");
+    return u.shown + (u.shown.find('?') == std::string::npos ? "?" : "&") +
+           "schema=" + uri_parts::percent_encode(u.schema) + "&prefix=" + u.prefix +
+           (u.quarantine ? "" : "&quarantine=off") + (u.listen ? "" : "&listen=off");
   }
 
   Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -407,7 +408,7 @@ std::optional<QueuePlace> PostgresBackend::read_place(const std::string& mutex,
 // statement of another simba that held one table and waited for the next
 // deadlocked with them (CI: 24 first uses at once, one exited 69).
 std::string PostgresBackend::create_tables(int64_t deadline) {
-  std::string schema = "CREATE SCHEMA IF NOT EXISTS \"" + m_uri.schema + "\";\n";
+  const std::string& schema = m_sql.create_schema;
   bool with_schema = false;
   for (int attempt = 0;; ++attempt) {
     if (!m_conn.is_open()) return failure(Result{});
@@ -419,8 +420,8 @@ std::string PostgresBackend::create_tables(int64_t deadline) {
     if (r.sqlstate == "3F000") with_schema = true;
     if (attempt + 1 < k_schema_tries && retry && m_conn.is_open()) continue;
     if (r.sqlstate == "42501")
-      return "the PostgreSQL role may not create simba's tables in schema " + m_uri.schema +
-             " at " + m_uri.shown +
+      return "the PostgreSQL role may not create simba's tables in schema " +
+             pg::quote_identifier(m_uri.schema) + " at " + m_uri.shown +
              "; have an administrator run (man simba, POSTGRESQL): " + (with_schema ? schema : "") +
              pg::schema_sql(m_uri.schema, m_uri.prefix);
     return failure(r);
@@ -442,7 +443,8 @@ std::string PostgresBackend::ensure_tables(const std::string& state, int64_t dea
   }
   if (tables_missing && m_access == Access::inspect)
     return "PostgreSQL at " + m_uri.shown + " has no simba tables (" + m_uri.prefix +
-           "leases in schema " + m_uri.schema + "): nothing was locked there yet";
+           "leases in schema " + pg::quote_identifier(m_uri.schema) +
+           "): nothing was locked there yet";
   return create_tables(deadline);
 }
 

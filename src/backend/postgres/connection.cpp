@@ -4,8 +4,13 @@
 #include "backend/net/deadline_io.hpp"
 #include "sys/clock.hpp"
 
-#include <algorithm>
+#include <linux/tcp.h> // TCP_INFO's tcpi_bytes_received (glibc's tcp.h lacks it)
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstddef>
 
 namespace simba::backend::pg {
 namespace {
@@ -18,6 +23,30 @@ std::string one_line(std::string s) {
   std::replace(s.begin(), s.end(), '\n', ' ');
   std::replace(s.begin(), s.end(), '\t', ' ');
   return s;
+}
+
+// libpq takes any message a server announces (a DataRow of 1 GB, read
+// into one buffer) and reads while bytes keep coming: what one statement
+// may receive is bounded here instead (issue 36 §6), as the Redis reply is
+// (redis/reply_bound.hpp), and the socket's buffer kept small enough that
+// libpq returns to us often.
+constexpr uint64_t k_max_result_bytes = uint64_t(256) << 20;
+constexpr int k_receive_buffer = 1 << 20;
+
+// The bytes received on TCP socket `fd` so far; 0 for a Unix socket (no
+// bound there: a local server is the host's own).
+uint64_t bytes_received(int fd) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+      len < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received)
+    return 0;
+  return info.tcpi_bytes_received;
+}
+
+std::string too_big() {
+  return "a result larger than " + std::to_string(k_max_result_bytes >> 20) +
+         " MiB (a broken or hostile server?)";
 }
 
 } // namespace
@@ -69,6 +98,8 @@ std::string Connection::connect(const PostgresUri& uri, int64_t deadline) {
   pq.set_nonblocking(m_conn, 1);
   pq.set_notice_processor(m_conn, ignore_notice, nullptr);
   net::set_cloexec(pq.socket(m_conn));
+  ::setsockopt(pq.socket(m_conn), SOL_SOCKET, SO_RCVBUF, &k_receive_buffer,
+               sizeof k_receive_buffer);
   return "";
 }
 
@@ -128,11 +159,17 @@ Result Connection::finish_query(bool queued, int64_t deadline) {
   }
   r.sent = true;
   int fd = pq.socket(m_conn);
+  const uint64_t received_before = bytes_received(fd);
   for (;;) {
     int left = pq.flush(m_conn);
     if (left < 0) break;
     if (left == 0) {
       if (!pq.consume_input(m_conn)) break;
+      if (bytes_received(fd) - received_before > k_max_result_bytes) {
+        r.error = too_big();
+        close();
+        return r;
+      }
       if (!pq.is_busy(m_conn)) return collect();
       if (!net::wait_for(fd, POLLIN, deadline)) {
         r.error = net::k_timed_out;

@@ -99,6 +99,14 @@ std::string answer(bool with_quarantine, const std::string& notify, const char* 
   return a;
 }
 
+// Any text but NUL is a valid quoted identifier (the URI parser refuses
+// NUL and names longer than PostgreSQL keeps).
+std::string quote_identifier(const std::string& identifier) {
+  std::string out = "\"";
+  for (char c : identifier) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 namespace {
 
 // {L}, {S}, {Z}, {H} (the tables) in `sql` replaced by the quoted names.
@@ -114,10 +122,9 @@ std::string fill(std::string sql, const std::string& leases, const std::string& 
   return sql;
 }
 
-std::string quote(const std::string& identifier) {
-  std::string out = "\"";
-  for (char c : identifier) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
+// "<schema>"."<prefix><table>"
+std::string table_name(const std::string& schema, const std::string& prefix, const char* table) {
+  return quote_identifier(schema) + "." + quote_identifier(prefix + table);
 }
 
 // acquire's and acquire_once's: the quarantine's marker row, written where
@@ -403,21 +410,28 @@ CREATE TABLE IF NOT EXISTS {Z} (
                   std::string(k_status_schema) + R"(
 INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
   WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
-              quote(schema) + "." + quote(prefix + "leases"),
-              quote(schema) + "." + quote(prefix + "server"),
-              quote(schema) + "." + quote(prefix + "waiters"),
-              quote(schema) + "." + quote(prefix + "history"));
+              table_name(schema, prefix, "leases"), table_name(schema, prefix, "server"),
+              table_name(schema, prefix, "waiters"), table_name(schema, prefix, "history"));
 }
 
+namespace {
+
+std::string create_schema_sql(const std::string& schema) {
+  return "CREATE SCHEMA IF NOT EXISTS " + quote_identifier(schema) + ";\n";
+}
+
+} // namespace
+
 Statements make_statements(const std::string& schema, const std::string& prefix) {
-  std::string leases = quote(schema) + "." + quote(prefix + "leases");
-  std::string server = quote(schema) + "." + quote(prefix + "server");
-  std::string waiters = quote(schema) + "." + quote(prefix + "waiters");
-  std::string history = quote(schema) + "." + quote(prefix + "history");
+  std::string leases = table_name(schema, prefix, "leases");
+  std::string server = table_name(schema, prefix, "server");
+  std::string waiters = table_name(schema, prefix, "waiters");
+  std::string history = table_name(schema, prefix, "history");
   auto f = [&](const std::string& sql) { return fill(sql, leases, server, waiters, history); };
   const int64_t limit = history_limit();
   std::string with_now = std::string("WITH ") + k_now;
   Statements s;
+  s.create_schema = create_schema_sql(schema);
   s.schema = schema_sql(schema, prefix);
   s.probe_leases = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
   s.probe_schema = f(k_status_probe);

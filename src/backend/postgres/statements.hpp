@@ -15,7 +15,8 @@
 namespace simba::backend::pg {
 
 struct Statements {
-  std::string schema; // run when the tables are missing (CREATE ... IF NOT EXISTS)
+  std::string create_schema; // run before `schema` when the schema is missing
+  std::string schema;        // run when the tables are missing (CREATE ... IF NOT EXISTS)
   // Fails when the tables of a simba without status are missing (status
   // brings tables up to date but creates none).
   std::string probe_leases;
@@ -51,6 +52,10 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
 // cases against each).
 std::string window_start_sql(const std::string& now, const std::string& period,
                              const std::string& offset);
+
+// `identifier` as a quoted SQL identifier ("a""b" for a"b): the one way
+// every schema, table and channel name gets into the SQL.
+std::string quote_identifier(const std::string& identifier);
 
 // The part of the schema that needs privileges, for the message that asks
 // an administrator to run it.

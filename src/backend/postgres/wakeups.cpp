@@ -51,8 +51,8 @@ bool QueueListenWakeups::listen(int64_t deadline) {
   if (now < m_retry_at) return false;
   m_retry_at = now + k_retry_ms;
   if (!m_conn.connect(m_uri, deadline).empty()) return false;
-  std::string sql =
-      "LISTEN " + channel(m_uri, m_mutex) + "; LISTEN " + channel(m_uri, m_mutex, m_contender);
+  std::string sql = "LISTEN " + quote_identifier(channel(m_uri, m_mutex)) + "; LISTEN " +
+                    quote_identifier(channel(m_uri, m_mutex, m_contender));
   if (!m_conn.script(sql, deadline).ok) {
     m_conn.close();
     return false;

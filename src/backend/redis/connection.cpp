@@ -23,6 +23,13 @@ void append_command(std::string& out, const Command& c) {
   out.append(cmd, static_cast<size_t>(len));
 }
 
+// What a reply may cost is bounded (reply_bound.hpp): a server that
+// announces or sends more is refused, whatever it is.
+std::string too_big() {
+  return "a reply larger than " + std::to_string(k_max_reply_bytes >> 20) +
+         " MiB (a broken or hostile server?)";
+}
+
 } // namespace
 
 std::string Connection::connect(const RedisUri& e, int64_t deadline) {
@@ -41,6 +48,7 @@ std::string Connection::connect(const RedisUri& e, int64_t deadline) {
   // (a leftover holding the subscription would count as a listener).
   net::set_cloexec(c->fd);
   m_ctx = std::move(ctx);
+  m_budget = ReplyBudget{};
   if (!e.tls) return "";
   std::string err = start_tls(e, deadline);
   if (!err.empty()) close();
@@ -137,8 +145,8 @@ std::string Connection::receive(bool all) {
     size_t got = 0;
     std::string err = net::receive_some(fd(), buf, sizeof buf, got);
     if (!err.empty() || got == 0) return err;
-    if (redisReaderFeed(m_ctx->reader, buf, got) != REDIS_OK) return "out of memory";
-    if (!all) return "";
+    err = feed(buf, got);
+    if (!err.empty() || !all) return err;
   }
 }
 
@@ -147,18 +155,27 @@ std::string Connection::receive_tls(bool all) {
     std::string plain;
     bool got = false;
     std::string err = m_tls->receive_some(fd(), plain, got);
-    if (!plain.empty() && redisReaderFeed(m_ctx->reader, plain.data(), plain.size()) != REDIS_OK)
-      return "out of memory";
+    std::string fed = plain.empty() ? "" : feed(plain.data(), plain.size());
+    if (!fed.empty()) return fed;
     if (!err.empty() || !got || !all) return err;
   }
 }
 
+std::string Connection::feed(const char* bytes, size_t n) {
+  if (!may_feed(m_ctx->reader, m_budget, n)) return too_big();
+  if (redisReaderFeed(m_ctx->reader, bytes, n) != REDIS_OK) return "out of memory";
+  return "";
+}
+
 std::string Connection::take_buffered(ReplyPtr& reply) {
   void* r = nullptr;
+  bound_replies(m_ctx->reader, &m_budget);
   if (redisReaderGetReply(m_ctx->reader, &r) != REDIS_OK) {
+    if (m_budget.exceeded) return too_big();
     std::string why = m_ctx->reader->errstr[0] ? m_ctx->reader->errstr : "protocol error";
     return "not the Redis protocol (" + why + ")";
   }
+  if (r) m_budget.used = 0; // a whole reply: the next one starts afresh
   reply.reset(static_cast<redisReply*>(r));
   return "";
 }

@@ -9,6 +9,7 @@
 // rediss:// the same bytes go through net/tls, with the same deadlines.
 #include "backend/net/tls.hpp"
 #include "backend/redis/reply.hpp"
+#include "backend/redis/reply_bound.hpp"
 #include "backend/uri.hpp"
 
 #include <hiredis/hiredis.h>
@@ -74,12 +75,15 @@ private:
   std::string receive(bool all);
   std::string receive_tls(bool all);
   std::string take_buffered(ReplyPtr& reply);
+  // Feeds `n` received bytes to the parser; "" or why not (a reply too big).
+  std::string feed(const char* bytes, size_t n);
 
   struct ContextFree {
     void operator()(redisContext* c) const { redisFree(c); }
   };
   std::unique_ptr<redisContext, ContextFree> m_ctx;
   std::unique_ptr<net::TlsSession> m_tls; // rediss://
+  ReplyBudget m_budget;                   // of the reply being read (reply_bound.hpp)
 };
 
 } // namespace simba::backend::redis

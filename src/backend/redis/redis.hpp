@@ -18,6 +18,7 @@
 //                    redirections followed; one connection per master
 //   client_cluster.cpp  the Client's calls that a cluster routes
 //   reply.*          reading hiredis' replies
+//   reply_bound.*    what one reply may cost (hiredis 0.14 has no limit)
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
 //   listing.*        list(), inspect(), history(): the mutexes for `simba
 //                    status` (holders, waiters) and `simba history`
