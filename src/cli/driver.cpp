@@ -103,6 +103,12 @@ private:
   core::Actions perform(const core::action::Call& a) {
     m_called_this_turn = true;
     core::CallResult r = call(a); // `now` is when the reply came, not the send time
+    // A signal that came while the call was in flight came before its
+    // reply: the contender hears it first (with the call still in flight
+    // for it), so that a stop wins over a reply that would start CMD
+    // (an acquire, a step's first guard) and the reply's lease goes back.
+    // Not after a release: the exit follows it.
+    if (a.op != core::Op::release) take_signals();
     return m_contender.on_reply(sys::boottime_ms(), r);
   }
   core::Actions perform(const core::action::Disown& a) {
@@ -285,21 +291,7 @@ private:
     // that passed meanwhile decides, not the events that queued up.
     fire_timer();
     if (m_exit_code) return;
-    if (n > 0 && (fds[0].revents & POLLIN)) {
-      for (int signo : m_signals.read_pending()) {
-        if (m_exit_code) return;
-        if (signo == SIGCHLD) {
-          reap();
-        } else if (signo != SIGCONT) {
-          // A CMD that exited as the signal came counts as gone first (the
-          // order of the two cannot be known): the signal is then one
-          // between runs, not one forwarded to a CMD that had exited.
-          if (!m_child_exited) reap();
-          if (m_exit_code) return;
-          feed(m_contender.on_signal(sys::boottime_ms(), signo));
-        }
-      }
-    }
+    if (n > 0 && (fds[0].revents & POLLIN)) take_signals();
     if (m_exit_code) return;
     if (n > 0 && (fds[2].revents & POLLIN)) reap(); // CMD exited (Child::exit_fd)
     if (m_exit_code) return;
@@ -317,6 +309,23 @@ private:
     fire_timer();
     if (!m_exit_code) check_all_gone();
     if (!m_exit_code) settle_if_due();
+  }
+
+  // The signals pending on the signalfd, to the contender in their order.
+  void take_signals() {
+    for (int signo : m_signals.read_pending()) {
+      if (m_exit_code) return;
+      if (signo == SIGCHLD) {
+        reap();
+      } else if (signo != SIGCONT) {
+        // A CMD that exited as the signal came counts as gone first (the
+        // order of the two cannot be known): the signal is then one
+        // between runs, not one forwarded to a CMD that had exited.
+        if (!m_child_exited) reap();
+        if (m_exit_code) return;
+        feed(m_contender.on_signal(sys::boottime_ms(), signo));
+      }
+    }
   }
 
   // A lease the contender does not take comes back as action::Disown.
