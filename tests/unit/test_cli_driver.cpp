@@ -196,10 +196,12 @@ TEST_SUITE("cli::driver") {
     ::unlink(marker.c_str());
     DriverFakeBackend b;
     b.store.now = sys::boottime_ms();
-    b.store.acquire(k_mutex, k_me, 60000, 2000); // the job's lease (simba acquire's)
+    b.store.acquire(k_mutex, k_me, 60000, 2000); // the job's lease (simba acquire's),
+    uint64_t token = b.store.lease(k_mutex).fencing_token;
+    b.store.hold(k_mutex, k_me, token, 60000); // kept only held
     core::ContenderConfig config = run_config();
     config.mode = core::ContenderConfig::Mode::step;
-    config.lease_token = b.store.lease(k_mutex).fencing_token;
+    config.lease_token = token;
     b.during_call = [&](core::Op op) {
       if (op == core::Op::guard) ::kill(getpid(), SIGTERM);
     };
