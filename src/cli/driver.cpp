@@ -33,8 +33,8 @@ public:
 
   Outcome run() {
     try {
-      // acquire starts no CMD: no watchdog either
-      if (m_config.mode != core::ContenderConfig::Mode::acquire) m_watchdog.start();
+      // The caller started the watchdog (run.cpp: supervise; acquire,
+      // which starts no CMD, none).
       feed(m_contender.start(sys::boottime_ms()));
       while (!m_exit_code) poll_once();
     } catch (...) {

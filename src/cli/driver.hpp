@@ -22,8 +22,10 @@ struct Outcome {
   std::optional<core::action::Leased> leased; // acquire: the lease it keeps
 };
 
-// Runs `contender` to completion and returns how simba ends. `watchdog` is
-// started (see Watchdog::start) if the caller has not started it yet.
+// Runs `contender` to completion and returns how simba ends. The caller
+// starts `watchdog` (Watchdog::start: before it opens the backend, so that
+// every error path after it ends it by the Watchdog's destructor); one that
+// is not running is started when a CMD is (Watchdog::set_deadline).
 Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
               backend::Backend& backend, const Command& command, const Log& log,
               process::Watchdog& watchdog);
