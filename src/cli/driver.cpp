@@ -27,9 +27,9 @@ namespace {
 class Loop {
 public:
   Loop(core::Contender& c, const core::ContenderConfig& config, backend::Backend& b,
-       const Command& command, const Log& log, process::Watchdog& w)
+       const Command& command, const Log& log, process::Watchdog& w, bool exits_after)
       : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_child(&w),
-        m_watchdog(w), m_calls(b, config) {}
+        m_watchdog(w), m_calls(b, config), m_exits_after(exits_after) {}
 
   Outcome run() {
     try {
@@ -41,6 +41,8 @@ public:
       emergency_stop();
       throw;
     }
+    // simba exits next (not a test driving the loop in its own process)
+    if (m_exits_after) m_signals.keep_blocked_at_exit();
     m_watchdog.leave(); // it goes when simba exits (see leave())
     m_calls.report();
     return {*m_exit_code, m_exit_signal, m_leased};
@@ -385,14 +387,15 @@ private:
   std::optional<int64_t> m_deferred_at; // when the deferred call was put off
   int64_t m_started_at = 0;
   std::optional<core::action::Leased> m_leased; // acquire: the lease it keeps
+  bool m_exits_after = false;                   // simba exits once the loop ends (drive())
 };
 
 } // namespace
 
 Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
               backend::Backend& backend, const Command& command, const Log& log,
-              process::Watchdog& watchdog) {
-  return Loop(contender, config, backend, command, log, watchdog).run();
+              process::Watchdog& watchdog, bool exits_after) {
+  return Loop(contender, config, backend, command, log, watchdog, exits_after).run();
 }
 
 } // namespace simba::cli
