@@ -189,6 +189,15 @@ public:
   virtual Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
                      int64_t hold_ms, int64_t timeout_ms) = 0;
 
+  // A step's first guard (run --lease): the guard of guard(), only of a
+  // lease marked as only held (Lease::holding: no step runs under it),
+  // whose mark it clears in the same atomic step. A lease that is not
+  // marked (a step of the job runs under it) is left unchanged: `changed`
+  // false. Two steps of one lease thus never run at once, and a lease is
+  // only ever freed at once (release --lease, --force) while none runs.
+  virtual Reply begin_step(const std::string& mutex, const std::string& contender, uint64_t token,
+                           int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) = 0;
+
   // simba renew: a guard or a hold as the lease's mark asks, decided in the
   // same atomic step as the write (a read, then a write, would let a step
   // start between them and be marked as only held while its CMD runs). The

@@ -66,6 +66,9 @@ core::CallResult BackendCalls::send(const core::action::Call& a, int64_t timeout
     if (a.mark != core::RunMark::none)
       return to_call_result(m_backend.guard_mark(mutex, id, a.token, a.ttl_ms, a.transition_ms,
                                                  a.mark == core::RunMark::record, timeout));
+    if (a.step_start)
+      return to_call_result(
+          m_backend.begin_step(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
     return to_call_result(m_backend.guard(mutex, id, a.token, a.ttl_ms, a.transition_ms, timeout));
   case core::Op::hold: return to_call_result(m_backend.hold(mutex, id, a.token, a.ttl_ms, timeout));
   case core::Op::release:
@@ -118,8 +121,12 @@ core::CallResult BackendCalls::call_slot(const core::action::Call& a, int64_t ti
     if (r.ok()) m_slot = r.observed.lease.owned_by(id, r.observed.now) ? r.observed.lease.slot : -1;
     return to_call_result(r);
   case core::Op::guard:
-    r = m_backend.guard(core::slot_row(mutex, std::max(m_slot, 0)), id, a.token, a.ttl_ms,
-                        a.transition_ms, timeout);
+    if (a.step_start)
+      r = m_backend.begin_step(core::slot_row(mutex, std::max(m_slot, 0)), id, a.token, a.ttl_ms,
+                               a.transition_ms, timeout);
+    else
+      r = m_backend.guard(core::slot_row(mutex, std::max(m_slot, 0)), id, a.token, a.ttl_ms,
+                          a.transition_ms, timeout);
     break;
   case core::Op::hold:
     r = m_backend.hold(core::slot_row(mutex, std::max(m_slot, 0)), id, a.token, a.ttl_ms, timeout);

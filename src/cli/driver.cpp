@@ -27,20 +27,22 @@ namespace {
 class Loop {
 public:
   Loop(core::Contender& c, const core::ContenderConfig& config, backend::Backend& b,
-       const Command& command, const Log& log, process::Watchdog& w)
+       const Command& command, const Log& log, process::Watchdog& w, bool exits_after)
       : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_child(&w),
-        m_watchdog(w), m_calls(b, config) {}
+        m_watchdog(w), m_calls(b, config), m_exits_after(exits_after) {}
 
   Outcome run() {
     try {
-      // acquire starts no CMD: no watchdog either
-      if (m_config.mode != core::ContenderConfig::Mode::acquire) m_watchdog.start();
+      // The caller started the watchdog (run.cpp: supervise; acquire,
+      // which starts no CMD, none).
       feed(m_contender.start(sys::boottime_ms()));
       while (!m_exit_code) poll_once();
     } catch (...) {
       emergency_stop();
       throw;
     }
+    // simba exits next (not a test driving the loop in its own process)
+    if (m_exits_after) m_signals.keep_blocked_at_exit();
     m_watchdog.leave(); // it goes when simba exits (see leave())
     m_calls.report();
     return {*m_exit_code, m_exit_signal, m_leased};
@@ -103,6 +105,12 @@ private:
   core::Actions perform(const core::action::Call& a) {
     m_called_this_turn = true;
     core::CallResult r = call(a); // `now` is when the reply came, not the send time
+    // A signal that came while the call was in flight came before its
+    // reply: the contender hears it first (with the call still in flight
+    // for it), so that a stop wins over a reply that would start CMD
+    // (an acquire, a step's first guard) and the reply's lease goes back.
+    // Not after a release: the exit follows it.
+    if (a.op != core::Op::release) take_signals();
     return m_contender.on_reply(sys::boottime_ms(), r);
   }
   core::Actions perform(const core::action::Disown& a) {
@@ -285,21 +293,7 @@ private:
     // that passed meanwhile decides, not the events that queued up.
     fire_timer();
     if (m_exit_code) return;
-    if (n > 0 && (fds[0].revents & POLLIN)) {
-      for (int signo : m_signals.read_pending()) {
-        if (m_exit_code) return;
-        if (signo == SIGCHLD) {
-          reap();
-        } else if (signo != SIGCONT) {
-          // A CMD that exited as the signal came counts as gone first (the
-          // order of the two cannot be known): the signal is then one
-          // between runs, not one forwarded to a CMD that had exited.
-          if (!m_child_exited) reap();
-          if (m_exit_code) return;
-          feed(m_contender.on_signal(sys::boottime_ms(), signo));
-        }
-      }
-    }
+    if (n > 0 && (fds[0].revents & POLLIN)) take_signals();
     if (m_exit_code) return;
     if (n > 0 && (fds[2].revents & POLLIN)) reap(); // CMD exited (Child::exit_fd)
     if (m_exit_code) return;
@@ -317,6 +311,23 @@ private:
     fire_timer();
     if (!m_exit_code) check_all_gone();
     if (!m_exit_code) settle_if_due();
+  }
+
+  // The signals pending on the signalfd, to the contender in their order.
+  void take_signals() {
+    for (int signo : m_signals.read_pending()) {
+      if (m_exit_code) return;
+      if (signo == SIGCHLD) {
+        reap();
+      } else if (signo != SIGCONT) {
+        // A CMD that exited as the signal came counts as gone first (the
+        // order of the two cannot be known): the signal is then one
+        // between runs, not one forwarded to a CMD that had exited.
+        if (!m_child_exited) reap();
+        if (m_exit_code) return;
+        feed(m_contender.on_signal(sys::boottime_ms(), signo));
+      }
+    }
   }
 
   // A lease the contender does not take comes back as action::Disown.
@@ -376,14 +387,15 @@ private:
   std::optional<int64_t> m_deferred_at; // when the deferred call was put off
   int64_t m_started_at = 0;
   std::optional<core::action::Leased> m_leased; // acquire: the lease it keeps
+  bool m_exits_after = false;                   // simba exits once the loop ends (drive())
 };
 
 } // namespace
 
 Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
               backend::Backend& backend, const Command& command, const Log& log,
-              process::Watchdog& watchdog) {
-  return Loop(contender, config, backend, command, log, watchdog).run();
+              process::Watchdog& watchdog, bool exits_after) {
+  return Loop(contender, config, backend, command, log, watchdog, exits_after).run();
 }
 
 } // namespace simba::cli

@@ -22,10 +22,14 @@ struct Outcome {
   std::optional<core::action::Leased> leased; // acquire: the lease it keeps
 };
 
-// Runs `contender` to completion and returns how simba ends. `watchdog` is
-// started (see Watchdog::start) if the caller has not started it yet.
+// Runs `contender` to completion and returns how simba ends. The caller
+// starts `watchdog` (Watchdog::start: before it opens the backend, so that
+// every error path after it ends it by the Watchdog's destructor); one that
+// is not running is started when a CMD is (Watchdog::set_deadline).
+// `exits_after`: simba exits once it returns (not a test in its own
+// process): USR1 and USR2 then stay blocked (process::SignalChannel).
 Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
               backend::Backend& backend, const Command& command, const Log& log,
-              process::Watchdog& watchdog);
+              process::Watchdog& watchdog, bool exits_after = false);
 
 } // namespace simba::cli

@@ -135,7 +135,7 @@ Outcome acquire_command(const AcquireOptions& o) {
   Command none; // acquire starts no CMD
   process::Watchdog watchdog;
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
-  Outcome out = drive(contender, config, *backend, none, log, watchdog);
+  Outcome out = drive(contender, config, *backend, none, log, watchdog, true);
   if (out.code != 0 || !out.leased) {
     if (fd > 1) ::close(fd);
     return out;

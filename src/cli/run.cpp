@@ -91,7 +91,7 @@ Outcome supervise(core::ContenderConfig config, const SuperviseOptions& o,
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
-  Outcome outcome = drive(contender, config, *backend, command, log, watchdog);
+  Outcome outcome = drive(contender, config, *backend, command, log, watchdog, true);
   backend->leave(); // simba exits next
   return outcome;
 }

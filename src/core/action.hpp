@@ -97,6 +97,9 @@ struct Call {
   // (its token is unknown): whatever lease our id holds.
   uint64_t token = 0;
   RunMark mark = RunMark::none; // guard: see RunMark
+  // guard: a step's first (Backend::begin_step): only of a lease marked as
+  // only held, so that two steps of one lease never run at once.
+  bool step_start = false;
   // release: the code simba exits with (CMD's status after a run), which
   // --once-per records in the done record.
   int exit_code = 0;

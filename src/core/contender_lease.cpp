@@ -21,7 +21,10 @@ Actions Contender::start_step(int64_t now) {
   o.lease.fencing_token = m_config.lease_token;
   // Only the first guard's budget until its reply tells the real times.
   o.deadline = o.kill_point = now + m_config.call_timeout_ms;
-  return call(now, Op::guard);
+  // Only of a lease marked as only held: no other step runs under it.
+  Actions acts = call(now, Op::guard);
+  std::get<action::Call>(acts.back()).step_start = true;
+  return acts;
 }
 
 // The first guard of a step: CMD starts only on a lease that is still ours.
@@ -39,6 +42,17 @@ Actions Contender::on_step_confirmed(int64_t now, const CallResult& r, int64_t s
         {action::Log{LogLevel::error, "the lease of " + m_config.mutex + " is no longer held: " +
                                           why_not_held(o, own.lease.fencing_token) +
                                           "; the command was not started"}});
+  }
+  if (!r.changed) {
+    // Not marked as only held: another step of the job runs under the
+    // lease (or one ended without keeping it: killed, or its keeping
+    // failed). Steps run one after another (README): this one does not
+    // start beside it, and the lease is left as it is, the other step's.
+    return finish(now, m_config.conflict_exit_code,
+                  {action::Log{LogLevel::error,
+                               "another step runs under the lease of " + m_config.mutex +
+                                   " (steps under one lease run one after another); the "
+                                   "command was not started"}});
   }
   own.adopt(o.lease, owner_times(o, sent_at));
   // Asked to stop while the lease was being confirmed (a cancelled CI job):

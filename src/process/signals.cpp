@@ -63,7 +63,15 @@ SignalChannel::SignalChannel() {
 
 SignalChannel::~SignalChannel() {
   if (m_fd >= 0) close(m_fd);
-  sigprocmask(SIG_SETMASK, &m_original, nullptr);
+  sigset_t mask = m_original;
+  if (m_keep_blocked) {
+    // simba exits next: a USR1 or USR2 still pending, or coming now, must
+    // not end it by its default action after the clean-up (only a stop
+    // signal ends simba by a signal: Contender::finish, end_by_signal).
+    sigaddset(&mask, SIGUSR1);
+    sigaddset(&mask, SIGUSR2);
+  }
+  sigprocmask(SIG_SETMASK, &mask, nullptr);
 }
 
 std::vector<int> SignalChannel::read_pending() {

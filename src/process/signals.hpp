@@ -23,6 +23,10 @@ public:
   std::vector<int> read_pending();
   // The mask to restore in a child before exec.
   const sigset_t& original_mask() const { return m_original; }
+  // The process exits after this channel: its destructor leaves USR1 and
+  // USR2 blocked (a storm of them at CMD's exit must not kill simba once
+  // it has released).
+  void keep_blocked_at_exit() { m_keep_blocked = true; }
 
   // The signals simba forwards to CMD's process group (DESIGN §7).
   static bool is_forwarded(int signo);
@@ -30,6 +34,7 @@ public:
 private:
   int m_fd = -1;
   sigset_t m_original{};
+  bool m_keep_blocked = false;
 };
 
 // Ends the process by `signo` (default action, unblocked), as if it had

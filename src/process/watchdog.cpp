@@ -111,7 +111,7 @@ void Watchdog::start() {
   // makes its own and is woken to set it.
   if (m_tfd >= 0) close(m_tfd);
   m_tfd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
-  auto* args = new (m_region + sizeof(Shared)) WatchdogArgs{shared(), fds[0], m_tfd, getpid()};
+  auto* args = new (m_region + sizeof(Shared)) WatchdogArgs{shared(), fds[0], fds[1], m_tfd, getpid()};
   pid_t pid = launch(m_region, args, fds[1]);
   if (pid < 0) {
     int err = errno;

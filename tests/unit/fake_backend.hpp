@@ -65,6 +65,16 @@ public:
     return acquire(mutex, who, ttl, transition);
   }
 
+  // A step's first guard: only of a lease marked as only held.
+  core::CallResult begin_step(const std::string& mutex, const std::string& who, uint64_t token,
+                              int64_t ttl, int64_t transition) {
+    core::Lease& l = m_leases[mutex];
+    if (!l.holding) return ok(l);
+    core::CallResult r = guard(mutex, who, token, ttl, transition);
+    if (r.changed) r.observed.lease.holding = m_leases[mutex].holding = false;
+    return r;
+  }
+
   // A guard for --min-hold: no transition, and the lease marked as only
   // held (a forced release frees it at once).
   core::CallResult hold(const std::string& mutex, const std::string& who, uint64_t token,
@@ -116,7 +126,9 @@ public:
                          const core::action::Call& a) {
     switch (a.op) {
     case core::Op::acquire: return acquire(mutex, who, a.ttl_ms, a.transition_ms);
-    case core::Op::guard: return guard(mutex, who, a.token, a.ttl_ms, a.transition_ms);
+    case core::Op::guard:
+      if (a.step_start) return begin_step(mutex, who, a.token, a.ttl_ms, a.transition_ms);
+      return guard(mutex, who, a.token, a.ttl_ms, a.transition_ms);
     case core::Op::hold: return hold(mutex, who, a.token, a.ttl_ms);
     case core::Op::release: return release(mutex, who, a.token);
     }

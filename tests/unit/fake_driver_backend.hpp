@@ -84,6 +84,14 @@ public:
     return apply(core::Op::guard,
                  [&] { return store.guard(mutex, contender, token, ttl_ms, transition_ms); });
   }
+  backend::Reply begin_step(const std::string& mutex, const std::string& contender,
+                            uint64_t token, int64_t ttl_ms, int64_t transition_ms,
+                            int64_t) override {
+    ++guards;
+    return apply(core::Op::guard, [&] {
+      return store.begin_step(mutex, contender, token, ttl_ms, transition_ms);
+    });
+  }
   backend::Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
                       int64_t hold_ms, int64_t) override {
     ++holds;

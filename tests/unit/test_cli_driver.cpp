@@ -152,20 +152,73 @@ TEST_SUITE("cli::driver") {
     CHECK(b.released_tokens[1] == 1);
   }
 
-  TEST_CASE("SIGTERM during the acquire that took the mutex: CMD is stopped, the lease released") {
+  // CMD, were it started, would run to its end whatever simba sends it:
+  // it inherits SIGTERM blocked (the mask simba found), and it leaves a
+  // file. So the file says whether CMD was started at all.
+  struct TermBlocked {
+    sigset_t old{};
+    TermBlocked() {
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, SIGTERM);
+      sigprocmask(SIG_BLOCK, &s, &old);
+    }
+    ~TermBlocked() { sigprocmask(SIG_SETMASK, &old, nullptr); }
+  };
+
+  TEST_CASE("SIGTERM during the acquire that took the mutex: CMD never starts, the lease goes "
+            "back, 143") {
+    std::string marker = "/tmp/simba-unit-cmd-ran-" + std::to_string(getpid());
+    ::unlink(marker.c_str());
     DriverFakeBackend b;
     b.during_call = [&](core::Op op) {
       if (op == core::Op::acquire) ::kill(getpid(), SIGTERM); // blocked: read from the signalfd
     };
-    int64_t t0 = sys::boottime_ms();
-    cli::Outcome o = drive(b, cli::Command{"/bin/sleep", {"sleep", "5"}, {}});
-    CHECK(sys::boottime_ms() - t0 < 3000); // not CMD's own end
+    cli::Outcome o;
+    {
+      TermBlocked blocked;
+      o = drive(b, cli::Command{"/usr/bin/touch", {"touch", marker}, {}});
+    }
+    bool ran = ::access(marker.c_str(), F_OK) == 0;
+    ::unlink(marker.c_str());
+    CHECK_FALSE(ran); // the stop came before the reply: it wins
     CHECK(o.code == 128 + SIGTERM);
     CHECK(o.signal == SIGTERM); // simba ends by the signal it got (Contender::finish)
     CHECK(b.acquires == 1);
+    CHECK(b.guards == 0);
     REQUIRE(b.releases == 1);
-    CHECK(b.released_tokens[0] == 1);
+    CHECK(b.released_tokens[0] == 0); // contending: whatever our acquire took
     CHECK(b.store.lease(k_mutex).owner_id.empty());
+  }
+
+  TEST_CASE("SIGTERM during a step's first guard: CMD never starts, the lease is kept, 143") {
+    std::string marker = "/tmp/simba-unit-step-ran-" + std::to_string(getpid());
+    ::unlink(marker.c_str());
+    DriverFakeBackend b;
+    b.store.now = sys::boottime_ms();
+    b.store.acquire(k_mutex, k_me, 60000, 2000); // the job's lease (simba acquire's),
+    uint64_t token = b.store.lease(k_mutex).fencing_token;
+    b.store.hold(k_mutex, k_me, token, 60000); // kept only held
+    core::ContenderConfig config = run_config();
+    config.mode = core::ContenderConfig::Mode::step;
+    config.lease_token = token;
+    b.during_call = [&](core::Op op) {
+      if (op == core::Op::guard) ::kill(getpid(), SIGTERM);
+    };
+    cli::Outcome o;
+    {
+      TermBlocked blocked;
+      o = drive(b, cli::Command{"/usr/bin/touch", {"touch", marker}, {}}, config);
+    }
+    bool ran = ::access(marker.c_str(), F_OK) == 0;
+    ::unlink(marker.c_str());
+    CHECK_FALSE(ran);
+    CHECK(o.code == 128 + SIGTERM);
+    CHECK(b.guards == 1);
+    CHECK(b.holds == 1); // kept, marked as only held, as after a step
+    CHECK(b.releases == 0);
+    CHECK(b.store.lease(k_mutex).owner_id == k_me);
+    CHECK(b.store.lease(k_mutex).holding);
   }
 
   TEST_CASE("SIGTERM during a waiter's acquire: simba exits at once, CMD never starts") {

@@ -37,6 +37,10 @@ public:
               int64_t t) override {
     return after(m_inner.guard(m, c, token, ttl, tr, t));
   }
+  Reply begin_step(const std::string& m, const std::string& c, uint64_t token, int64_t ttl,
+                   int64_t tr, int64_t t) override {
+    return after(m_inner.begin_step(m, c, token, ttl, tr, t));
+  }
   Reply hold(const std::string& m, const std::string& c, uint64_t token, int64_t hold_ms,
              int64_t t) override {
     return after(m_inner.hold(m, c, token, hold_ms, t));

@@ -553,6 +553,27 @@ TEST_SUITE("core::Contender") {
     CHECK(d.phase() == Contender::Phase::owning);
   }
 
+  TEST_CASE("a stop signal while the acquire is in flight wins over the reply that grants the "
+            "lease: CMD never starts, the lease goes back, 128+N") {
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+      CAPTURE(sig);
+      Harness h;
+      Contender c = make_contender(contender_config("me"));
+      Actions a = c.start(h.local);
+      action::Call acquire = *find<action::Call>(a);
+      CHECK(c.on_signal(h.local + 1, sig).empty()); // the reply decides what to release
+      a = h.reply(c, acquire, 5);                   // it grants the lease
+      CHECK_FALSE(find<action::StartChild>(a));
+      REQUIRE(find<action::Call>(a));
+      CHECK(find<action::Call>(a)->op == Op::release);
+      a = h.reply(c, *find<action::Call>(a));
+      CHECK_FALSE(find<action::StartChild>(a));
+      REQUIRE(find<action::Exit>(a));
+      CHECK(find<action::Exit>(a)->code == 128 + sig);
+      CHECK(!h.backend.lease("m").valid_at(h.backend.now));
+    }
+  }
+
   TEST_CASE("a signal while an indeterminate acquire may hold the lease releases it") {
     Harness h;
     Contender c = make_contender(contender_config("me"));

@@ -247,6 +247,26 @@ TEST_SUITE("core::Contender acquire and step") {
     CHECK(h.b.lease("m").holding);
   }
 
+  TEST_CASE("step: a second step while one runs under the lease -> 75, CMD never starts, the "
+            "lease stays the running step's (never marked as only held)") {
+    Held h;
+    Contender first = h.step();
+    Actions a = first.start(k_local);
+    CHECK(find<action::Call>(a)->step_start);
+    a = first.on_reply(k_local, h.b.apply("m", "job#1", *find<action::Call>(a)));
+    REQUIRE(find<action::StartChild>(a));
+    CHECK_FALSE(h.b.lease("m").holding); // a step runs
+    Contender second = h.step();
+    a = second.start(k_local + 100);
+    a = second.on_reply(k_local + 100, h.b.apply("m", "job#1", *find<action::Call>(a)));
+    CHECK_FALSE(find<action::StartChild>(a));
+    CHECK_FALSE(find<action::Call>(a)); // no hold: that would mark the running step's lease
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 75);
+    CHECK_FALSE(h.b.lease("m").holding);
+    CHECK(h.b.lease("m").owner_id == "job#1");
+  }
+
   TEST_CASE("step: a backend that fails before CMD -> 69, CMD never starts") {
     Held h;
     Contender c = h.step();

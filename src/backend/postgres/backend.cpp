@@ -74,6 +74,11 @@ public:
     return renew(mutex, contender, token, ttl_ms, transition_ms, "guard", timeout_ms);
   }
 
+  Reply begin_step(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    return renew(mutex, contender, token, ttl_ms, transition_ms, "step", timeout_ms);
+  }
+
   Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
              int64_t hold_ms, int64_t timeout_ms) override {
     return renew(mutex, contender, token, hold_ms, 0, "hold", timeout_ms);

@@ -305,7 +305,7 @@ nv AS (
     CASE WHEN $6 = 'keep' THEN c.holding ELSE $6 = 'hold' END AS holding
   FROM {L} c CROSS JOIN n
   WHERE c.mutex = $1::text AND c.owner = $2::text AND c.owner <> '' AND c.token = $3::bigint
-    AND c.transition_at > n.ms))" +
+    AND c.transition_at > n.ms AND ($6 <> 'step' OR c.holding)))" +
          k_cover + move_marker(k_mutex_of_row) + R"(,
 up AS (
   UPDATE {L} l SET ttl_at = nv.ttl_at, transition_at = nv.transition_at, holding = nv.holding

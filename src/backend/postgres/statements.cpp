@@ -307,11 +307,12 @@ up AS (
             l.once_finished, l.once_exit_code, l.once_finished_at, true AS changed,
             l.history_seq AS hseq))";
 
-// guard, hold, extend: $1 mutex, $2 contender, $3 token, $4 ttl_ms, $5
-// transition_ms, $6 'guard', 'hold' (--min-hold: marked as only held) or
-// 'keep' (extend: the mark as it is; a held lease kept without a
-// transition, a guarded one never shortened). Only the valid owner's
-// lease with that token.
+// guard, hold, extend, begin_step: $1 mutex, $2 contender, $3 token, $4
+// ttl_ms, $5 transition_ms, $6 'guard', 'hold' (--min-hold: marked as only
+// held), 'keep' (extend: the mark as it is; a held lease kept without a
+// transition, a guarded one never shortened) or 'step' (a guard, only of a
+// lease marked as only held: no other step runs under it). Only the valid
+// owner's lease with that token.
 constexpr const char* k_guard = R"(,
 up AS (
   UPDATE {L} AS l SET
@@ -326,7 +327,7 @@ up AS (
     holding = CASE WHEN $6 = 'keep' THEN l.holding ELSE $6 = 'hold' END{MARK}
   FROM n
   WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> '' AND l.token = $3::bigint
-    AND l.transition_at > n.ms
+    AND l.transition_at > n.ms AND ($6 <> 'step' OR l.holding)
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed))";
 

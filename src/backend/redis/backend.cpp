@@ -37,6 +37,14 @@ public:
         timeout_ms);
   }
 
+  Reply begin_step(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    return m_client.run(lua::k_guard, mutex,
+                        {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
+                         std::to_string(token), "step"},
+                        timeout_ms);
+  }
+
   Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
              int64_t hold_ms, int64_t timeout_ms) override {
     return m_client.run(lua::k_guard, mutex,

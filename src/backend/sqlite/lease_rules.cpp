@@ -76,6 +76,16 @@ Decision decide_extend(const core::Lease& cur, int64_t now, const std::string& c
   return d;
 }
 
+Decision decide_begin_step(const core::Lease& cur, int64_t now, const std::string& contender,
+                           uint64_t token, int64_t ttl_ms, int64_t transition_ms) {
+  if (!cur.holding) { // another step runs under it (or ended without keeping it)
+    Decision d;
+    d.lease = cur;
+    return d;
+  }
+  return decide_renew(cur, now, contender, token, ttl_ms, transition_ms, false);
+}
+
 Decision decide_release(const core::Lease& cur, int64_t now, const std::string& contender,
                         uint64_t token) {
   Decision d;

@@ -24,6 +24,10 @@ Decision decide_acquire(const core::Lease& cur, int64_t now, const std::string& 
 Decision decide_renew(const core::Lease& cur, int64_t now, const std::string& contender,
                       uint64_t token, int64_t ttl_ms, int64_t transition_ms, bool holding);
 
+// begin_step: guard's, only of a lease marked as only held (backend.hpp).
+Decision decide_begin_step(const core::Lease& cur, int64_t now, const std::string& contender,
+                           uint64_t token, int64_t ttl_ms, int64_t transition_ms);
+
 // extend: a renewal that keeps the mark (backend.hpp).
 Decision decide_extend(const core::Lease& cur, int64_t now, const std::string& contender,
                        uint64_t token, int64_t ttl_ms, int64_t transition_ms);

@@ -85,6 +85,15 @@ public:
     return renew(mutex, contender, token, ttl_ms, transition_ms, false, timeout_ms);
   }
 
+  Reply begin_step(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+      return decide_begin_step(cur, now, contender, token, ttl_ms, transition_ms);
+    });
+    m_db.checkpoint_if_due();
+    return r;
+  }
+
   Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
              int64_t hold_ms, int64_t timeout_ms) override {
     return renew(mutex, contender, token, hold_ms, 0, true, timeout_ms);

@@ -143,7 +143,12 @@ void check_deadline(State& s) {
 
 // Becomes the watchdog: its name, its place as the subreaper of CMD's tree,
 // its own group and signal mask, its descriptors and its timer.
-void become_watchdog(State& s, long timer) {
+void become_watchdog(State& s, long peer, long timer) {
+  // The supervisor's end of the channel, by its number: were it left to
+  // close_private_fds, a file limit that leaves no descriptor free for
+  // /proc/self/fd would keep it open here, the channel would never close,
+  // and the watchdog would outlive simba (holding simba's stdout).
+  raw::close(peer);
   raw::prctl(PR_SET_NAME, long("simba-watchdog"));
   // Orphans of CMD's tree come to us, not to simba: they must not go to
   // init with simba when it dies.
@@ -237,7 +242,7 @@ bool poll_timeout(const State& s, timespec& timeout, timespec*& limit) {
 int watchdog_entry(void* p) {
   const WatchdogArgs& args = *static_cast<WatchdogArgs*>(p);
   State s{*args.shared, args.supervisor, args.channel};
-  become_watchdog(s, args.timer);
+  become_watchdog(s, args.peer, args.timer);
   watchdog_loop(s);
 }
 

@@ -69,6 +69,7 @@ struct Watchdog::SpawnRequest {
 struct WatchdogArgs {
   Watchdog::Shared* shared;
   int channel; // its end of the socketpair
+  int peer;    // the supervisor's end: closed first thing (see become_watchdog)
   int timer;   // the shared timerfd, or -1: the watchdog makes its own
   long supervisor;
 };

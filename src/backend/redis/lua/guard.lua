@@ -1,5 +1,6 @@
 -- guard: KEYS = hash, fence; ARGV = contender, ttl_ms, transition_ms, token
--- [, '1': the hold of --min-hold | 'keep': extend, the mark as it is].
+-- [, '1': the hold of --min-hold | 'keep': extend, the mark as it is |
+-- 'step': a step's first guard, only of a lease marked as only held].
 -- Renews the valid owner's lease, only the one with that fencing token (a
 -- compare-and-set on owner and token); never creates one. A hold marks the
 -- lease as only held (common.lua: renew).
@@ -8,6 +9,8 @@ local l = read_lease(KEYS[1], KEYS[2])
 if not valid(l, now) or l.owner ~= ARGV[1] or l.token ~= tonumber(ARGV[4]) then
   return reply(now, false, l)
 end
+-- another step of the lease runs (or ended without keeping it): unchanged
+if ARGV[5] == 'step' and not l.holding then return reply(now, false, l) end
 local ttl, transition, holding = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5] == '1'
 if ARGV[5] == 'keep' then
   if l.holding then
