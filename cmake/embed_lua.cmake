@@ -1,6 +1,6 @@
 # Embeds the Redis Lua scripts (src/backend/redis/lua/*.lua) into C++ at build
-# time. Each script is common.lua (and for a script named *_once,
-# common_once.lua) followed by the script's own file; the
+# time. Each script is common.lua and common_queue.lua (and for a script
+# named *_once, common_once.lua) followed by the script's own file; the
 # SHA1 that EVALSHA needs is computed here from exactly those bytes.
 #
 #   cmake -DLUA_DIR=src/backend/redis/lua -DOUT_DIR=build/generated/backend/redis -P embed_lua.cmake
@@ -14,7 +14,9 @@ endif()
 
 set(delimiter "simba_lua")
 file(READ "${LUA_DIR}/common.lua" common)
-# What only the --once-per scripts (named *_once) need, after common.lua.
+# The second half of what every script shares (the queue, --slots).
+file(READ "${LUA_DIR}/common_queue.lua" common_queue)
+# What only the --once-per scripts (named *_once) need, after those.
 file(READ "${LUA_DIR}/common_once.lua" common_once)
 file(GLOB scripts "${LUA_DIR}/*.lua")
 list(SORT scripts)
@@ -23,7 +25,7 @@ set(decls "")
 set(defs "")
 foreach(file IN LISTS scripts)
   get_filename_component(name "${file}" NAME_WE)
-  if(name STREQUAL "common" OR name STREQUAL "common_once")
+  if(name STREQUAL "common" OR name STREQUAL "common_queue" OR name STREQUAL "common_once")
     continue()
   endif()
   if(NOT name MATCHES "^[a-z_]+$")
@@ -31,9 +33,9 @@ foreach(file IN LISTS scripts)
   endif()
   file(READ "${file}" body)
   if(name MATCHES "_once$")
-    set(text "${common}\n${common_once}\n${body}")
+    set(text "${common}\n${common_queue}\n${common_once}\n${body}")
   else()
-    set(text "${common}\n${body}")
+    set(text "${common}\n${common_queue}\n${body}")
   endif()
   string(FIND "${text}" ")${delimiter}\"" clash)
   if(NOT clash EQUAL -1)

@@ -19,7 +19,10 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 start_own_postgres
 export SIMBA_BACKEND="$PG_URI?timeout=500ms"
 
-# Short leases throughout: the quarantine lasts the longest one asked for.
+# Short leases throughout. The quarantine lasts the longest lease live before
+# the restart, or the one asked for when longer: the contenders of a mutex
+# ask for the same terms (README), which cover a lease whose row was lost
+# (2. and 3.: issue 36, the longest lease ever asked for is not kept).
 for i in 1 2; do
   "$SIMBA" run --mutex m --ttl 1s --transition 1s -- sh -c 'echo "$SIMBA_FENCING_TOKEN" >>"$0"' "$T/tokens"
 done
@@ -63,7 +66,7 @@ kill -KILL "$PG_PID"
 pg_server_spawn || fail "cannot restart PostgreSQL"
 t0=$(now_ms)
 # The contender's CMD says whether the old holder's CMD still ran.
-"$SIMBA" run --mutex lost --ttl 1s --transition 1s --timeout 20s -- \
+"$SIMBA" run --mutex lost --ttl 3s --transition 1s --timeout 20s -- \
   sh -c 'if kill -0 "$1" 2>/dev/null; then echo overlap; else echo alone; fi >"$0"' \
   "$T/verdict" "$child" || fail "the contender did not get the mutex after the restart"
 dt=$(($(now_ms) - t0))
@@ -90,7 +93,7 @@ pg_server_sql "DELETE FROM simba_leases WHERE split_part(mutex, '#', 1) = 'many'
 kill -KILL "$PG_PID"
 pg_server_spawn || fail "cannot restart PostgreSQL"
 t0=$(now_ms)
-"$SIMBA" run --mutex many --slots 2 --ttl 1s --transition 1s --timeout 20s -- \
+"$SIMBA" run --mutex many --slots 2 --ttl 3s --transition 1s --timeout 20s -- \
   sh -c 'n=0; for p; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo "$n" >"$0"' \
   "$T/verdict" "${children[@]}" || fail "the contender got no slot after the restart"
 dt=$(($(now_ms) - t0))

@@ -6,7 +6,8 @@
 //   postgres.hpp     this factory, all that open_backend() sees
 //   backend.cpp      the Backend: one statement per operation, the replies
 //   rows.*           the statements' rows read: leases, done records, status, history
-//   statements.*     the SQL: the schema, the statements, the quarantine
+//   statements.*     the SQL: the schema, the statements
+//   quarantine_sql.cpp  the server run and its quarantine (sql_parts.hpp)
 //   slots_sql.*      the SQL of --slots N: the slots' rows and their marker
 //   sql_parts.hpp    the fragments those share (the clock, the answer)
 //   status_sql.*     the SQL of status and history: holders, waiters, events

@@ -215,11 +215,10 @@ left_queue AS (
 mark AS (
   INSERT INTO {S} AS s (id, run, until_ms, longest)
   SELECT 1, q.run, q.till, q.longest FROM q CROSS JOIN d
-  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
+  WHERE $5::boolean AND q.lost
     AND d.act <> 'refused' AND (d.act <> 'new' OR EXISTS (SELECT 1 FROM mw))
   ON CONFLICT (id) DO UPDATE SET run = excluded.run,
-    until_ms = greatest(s.until_ms, excluded.until_ms),
-    longest = greatest(s.longest, excluded.longest)))";
+    until_ms = greatest(s.until_ms, excluded.until_ms), longest = excluded.longest))";
 }
 
 // acquire_slot, after n, m, q (the quarantine of a new lease), mk and sl:

@@ -11,10 +11,10 @@ namespace simba::backend::pg {
 // (the server run, pg_postmaster_start_time()).
 extern const char* const k_now;
 
-// The CTEs m and q: the quarantine for a lease of `lease` ms (an SQL
-// expression), `on` an SQL boolean: q.till (0: none), and whether the
-// marker is to be written (q.lost: another run, or no marker; or a longer
-// lease than q.known).
+// The CTEs m, q0, q1 and q (quarantine_sql.cpp): the quarantine for a
+// lease of `lease` ms (an SQL expression), `on` an SQL boolean: q.till (0:
+// none), q.longest (its length), and whether the marker is to be written
+// (q.lost: another run, or no marker).
 std::string quarantine(const std::string& lease, const std::string& on);
 
 // The lease columns of the table, in the answer's order.

@@ -9,17 +9,8 @@
 // the quarantine. The rules are those of redis/lua/ (keep them alike):
 // DESIGN §2's owner-or-expired acquisition, owner and token compared
 // together in every compare-and-set, tokens above the last one and never
-// below the clock in microseconds.
-//
-// The server run (README "Backends"): a primary that restarts after
-// losing its last writes (synchronous_commit off, fsync off), or a standby
-// promoted before it received them, may have lost a lease whose CMD still
-// runs. The marker holds the run that last granted a lease
-// (pg_postmaster_start_time(): a restart or a promoted standby has
-// another), the end of the quarantine in force and the longest lease asked
-// for; a missing marker or another run means that no new lease is granted
-// for the longest lease + 1 s from then. Tables that simba has just made
-// get a marker of the current run: nothing can have been lost there.
+// below the clock in microseconds. The server run and its quarantine:
+// quarantine_sql.cpp.
 #include "backend/postgres/statements.hpp"
 
 #include "backend/history.hpp"
@@ -42,33 +33,6 @@ constexpr const char* k_once_columns =
     "r.once_finished, r.once_exit_code, r.once_finished_at";
 
 } // namespace
-
-// The server's clock, read once: epoch ms (lease times), µs (token
-// seeds); and the server run.
-const char* const k_now = R"(n AS (
-  SELECT floor(extract(epoch FROM t) * 1000)::bigint AS ms,
-         floor(extract(epoch FROM t) * 1000000)::bigint AS us,
-         extract(epoch FROM pg_postmaster_start_time())::text AS run
-  FROM (SELECT clock_timestamp() AS t) c))";
-
-// The quarantine for a lease of LEASE ms, QUARANTINE: 'on' or not: `till`
-// (0: none), and whether the marker is to be written (`lost`: another run,
-// or no marker; or a longer lease than `known`).
-std::string quarantine(const std::string& lease, const std::string& on) {
-  return R"(m AS (SELECT run, until_ms, longest FROM {S} WHERE id = 1),
-q AS (
-  SELECT n.run, m.run IS DISTINCT FROM n.run AS lost, coalesce(m.longest, -1) AS known,
-         greatest(coalesce(m.longest, 0), )" +
-         lease + R"() AS longest,
-         CASE WHEN NOT )" +
-         on + R"( THEN 0
-              WHEN m.run IS DISTINCT FROM n.run
-                THEN greatest(coalesce(m.until_ms, 0),
-                              n.ms + greatest(coalesce(m.longest, 0), )" +
-         lease + R"() + 1000)
-              ELSE m.until_ms END AS till
-  FROM n LEFT JOIN m ON true))";
-}
 
 const char* const k_fields = "owner, acquired_at, ttl_at, transition_at, token, holding";
 
@@ -139,10 +103,9 @@ constexpr const char* k_mark = R"(,
 mark AS (
   INSERT INTO {S} AS s (id, run, until_ms, longest)
   SELECT 1, q.run, q.till, q.longest FROM q
-  WHERE $5::boolean AND (q.lost OR q.longest > q.known)
+  WHERE $5::boolean AND q.lost
   ON CONFLICT (id) DO UPDATE SET run = excluded.run,
-    until_ms = greatest(s.until_ms, excluded.until_ms),
-    longest = greatest(s.longest, excluded.longest)),
+    until_ms = greatest(s.until_ms, excluded.until_ms), longest = excluded.longest),
 )";
 
 // acquire: $1 mutex, $2 contender, $3 ttl_ms, $4 transition_ms, $5
@@ -159,15 +122,15 @@ std::string acquire_sql(int64_t history) {
          R"(
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
-                        holder, holder_token, history_seq, acquisitions, losses)
+                        holder, holder_token, history_seq, acquisitions, losses, lease_ms)
   SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false, NULLIF($6::text, ''),
          CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, CASE WHEN n.ms < q.till THEN 0 ELSE 1 END,
-         CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, 0
+         CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, 0, $3::bigint + $4::bigint
   FROM n CROSS JOIN q LEFT JOIN old ON true
   ON CONFLICT (mutex) DO UPDATE SET
-    owner = $2::text,
+    owner = $2::text, lease_ms = excluded.lease_ms,
     acquired_at = CASE WHEN l.transition_at > excluded.acquired_at THEN l.acquired_at
                        ELSE excluded.acquired_at END,
     token = CASE WHEN l.transition_at > excluded.acquired_at THEN l.token
@@ -242,16 +205,18 @@ up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
                         once_window, once_label, once_host, once_token, once_started_at,
                         once_finished, once_exit_code, once_finished_at, holder, holder_token,
-                        history_seq, acquisitions, losses)
+                        history_seq, acquisitions, losses, lease_ms)
   SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false,
          CASE WHEN n.ms < q.till THEN NULL ELSE w.start END, $9::text, $10::text, n.us, n.ms,
          false, 0, 0, NULLIF($11::text, ''), CASE WHEN n.ms < q.till THEN 0 ELSE n.us END,
-         CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, 0
+         CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, 0,
+         $3::bigint + $4::bigint
   FROM n CROSS JOIN q CROSS JOIN w LEFT JOIN old ON true
   ON CONFLICT (mutex) DO UPDATE SET
     owner = CASE WHEN {C} THEN '' ELSE $2::text END,
+    lease_ms = CASE WHEN {C} THEN 0 ELSE excluded.lease_ms END,
     acquired_at = CASE WHEN {D} THEN {NOW} ELSE l.acquired_at END,
     token = CASE WHEN {D} THEN {TOKEN} ELSE l.token END,
     ttl_at = CASE WHEN {C} THEN least(l.ttl_at, {NOW}) ELSE excluded.ttl_at END,
@@ -294,7 +259,7 @@ std::string acquire_once_sql(int64_t history) {
 constexpr const char* k_release_once = R"(,
 up AS (
   UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
-                      transition_at = n.ms,
+                      transition_at = n.ms, lease_ms = 0,
     once_finished = CASE WHEN l.once_token = l.token THEN true ELSE l.once_finished END,
     once_exit_code = CASE WHEN l.once_token = l.token THEN $5::integer ELSE l.once_exit_code END,
     once_finished_at = CASE WHEN l.once_token = l.token THEN n.ms ELSE l.once_finished_at END,
@@ -324,6 +289,10 @@ up AS (
                            THEN greatest(greatest(n.ms + $4::bigint, l.ttl_at) + $5::bigint,
                                          l.transition_at)
                          ELSE n.ms + $4::bigint + $5::bigint END,
+    lease_ms = CASE WHEN $6 = 'keep' AND NOT l.holding
+                      THEN greatest(greatest(n.ms + $4::bigint, l.ttl_at) + $5::bigint,
+                                    l.transition_at) - n.ms
+                    ELSE $4::bigint + $5::bigint END,
     holding = CASE WHEN $6 = 'keep' THEN l.holding ELSE $6 = 'hold' END{MARK}
   FROM n
   WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> '' AND l.token = $3::bigint
@@ -337,7 +306,8 @@ up AS (
 constexpr const char* k_release = R"(,
 up AS (
   UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
-                      transition_at = n.ms, history_seq = coalesce(l.history_seq, 0) + 1
+                      transition_at = n.ms, lease_ms = 0,
+                      history_seq = coalesce(l.history_seq, 0) + 1
   FROM n
   WHERE l.mutex = $1 AND l.owner = $2::text AND l.owner <> ''
     AND ($3::bigint = 0 OR l.token = $3::bigint) AND l.transition_at > n.ms

@@ -22,7 +22,9 @@
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
 //   listing.*        list(), inspect(), history(): the mutexes for `simba
 //                    status` (holders, waiters) and `simba history`
-//   lua/             the scripts (lua/common.lua: the key layout;
+//   lua/             the scripts (lua/common.lua: the key layout, the
+//                    quarantine; lua/common_queue.lua: the waiters' queue,
+//                    the hand-over, the history;
 //                    lua/common_once.lua: the done records of --once-per;
 //                    lua/acquire_slot.lua and common.lua "Slots": --slots)
 #include "backend/backend.hpp"

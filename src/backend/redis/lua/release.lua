@@ -13,6 +13,7 @@ if not valid(l, now) or l.owner ~= ARGV[1] or (token ~= 0 and l.token ~= token) 
 end
 local mutex = marker_of(KEYS[1]) -- a slot (common.lua: Slots)
 ended(mutex or KEYS[1], l, now, 'released', ARGV[3])
+note_end(KEYS[3], l.len) -- the longest lease may age out (common.lua)
 if mutex then
   free_slot_now(KEYS[1], l, now)
   wake_waiter(mutex, cover(mutex, KEYS[2], now))

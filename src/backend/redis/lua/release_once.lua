@@ -13,6 +13,7 @@ if not valid(l, now) or l.owner ~= ARGV[1] or (token ~= 0 and l.token ~= token) 
   return once_reply(now, false, l, rec)
 end
 ended(KEYS[1], l, now, 'released', ARGV[3])
+note_end(KEYS[3], l.len) -- the longest lease may age out (common.lua)
 if rec and rec.token == l.token then
   rec.finished = true
   rec.exit_code = tonumber(ARGV[3])
