@@ -328,6 +328,36 @@ TEST_CASE(
       require_ok(c->force_release(m2, 0, k_timeout)).observed.lease.revoked_at(g.observed.now + 1));
 }
 
+TEST_CASE("begin_step: guards only a lease marked as only held and clears the mark; a lease a "
+          "step guards (unmarked) stays unchanged") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("step");
+  Reply a = require_ok(b->acquire(m, "A", 10000, 1000, k_timeout));
+  uint64_t token = a.observed.lease.fencing_token;
+  // Not marked (the acquire's own lease, as while a step runs): unchanged.
+  Reply busy = require_ok(b->begin_step(m, "A", token, 20000, 1000, k_timeout));
+  CHECK_FALSE(busy.changed);
+  CHECK_FALSE(busy.observed.lease.holding);
+  CHECK(busy.observed.lease.ttl_at == a.observed.lease.ttl_at);
+  require_ok(b->hold(m, "A", token, 60000, k_timeout)); // kept between steps
+  // The compare-and-set of guard: another token or owner changes nothing.
+  CHECK_FALSE(require_ok(b->begin_step(m, "A", token + 1, 20000, 1000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->begin_step(m, "B", token, 20000, 1000, k_timeout)).changed);
+  CHECK(require_ok(b->get(m, k_timeout)).observed.lease.holding);
+  Reply s = require_ok(b->begin_step(m, "A", token, 20000, 1000, k_timeout));
+  CHECK(s.changed);
+  CHECK_FALSE(s.observed.lease.holding);
+  CHECK(s.observed.lease.fencing_token == token);
+  CHECK(s.observed.lease.ttl_at - s.observed.now == 20000);
+  CHECK(s.observed.lease.transition_at - s.observed.lease.ttl_at == 1000);
+  // A second step now: refused, the first step's lease as it was.
+  Reply second = require_ok(b->begin_step(m, "A", token, 30000, 1000, k_timeout));
+  CHECK_FALSE(second.changed);
+  CHECK(second.observed.lease.ttl_at == s.observed.lease.ttl_at);
+  CHECK_FALSE(require_ok(b->get(m, k_timeout)).observed.lease.holding);
+  require_ok(b->release(m, "A", token, k_timeout));
+}
+
 TEST_CASE("extend: the mark stays as it is; a guarded lease is never shortened; another token "
           "or owner changes nothing") {
   auto b = open_test_backend();
