@@ -81,10 +81,17 @@ core::CallResult BackendCalls::send(const core::action::Call& a, int64_t timeout
 }
 
 // --once-per: the done record names the host as well as the label.
+// A record of other terms (--once-per, --offset) whose window lasts ends
+// simba with 64 (core::terms_differ): the backend took nothing (or ended
+// the lease of ours it found, as when the window may not run).
 core::CallResult BackendCalls::acquire_once(const core::action::Call& a, int64_t timeout) {
-  return to_call_result(m_backend.acquire_once(m_config.mutex, m_config.contender_id, a.ttl_ms,
-                                               a.transition_ms, *m_config.once, m_config.label,
-                                               this_host(), timeout));
+  backend::Reply r =
+      m_backend.acquire_once(m_config.mutex, m_config.contender_id, a.ttl_ms, a.transition_ms,
+                             *m_config.once, m_config.label, this_host(), timeout);
+  if (r.ok() && r.done && core::terms_differ(*r.done, *m_config.once, r.observed.now) &&
+      !r.observed.lease.owned_by(m_config.contender_id, r.observed.now))
+    throw UsageError(core::terms_differ_message(m_config.mutex, *r.done, *m_config.once));
+  return to_call_result(r);
 }
 
 namespace {

@@ -33,4 +33,18 @@ std::string already_ran_message(const DoneRecord& r) {
          std::to_string(r.exit_code) + "; contender " + r.label + ")";
 }
 
+namespace {
+std::string terms(int64_t period_ms, int64_t offset_ms) {
+  std::string t = "--once-per " + format_duration(period_ms);
+  if (offset_ms != 0) t += " --offset " + format_duration(offset_ms);
+  return t;
+}
+} // namespace
+
+std::string terms_differ_message(const std::string& mutex, const DoneRecord& r, const OncePer& o) {
+  return "mutex '" + mutex + "' is run with " + terms(r.period_ms, r.offset_ms) + ", not " +
+         terms(o.period_ms, o.offset_ms) + " (its last run's window ends at " +
+         format_utc(r.window_start + r.period_ms) + "; the first run after it sets the terms)";
+}
+
 } // namespace simba::core

@@ -29,6 +29,10 @@ struct DoneRecord {
   bool finished = false; // released; otherwise running, or its lease was lost
   int exit_code = 0;     // when finished
   int64_t finished_at = 0;
+  // The run's --once-per and --offset: the terms every contender of the
+  // mutex must share (0: unknown, a record of an older simba).
+  int64_t period_ms = 0;
+  int64_t offset_ms = 0;
 };
 
 // The start of the window that holds `now`: floor((now - offset) / period)
@@ -54,6 +58,19 @@ WindowState judge_window(const std::optional<DoneRecord>& record, const Lease& l
 inline bool may_run(WindowState s, const OncePer& o) {
   return s == WindowState::open || (s == WindowState::failed && o.retry_failed);
 }
+
+// Whether the record's run had other terms (--once-per, --offset) than `o`
+// while its window lasts at `now`: then no run starts (exit 64, as --slots
+// N refuses another N), since each period's record would replace the
+// other's and every period would run (issue 36). Once the recorded window
+// has ended, the next run's terms replace it (a changed schedule).
+inline bool terms_differ(const DoneRecord& r, const OncePer& o, int64_t now) {
+  return r.period_ms > 0 && (r.period_ms != o.period_ms || r.offset_ms != o.offset_ms) &&
+         now < r.window_start + r.period_ms;
+}
+
+// "mutex 'M' is run --once-per 1h (--offset 30m), not --once-per 1d ...".
+std::string terms_differ_message(const std::string& mutex, const DoneRecord& r, const OncePer& o);
 
 // "already ran in this window on <host> at <time> (exit N)", times in UTC.
 std::string already_ran_message(const DoneRecord& r);

@@ -7,32 +7,57 @@
 
 #include <sqlite3.h>
 
+#include <string>
+
 namespace simba::backend::sqlite {
 namespace {
 
 constexpr const char* k_sql_create =
     "CREATE TABLE IF NOT EXISTS simba_done(mutex TEXT PRIMARY KEY, window_start INTEGER, "
     "label TEXT, host TEXT, token INTEGER, started_at INTEGER, finished INTEGER, "
-    "exit_code INTEGER, finished_at INTEGER) WITHOUT ROWID";
+    "exit_code INTEGER, finished_at INTEGER, period_ms INTEGER, offset_ms INTEGER) WITHOUT ROWID";
+
+// The run's terms (core::DoneRecord), added to a table of an older simba.
+constexpr const char* k_sql_probe_terms = "SELECT period_ms, offset_ms FROM simba_done LIMIT 0";
+constexpr const char* k_sql_add_terms =
+    "ALTER TABLE simba_done ADD COLUMN period_ms INTEGER; "
+    "ALTER TABLE simba_done ADD COLUMN offset_ms INTEGER";
 
 constexpr const char* k_sql_select_done =
-    "SELECT window_start, label, host, token, started_at, finished, exit_code, finished_at "
-    "FROM simba_done WHERE mutex = ?1";
+    "SELECT window_start, label, host, token, started_at, finished, exit_code, finished_at, "
+    "coalesce(period_ms, 0), coalesce(offset_ms, 0) FROM simba_done WHERE mutex = ?1";
+constexpr const char* k_sql_select_done_without_terms =
+    "SELECT window_start, label, host, token, started_at, finished, exit_code, finished_at, "
+    "0, 0 FROM simba_done WHERE mutex = ?1";
 
 constexpr const char* k_sql_write_done =
     "INSERT OR REPLACE INTO simba_done(mutex, window_start, label, host, token, started_at, "
-    "finished, exit_code, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+    "finished, exit_code, finished_at, period_ms, offset_ms) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 
 } // namespace
 
 int ensure_done_table(Connection& db) {
-  return sqlite3_exec(db.db(), k_sql_create, nullptr, nullptr, nullptr);
+  int rc = sqlite3_exec(db.db(), k_sql_create, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_stmt* probe = nullptr;
+  rc = sqlite3_prepare_v2(db.db(), k_sql_probe_terms, -1, &probe, nullptr);
+  sqlite3_finalize(probe);
+  if (rc == SQLITE_OK) return rc;
+  // Not an error when it fails: another simba may have added them
+  // meanwhile, or the database is only read (status: select_done reads the
+  // record without them; a write_done would fail and say why).
+  sqlite3_exec(db.db(), k_sql_add_terms, nullptr, nullptr, nullptr);
+  return SQLITE_OK;
 }
 
 int select_done(Connection& db, const std::string& mutex, std::optional<core::DoneRecord>& out) {
   out.reset();
   sqlite3_stmt* s = nullptr;
   int rc = sqlite3_prepare_v2(db.db(), k_sql_select_done, -1, &s, nullptr);
+  if (rc != SQLITE_OK &&
+      std::string(sqlite3_errmsg(db.db())).find("no such column") != std::string::npos)
+    rc = sqlite3_prepare_v2(db.db(), k_sql_select_done_without_terms, -1, &s, nullptr);
   if (rc != SQLITE_OK) {
     // No table: nobody used --once-per on this database yet.
     bool missing = std::string(sqlite3_errmsg(db.db())).find("no such table") != std::string::npos;
@@ -50,6 +75,8 @@ int select_done(Connection& db, const std::string& mutex, std::optional<core::Do
     r.finished = sqlite3_column_int64(s, 5) != 0;
     r.exit_code = static_cast<int>(sqlite3_column_int64(s, 6));
     r.finished_at = sqlite3_column_int64(s, 7);
+    r.period_ms = sqlite3_column_int64(s, 8);
+    r.offset_ms = sqlite3_column_int64(s, 9);
     out = std::move(r);
   }
   sqlite3_finalize(s);
@@ -69,6 +96,8 @@ int write_done(Connection& db, const std::string& mutex, const core::DoneRecord&
   sqlite3_bind_int(s, 7, r.finished ? 1 : 0);
   sqlite3_bind_int(s, 8, r.exit_code);
   sqlite3_bind_int64(s, 9, r.finished_at);
+  sqlite3_bind_int64(s, 10, r.period_ms);
+  sqlite3_bind_int64(s, 11, r.offset_ms);
   rc = sqlite3_step(s);
   sqlite3_finalize(s);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;

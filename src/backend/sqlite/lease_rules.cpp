@@ -54,6 +54,25 @@ Decision decide_acquire(const core::Lease& cur, int64_t now, const std::string& 
   return d;
 }
 
+Decision decide_acquire_once(const core::Lease& cur, int64_t now, const std::string& contender,
+                             int64_t ttl_ms, int64_t transition_ms, int64_t wall_ms,
+                             const std::optional<core::DoneRecord>& record, int64_t wall_now,
+                             const core::OncePer& once, bool& start) {
+  start = false;
+  // A renewal of a run's lease is not judged.
+  bool fresh = cur.free_at(now);
+  bool unrecorded =
+      !fresh && cur.owned_by(contender, now) && !(record && record->token == cur.fencing_token);
+  if (fresh || unrecorded) {
+    bool refused = (record && core::terms_differ(*record, once, wall_now)) ||
+                   !core::may_run(core::judge_window(record, core::Lease{}, wall_now, once), once);
+    if (refused) return fresh ? Decision{false, cur} : decide_release(cur, now, contender, 0);
+  }
+  Decision d = decide_acquire(cur, now, contender, ttl_ms, transition_ms, wall_ms);
+  start = d.write && (fresh || unrecorded);
+  return d;
+}
+
 Decision decide_renew(const core::Lease& cur, int64_t now, const std::string& contender,
                       uint64_t token, int64_t ttl_ms, int64_t transition_ms, bool holding) {
   Decision d;

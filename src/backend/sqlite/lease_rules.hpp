@@ -4,8 +4,10 @@
 // backend runs each decision inside one write transaction
 // (sqlite_backend.cpp) and writes the lease only if `write`.
 #include "core/lease.hpp"
+#include "core/once_per.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace simba::backend::sqlite {
@@ -19,6 +21,16 @@ struct Decision {
 // clock `wall_ms`; its own lease is renewed; another's stays.
 Decision decide_acquire(const core::Lease& cur, int64_t now, const std::string& contender,
                         int64_t ttl_ms, int64_t transition_ms, int64_t wall_ms);
+
+// acquire_once: acquire's rule, but a new lease (or ours without a record
+// of its own: handed over by a plain release) only when the window holding
+// `wall_now` may run (core::judge_window, core::may_run) and no record of
+// other terms lasts (core::terms_differ); ours that may not is released.
+// `start`: the decision starts a run, whose record the caller writes.
+Decision decide_acquire_once(const core::Lease& cur, int64_t now, const std::string& contender,
+                             int64_t ttl_ms, int64_t transition_ms, int64_t wall_ms,
+                             const std::optional<core::DoneRecord>& record, int64_t wall_now,
+                             const core::OncePer& once, bool& start);
 
 // guard and hold: a compare-and-set on owner and token.
 Decision decide_renew(const core::Lease& cur, int64_t now, const std::string& contender,

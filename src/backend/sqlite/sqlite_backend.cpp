@@ -543,19 +543,14 @@ Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& c
     done_rc = select_done(m_db, mutex, record);
     if (done_rc != SQLITE_OK) return Decision{false, cur};
     int64_t wall_now = m_clocks.reply_now();
-    // A new lease is judged, and so is ours without a record of its own
-    // (handed over by a plain release; a grant, on Redis); a renewal of a
-    // run's lease is not.
-    bool fresh = cur.free_at(now);
-    bool unrecorded =
-        !fresh && cur.owned_by(contender, now) && !(record && record->token == cur.fencing_token);
-    if ((fresh || unrecorded) &&
-        !core::may_run(core::judge_window(record, core::Lease{}, wall_now, once), once))
-      return fresh ? Decision{false, cur} : decide_release(cur, now, contender, 0);
-    Decision d = decide_acquire(cur, now, contender, ttl_ms, transition_ms, m_clocks.now().wall);
-    if (!d.write || !(fresh || unrecorded)) return d;
+    bool start = false;
+    Decision d = decide_acquire_once(cur, now, contender, ttl_ms, transition_ms,
+                                     m_clocks.now().wall, record, wall_now, once, start);
+    if (!start) return d;
     core::DoneRecord started{core::window_start(wall_now, once), label, host, d.lease.fencing_token,
                              wall_now};
+    started.period_ms = once.period_ms;
+    started.offset_ms = once.offset_ms;
     done_rc = write_done(m_db, mutex, started);
     if (done_rc != SQLITE_OK) return Decision{false, cur};
     record = started;
