@@ -5,6 +5,9 @@
 // open_sqlite() below; everything else in the folder is private to it:
 //   sqlite_backend.cpp  the Backend: each operation as one write transaction,
 //                       and opening the path again when the file was replaced
+//   backend_class.hpp   the Backend's class, for the three files of its members
+//   backend_once_slots.cpp  its --slots, --once-per and schedule's mark
+//   backend_status.cpp  its status and history reads, the lost event
 //   lease_rules         what acquire, guard, hold, extend, release, force_release decide
 //   lease_row           a table row <-> a Lease (boot clock and wall clock)
 //   slot_rows           --slots: a mutex's slot rows, picking one, its marker
