@@ -15,6 +15,8 @@ from .backends import BACKENDS
 from .servers import orphan_proof
 
 TTL_MS, TRANSITION_MS, KILL_AFTER_MS = 1000, 1000, 500
+# The slowest delivery a network fault of faults.py makes (delay + jitter).
+SLOWEST_LINK_S = 2.3
 MUTEX = "chaos"
 HOST_FAULTS = ["kill9_simba", "kill9_cmd", "sigstop_simba", "force_release",
                "kill9_simba_daemon"]
@@ -292,15 +294,27 @@ class Chaos:
     def wind_down(self):
         self.run_pending(everything=True)  # every fault healed
         self.stop_contenders(10)
-        # Nobody is alive: the mutex must be free once any lease ran out.
-        time.sleep((TTL_MS + TRANSITION_MS) / 1000 + 0.5)
+        # Nobody is alive: the mutex must be free once any lease ran out. A
+        # renewal still in flight on a slow link (a chunk is delivered up to
+        # SLOWEST_LINK_S after it was sent, even after its sender died) may
+        # still extend the last lease by ttl + transition: poll until then.
+        lease_s = (TTL_MS + TRANSITION_MS) / 1000
+        give_up = time.monotonic() + SLOWEST_LINK_S + lease_s + 1.0
+        time.sleep(lease_s + 0.5)
+        while True:
+            self.final_state = self.mutex_state()
+            if self.final_state in ("free", "quarantine") or time.monotonic() > give_up:
+                break
+            time.sleep(0.2)
+        self.leftover_cmds = len(subprocess.run(["pgrep", "-f", self.log_path],
+                                                capture_output=True, text=True).stdout.split())
+
+    def mutex_state(self):
         st = subprocess.run([self.simba, "status", "--mutex", MUTEX, "--backend",
                              self.backend.admin_uri(), "--json"], env=self.env,
                             capture_output=True, text=True, timeout=30)
-        self.final_state = json.loads(st.stdout)["mutexes"][0]["state"] \
+        return json.loads(st.stdout)["mutexes"][0]["state"] \
             if st.returncode == 0 else f"status failed: {st.stderr.strip()}"
-        self.leftover_cmds = len(subprocess.run(["pgrep", "-f", self.log_path],
-                                                capture_output=True, text=True).stdout.split())
 
     def cleanup(self):
         """Also on SIGTERM/SIGINT (raised as SystemExit/KeyboardInterrupt)."""

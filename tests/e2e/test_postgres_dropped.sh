@@ -12,8 +12,11 @@ app="simba_e2e_dropped_$$"
 # Only this test's connections are ended (application_name).
 export SIMBA_BACKEND="$SIMBA_BACKEND&application_name=$app"
 
-"$SIMBA" run --mutex d --ttl 1s --transition 1s -- \
-  sh -c 'echo "$SIMBA_FENCING_TOKEN" >"$0"; sleep 4; echo done >>"$0"' "$T/log" &
+# ttl 3 s: each ended connection costs the next guard a new connection
+# and its start-up, which can take hundreds of ms on a busy machine;
+# the terminations below span 3 s, one ttl.
+"$SIMBA" run --mutex d --ttl 3s --transition 1s -- \
+  sh -c 'echo "$SIMBA_FENCING_TOKEN" >"$0"; sleep 5; echo done >>"$0"' "$T/log" &
 holder=$!
 wait_for 10 test -s "$T/log"
 ended=0
