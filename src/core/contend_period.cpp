@@ -5,7 +5,7 @@
 namespace simba::core {
 
 int64_t safety_margin(int64_t ttl_ms, int64_t transition_ms) {
-  return 2 + (ttl_ms + transition_ms) / 100;
+  return 2 + (ttl_ms + transition_ms) / 100 + k_kill_latency_ms;
 }
 
 OwnerTimes ContendPeriod::owner_times(const Observed& o, int64_t sent_at,

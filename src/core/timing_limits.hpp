@@ -8,7 +8,7 @@
 // s + ttl + transition - margin, and CMD is stopped at the kill point
 // deadline - kill_after. The owner's usable life is therefore
 //   life = ttl + transition - margin - kill_after
-// (margin = 2 ms + 1% of (ttl + transition)). The guard is due at ttl_at, or
+// (margin = 2 ms + 1% of (ttl + transition) + 100 ms). The guard is due at ttl_at, or
 // one retry period (250 ms) before the kill point if that is sooner; a failed
 // guard is retried every retry period; a call never runs past the kill
 // point, so the backend's call timeout is cut to what is left. Room means:

@@ -40,14 +40,14 @@ check 64 run --mutex m --kill-after 2s --transition 2s -- true
 # is capped so that a regression fails fast instead of filling the disk.
 simba_bounded() { { timeout -k 2 10 "$SIMBA" "$@" 2>&1 >&3 | head -c 65536 >&2; } 3>&1; }
 check 64 run --mutex m --ttl 1ms --transition 1ms -- echo ran
-grep -q 'the minimum is --ttl 506ms' "$T/err" ||
+grep -q 'the minimum is --ttl 607ms' "$T/err" ||
   fail "the error does not name the minimum --ttl: $(cat -- "$T/err")"
 check 64 lead --mutex m --ttl 1ms --transition 1ms -- echo ran
 check 64 schedule --mutex m --every 1s --ttl 200ms -- echo ran
 check 64 run --mutex m --ttl 300ms --transition 2s --kill-after 1900ms -- true
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 # The minimum itself is fine.
-assert_exit 0 simba_bounded run --mutex m --ttl 506ms --transition 1ms -- echo ran
+assert_exit 0 simba_bounded run --mutex m --ttl 607ms --transition 1ms -- echo ran
 assert_eq ran "$(cat -- "$T/out")" "output of CMD at the minimum ttl"
 
 # Numbers out of range.

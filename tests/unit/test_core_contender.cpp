@@ -105,7 +105,7 @@ TEST_SUITE("core::Contender") {
     REQUIRE(start);
     // deadline = send_time + (transition_at - backend_now) - margin
     CHECK(start->deadline == sent + 12000 - safety_margin(10000, 2000));
-    CHECK(safety_margin(10000, 2000) == 122);
+    CHECK(safety_margin(10000, 2000) == 222);
     CHECK(start->lease.fencing_token == 1);
     CHECK(c.phase() == Contender::Phase::owning);
     // the guard is due at ttl_at (measured from the send time)
@@ -218,8 +218,8 @@ TEST_SUITE("core::Contender") {
       h.backend.release("m", "other");
       core::CallResult g = h.backend.acquire("m", "me", 10000, 2000);
       a = c.on_grant(h.local, g, subscribed);
-      // 12000 - 122 - 1000 - waited left before the kill point: 4878 at 6 s
-      // (less than 5000: renew first), 3878 at 7 s.
+      // 12000 - 222 - 1000 - waited left before the kill point: 4778 at 6 s
+      // (less than 5000: renew first), 3778 at 7 s.
       CHECK(!find<action::StartChild>(a));
       REQUIRE(find<action::Call>(a));
       CHECK(find<action::Call>(a)->op == Op::acquire);

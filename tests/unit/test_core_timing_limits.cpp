@@ -54,8 +54,8 @@ bool refused(const ContenderConfig& c) {
 
 TEST_SUITE("core::timing_limits") {
   TEST_CASE("the usable life of a lease is ttl + transition - margin - kill_after") {
-    CHECK(usable_life_ms(10000, 2000, 1000) == 12000 - 122 - 1000);
-    CHECK(usable_life_ms(1, 1, 0) == 0); // the issue's --ttl 1ms --transition 1ms
+    CHECK(usable_life_ms(10000, 2000, 1000) == 12000 - 222 - 1000);
+    CHECK(usable_life_ms(1, 1, 0) == -100); // the issue's --ttl 1ms --transition 1ms: none
   }
 
   TEST_CASE(
@@ -90,22 +90,22 @@ TEST_SUITE("core::timing_limits") {
       CHECK(e.code() == 64);
       std::string m = e.what();
       CHECK(m.find("--ttl 1ms") != std::string::npos);
-      CHECK(m.find("the minimum is --ttl 506ms") != std::string::npos);
+      CHECK(m.find("the minimum is --ttl 607ms") != std::string::npos);
       CHECK(m.find('\n') == std::string::npos);
     }
-    CHECK(min_ttl_ms(1, 0, 250) == 506); // 506 + 1 - (2 + 5) - 0 = 500
+    CHECK(min_ttl_ms(1, 0, 250) == 607); // 607 + 1 - (2 + 6 + 100) - 0 = 500
     // A ttl shorter than a retry period: renewals faster than retries.
     CHECK(min_ttl_ms(10000, 0, 250) == 250);
     // A kill-after that eats the transition needs a longer ttl.
-    CHECK(min_ttl_ms(2000, 1999, 250) == 526); // 526 + 2000 - (2 + 25) - 1999 = 500
+    CHECK(min_ttl_ms(2000, 1999, 250) == 627); // 627 + 2000 - (2 + 26 + 100) - 1999 = 500
     // The margin grows with ttl + transition: 1% of a 100 s transition.
-    CHECK(min_ttl_ms(100000, 99999, 250) == 1516);
+    CHECK(min_ttl_ms(100000, 99999, 250) == 1617);
     try {
       check_timing_room(timing(1000, 100000, 99999));
       FAIL("accepted");
     } catch (const UsageError& e) {
-      // in a form --ttl reads back (format_duration would say 1.518s)
-      CHECK(std::string(e.what()).find("the minimum is --ttl 1516ms") != std::string::npos);
+      // in a form --ttl reads back (format_duration would say 1.617s)
+      CHECK(std::string(e.what()).find("the minimum is --ttl 1617ms") != std::string::npos);
     }
     CHECK_FALSE(refused(timing(10000, 2000, 1000))); // the defaults
     CHECK_FALSE(refused(timing(1000, 1000, 500)));   // the tests' and chaos' 1s/1s
