@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A backend slower than the lease: every request reaches Redis 700 ms late
 # (a proxy that delays it, as a slow network would), so every acquire reply
-# comes after the kill point of the lease it grants (--ttl 500ms
-# --transition 200ms: 591 ms from send to kill point). CMD never starts on
+# comes after the kill point of the lease it grants (--ttl 600ms
+# --transition 200ms: 590 ms from send to kill point). CMD never starts on
 # such a lease, simba asks again only after a retry period, and SIGTERM and
 # SIGINT are obeyed promptly: 128+N, the mutex released. (simba once chained
 # reply -> call -> reply without looking at its signals, and ran on until
@@ -67,7 +67,7 @@ slow_backend="redis://127.0.0.1:$(<"$T/proxy.port")/0?timeout=2s&prefix=${direct
 try() {
   local sig=$1 code=$2 pid t0 dt rc=0
   : >"$T/err"
-  SIMBA_BACKEND=$slow_backend "$SIMBA" run --mutex m --ttl 500ms --transition 200ms -- \
+  SIMBA_BACKEND=$slow_backend "$SIMBA" run --mutex m --ttl 600ms --transition 200ms -- \
     touch "$T/cmd-ran" 2>"$T/err" &
   pid=$!
   sleep 2.5
