@@ -222,6 +222,12 @@ public:
   // at once, like a release.
   virtual Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) = 0;
 
+  // simba release --lease: the owner ends its own lease, named by its
+  // token. Decides as force_release does (a step's CMD may still run under
+  // it: revoked), but a lease only held ends as a release: event
+  // `released`, no loss counted (the owner said so; nothing was lost).
+  virtual Reply release_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms) = 0;
+
   virtual Reply get(const std::string& mutex, int64_t timeout_ms) = 0;
 
   // --slots N, N > 1 (core/slots.hpp: the slot rows and the marker). Like

@@ -196,7 +196,8 @@ int renew_command(const RenewOptions& o) {
   return 0;
 }
 
-// Ends the handle's lease, and only it, in one call: force_release with the
+// Ends the handle's lease, and only it, in one call: release_lease (a
+// release when only held, backend.hpp) with the
 // handle's fencing token (a token names one lease of a mutex: tokens are
 // never reused, so the owner id needs no comparing). It frees a lease
 // nothing runs under at once (handing it to the next waiter) and revokes
@@ -207,7 +208,7 @@ int release_lease_command(const CommonOptions& o, const std::string& lease) {
   core::LeaseHandle h = core::decode_lease_handle(lease);
   auto backend = open_for(o, h);
   backend::Reply r =
-      checked(backend->force_release(core::lease_name(h), h.token, k_call_timeout_ms), *backend, h);
+      checked(backend->release_lease(core::lease_name(h), h.token, k_call_timeout_ms), *backend, h);
   if (!r.changed) {
     if (!o.quiet) std::cerr << "simba: " << not_held(r, h) << "; nothing released\n";
     return k_release_not_held;

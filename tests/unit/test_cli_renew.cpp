@@ -55,6 +55,9 @@ public:
   Reply force_release(const std::string& m, uint64_t token, int64_t t) override {
     return after(m_inner.force_release(m, token, t));
   }
+  Reply release_lease(const std::string& m, uint64_t token, int64_t t) override {
+    return after(m_inner.release_lease(m, token, t));
+  }
   Reply get(const std::string& m, int64_t t) override { return after(m_inner.get(m, t)); }
   backend::Listing inspect(const std::string& m, int64_t t) override {
     return m_inner.inspect(m, t);

@@ -99,13 +99,24 @@ public:
 
   // A slot's: the owner and the waiters listen on the mutex's channel.
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    return end_lease(mutex, token, timeout_ms, false);
+  }
+
+  // A slot's lease stays forced (force_release_slot has no by_owner yet).
+  Reply release_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    return end_lease(mutex, token, timeout_ms, true);
+  }
+
+  Reply end_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms, bool by_owner) {
     if (is_slot_row(mutex))
       return run_slot(m_sql.force_release_slot,
                       {mutex, std::to_string(token),
                        pg::channel(m_uri, std::string(core::mutex_of_row(mutex))), m_holder},
                       timeout_ms);
     return run(m_sql.force_release,
-               {mutex, std::to_string(token), pg::channel(m_uri, mutex), m_holder}, timeout_ms);
+               {mutex, std::to_string(token), pg::channel(m_uri, mutex), m_holder,
+                by_owner ? "true" : "false"},
+               timeout_ms);
   }
 
   // --slots N (slots_sql.hpp); N = 1 is the plain acquire, its statement

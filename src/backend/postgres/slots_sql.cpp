@@ -367,7 +367,7 @@ up AS (
     AND ($2::bigint = 0 OR l.token = $2::bigint) AND EXISTS (SELECT 1 FROM mw)
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed, l.history_seq AS hseq))" +
-         history_writes(forced_events("$4"), history_limit) +
+         history_writes(forced_events("$4", "false"), history_limit) +
          answer(false,
                 "CASE WHEN (SELECT transition_at FROM up) <= (SELECT ms FROM n) THEN " +
                     wake_one(k_mutex_of_row, "''") + " ELSE $3::text END",

@@ -323,15 +323,18 @@ constexpr const char* k_leave_queue = R"(,
 left_queue AS (DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text))";
 
 // force_release: $1 mutex, $2 token (0: any), $3 the channel, $4 who
-// forces it (the holder, for the history). A lease only held ends now;
-// one whose CMD may run is revoked: no owner, transition_at kept.
+// forces it (the holder, for the history), $5 by its owner (release
+// --lease: a lease only held ends as a release, no loss). A lease only
+// held ends now; one whose CMD may run is revoked: no owner, transition_at
+// kept.
 constexpr const char* k_force_release = R"(,
 up AS (
   UPDATE {L} AS l SET owner = '', holding = false, ttl_at = least(l.ttl_at, n.ms),
                       transition_at = CASE WHEN l.holding THEN n.ms ELSE l.transition_at END,
                       history_seq = coalesce(l.history_seq, 0) + 1,
                       losses = coalesce(l.losses, 0) +
-                        CASE WHEN l.lost_token IS DISTINCT FROM l.token THEN 1 ELSE 0 END
+                        CASE WHEN l.lost_token IS DISTINCT FROM l.token
+                              AND NOT ($5::boolean AND l.holding) THEN 1 ELSE 0 END
   FROM n CROSS JOIN old
   WHERE l.mutex = $1 AND l.owner <> '' AND l.transition_at > n.ms
     AND ($2::bigint = 0 OR l.token = $2::bigint)
@@ -429,7 +432,7 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   // first live waiter, as a release does; one that revoked a lease tells
   // the owner, and every waiter, on the mutex's channel.
   s.force_release =
-      f(with_now + k_old_row + k_force_release + history_writes(forced_events("$4"), limit) +
+      f(with_now + k_old_row + k_force_release + history_writes(forced_events("$4", "$5::boolean"), limit) +
         answer(false, "CASE WHEN (SELECT transition_at FROM up) <= (SELECT ms FROM n) THEN " +
                           first_waiter("''") + " ELSE $3::text END"));
   // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.

@@ -91,11 +91,15 @@ std::string released_events(const std::string& exit_code) {
   FROM n CROSS JOIN up))";
 }
 
-std::string forced_events(const std::string& holder) {
+std::string forced_events(const std::string& holder, const std::string& by_owner) {
+  // by_owner (release --lease): a lease that ended now (it was only held)
+  // is released, and names no forcer.
+  const std::string released = "(" + by_owner + " AND up.transition_at <= n.ms)";
   return R"(ev AS (
-  SELECT up.hseq AS seq, 'forced' AS event, n.ms AS at, o.o_owner AS owner,
-         NULLIF()" +
-         holder + R"(::text, '') AS holder, o.o_token AS token, NULL::integer AS exit_code,
+  SELECT up.hseq AS seq, CASE WHEN )" + released + R"( THEN 'released' ELSE 'forced' END AS event,
+         n.ms AS at, o.o_owner AS owner,
+         CASE WHEN )" + released + R"( THEN NULL ELSE NULLIF()" +
+         holder + R"(::text, '') END AS holder, o.o_token AS token, NULL::integer AS exit_code,
          n.ms - o.o_acquired_at AS held_ms, NULL::bigint AS waited_ms, NULL::text AS reason,
          NULL::text AS by_owner
   FROM n CROSS JOIN up CROSS JOIN old o))";

@@ -41,7 +41,7 @@ std::string history_writes(const std::string& ev, int64_t limit, const std::stri
 // its parameter); a forced release (`holder`: who forced it).
 std::string acquired_events(const std::string& holder);
 std::string released_events(const std::string& exit_code);
-std::string forced_events(const std::string& holder);
+std::string forced_events(const std::string& holder, const std::string& by_owner);
 
 // The lease row before the write, locked (FOR UPDATE: the newest version,
 // which the write then changes; the statement's snapshot may be older).

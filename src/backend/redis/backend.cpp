@@ -77,6 +77,11 @@ public:
     return m_client.run(lua::k_force_release, mutex, {std::to_string(token), m_holder}, timeout_ms);
   }
 
+  Reply release_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    return m_client.run(lua::k_force_release, mutex, {std::to_string(token), m_holder, "owner"},
+                        timeout_ms);
+  }
+
   bool has_slots() const override { return true; }
 
   Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,

@@ -111,8 +111,20 @@ public:
   }
 
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    return end_lease(mutex, token, timeout_ms, false);
+  }
+
+  Reply release_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
+    return end_lease(mutex, token, timeout_ms, true);
+  }
+
+  // force_release and release_lease: `by_owner` makes a lease only held a
+  // release (m_op, set from the row read in the transaction, names the
+  // event and decides the loss count).
+  Reply end_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms, bool by_owner) {
     m_op = Op::force;
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+      m_op = by_owner && cur.holding ? Op::release : Op::force;
       return decide_force_release(cur, now, token);
     });
     m_op = Op::other;

@@ -1,5 +1,7 @@
 -- force_release: KEYS = hash, fence, marker; ARGV = token (0: any)[, who
--- forces it (backend/holder.hpp), for the history]. Admin
+-- forces it (backend/holder.hpp), for the history[, 'owner': release
+-- --lease, a lease only held then ends as a release: event 'released', no
+-- loss]]. Admin
 -- break-lock of the valid lease (only the one with that fencing token).
 -- A lease whose CMD may still run is revoked: the owner goes at once (its
 -- guard sees no owner and stops CMD; the notification tells it sooner), but
@@ -14,8 +16,12 @@ if not valid(l, now) or (token ~= 0 and l.token ~= token) then
   return reply(now, false, l)
 end
 local mutex = marker_of(KEYS[1]) -- a slot (common.lua: Slots)
-ended(mutex or KEYS[1], l, now, 'forced', nil, ARGV[2])
-if not loss_counted(KEYS[1], l) then count(mutex or KEYS[1], 'losses') end
+if ARGV[3] == 'owner' and l.holding then
+  ended(mutex or KEYS[1], l, now, 'released', nil, nil)
+else
+  ended(mutex or KEYS[1], l, now, 'forced', nil, ARGV[2])
+  if not loss_counted(KEYS[1], l) then count(mutex or KEYS[1], 'losses') end
+end
 if mutex and l.holding then
   free_slot_now(KEYS[1], l, now)
   wake_waiter(mutex, cover(mutex, KEYS[2], now))
