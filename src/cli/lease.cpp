@@ -107,8 +107,9 @@ CLI::App* add_acquire_command(CLI::App& app, AcquireOptions& o) {
       "Required: how long the lease lasts when nobody renews it (each step under it renews it); "
       "longer than the job");
   cmd->add_option("--timeout", o.timeout,
-                  "Give up waiting after this long (exit 75; 69 if the backend is failing then)");
-  cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held");
+                  "Give up waiting after this long (exit 75; 69 if the backend is failing or in "
+                  "quarantine then)");
+  cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held (69 in a quarantine)");
   add_slots_option(*cmd, o.slots,
                    "Take one of N slots: at most N leases (and their steps) at once; every "
                    "contender must give the same N");

@@ -192,7 +192,10 @@ void Log::notice(int level, const core::WaitNotice& n) const {
     m = with("gave up waiting for " + n.mutex + " after " + waited,
              trouble.empty() ? holder : trouble);
     break;
-  case E::busy: m = with(n.mutex + " is busy (--no-wait)", holder); break;
+  case E::busy:
+    m = with(n.mutex + (n.quarantine ? " is unavailable (--no-wait)" : " is busy (--no-wait)"),
+             holder);
+    break;
   case E::backend_failing:
     m = "backend failing while waiting for " + n.mutex + ": " + n.error +
         "; trying again with back-off, at most " + for_people(n.retry_max_ms) + " apart";

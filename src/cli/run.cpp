@@ -161,8 +161,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                    "At most N CMDs of the mutex at once (a semaphore; default 1); every "
                    "contender of the mutex must give the same N");
   cmd->add_option("--timeout", o.timeout,
-                  "Give up waiting after this long (exit 75; 69 if the backend is failing then)");
-  cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held");
+                  "Give up waiting after this long (exit 75; 69 if the backend is failing or in "
+                  "quarantine then)");
+  cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held (69 in a quarantine)");
   cmd->add_option("--conflict-exit-code", o.conflict_exit_code,
                   "Exit code when not acquired (default 75)");
   cmd->add_option("--min-hold", o.min_hold,

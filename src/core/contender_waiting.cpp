@@ -133,9 +133,21 @@ bool Contender::window_closed(const CallResult& r) const {
   return !may_run(judge_window(r.done, o.lease, o.now, *m_config.once), *m_config.once);
 }
 
+// A quarantine (README "Redis", "PostgreSQL") is no holder: the backend
+// may have lost a lease that still runs, and nobody may run until it
+// ends. It is never the conflict code: a cron recipe maps that to 0 and
+// would skip its run without a word.
+static bool in_quarantine(const Lease& l, int64_t backend_now) {
+  return l.quarantine && l.revoked_at(backend_now);
+}
+
 // Another contender holds the mutex (or its revoked lease runs out).
 Actions Contender::on_busy(int64_t now, const Observed& o, Actions acts) {
   bool free = o.lease.free_at(o.now);
+  if (m_config.no_wait && in_quarantine(o.lease, o.now)) {
+    acts.push_back(notice(now, WaitNotice::Event::busy, LogLevel::error));
+    return finish(now, exit_code::k_unavailable, std::move(acts));
+  }
   if (m_config.no_wait) {
     if (!free) acts.push_back(notice(now, WaitNotice::Event::busy, LogLevel::info));
     return finish(now, m_config.conflict_exit_code, std::move(acts));
@@ -207,8 +219,9 @@ void Contender::describe_holder(int64_t now, WaitNotice& n) const {
   n.free_in_ms = std::max<int64_t>(h.transition_at - backend_now, 0);
 }
 
-// --timeout passed: 69 if the backend is failing (its error says why),
-// else the conflict code, with the holder last seen.
+// --timeout passed: 69 if the backend is failing (its error says why) or
+// was last seen in quarantine, else the conflict code, with the holder
+// last seen.
 Actions Contender::give_up(int64_t now, Actions acts) {
   Waiting& w = waiting();
   w.timed_out = true;
@@ -216,7 +229,8 @@ Actions Contender::give_up(int64_t now, Actions acts) {
     w.cancel_code = m_config.conflict_exit_code; // the reply decides (on_acquire_reply)
     return acts;
   }
-  bool failing = w.failures.count > 0;
+  bool failing = w.failures.count > 0 ||
+                 (m_holder && in_quarantine(m_holder->lease, m_holder->backend_now));
   int code = failing ? exit_code::k_unavailable : m_config.conflict_exit_code;
   LogLevel level = failing ? LogLevel::error : LogLevel::info;
   acts.push_back(notice(now, WaitNotice::Event::gave_up, level));

@@ -50,6 +50,16 @@ CallResult on_stepped_clock(CallResult r, int64_t step) {
   return r;
 }
 
+// An acquire's reply that shows the mutex in quarantine (lua/common.lua:
+// no owner, revoked until transition_at).
+CallResult quarantine_reply(Harness& h, const action::Call& call) {
+  CallResult r = h.backend.apply("m", "me", call);
+  r.observed.lease = Lease{};
+  r.observed.lease.transition_at = r.observed.now + 5000;
+  r.observed.lease.quarantine = true;
+  return r;
+}
+
 } // namespace
 
 TEST_SUITE("core::Contender") {
@@ -163,6 +173,35 @@ TEST_SUITE("core::Contender") {
     REQUIRE(find<action::Exit>(a));
     CHECK(find<action::Exit>(a)->code == 75);
     CHECK(!find<action::Call>(a));
+  }
+
+  TEST_CASE("a quarantine is never the conflict code: --no-wait and --timeout exit 69 saying why") {
+    Harness h;
+    ContenderConfig nw = contender_config("me");
+    nw.no_wait = true;
+    nw.conflict_exit_code = 0; // the cron recipe: busy is not a failure
+    Contender d = make_contender(nw);
+    Actions a = d.start(h.local);
+    a = d.on_reply(h.local, quarantine_reply(h, *find<action::Call>(a)));
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 69);
+    REQUIRE(find<action::Notice>(a));
+    CHECK(find<action::Notice>(a)->level == LogLevel::error);
+    CHECK(find<action::Notice>(a)->notice.quarantine);
+
+    ContenderConfig to = contender_config("me");
+    to.wait_timeout_ms = 3000;
+    to.conflict_exit_code = 0;
+    Contender t = make_contender(to);
+    a = t.start(h.local);
+    a = t.on_reply(h.local, quarantine_reply(h, *find<action::Call>(a)));
+    CHECK(!find<action::Exit>(a)); // it waits, as for a holder
+    h.advance(3000);
+    a = t.on_timer(h.local);
+    REQUIRE(find<action::Exit>(a));
+    CHECK(find<action::Exit>(a)->code == 69);
+    REQUIRE(find<action::Notice>(a));
+    CHECK(find<action::Notice>(a)->notice.quarantine);
   }
 
   TEST_CASE("a release notification makes a waiter try at once") {
