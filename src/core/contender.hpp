@@ -179,6 +179,10 @@ private:
     bool phase_pending = false;           // schedule: the last run's start is to be read
     bool run_pending = false;             // schedule: a run starts once its start is recorded
     bool stopped_after_exit = false;      // lead, schedule: asked to stop once CMD had exited
+    // A guard outage: its failures in a row and when the first was seen
+    // (one warning when it begins, one line when the backend answers).
+    int guard_failures = 0;
+    int64_t guard_failing_since = 0;
     // stopping after a loss: the lost event to record once CMD is gone
     // (after_loss); its exit code is CMD's, once known.
     std::optional<action::RecordLost> lost;
@@ -265,6 +269,7 @@ private:
   Actions plan_first_run(int64_t now, const CallResult& r, Actions acts);
   Actions on_owner_timer(int64_t now);
   Actions guard_if_due(int64_t now, Actions acts);
+  Action guard_failed(int64_t now, const std::string& error);
   Actions begin_stop(int64_t now, const std::string& why, LossSeen loss, Actions acts = {});
   Actions on_owner_signal(int64_t now, int signo, bool stop, bool again);
   Actions after_loss(int64_t now, Actions acts); // CMD is gone after a loss

@@ -139,7 +139,7 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
                                  "could not extend the lease for --min-hold: " + r.error}});
     }
     own.guard_at = now + m_config.retry_ms; // on_timer stops CMD at the kill point first
-    return {action::Log{LogLevel::warning, "guard failed: " + r.error + "; retrying"}};
+    return {guard_failed(now, r.error)};
   }
   const Observed& o = r.observed;
   if (!o.lease.owned_by(m_config.contender_id, o.now) ||
@@ -157,12 +157,45 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
   own.adopt(o.lease, owner_times(o, sent_at));
   if (own.holding && !own.hold_sent) return after_all_gone(now, {});
   if (own.holding) return finish(now, m_child_code);
-  Actions acts{action::SetDeadline{own.deadline},
-               action::Log{LogLevel::verbose, "renewed " + m_config.mutex + " until +" +
-                                                  format_duration(o.lease.transition_at - o.now)}};
+  Actions acts{action::SetDeadline{own.deadline}};
+  if (own.guard_failures > 0) {
+    acts.push_back(action::Log{
+        LogLevel::info, "guard answered again after " +
+                            format_duration(now - own.guard_failing_since) + " (" +
+                            std::to_string(own.guard_failures) + " failed); renewed " +
+                            m_config.mutex + " until +" +
+                            format_duration(o.lease.transition_at - o.now)});
+    own.guard_failures = 0;
+  } else {
+    acts.push_back(action::Log{LogLevel::verbose,
+                               "renewed " + m_config.mutex + " until +" +
+                                   format_duration(o.lease.transition_at - o.now)});
+  }
   if (m_config.mode == ContenderConfig::Mode::schedule)
     return on_marked(now, r, mark, std::move(acts));
   return acts;
+}
+
+// A guard that failed (or got no answer): a warning at the first of an
+// outage, with the time CMD has left; verbose lines for the retries after
+// it (4 a second at the default --ttl would bury the log).
+Action Contender::guard_failed(int64_t now, const std::string& error) {
+  Owner& own = owner();
+  if (own.guard_failures++ > 0) {
+    return action::Log{LogLevel::verbose, "guard failed again (" + error + "); " +
+                                              std::to_string(own.guard_failures) +
+                                              " failures in a row"};
+  }
+  own.guard_failing_since = now;
+  std::string left = own.child_running
+                         ? "the command is stopped in " +
+                               format_duration(std::max<int64_t>(own.kill_point - now, 0)) +
+                               " unless it answers"
+                         : "the lease runs out in " +
+                               format_duration(std::max<int64_t>(own.deadline - now, 0)) +
+                               " unless it answers";
+  return action::Log{LogLevel::warning, "guard failed: " + error + "; retrying every " +
+                                            format_duration(m_config.retry_ms) + "; " + left};
 }
 
 Actions Contender::begin_stop(int64_t now, const std::string& why, LossSeen loss, Actions acts) {

@@ -220,6 +220,40 @@ TEST_SUITE("core::Contender lost event") {
     }
   }
 
+  // Issue 31 §5: the log of an owner whose backend is down was 4 lines a
+  // second ("guard failed ... retrying" at every retry).
+  TEST_CASE("a guard outage: one warning with the time CMD has left, one line when it answers") {
+    World w(contender_config());
+    w.start();
+    REQUIRE(w.child);
+    auto lines = [&](LogLevel level, const std::string& part) {
+      int n = 0;
+      for (const Action& a : w.log)
+        if (const auto* l = std::get_if<action::Log>(&a);
+            l && l->level == level && l->message.find(part) != std::string::npos)
+          ++n;
+      return n;
+    };
+    // Twice: fail from the guard on until 100 ms before the kill point
+    // (retries every 250 ms), then answer.
+    for (int outage = 1; outage <= 2; ++outage) {
+      CAPTURE(outage);
+      w.until(w.c.wake_at().value() - 1); // just before the guard
+      int64_t kill_point = w.c.deadline() - 1000; // kill_after 1 s
+      REQUIRE(kill_point - w.local > 600);
+      w.failing = true;
+      w.until(kill_point - 100);
+      CHECK(lines(LogLevel::warning, "guard failed") == outage);
+      CHECK(lines(LogLevel::warning, "the command is stopped in ") == outage);
+      CHECK(lines(LogLevel::verbose, "guard failed again") >= 2 * outage);
+      w.failing = false;
+      w.until(kill_point - 1); // the last retry before the kill point is answered
+      CHECK(lines(LogLevel::info, "guard answered again after ") == outage);
+      CHECK(w.child);
+    }
+    CHECK(w.lost().empty());
+  }
+
   TEST_CASE("no renewal by the kill point: unrenewed, after SIGKILL when CMD ignores TERM") {
     World w(contender_config());
     w.start();
