@@ -32,5 +32,6 @@ try() {
 try stall 2s 100000 15000
 # Streamed as fast as the server can: bounded (at 256 MiB, or at the
 # call's deadline, whichever libpq lets us see first: it reads on while
-# bytes keep coming). The old code: 2 GB, 154 s.
-try stream 30s 600000 60000
+# bytes keep coming, up to the one message announced, 1 GB: 680 MB on a
+# busy machine). The old code: 2 GB, 154 s.
+try stream 30s 1100000 60000
