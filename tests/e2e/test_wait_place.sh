@@ -38,4 +38,4 @@ places=$(jq -r 'select(.queue_position) | "\(.queue_position)/\(.queue_length)"'
 [[ $places == "3/3 "* ]] || fail "w3's places: $places"
 # Only ever moving up, and up it moved.
 jq -s '[.[] | select(.queue_position) | .queue_position] | . == (sort | reverse) and min < 3' \
-  "$T/w3.log" | grep -qx true || fail "w3's place did not move up in order: $places"
+  "$T/w3.log" | grep -qx true || fail "w3's place did not move up in order: $places; its log: $(cat -- "$T/w3.log")"
