@@ -229,6 +229,30 @@ wait_file() {
   wait_for "$2" test -e "$1"
 }
 
+# watch_death PID FILE: writes PID's time of death (epoch ns) to FILE, and
+# FILE.ready once it watches (run it in the background; wait for .ready).
+# It waits on a pidfd (readable the moment the process exits; python3),
+# else polls /proc every ~10 ms. A late wake-up only makes the recorded
+# time later: information for a timing report, never the exact check.
+watch_death() {
+  local pid=$1 out=$2
+  if python3 -c 'import os; os.pidfd_open' 2>/dev/null; then
+    python3 - "$pid" "$out" <<'EOF' && return
+import os, select, sys, time
+pid, out = int(sys.argv[1]), sys.argv[2]
+fd = os.pidfd_open(pid)
+open(out + ".ready", "w").close()
+select.select([fd], [], [])
+with open(out + ".tmp", "w") as f:
+    f.write("%d\n" % time.time_ns())
+os.rename(out + ".tmp", out)
+EOF
+  fi
+  : >"$out.ready"
+  [[ -p $T/never ]] || mkfifo "$T/never" 2>/dev/null || true
+  while pid_alive "$pid"; do read -rt 0.01 <>"$T/never" || true; done
+  date +%s%N >"$out.tmp" && mv -- "$out.tmp" "$out"
+}
 # wait_line FILE TIMEOUT: until FILE holds a whole line. A shell's
 # `echo x >>FILE` creates FILE before it writes to it: wait_file can return
 # in between, and a kill that follows can leave FILE empty.

@@ -17,7 +17,9 @@ while [ ! -s "$1" ]; do sleep 0.01; done
 while [ ! -e "$0/go" ]; do sleep 0.01; done
 exit 0'
 # The next holder's CMD: fails when the daemon still holds the lock.
-check='flock -n "$0/overlap" true || { echo "the daemon still holds the lock" >&2; exit 1; }'
+# It notes when it started ($0/waiter.start, epoch ns) for the report.
+check='date +%s%N >"$0/waiter.start"
+flock -n "$0/overlap" true || { echo "the daemon still holds the lock" >&2; exit 1; }'
 
 lock_free() { flock -n "$T/overlap" true; }
 
@@ -60,13 +62,25 @@ finish_waiter kill9
 
 # 2. simba stopped: the watchdog kills the daemon at the lease's deadline.
 start_holder sigstop wait
+watch_death "$daemon" "$T/daemon.died" &
+wait_file "$T/daemon.died.ready" 10
 start_waiter sigstop
 t0=$(now_ms)
 kill -STOP "$holder"
+# The lease's end as the backend has it (simba renews no more).
+lease_end=$(mutex_field m transition_at)
 # ttl + transition after the last renewal, plus slack.
 wait_for 3 pid_dead "$daemon"
 wait_for 1 lock_free
-echo "SIGSTOP: the daemon died $(($(now_ms) - t0)) ms after simba was stopped" >&2
+wait_for 10 test -s "$T/daemon.died"
+wait_for 10 pid_dead "$waiter"
+# The report: the watchdog kills at the deadline, the safety margin before
+# the lease's end (README "Safety model"); a daemon that dies after the
+# lease's end means the kill or the exit was late.
+died=$(($(<"$T/daemon.died") / 1000000))
+started=none
+[[ -s $T/waiter.start ]] && started="$(($(<"$T/waiter.start") / 1000000 - lease_end)) ms"
+echo "SIGSTOP: the daemon died $((died - t0)) ms after simba was stopped, $((lease_end - died)) ms before the lease's end; the next holder's CMD started $started after it" >&2
 kill -CONT "$holder"
 wait_for 10 pid_dead "$holder"
 rc=0

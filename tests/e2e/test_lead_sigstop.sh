@@ -57,29 +57,8 @@ if [[ $leader == "$s1" ]]; then other=$s2; elif [[ $leader == "$s2" ]]; then oth
 fi
 pid_alive "$cmd1" || fail "the leader's CMD is not running"
 
-# The old CMD's time of death on the common clock (ns): a watcher waits on a
-# pidfd (readable the moment the process exits; python3), else polls /proc
-# every ~10 ms. A late wake-up only makes the recorded time later, which
-# makes the check below stricter, not looser.
-watch_death() {
-  local pid=$1 out=$2
-  if python3 -c 'import os; os.pidfd_open' 2>/dev/null; then
-    python3 - "$pid" "$out" <<'EOF' && return
-import os, select, sys, time
-pid, out = int(sys.argv[1]), sys.argv[2]
-fd = os.pidfd_open(pid)
-open(out + ".ready", "w").close()
-select.select([fd], [], [])
-with open(out + ".tmp", "w") as f:
-    f.write("%d\n" % time.time_ns())
-os.rename(out + ".tmp", out)
-EOF
-  fi
-  : >"$out.ready"
-  while pid_alive "$pid"; do read -rt 0.01 <>"$T/never" || true; done
-  date +%s%N >"$out.tmp" && mv -- "$out.tmp" "$out"
-}
-mkfifo "$T/never"
+# The old CMD's time of death (common.sh): information next to the
+# flock check.
 watch_death "$cmd1" "$T/died" &
 wait_file "$T/died.ready" 60 # the watcher is ready (it holds the pidfd or polls)
 pid_alive "$cmd1" || fail "the leader's CMD died before the SIGSTOP"
