@@ -6,6 +6,7 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "sys/fd.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -118,15 +119,55 @@ CLI::App* add_acquire_command(CLI::App& app, AcquireOptions& o) {
   return cmd;
 }
 
+namespace {
+
+// The --env-file, opened before the wait: a file we cannot write must not
+// cost a lease. One this acquire created is removed again when it ends
+// without a lease written to it (a --timeout, a signal, an error): a CI
+// clean-up step that tests for the file (README's GitLab recipe) must not
+// find an empty one and release "".
+class EnvFile {
+public:
+  explicit EnvFile(const std::string& path) : m_path(path) {
+    if (path.empty()) return;
+    m_fd.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    m_created = m_fd.valid();
+    if (!m_fd && errno == EEXIST)
+      m_fd.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+    if (!m_fd) throw UsageError("cannot open --env-file " + path + ": " + std::strerror(errno));
+  }
+  EnvFile(const EnvFile&) = delete;
+  EnvFile& operator=(const EnvFile&) = delete;
+  ~EnvFile() {
+    if (m_created && !m_written) ::unlink(m_path.c_str());
+  }
+
+  int fd() const { return m_fd ? m_fd.get() : 1; } // none: stdout
+  // Writes the assignments; false (errno set) if they may not all be there.
+  bool write(const std::string& text) {
+    bool ok = write_all(fd(), text);
+    int err = errno;
+    if (m_fd && !m_fd.close() && ok) {
+      ok = false;
+      err = errno;
+    }
+    m_written = ok;
+    errno = err;
+    return ok;
+  }
+
+private:
+  std::string m_path;
+  sys::Fd m_fd;
+  bool m_created = false;
+  bool m_written = false;
+};
+
+} // namespace
+
 Outcome acquire_command(const AcquireOptions& o) {
   core::ContenderConfig config = acquire_config(o);
-  int fd = 1;
-  if (!o.env_file.empty()) {
-    // Opened first: a file we cannot write must not cost a lease.
-    fd = ::open(o.env_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0)
-      throw UsageError("cannot open --env-file " + o.env_file + ": " + std::strerror(errno));
-  }
+  EnvFile env(o.env_file);
   Log log{o.common.quiet, o.common.verbose, false, false};
   auto backend = open_backend(o.common);
   if (config.slots > 1 && !backend->has_slots())
@@ -137,10 +178,7 @@ Outcome acquire_command(const AcquireOptions& o) {
   process::Watchdog watchdog;
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
   Outcome out = drive(contender, config, *backend, none, log, watchdog, true);
-  if (out.code != 0 || !out.leased) {
-    if (fd > 1) ::close(fd);
-    return out;
-  }
+  if (out.code != 0 || !out.leased) return out;
   core::LeaseHandle h{core::backend_fingerprint(backend->describe()),
                       config.mutex,
                       config.contender_id,
@@ -149,13 +187,8 @@ Outcome acquire_command(const AcquireOptions& o) {
                       config.transition_ms,
                       out.leased->lease.slot,
                       config.slots};
-  bool written = write_all(fd, assignments(h, *out.leased));
-  int err = errno;
-  if (fd > 1 && ::close(fd) != 0 && written) {
-    written = false;
-    err = errno;
-  }
-  if (!written) {
+  if (!env.write(assignments(h, *out.leased))) {
+    int err = errno;
     // Nobody could use or release it: give it back now.
     backend->release(core::lease_name(h), config.contender_id, h.token, k_call_timeout_ms);
     throw Error(k_cannot_write, "cannot write the lease handle" +
