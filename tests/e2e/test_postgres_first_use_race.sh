@@ -72,22 +72,33 @@ done
 #    back, nothing applied) is sent again within the call's budget, not
 #    taken for an unavailable server (exit 69). The other session holds
 #    the lease row and then asks for a lock on the history table, which
-#    simba's acquire (waiting for the row) holds: simba's check, the later
-#    one (its deadlock_timeout 1.5 s), finds the cycle.
+#    simba's acquire (waiting for the row) holds: simba's check, the
+#    earlier one (its deadlock_timeout 3 s, the other's 30 s), finds the
+#    cycle.
 assert_exit 0 "$SIMBA" run --backend "$uri" --mutex d -- true
 before=$(sql "SELECT deadlocks FROM pg_stat_database WHERE datname = '$db'")
-{
-  echo "SET deadlock_timeout = '30s';"
-  echo 'BEGIN;'
-  echo "UPDATE simba_leases SET owner = owner WHERE mutex = 'd';"
-  echo 'SELECT pg_sleep(1);'
-  echo 'LOCK TABLE simba_history IN SHARE MODE;'
-  echo 'SELECT pg_sleep(0.5);'
-  echo 'COMMIT;'
-} | psql -X -q -At "$pg_uri" >"$T/psql3.out" 2>&1 &
+# The other session reads its lines from a FIFO: the row first, the LOCK
+# only once simba's acquire waits for the row (no sleep to guess with on a
+# busy machine).
+mkfifo "$T/other.in"
+psql -X -q -At "$pg_uri" <"$T/other.in" >"$T/psql3.out" 2>&1 &
 other=$!
-sleep 0.3
-assert_exit 0 "$SIMBA" run --backend "$uri&options=-c%20deadlock_timeout%3D1500ms" --mutex d -- true
+exec {to_other}>"$T/other.in"
+printf '%s\n' "SET deadlock_timeout = '30s';" 'BEGIN;' \
+  "UPDATE simba_leases SET owner = owner WHERE mutex = 'd';" "SELECT 'row locked';" >&"$to_other"
+wait_for 20 grep -q 'row locked' "$T/psql3.out"
+"$SIMBA" run --backend "$uri&options=-c%20deadlock_timeout%3D3000ms" --mutex d -- true 2>"$T/err" &
+simba=$!
+simba_waits() {
+  [[ $(sql "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db'
+              AND wait_event_type = 'Lock' AND application_name NOT LIKE 'psql%'") -ge 1 ]]
+}
+wait_for 20 simba_waits
+printf '%s\n' 'LOCK TABLE simba_history IN SHARE MODE;' 'SELECT pg_sleep(0.5);' 'COMMIT;' >&"$to_other"
+exec {to_other}>&-
+rc=0
+wait "$simba" || rc=$?
+assert_eq 0 "$rc" "simba's run whose acquire lost a deadlock ($(cat -- "$T/err"))"
 wait "$other" || true
 # Sent again at once: no warning of a failing backend, no back-off.
 [[ ! -s $T/err ]] || fail "simba's acquire after its deadlock: $(cat -- "$T/err")" 
