@@ -85,12 +85,9 @@ public:
   }
 
   // `token` 0: whatever lease `who` owns (backend.hpp).
-  // A lease revoked from `who` (no owner) ends too, by its token.
   core::CallResult release(const std::string& mutex, const std::string& who, uint64_t token = 0) {
     core::Lease& l = m_leases[mutex];
-    bool revoked_ours = token != 0 && l.revoked_at(now) && l.fencing_token == token;
-    if (!revoked_ours && (!l.owned_by(who, now) || (token != 0 && l.fencing_token != token)))
-      return ok(l);
+    if (!l.owned_by(who, now) || (token != 0 && l.fencing_token != token)) return ok(l);
     l.owner_id.clear();
     l.transition_at = l.ttl_at = now;
     l.holding = false;
