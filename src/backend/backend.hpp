@@ -212,10 +212,6 @@ public:
   // token `token`; `changed` says whether it did. Wakes the waiters
   // (notify). `token` 0: whatever lease `contender` owns (a contender whose
   // acquire got no answer does not know the token; its id is its own).
-  // Also a lease revoked by force_release (no owner) with fencing token
-  // `token` (not 0) ends at once: its owner releases only once its CMD
-  // and all it left are gone, and need not keep the others out until the
-  // transition's end. No history event (the revocation wrote `forced`).
   virtual Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                         int64_t timeout_ms) = 0;
 

@@ -227,37 +227,6 @@ TEST_CASE("release of an expired lease by its former owner changes nothing") {
   CHECK_FALSE(rel.changed);
 }
 
-// Issue 31 §4: after release --force the owner stops its CMD in
-// milliseconds, and then releases (the core releases only once CMD and all
-// it left are gone): the mutex must not stay blocked for the revoked
-// lease's whole transition.
-TEST_CASE("release of a revoked lease by its token ends it at once; another token or 0 does not") {
-  auto b = open_test_backend();
-  auto m = unique_mutex("revoked-release");
-  Reply a = require_ok(b->acquire(m, "A", 10000, 10000, k_timeout));
-  uint64_t t = a.observed.lease.fencing_token;
-  REQUIRE(require_ok(b->force_release(m, 0, k_timeout)).changed);
-  // A wrong token, or 0 (a contender whose acquire got no answer): nothing.
-  CHECK_FALSE(require_ok(b->release(m, "A", t + 1, k_timeout)).changed);
-  CHECK_FALSE(require_ok(b->release(m, "A", 0, k_timeout)).changed);
-  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed);
-  // Its owner releases it with its token: it ends now.
-  CHECK(require_ok(b->release(m, "A", t, k_timeout)).changed);
-  Reply next = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
-  REQUIRE(next.changed);
-  CHECK(next.observed.lease.fencing_token > t);
-  // The old token again: B's lease stands.
-  CHECK_FALSE(require_ok(b->release(m, "A", t, k_timeout)).changed);
-  Reply now = require_ok(b->get(m, k_timeout));
-  CHECK(now.observed.lease.owned_by("B", now.observed.now));
-  // The revocation was the event; its end adds none.
-  simba::backend::History h = b->history(m, 0, k_timeout);
-  REQUIRE_MESSAGE(h.ok, h.error);
-  std::vector<std::string> names;
-  for (const auto& e : h.events) names.push_back(e.event);
-  CHECK(names == std::vector<std::string>{"acquired", "forced", "acquired"});
-}
-
 TEST_CASE(
     "force_release revokes: the owner goes at once, others wait until the lease would have ended") {
   auto b = open_test_backend();

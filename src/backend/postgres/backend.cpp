@@ -94,15 +94,7 @@ public:
     if (is_slot_row(mutex))
       return run_slot(m_sql.release_slot, {mutex, contender, std::to_string(token), m_exit_code},
                       timeout_ms);
-    Reply r =
-        run(m_sql.release, {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms);
-    // Not ours any more: perhaps revoked from us (backend.hpp), a rare
-    // case (after a release --force) that costs the release a second
-    // statement rather than every release a costlier one.
-    if (r.ok() && !r.changed && token != 0 && r.observed.lease.revoked_at(r.observed.now) &&
-        r.observed.lease.fencing_token == token)
-      r = run(m_sql.end_revoked, {mutex, std::to_string(token), contender}, timeout_ms);
-    return r;
+    return run(m_sql.release, {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms);
   }
 
   // A slot's: the owner and the waiters listen on the mutex's channel.

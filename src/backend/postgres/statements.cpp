@@ -322,21 +322,6 @@ up AS (
 constexpr const char* k_leave_queue = R"(,
 left_queue AS (DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text))";
 
-// end_revoked: $1 mutex, $2 token, $3 the releaser. A lease revoked by
-// force_release (no owner, transition_at kept so that its CMD stops
-// first) that its owner releases with its token: simba releases only
-// once its CMD and all it left are gone, so it ends now. No history event
-// (the revocation wrote 'forced'); the first live waiter is woken.
-constexpr const char* k_end_revoked = R"(,
-up AS (
-  UPDATE {L} AS l SET holding = false, ttl_at = least(l.ttl_at, n.ms), transition_at = n.ms,
-                      lease_ms = 0
-  FROM n
-  WHERE l.mutex = $1 AND l.owner = '' AND $2::bigint <> 0 AND l.token = $2::bigint
-    AND l.transition_at > n.ms
-  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
-            true AS changed, l.history_seq AS hseq))";
-
 // force_release: $1 mutex, $2 token (0: any), $3 the channel, $4 who
 // forces it (the holder, for the history), $5 by its owner (release
 // --lease: a lease only held ends as a release, no loss). A lease only
@@ -443,7 +428,6 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.release =
       f(with_now + k_release + k_leave_queue + history_writes(released_events("$4"), limit) +
         answer(false, first_waiter("$2::text")));
-  s.end_revoked = f(with_now + k_end_revoked + answer(false, first_waiter("$3::text")));
   // A forced release that freed the mutex (a lease only held) wakes the
   // first live waiter, as a release does; one that revoked a lease tells
   // the owner, and every waiter, on the mutex's channel.

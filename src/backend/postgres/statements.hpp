@@ -23,7 +23,6 @@ struct Statements {
   // Fails unless every table and column of `schema` is there (committed).
   std::string probe_schema;
   std::string acquire, guard, guard_mark, release, force_release, get;
-  std::string end_revoked; // release's second try: the lease revoked from the releaser
   // The lost event of an owner (status_sql.hpp: k_record_lost).
   std::string record_lost;
   // --once-per: as acquire, release and get, with the done record after

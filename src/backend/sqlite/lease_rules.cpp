@@ -23,15 +23,6 @@ bool token_matches(const core::Lease& l, uint64_t token) {
   return token == 0 || l.fencing_token == token;
 }
 
-// A lease revoked by release --force keeps its transition so that its
-// CMD is surely stopped before anyone else runs. Its owner releases it
-// (by its fencing token: the owner id went with the revocation) only once
-// it has seen CMD and all it left gone, so then it ends at once. Never a
-// quarantine: that has no token of ours.
-bool revoked_lease_of(const core::Lease& l, int64_t now, uint64_t token) {
-  return token != 0 && l.revoked_at(now) && !l.quarantine && l.fencing_token == token;
-}
-
 // A released lease has no owner and ended now; the token stays.
 void end_lease(Decision& d, int64_t now) {
   d.write = true;
@@ -118,10 +109,6 @@ Decision decide_release(const core::Lease& cur, int64_t now, const std::string& 
                         uint64_t token) {
   Decision d;
   d.lease = cur;
-  if (revoked_lease_of(cur, now, token)) {
-    end_lease(d, now);
-    return d;
-  }
   if (!cur.owned_by(contender, now) || !token_matches(cur, token)) return d;
   end_lease(d, now);
   return d;

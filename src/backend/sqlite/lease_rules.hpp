@@ -44,8 +44,6 @@ Decision decide_begin_step(const core::Lease& cur, int64_t now, const std::strin
 Decision decide_extend(const core::Lease& cur, int64_t now, const std::string& contender,
                        uint64_t token, int64_t ttl_ms, int64_t transition_ms);
 
-// release: the contender's own lease, or the one revoked from it (by its
-// token, once its CMD is gone: lease_rules.cpp), ends now.
 Decision decide_release(const core::Lease& cur, int64_t now, const std::string& contender,
                         uint64_t token);
 
