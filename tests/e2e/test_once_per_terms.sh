@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
+# backends: sqlite redis
 # run --once-per: the contenders of a mutex share its terms (issue 36 §3).
 # A run of --once-per 1d (an --offset that keeps the window away from its
 # boundary); then --once-per 1h, 1s, and 1d with another --offset must
 # exit 64 naming both terms, without running CMD (each period used to
 # replace the other's record, so every one ran). The same terms again are
-# judged as before: already ran. (SQLite; Redis and PostgreSQL: not yet.)
+# judged as before: already ran.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 day=86400000

@@ -56,7 +56,9 @@ bool read_done(const redisReply* r, size_t first, std::optional<core::DoneRecord
             as_string(r->element[first + 3], rec.host) && as_int(r->element[first + 4], token) &&
             as_int(r->element[first + 5], rec.started_at) &&
             as_int(r->element[first + 6], finished) && as_int(r->element[first + 7], exit_code) &&
-            as_int(r->element[first + 8], rec.finished_at);
+            as_int(r->element[first + 8], rec.finished_at) &&
+            as_int(r->element[first + 9], rec.period_ms) &&
+            as_int(r->element[first + 10], rec.offset_ms);
   rec.token = static_cast<uint64_t>(token);
   rec.finished = finished != 0;
   rec.exit_code = static_cast<int>(exit_code);

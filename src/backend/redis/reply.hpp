@@ -35,8 +35,8 @@ bool read_lease(const redisReply* r, size_t first, core::Lease& l);
 
 // The done record of --once-per as the *_once scripts append it
 // (lua/common_once.lua: once_reply): has, window, label, host, token,
-// started_at, finished, exit_code, finished_at.
-constexpr size_t k_done_fields = 9;
+// started_at, finished, exit_code, finished_at, period, offset.
+constexpr size_t k_done_fields = 11;
 bool read_done(const redisReply* r, size_t first, std::optional<core::DoneRecord>& d);
 
 // Pub/sub: the confirmation of a SUBSCRIBE (SSUBSCRIBE); a message on

@@ -7,21 +7,25 @@
 -- <hash>:once, and the new lease writes the record of its run (unfinished)
 -- in the same script. A lease of ours without a record of its own (handed
 -- over by a plain release) is judged too, and ended if the window may not
--- run. The reply is acquire's followed by the record (once_reply).
+-- run. A record of other terms (--once-per, --offset) whose window lasts
+-- refuses the same way (terms_differ; simba then exits 64). The reply is
+-- acquire's followed by the record (once_reply).
 local now, now_us = clock()
 local l = read_lease(KEYS[1], KEYS[2])
 local me = ARGV[1]
 local ttl, transition = tonumber(ARGV[2]), tonumber(ARGV[3])
 local once = KEYS[1] .. ':once'
 local rec = read_once(once)
-local window = window_start(now, tonumber(ARGV[4]), tonumber(ARGV[5]))
+local period, offset = tonumber(ARGV[4]), tonumber(ARGV[5])
+local window = window_start(now, period, offset)
 local function may_run()
+  if terms_differ(rec, now, period, offset) then return false end
   local state = judge_window(rec, {owner = '', transition_at = 0}, now, window)
   return state == 'open' or (state == 'failed' and ARGV[6] == '1')
 end
 local function start_record()
   rec = {window = window, label = ARGV[7], host = ARGV[8], token = l.token, started_at = now,
-         finished = false, exit_code = 0, finished_at = 0}
+         finished = false, exit_code = 0, finished_at = 0, period = period, offset = offset}
   write_once(once, rec)
 end
 if not free(l, now) then
