@@ -64,7 +64,12 @@ while read -r _ _ ns; do
   fi
   prev=$ns
 done <"$T/always.log"
-assert_eq held "$(mutex_state r3)" "--restart always: state while running"
+# The owner renews when the ttl ends (the seed's rule), so a read during
+# the guard's round trip sees the lease in its transition: still its lease
+# (PostgreSQL under stress-ng saw it so), never free.
+state=$(mutex_state r3)
+[[ $state == held || $state == transition ]] ||
+  fail "--restart always: state while running: expected held (or transition), got [$state]"
 pid_alive "$lead" || fail "--restart always: simba exited"
 
 kill -TERM "$lead"
