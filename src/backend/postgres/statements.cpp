@@ -199,10 +199,16 @@ std::string once_terms(std::string sql) {
       {"{D}", "(l.transition_at <= excluded.acquired_at AND {MAY} AND "
               "excluded.acquired_at >= (SELECT till FROM q))"},
       {"{START}", "({B} OR {D})"}};
-  for (int pass = 0; pass < 3; ++pass)
+  // Terms hold terms ({MAY} holds {DIFFER}, which holds {NOW}): replace
+  // until none is left, however deep they nest.
+  for (bool replaced = true; replaced;) {
+    replaced = false;
     for (auto [token, text] : parts)
-      for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
+      for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at)) {
         sql.replace(at, std::strlen(token), text);
+        replaced = true;
+      }
+  }
   return sql;
 }
 
