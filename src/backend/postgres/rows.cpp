@@ -33,6 +33,8 @@ core::DoneRecord read_done(const Row& row, size_t at) {
   d.finished = row[at + 5] == "t";
   d.exit_code = static_cast<int>(number(row[at + 6]));
   d.finished_at = number(row[at + 7]);
+  d.period_ms = number(row[at + 8]); // "" (NULL, an older simba's record): 0
+  d.offset_ms = number(row[at + 9]);
   return d;
 }
 

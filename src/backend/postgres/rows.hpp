@@ -22,7 +22,7 @@ int64_t number(const std::string& s);
 core::Lease read_lease(const Row& row, size_t at);
 
 // The done record's columns (statements.hpp), from column `at` on.
-constexpr size_t k_done_columns = 8;
+constexpr size_t k_done_columns = 10;
 core::DoneRecord read_done(const Row& row, size_t at);
 
 // A free mutex during a quarantine that lasts until `till` is shown as one

@@ -24,13 +24,14 @@ namespace simba::backend::pg {
 namespace {
 
 // The done record of --once-per (core::DoneRecord): columns of the lease's
-// row, once_window NULL when there is none.
+// row, once_window NULL when there is none; once_period and once_offset are
+// the run's terms (NULL in a record of an older simba).
 constexpr const char* k_once_fields =
     "once_window, once_label, once_host, once_token, once_started_at, once_finished, "
-    "once_exit_code, once_finished_at";
+    "once_exit_code, once_finished_at, once_period, once_offset";
 constexpr const char* k_once_columns =
     ",\n       r.once_window, r.once_label, r.once_host, r.once_token, r.once_started_at, "
-    "r.once_finished, r.once_exit_code, r.once_finished_at";
+    "r.once_finished, r.once_exit_code, r.once_finished_at, r.once_period, r.once_offset";
 
 } // namespace
 
@@ -173,7 +174,9 @@ std::string with_counters(std::string sql) {
 // too, and ended if the window may not run.
 //
 // The terms of k_acquire_once, spelled out: MINE, we are the valid owner;
-// OWNREC, the lease has a record of its own; MAY, core::may_run for the
+// OWNREC, the lease has a record of its own; DIFFER, core::terms_differ
+// (the record's run had another --once-per or --offset and its window
+// lasts: simba then exits 64); MAY, not DIFFER and core::may_run for the
 // window (an unfinished record of it counts as failed, as in Redis); B, a
 // lease of ours without its record and the window may run: the record
 // starts; C, the same but it may not: the lease ends now; D, free, it may
@@ -184,18 +187,28 @@ std::string once_terms(std::string sql) {
       {"{W}", "(SELECT start FROM w)"},
       {"{MINE}", "(l.transition_at > excluded.acquired_at AND l.owner = $2::text)"},
       {"{OWNREC}", "(l.once_window IS NOT NULL AND l.once_token = l.token)"},
-      {"{MAY}", "(l.once_window IS DISTINCT FROM (SELECT start FROM w) OR ($8::boolean AND "
-                "NOT coalesce(l.once_finished AND l.once_exit_code = 0, false)))"},
+      {"{DIFFER}", "coalesce(l.once_period > 0 AND (l.once_period <> $6::bigint OR "
+                   "l.once_offset <> $7::bigint) AND {NOW} < l.once_window + l.once_period, "
+                   "false)"},
+      {"{MAY}", "(NOT {DIFFER} AND (l.once_window IS DISTINCT FROM (SELECT start FROM w) OR "
+                "($8::boolean AND NOT coalesce(l.once_finished AND l.once_exit_code = 0, "
+                "false))))"},
       {"{TOKEN}", "greatest(l.token + 1, (SELECT us FROM n))"},
       {"{B}", "({MINE} AND NOT {OWNREC} AND {MAY})"},
       {"{C}", "({MINE} AND NOT {OWNREC} AND NOT {MAY})"},
       {"{D}", "(l.transition_at <= excluded.acquired_at AND {MAY} AND "
               "excluded.acquired_at >= (SELECT till FROM q))"},
       {"{START}", "({B} OR {D})"}};
-  for (int pass = 0; pass < 3; ++pass)
+  // Terms hold terms ({MAY} holds {DIFFER}, which holds {NOW}): replace
+  // until none is left, however deep they nest.
+  for (bool replaced = true; replaced;) {
+    replaced = false;
     for (auto [token, text] : parts)
-      for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at))
+      for (size_t at = sql.find(token); at != std::string::npos; at = sql.find(token, at)) {
         sql.replace(at, std::strlen(token), text);
+        replaced = true;
+      }
+  }
   return sql;
 }
 
@@ -204,13 +217,15 @@ w AS (SELECT {WINDOW} AS start FROM n),
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
                         once_window, once_label, once_host, once_token, once_started_at,
-                        once_finished, once_exit_code, once_finished_at, holder, holder_token,
-                        history_seq, acquisitions, losses, lease_ms)
+                        once_finished, once_exit_code, once_finished_at, once_period,
+                        once_offset, holder, holder_token, history_seq, acquisitions, losses,
+                        lease_ms)
   SELECT $1, CASE WHEN n.ms < q.till THEN '' ELSE $2::text END, n.ms, n.ms + $3::bigint,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.ms + $3::bigint + $4::bigint END,
          CASE WHEN n.ms < q.till THEN 0 ELSE n.us END, false,
          CASE WHEN n.ms < q.till THEN NULL ELSE w.start END, $9::text, $10::text, n.us, n.ms,
-         false, 0, 0, NULLIF($11::text, ''), CASE WHEN n.ms < q.till THEN 0 ELSE n.us END,
+         false, 0, 0, $6::bigint, $7::bigint, NULLIF($11::text, ''),
+         CASE WHEN n.ms < q.till THEN 0 ELSE n.us END,
          CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, CASE WHEN n.ms < q.till THEN 0 ELSE 1 END, 0,
          $3::bigint + $4::bigint
   FROM n CROSS JOIN q CROSS JOIN w LEFT JOIN old ON true
@@ -230,6 +245,8 @@ up AS (
     once_finished = CASE WHEN {START} THEN false ELSE l.once_finished END,
     once_exit_code = CASE WHEN {START} THEN 0 ELSE l.once_exit_code END,
     once_finished_at = CASE WHEN {START} THEN 0 ELSE l.once_finished_at END,
+    once_period = CASE WHEN {START} THEN $6::bigint ELSE l.once_period END,
+    once_offset = CASE WHEN {START} THEN $7::bigint ELSE l.once_offset END,
     holder = CASE WHEN {D} THEN excluded.holder ELSE l.holder END,
     holder_token = CASE WHEN {D} THEN {TOKEN} ELSE l.holder_token END,
     history_seq = CASE WHEN {D} THEN coalesce(l.history_seq, 0) +
@@ -240,7 +257,7 @@ up AS (
   WHERE {MINE} OR {D}
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
-            l.once_finished, l.once_exit_code, l.once_finished_at,
+            l.once_finished, l.once_exit_code, l.once_finished_at, l.once_period, l.once_offset,
             NOT (l.owner = '' AND l.token = 0) AS changed, coalesce(l.history_seq, 0) AS hseq))";
 
 // $11: the holder, as acquire's $6. A lease of ours ended because its
@@ -269,7 +286,8 @@ up AS (
     AND ($3::bigint = 0 OR l.token = $3::bigint) AND l.transition_at > n.ms
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at,
-            l.once_finished, l.once_exit_code, l.once_finished_at, true AS changed,
+            l.once_finished, l.once_exit_code, l.once_finished_at, l.once_period, l.once_offset,
+            true AS changed,
             l.history_seq AS hseq))";
 
 // guard, hold, extend, begin_step: $1 mutex, $2 contender, $3 token, $4

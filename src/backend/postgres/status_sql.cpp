@@ -7,7 +7,8 @@ const char* const k_status_schema = R"(
 ALTER TABLE {L} ADD COLUMN IF NOT EXISTS holder text,
   ADD COLUMN IF NOT EXISTS holder_token bigint, ADD COLUMN IF NOT EXISTS history_seq bigint,
   ADD COLUMN IF NOT EXISTS acquisitions bigint, ADD COLUMN IF NOT EXISTS losses bigint,
-  ADD COLUMN IF NOT EXISTS lost_token bigint, ADD COLUMN IF NOT EXISTS lease_ms bigint;
+  ADD COLUMN IF NOT EXISTS lost_token bigint, ADD COLUMN IF NOT EXISTS lease_ms bigint,
+  ADD COLUMN IF NOT EXISTS once_period bigint, ADD COLUMN IF NOT EXISTS once_offset bigint;
 ALTER TABLE {Z} ADD COLUMN IF NOT EXISTS holder text;
 CREATE TABLE IF NOT EXISTS {H} (
   mutex text NOT NULL, seq bigint NOT NULL, at bigint NOT NULL, event text NOT NULL,
@@ -17,7 +18,7 @@ ALTER TABLE {H} ADD COLUMN IF NOT EXISTS reason text, ADD COLUMN IF NOT EXISTS b
 
 const char* const k_status_probe = R"(SELECT 1 FROM (
   SELECT l.holder, l.holder_token, l.history_seq, l.acquisitions, l.losses, l.lost_token,
-         l.lease_ms, z.holder, h.reason, h.by_owner
+         l.lease_ms, l.once_period, l.once_offset, z.holder, h.reason, h.by_owner
   FROM {L} l, {S} s, {Z} z, {H} h LIMIT 0) t)";
 
 const char* const k_old_row = R"(,
