@@ -63,6 +63,7 @@ pid_alive "$victim" && wait_for 2 pid_dead "$victim"
 start=$(now_ms)
 wait_for 5 two_active
 elapsed=$(($(now_ms) - start))
+echo "info: a standby took the freed slot after ${elapsed} ms" >&2
 ((elapsed <= 1000 + 1000 + 1000)) || fail "a standby took the slot after ${elapsed} ms"
 watch_at_most_two 2
 started=$(ls "$T/active" | wc -l)
