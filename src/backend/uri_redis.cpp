@@ -6,6 +6,8 @@
 
 #include "core/duration.hpp"
 
+#include <strings.h>
+
 #include <climits>
 #include <cstdlib>
 #include <string>
@@ -219,8 +221,17 @@ std::vector<RedisSentinels::Node> parse_node_list(const std::string& list, int d
   return nodes;
 }
 
+// Each sentinel counts once toward the majority that names the master: one
+// listed twice would count twice (as written; two names of one host are
+// not seen, README says so).
 void parse_sentinel_nodes(const std::string& list, RedisUri& e, const std::string& shown) {
   e.sentinel.nodes = parse_node_list(list, 26379, "a sentinel", shown);
+  const auto& nodes = e.sentinel.nodes;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (nodes[j].port == nodes[i].port && strcasecmp(nodes[j].host.c_str(), nodes[i].host.c_str()) == 0)
+        bad_uri(shown, "the sentinel " + nodes[i].host + ":" + std::to_string(nodes[i].port) +
+                           " is listed twice (each sentinel counts once toward the majority)");
 }
 
 

@@ -132,8 +132,14 @@ public:
     if (path.empty()) return;
     m_fd.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     m_created = m_fd.valid();
-    if (!m_fd && errno == EEXIST)
-      m_fd.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+    if (!m_fd && errno == EEXIST) {
+      // O_NONBLOCK: a FIFO nobody reads would block here for ever (ENXIO
+      // instead); the writes later block as usual.
+      m_fd.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK));
+      if (!m_fd && errno == ENXIO)
+        throw UsageError("cannot open --env-file " + path + ": a FIFO that nobody reads");
+      if (m_fd) ::fcntl(m_fd.get(), F_SETFL, O_APPEND);
+    }
     if (!m_fd) throw UsageError("cannot open --env-file " + path + ": " + std::strerror(errno));
   }
   EnvFile(const EnvFile&) = delete;

@@ -42,6 +42,22 @@ backend::Holder this_holder(const char* via, const std::string& command) {
   return backend::Holder{via, this_pid(), this_host(), command};
 }
 
+const CLI::Validator& decimal_number() {
+  static const CLI::Validator check(
+      [](std::string& value) -> std::string {
+        size_t digits = value.size() - (value.rfind('-', 0) == 0 ? 1 : 0);
+        if (digits == 0 || value.find_first_not_of("0123456789", value.size() - digits) !=
+                               std::string::npos)
+          return "a decimal number is expected, not '" + value + "'";
+        size_t first = value.size() - digits;
+        size_t nonzero = value.find_first_not_of('0', first);
+        value.erase(first, (nonzero == std::string::npos ? value.size() - 1 : nonzero) - first);
+        return {};
+      },
+      "");
+  return check;
+}
+
 void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help) {
   cmd.add_option("--backend", o.backend,
                  "Backend URI: sqlite:///path.db, sqlite:rel.db, redis://[[user]:password@]"

@@ -23,6 +23,11 @@ struct CommonOptions {
 
 // --backend (SIMBA_BACKEND), -q (described by `quiet_help`), -v.
 void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help);
+
+// A check for a numeric option: decimal digits only. CLI11 reads integers
+// in C's base 0 (`010` is 8, `0x10` is 16); a count a person types is
+// decimal, so `010` means 10 and anything else is a usage error.
+const CLI::Validator& decimal_number();
 // --mutex (SIMBA_MUTEX), --ttl, --transition, --contender-id and the above.
 void add_contend_options(CLI::App& cmd, CommonOptions& o);
 

@@ -143,7 +143,7 @@ Outcome step_command(const RunOptions& o, const std::vector<std::string>& cmd) {
 } // namespace
 
 void add_slots_option(CLI::App& cmd, int& slots, const char* help) {
-  cmd.add_option("--slots", slots, help);
+  cmd.add_option("--slots", slots, help)->transform(decimal_number());
 }
 
 int slots_config(int slots) {
@@ -165,7 +165,8 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& o) {
                   "quarantine then)");
   cmd->add_flag("--no-wait", o.no_wait, "Do not wait: exit 75 if the mutex is held (69 in a quarantine)");
   cmd->add_option("--conflict-exit-code", o.conflict_exit_code,
-                  "Exit code when not acquired (default 75)");
+                  "Exit code when not acquired (default 75)")
+      ->transform(decimal_number());
   cmd->add_option("--min-hold", o.min_hold,
                   "Keep the lease until acquired_at + D after CMD exits (cron dedup)");
   cmd->add_option("--once-per", o.once_per,
@@ -207,7 +208,8 @@ CLI::App* add_schedule_command(CLI::App& app, ScheduleOptions& o) {
                   "(D between the end of a run and the next start); default fixed-rate");
   cmd->add_option("--initial-delay", o.initial_delay,
                   "Wait this long after becoming leader before the first run (default 0)");
-  cmd->add_option("--max-runs", o.max_runs, "Release and exit after N runs (default: forever)");
+  cmd->add_option("--max-runs", o.max_runs, "Release and exit after N runs (default: forever)")
+      ->transform(decimal_number());
   cmd->add_flag("--align", o.align,
                 "fixed-rate: ticks on multiples of --every on the backend's clock (--every 5m: "
                 ":00, :05, ...), whichever host leads");

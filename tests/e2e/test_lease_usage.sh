@@ -16,6 +16,12 @@ nothing_held acquire without --ttl
 assert_exit 64 "$SIMBA" acquire --mutex m --ttl 30s --env-file "$T/no/such/dir/env"
 one_error_line
 nothing_held acquire with an env file that cannot be opened
+# A FIFO nobody reads would block the open for ever: refused at once.
+mkfifo "$T/fifo"
+assert_exit 64 timeout -k 2 10 "$SIMBA" acquire --mutex m --ttl 30s --env-file "$T/fifo"
+one_error_line
+grep -q "a FIFO that nobody reads" "$T/err" || fail "the FIFO's error: $(<"$T/err")"
+nothing_held acquire with a FIFO nobody reads as its env file
 assert_exit 64 "$SIMBA" acquire --mutex m --ttl 30s --no-wait --timeout 1s
 one_error_line
 assert_exit 64 "$SIMBA" acquire --mutex 'a b' --ttl 30s

@@ -43,6 +43,7 @@ make_user no-evalsha +evalsha
 make_user no-channels '&simba:*'
 make_user no-keys '~simba:*'
 make_user no-role +role
+make_user no-subscribe +subscribe
 export SIMBA_REDIS_PASSWORD=s3cr3t-pw-42
 as() { echo "redis://$1@127.0.0.1:$port/0?quarantine=off"; }
 
@@ -88,6 +89,18 @@ refused() { # USER PATTERN
 refused no-evalsha "'evalsha' command"
 refused no-channels "channels"
 refused no-keys "keys"
+
+# 2b. Without +subscribe a waiter cannot hear releases: it waits on its timer,
+# and says so once (not a silent slow hand-over).
+"$SIMBA" run --mutex sub --ttl 1s --transition 500ms -- sh -c 'touch "$0"; sleep 1' "$T/sub.held" &
+holder=$!
+wait_for 10 test -e "$T/sub.held"
+assert_exit 0 timeout -k 2 20 "$SIMBA" run --backend "$(as no-subscribe)" --mutex sub -- true
+wait "$holder"
+assert_eq 1 "$(grep -c 'cannot use the release notification' "$T/err")" \
+  "warnings about the notification ($(cat -- "$T/err"))"
+grep -q "NOPERM.*the ACL needs +subscribe.*hand-overs will be slow" "$T/err" ||
+  fail "the warning does not say why: $(cat -- "$T/err")"
 
 # 3. A password in the URI is never shown, even when refused.
 unset SIMBA_REDIS_PASSWORD

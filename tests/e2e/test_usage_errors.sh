@@ -54,6 +54,18 @@ assert_eq ran "$(cat -- "$T/out")" "output of CMD at the minimum ttl"
 check 64 run --mutex m --conflict-exit-code 256 -- true
 check 64 run --mutex m --conflict-exit-code -1 -- true
 check 64 schedule --mutex m --every 1s --max-runs -1 -- true
+# Counts are decimal: 0x10 is refused, 010 is ten (C's base 0 would read 8).
+check 64 run --mutex m --slots 0x10 -- true
+check 64 run --mutex m --conflict-exit-code 0x4b -- true
+check 64 run --mutex m --slots 2e1 -- true
+"$SIMBA" run --mutex decimal --slots 010 -- sh -c 'touch "$0"; sleep 30' "$T/slot.held" &
+slot_holder=$!
+wait_for 10 test -e "$T/slot.held"
+check 64 run --mutex decimal --slots 8 -- true
+grep -q -- "--slots 10" "$T/err" || fail "--slots 010 was not recorded as 10: $(cat -- "$T/err")"
+assert_exit 0 simba_bounded run --mutex decimal --slots 10 -- true
+kill -TERM "$slot_holder"
+wait "$slot_holder" || true
 
 # Backends.
 check 64 run --mutex m --backend foo:bar -- true

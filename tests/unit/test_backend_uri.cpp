@@ -232,6 +232,11 @@ TEST_SUITE("backend::uri") {
           "invalid backend URI 'redis+sentinel://s1/': no master name: " + form);
     CHECK(usage_error_of("redis+sentinel://s1,,s2/m") ==
           "invalid backend URI 'redis+sentinel://s1,,s2/m': an empty host");
+    // Each sentinel counts once toward the majority that names the master.
+    CHECK(usage_error_of("redis+sentinel://s1,S1:26379,s2/m").find(
+              "': the sentinel S1:26379 is listed twice (each sentinel counts once toward the "
+              "majority)") != std::string::npos);
+    CHECK(redis_of("redis+sentinel://s1,s1:26380/m").sentinel.nodes.size() == 2);
     CHECK(usage_error_of("redis+sentinel://admin:secret/m") ==
           "invalid backend URI 'redis+sentinel://admin:***/m': a sentinel's port must be a number "
           "(a password goes before '@host')");

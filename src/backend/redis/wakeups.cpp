@@ -4,6 +4,7 @@
 #include "sys/clock.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 namespace simba::backend::redis {
@@ -122,6 +123,17 @@ bool PubSubWakeups::subscribe() {
     // the queue: try again later (the timed wake-up covers the meantime).
     if (!err.empty() || is_error(r.get()) || !is_subscribed(r.get())) {
       if (err.empty() && is_error(r.get())) m_client.learn_redirect(reply_text(r.get()));
+      // An ACL without +subscribe (or the channels): the timer alone wakes
+      // us, which the user should hear of once.
+      if (err.empty() && is_error(r.get()) && !m_warned &&
+          reply_text(r.get()).rfind("NOPERM", 0) == 0) {
+        m_warned = true;
+        std::string command = m_client.subscribe_command();
+        for (char& c : command) c = char(std::tolower(static_cast<unsigned char>(c)));
+        m_warning = "cannot use the release notification (" + reply_text(r.get()) +
+                    "; the ACL needs +" + command +
+                    " and the channels): waiting without it, hand-overs will be slow";
+      }
       m_sub.close();
       return false;
     }

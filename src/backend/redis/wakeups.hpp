@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace simba::backend::redis {
@@ -40,6 +41,7 @@ private:
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
   bool drain_wakeups() override;
   std::optional<Grant> take_grant() override;
+  std::string take_warning() override { return std::exchange(m_warning, std::string()); }
   std::optional<QueuePlace> queue_place(const std::string& mutex,
                                         const std::string& contender) override;
 
@@ -64,6 +66,8 @@ private:
   int64_t m_resubscribe_at = 0;            // sys::boottime_ms()
   bool m_look = true;                      // see look_after_queueing()
   std::string m_holder;                    // see set_holder()
+  std::string m_warning;                   // for take_warning(): said once
+  bool m_warned = false;
 };
 
 } // namespace simba::backend::redis

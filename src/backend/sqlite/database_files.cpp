@@ -215,8 +215,8 @@ void DatabaseFiles::check_links_on_the_way() const {
     if (lstat(prefix.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && st.st_uid != my_uid() &&
         st.st_uid != 0)
       throw UnavailableError("refusing to create " + m_given_path + ": the path goes through " +
-                             prefix + ", a symbolic link of another user (uid " +
-                             std::to_string(st.st_uid) + ")" + k_sharing_hint);
+                             prefix + ", a symbolic link of another user (" +
+                             sqlite_trust::describe_user(st.st_uid) + ")" + k_sharing_hint);
   }
 }
 
@@ -241,7 +241,7 @@ void DatabaseFiles::claim_wal_files(const struct stat& db) {
     if (!S_ISREG(st.st_mode) || (st.st_uid != db.st_uid && st.st_uid != my_uid()) ||
         (st.st_mode & S_IWOTH))
       throw UnavailableError("refusing the database " + m_path + ": its " + suffix +
-                             " file was made by another user (uid " + std::to_string(st.st_uid) +
+                             " file was made by another user (" + sqlite_trust::describe_user(st.st_uid) +
                              ") in a directory everyone can write" + k_sharing_hint);
   }
 }

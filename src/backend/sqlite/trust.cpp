@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace simba::backend::sqlite_trust {
@@ -20,15 +21,42 @@ bool in_group(gid_t gid) {
 
 bool trusted_owner(uid_t uid, const Caller& me) { return uid == me.uid || uid == 0; }
 
+// The name of `id` in /etc/passwd or /etc/group ("name:x:id:..."), or
+// empty. Read by hand: getpwuid/getgrgid in a static binary would load the
+// system's NSS libraries at run time (see README, "Speed").
+std::string name_in(const char* file, unsigned id) {
+  std::FILE* f = std::fopen(file, "re");
+  if (!f) return {};
+  std::string name;
+  char line[1024];
+  const std::string wanted = std::to_string(id);
+  while (name.empty() && std::fgets(line, sizeof line, f)) {
+    std::string l(line);
+    size_t a = l.find(':'), b = a == std::string::npos ? a : l.find(':', a + 1);
+    size_t c = b == std::string::npos ? b : l.find(':', b + 1);
+    if (c != std::string::npos && l.compare(b + 1, c - b - 1, wanted) == 0) name = l.substr(0, a);
+  }
+  std::fclose(f);
+  return name;
+}
+
+std::string named(const char* file, const char* what, unsigned id) {
+  std::string name = name_in(file, id);
+  return (name.empty() ? "" : name + ", ") + what + " " + std::to_string(id);
+}
+
 std::string another_user(uid_t uid) {
-  return "it belongs to another user (uid " + std::to_string(uid) + ")";
+  return "it belongs to another user (" + describe_user(uid) + ")";
 }
 
 std::string foreign_group(gid_t gid) {
-  return "its group (gid " + std::to_string(gid) + "), which you are not in, can write it";
+  return "its group (" + describe_group(gid) + "), which you are not in, can write it";
 }
 
 } // namespace
+
+std::string describe_user(uid_t uid) { return named("/etc/passwd", "uid", uid); }
+std::string describe_group(gid_t gid) { return named("/etc/group", "gid", gid); }
 
 const Caller& this_process() {
   static const Caller me{geteuid(), in_group, [](gid_t gid) { return gid == getegid(); }};

@@ -29,6 +29,10 @@ struct Caller {
   std::function<bool(gid_t)> is_primary; // it is our effective group
 };
 
+// "name, uid N" / "name, gid N" for messages ("uid N" when unnamed).
+std::string describe_user(uid_t uid);
+std::string describe_group(gid_t gid);
+
 // This process (effective ids; the groups read only when a rule asks).
 const Caller& this_process();
 
