@@ -5,6 +5,8 @@
 #include "core/error.hpp"
 #include "core/slots.hpp"
 
+#include "sys/fd.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -181,11 +183,10 @@ void BackendCalls::report() const {
   const char* path = getenv("SIMBA_CALL_COUNT_FILE");
   if (!path || !*path) return;
   std::string line = std::to_string(getpid()) + " " + std::to_string(m_count) + "\n";
-  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  ssize_t ignored = ::write(fd, line.data(), line.size());
+  sys::Fd fd(::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd) return;
+  ssize_t ignored = ::write(fd.get(), line.data(), line.size());
   (void)ignored;
-  ::close(fd);
 }
 
 } // namespace simba::cli

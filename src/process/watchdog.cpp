@@ -90,13 +90,13 @@ pid_t launch(char* region, WatchdogArgs* args, int our_end) {
 // kills CMD's group, as when the supervisor dies. The region is not
 // unmapped: the watchdog may still be running on it.
 Watchdog::~Watchdog() {
-  if (m_fd >= 0 && !m_left) close(m_fd);
+  if (m_left) m_fd.release(); // open until our exit (leave())
 }
 
 Watchdog::Shared* Watchdog::shared() const { return reinterpret_cast<Shared*>(m_region); }
 
 void Watchdog::start() {
-  if (m_fd >= 0) return;
+  if (m_fd) return;
   if (!m_region) m_region = map_region();
   // A restarted watchdog takes over the state (see set_deadline).
   reset_shared(*shared(), m_pgid);
@@ -109,29 +109,28 @@ void Watchdog::start() {
     throw InternalError(std::string("watchdog: socketpair: ") + std::strerror(errno));
   // The timer both of us set (see Shared). Without one (-1) the watchdog
   // makes its own and is woken to set it.
-  if (m_tfd >= 0) close(m_tfd);
-  m_tfd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
-  auto* args = new (m_region + sizeof(Shared)) WatchdogArgs{shared(), fds[0], fds[1], m_tfd, getpid()};
+  m_tfd.reset(timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
+  auto* args =
+      new (m_region + sizeof(Shared)) WatchdogArgs{shared(), fds[0], fds[1], m_tfd.get(), getpid()};
   pid_t pid = launch(m_region, args, fds[1]);
   if (pid < 0) {
     int err = errno;
     close(fds[0]);
     close(fds[1]);
-    if (m_tfd >= 0) close(m_tfd);
-    m_tfd = -1;
+    m_tfd.reset();
     throw InternalError(std::string("watchdog: clone: ") + std::strerror(err));
   }
   // The clone holds its own copy of both ends; it closes all but its own.
   close(fds[0]);
   setpgid(pid, pid); // same as the child's own call; whichever runs first
-  m_fd = fds[1];
+  m_fd.reset(fds[1]);
   m_pid = pid;
 }
 
 // False when the watchdog is gone (killed by someone: its end is closed).
 bool Watchdog::alive() const {
-  if (m_fd < 0) return false;
-  pollfd p{m_fd, 0, 0};
+  if (!m_fd) return false;
+  pollfd p{m_fd.get(), 0, 0};
   while (::poll(&p, 1, 0) < 0 && errno == EINTR) {
   }
   return !(p.revents & (POLLHUP | POLLERR));
@@ -142,7 +141,7 @@ bool Watchdog::wake() {
   for (;;) {
     // Non-blocking: only a stopped watchdog lets the buffer fill, and then
     // it could not kill anyway.
-    if (::send(m_fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0) return true;
+    if (::send(m_fd.get(), &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0) return true;
     if (errno == EINTR) continue;
     return errno == EAGAIN || errno == EWOULDBLOCK;
   }
@@ -151,12 +150,12 @@ bool Watchdog::wake() {
 // Sets the shared timer, or (without one) wakes the watchdog to set its own.
 // False when the watchdog is gone.
 bool Watchdog::arm(int64_t deadline_ms) {
-  if (m_tfd >= 0 && set_timer(m_tfd, deadline_ms)) return alive();
+  if (m_tfd && set_timer(m_tfd.get(), deadline_ms)) return alive();
   return wake();
 }
 
 void Watchdog::set_deadline(int64_t deadline_ms) {
-  if (m_fd >= 0) {
+  if (m_fd) {
     int64_t prev = shared()->deadline_ms.exchange(deadline_ms);
     // Later than before: the timer fires no later than the old deadline and
     // the watchdog then finds the new one. Earlier, or newly armed: the
@@ -165,8 +164,7 @@ void Watchdog::set_deadline(int64_t deadline_ms) {
     if (ok) return;
     // Killed by someone. Its end closed when it exited, after it left the
     // region: a new one may run on it. Its zombie is collected by Child::reap.
-    close(m_fd);
-    m_fd = -1;
+    m_fd.reset();
   }
   start();
   shared()->deadline_ms.store(deadline_ms);
@@ -185,7 +183,7 @@ pid_t Watchdog::spawn(int (*entry)(void*), void* arg, void* stack_top) {
   ssize_t n = -1;
   if (wake()) {
     do {
-      n = ::recv(m_fd, &answer, 1, 0);
+      n = ::recv(m_fd.get(), &answer, 1, 0);
     } while (n < 0 && errno == EINTR);
   }
   shared()->spawn_request.store(nullptr);
@@ -230,11 +228,9 @@ void Watchdog::leave() {
 
 void Watchdog::stop() {
   disarm();
-  if (m_tfd >= 0) close(m_tfd);
-  m_tfd = -1;
-  if (m_fd >= 0) {
-    close(m_fd); // it sees the channel close with nothing to kill and exits
-    m_fd = -1;
+  m_tfd.reset();
+  if (m_fd) {
+    m_fd.reset(); // it sees the channel close with nothing to kill and exits
     // It may still run on the region for a moment: a later start() (tests
     // do that) takes a new one. This one stays mapped: stop() comes once.
     m_region = nullptr;

@@ -12,6 +12,8 @@
 // once; were simba the subreaper, its death would hand those orphans to
 // init, out of anyone's reach. It relays CMD's exits and stops to the
 // supervisor (take_exit(), take_stop(), announced by a SIGCHLD).
+#include "sys/fd.hpp"
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -76,8 +78,8 @@ private:
   bool arm(int64_t deadline_ms);
 
   pid_t m_pid = -1;
-  int m_fd = -1;             // our end of the socketpair
-  int m_tfd = -1;            // the timer we share with it (-1: its own)
+  sys::Fd m_fd;              // our end of the socketpair
+  sys::Fd m_tfd;             // the timer we share with it (none: its own)
   Shared* shared() const;    // at the start of m_region; null without one
   char* m_region = nullptr;  // the Shared block and the watchdog's stack; kept for a restart
   pid_t m_pgid = 0;          // CMD's group, for a restarted watchdog

@@ -5,6 +5,8 @@
 #include "backend/sqlite/sqlite_backend.hpp"
 #include "sys/clock.hpp"
 
+#include "sys/fd.hpp"
+
 #include <atomic>
 #include <cstdlib>
 #include <fcntl.h>
@@ -28,10 +30,9 @@ constexpr int64_t k_wall_step_ms = 10;
 const std::string& boot_id() {
   static const std::string id = [] {
     char buf[64] = {};
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return std::string();
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+    sys::Fd fd(open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd) return std::string();
+    ssize_t n = read(fd.get(), buf, sizeof buf - 1);
     std::string s(buf, n > 0 ? size_t(n) : 0);
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;

@@ -97,16 +97,13 @@ DatabaseFiles::DatabaseFiles(std::string path, const SqliteOpen& how)
   m_notify_dir = m_path + ".notify";
 }
 
-DatabaseFiles::~DatabaseFiles() {
-  if (m_dir_fd >= 0) close(m_dir_fd);
-}
+DatabaseFiles::~DatabaseFiles() = default;
 
 // The database's directory, as a descriptor everything beside the database
 // is opened from. The path is resolved once (one database, one name:
 // describe() serves re-entry detection).
 void DatabaseFiles::open_directory() {
-  if (m_dir_fd >= 0) close(m_dir_fd);
-  m_dir_fd = -1;
+  m_dir_fd.reset();
   std::string dir = dir_name(m_path);
   int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT && m_how.create_directories) {
@@ -123,7 +120,7 @@ void DatabaseFiles::open_directory() {
                              "location's; create it, or check the path)");
     throw UnavailableError("cannot open the directory " + dir + ": " + errno_text(err));
   }
-  m_dir_fd = fd;
+  m_dir_fd.reset(fd);
   if (fstat(fd, &m_dir_st) != 0)
     throw UnavailableError("cannot open the directory " + dir + ": " + errno_text(errno));
   if (std::string why = directory_distrust(m_dir_st, true, nullptr); !why.empty())
@@ -138,7 +135,7 @@ void DatabaseFiles::open_directory() {
 void DatabaseFiles::resolve_path(const std::string& dir) {
   m_resolved = true;
   char link[64];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", m_dir_fd);
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", m_dir_fd.get());
   char buf[PATH_MAX];
   ssize_t n = readlink(link, buf, sizeof buf - 1);
   std::string resolved;
@@ -154,7 +151,7 @@ void DatabaseFiles::resolve_path(const std::string& dir) {
 }
 
 void DatabaseFiles::refuse_network_filesystem() const {
-  if (const char* fs = network_fs_name(m_dir_fd))
+  if (const char* fs = network_fs_name(m_dir_fd.get()))
     throw UnavailableError("refusing the database " + m_path + " on a network filesystem (" + fs +
                            "): SQLite locking is not safe there; use a local path or Redis");
 }
@@ -170,11 +167,11 @@ void DatabaseFiles::open_file() {
 // The database file, checked; created when missing and allowed.
 struct stat DatabaseFiles::database_file() {
   struct stat st;
-  if (fstatat(m_dir_fd, m_base.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+  if (fstatat(m_dir_fd.get(), m_base.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno != ENOENT) throw UnavailableError("cannot open " + m_path + ": " + errno_text(errno));
     if (!m_how.create_file) throw UnavailableError("no simba database at " + m_path);
     create_database_file();
-    if (fstatat(m_dir_fd, m_base.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    if (fstatat(m_dir_fd.get(), m_base.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       throw UnavailableError("cannot open " + m_path + ": " + errno_text(errno));
   }
   if (S_ISDIR(st.st_mode))
@@ -189,14 +186,13 @@ struct stat DatabaseFiles::database_file() {
 void DatabaseFiles::create_database_file() {
   check_links_on_the_way();
   mode_t mode = m_group_shared ? 0660 : 0600;
-  int fd = openat(m_dir_fd, m_base.c_str(),
-                  O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
-  if (fd < 0) {
+  sys::Fd fd(openat(m_dir_fd.get(), m_base.c_str(),
+                   O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode));
+  if (!fd) {
     if (errno == EEXIST) return; // another process was quicker (checked by the caller)
     throw UnavailableError("cannot create " + m_path + ": " + errno_text(errno));
   }
-  if (m_group_shared) fchmod(fd, mode); // the umask may have taken the group's bits
-  close(fd);
+  if (m_group_shared) fchmod(fd.get(), mode); // the umask may have taken the group's bits
 }
 
 // A database is made only where the path leads through links we trust:
@@ -229,15 +225,12 @@ void DatabaseFiles::claim_wal_files(const struct stat& db) {
   for (const char* suffix : {"-wal", "-shm"}) {
     std::string name = m_base + suffix;
     if (m_how.create_file) {
-      int fd = openat(m_dir_fd, name.c_str(),
-                      O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, m_file_mode);
-      if (fd >= 0) {
-        close(fd);
-        continue;
-      }
+      if (sys::Fd(openat(m_dir_fd.get(), name.c_str(),
+                         O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, m_file_mode)))
+        continue; // made (and closed): ours
     }
     struct stat st;
-    if (fstatat(m_dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue; // SQLite's turn
+    if (fstatat(m_dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue; // SQLite's turn
     if (!S_ISREG(st.st_mode) || (st.st_uid != db.st_uid && st.st_uid != my_uid()) ||
         (st.st_mode & S_IWOTH))
       throw UnavailableError("refusing the database " + m_path + ": its " + suffix +
@@ -258,17 +251,17 @@ std::string DatabaseFiles::permission_problem() const {
   bool missing = false;
   for (const char* suffix : {"", "-wal", "-shm"}) {
     std::string name = m_base + suffix;
-    if (faccessat(m_dir_fd, name.c_str(), R_OK | W_OK, AT_EACCESS) == 0) continue;
+    if (faccessat(m_dir_fd.get(), name.c_str(), R_OK | W_OK, AT_EACCESS) == 0) continue;
     if (errno == ENOENT) {
       missing = true;
       continue;
     }
     int err = errno;
-    if (err == EACCES && faccessat(m_dir_fd, name.c_str(), R_OK, AT_EACCESS) == 0)
+    if (err == EACCES && faccessat(m_dir_fd.get(), name.c_str(), R_OK, AT_EACCESS) == 0)
       return "cannot open " + m_path + suffix + " for writing: " + errno_text(err);
     return "cannot open " + m_path + suffix + ": " + errno_text(err);
   }
-  if (missing && faccessat(m_dir_fd, ".", W_OK, AT_EACCESS) != 0)
+  if (missing && faccessat(m_dir_fd.get(), ".", W_OK, AT_EACCESS) != 0)
     return "cannot create the -wal and -shm files of " + m_path + " in " + dir_name(m_path) + ": " +
            errno_text(errno);
   return {};
@@ -276,7 +269,7 @@ std::string DatabaseFiles::permission_problem() const {
 
 bool DatabaseFiles::wal_has_frames() const {
   struct stat st;
-  return fstatat(m_dir_fd, (m_base + "-wal").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+  return fstatat(m_dir_fd.get(), (m_base + "-wal").c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
          st.st_size > 0;
 }
 

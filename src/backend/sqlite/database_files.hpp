@@ -6,6 +6,8 @@
 // missing. Also the one stat() per operation that sees the file replaced.
 #include "backend/sqlite/sqlite_backend.hpp"
 
+#include "sys/fd.hpp"
+
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -51,7 +53,7 @@ public:
 
   const SqliteOpen& how() const { return m_how; }
   const std::string& path() const { return m_path; } // absolute, its directory resolved
-  int dir_fd() const { return m_dir_fd; }            // O_PATH, checked
+  int dir_fd() const { return m_dir_fd.get(); }            // O_PATH, checked
   bool dir_setgid() const { return (m_dir_st.st_mode & S_ISGID) != 0; }
   mode_t file_mode() const { return m_file_mode; }                 // the database's permissions
   const std::string& notify_name() const { return m_notify_name; } // in the directory
@@ -72,7 +74,7 @@ private:
   std::string m_base;        // the file's name in its directory
   std::string m_notify_name; // the notification directory's name there
   std::string m_notify_dir;  // its path, for messages
-  int m_dir_fd = -1;         // the database's directory (O_PATH), checked
+  sys::Fd m_dir_fd;          // the database's directory (O_PATH), checked
   struct stat m_dir_st {};
   bool m_group_shared = false; // the directory is setgid, and writable by its group (ours)
   bool m_public = false;       // everyone may write the directory (sticky)
