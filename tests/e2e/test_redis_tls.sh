@@ -7,6 +7,7 @@
 # answers the handshake each end simba with 69 and one line, CMD not run.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/tls_pki.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 
 needs openssl redis-server redis-cli
 
@@ -23,6 +24,10 @@ start_tls_redis expired
 expired=$TLS_PORT
 start_tls_redis good --tls-auth-clients yes
 mtls=$TLS_PORT
+start_tls_redis good --requirepass tls-pw-6
+with_password=$TLS_PORT
+start_own_redis # plain TCP
+plain=$OWN_REDIS_PORT
 
 # rediss://HOST:PORT/0 with the test's CA; a fresh server: no quarantine.
 uri() { echo "rediss://$1:$2/0?cacert=$PKI/ca.crt&quarantine=off${3:-}"; }
@@ -75,7 +80,13 @@ refused "not trusted: IP address mismatch" "$(uri 127.0.0.2 "$good")"
 refused "not trusted: hostname mismatch" "$(uri localhost "$elsewhere")"
 refused "not trusted: certificate has expired" "$(uri localhost "$expired")"
 refused "the server wants a client certificate: .cert=FILE&key=FILE" "$(uri localhost "$mtls")"
-refused "cannot load the CA certificates from $T/nothing" \
+# A server that wants a password and gets none says so, as over plain TCP.
+refused "requires a password" "$(uri localhost "$with_password")"
+# The wrong scheme for the port: which one the server seems to speak.
+refused "if that port speaks TLS, use rediss://" "redis://localhost:$good/0?quarantine=off"
+refused "if that port is plain Redis, not TLS, use redis://" \
+  "rediss://localhost:$plain/0?cacert=$PKI/ca.crt&quarantine=off&timeout=500ms"
+refused "TLS: cannot read the CA file $T/nothing: No such file or directory$" \
   "rediss://localhost:$good/0?cacert=$T/nothing&quarantine=off"
 
 # The system's store, read as a hashed directory (SSL_CERT_DIR stands for

@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
+
 namespace simba::backend::net {
 namespace {
 
@@ -87,6 +89,10 @@ std::string openssl_error(const OpenSslApi& api) {
   unsigned long first = api.ERR_get_error();
   api.ERR_clear_error();
   if (first == 0) return "";
+  // A system call's failure (OpenSSL 3's ERR_SYSTEM_FLAG, the top bit)
+  // carries errno below it, and has no reason string of OpenSSL's own.
+  constexpr unsigned long k_system_flag = 0x80000000ul;
+  if (first & k_system_flag) return std::strerror(int(first & ~k_system_flag));
   const char* reason = api.ERR_reason_error_string(first);
   return reason ? reason : "error " + std::to_string(first);
 }

@@ -58,9 +58,9 @@ std::string load_verification(const OpenSslApi& a, SSL_CTX* ctx, const TlsOption
   int ok = o.ca_file.empty() ? load_system_store(a, ctx)
                              : a.SSL_CTX_load_verify_locations(ctx, o.ca_file.c_str(), nullptr);
   if (ok != 1)
-    return "TLS: cannot load the CA certificates " +
-           (o.ca_file.empty() ? std::string("of the system") : "from " + o.ca_file) + ": " +
-           openssl_error(a);
+    return (o.ca_file.empty() ? std::string("TLS: cannot load the system's CA certificates")
+                              : "TLS: cannot read the CA file " + o.ca_file) +
+           ": " + openssl_error(a);
   a.SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   return "";
 }
@@ -81,10 +81,10 @@ std::string load_client_certificate(const OpenSslApi& a, SSL_CTX* ctx, const Tls
     return "";
   }
   if (a.SSL_CTX_use_certificate_chain_file(ctx, o.cert_file.c_str()) != 1)
-    return "TLS: cannot load the client certificate from " + o.cert_file + ": " + openssl_error(a);
+    return "TLS: cannot read the client certificate file " + o.cert_file + ": " + openssl_error(a);
   if (a.SSL_CTX_use_PrivateKey_file(ctx, o.key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
       a.SSL_CTX_check_private_key(ctx) != 1)
-    return "TLS: cannot load the client key from " + o.key_file + ": " + openssl_error(a);
+    return "TLS: cannot read the client key file " + o.key_file + ": " + openssl_error(a);
   return "";
 }
 

@@ -63,7 +63,12 @@ std::string Connection::start_tls(const RedisUri& e, int64_t deadline) {
   o.key_file = e.tls_key;
   o.insecure = e.tls_insecure;
   m_tls = std::make_unique<net::TlsSession>();
-  return m_tls->start(fd(), o, deadline);
+  std::string err = m_tls->start(fd(), o, deadline);
+  // A plain Redis waits for the end of a line that a handshake never sends.
+  if (err == net::k_timed_out)
+    err = "timed out: no TLS handshake from the server (if that port is plain Redis, not TLS, "
+          "use redis://)";
+  return err;
 }
 
 bool Connection::stale() {

@@ -163,7 +163,12 @@ std::string check_hello(Connection& c, const RedisUri& uri, const std::string& w
     if (x.error == net::k_timed_out)
       return "no answer from Redis at " + where + " within " +
              core::format_duration(uri.timeout_ms) + " (is a Redis server listening there?)";
-    return scrub("cannot talk to Redis at " + where + ": " + x.error, uri.password);
+    // A TLS server resets a connection that does not start with a
+    // handshake (connection.cpp says the reverse).
+    std::string hint;
+    if (!uri.tls && x.error.find("reset by peer") != std::string::npos)
+      hint = " (if that port speaks TLS, use rediss://)";
+    return scrub("cannot talk to Redis at " + where + ": " + x.error + hint, uri.password);
   }
   for (size_t i = 0; i < hello.size(); ++i) {
     const redisReply* r = x.replies[i].get();
