@@ -31,6 +31,10 @@ check 0 "$SIMBA" run -v --backend "postgres://simba@$hostdb?password=$secret&pre
 check 69 "$SIMBA" run --backend "postgres://simba:wrong-$secret@$hostdb" --mutex s -- true
 grep -q 'password authentication failed' "$T/err" || fail "no reason given: $(cat -- "$T/err")"
 check 69 "$SIMBA" run --backend "postgres://simba@$hostdb?password=wrong-$secret" --mutex s -- true
+# No password at all: where to give one.
+check 69 env -u PGPASSWORD PGPASSFILE=/nonexistent "$SIMBA" run --backend "postgres://simba@$hostdb" --mutex s -- true
+grep -q 'no password supplied (give the password in PGPASSWORD, in ~/.pgpass' "$T/err" ||
+  fail "no hint where the password goes: $(cat -- "$T/err")"
 # Nobody there, and a URI that forgot its "@host" (libpq would read the
 # password as a port).
 check 69 "$SIMBA" run --backend "postgres://simba:$secret@127.0.0.1:1/db?timeout=2s" --mutex s -- true

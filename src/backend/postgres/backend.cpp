@@ -257,13 +257,23 @@ std::string PostgresBackend::scrub(std::string msg) const {
   return msg;
 }
 
+// What to do about the refusals a newcomer meets first.
+std::string connect_hint(const std::string& why) {
+  if (why.find("unsupported startup parameter") != std::string::npos)
+    return " (PgBouncer? add options to its ignore_startup_parameters, and set the timeouts "
+           "on the role: see the PostgreSQL backend's docs)";
+  if (why.find("no password supplied") != std::string::npos)
+    return " (give the password in PGPASSWORD, in ~/.pgpass (mode 0600), or in the URI)";
+  return "";
+}
+
 std::string PostgresBackend::connect(int64_t deadline) {
   std::string why = m_conn.connect(m_uri, deadline);
   if (why.empty()) return "";
   if (why == net::k_timed_out)
     return "no answer from PostgreSQL at " + m_uri.shown + " within " +
            core::format_duration(m_budget_ms);
-  return scrub("cannot connect to PostgreSQL at " + m_uri.shown + ": " + why);
+  return scrub("cannot connect to PostgreSQL at " + m_uri.shown + ": " + why + connect_hint(why));
 }
 
 std::string PostgresBackend::failure(const Result& r) const {
