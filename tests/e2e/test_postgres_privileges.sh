@@ -29,6 +29,8 @@ grep -q "no simba tables" "$T/err" || fail "status did not say why: $(cat -- "$T
 assert_exit 69 "$SIMBA" run --backend "$uri" --mutex p -- true
 [[ $(wc -l <"$T/err") -eq 1 ]] || fail "not one line: $(cat -- "$T/err")"
 grep -q "may not create" "$T/err" || fail "no reason given: $(cat -- "$T/err")"
+grep -Eq "may not create .* \\(relation \"public\\.${prefix}[a-z]+\" does not exist\\); " "$T/err" ||
+  fail "the missing table is not named: $(cat -- "$T/err")"
 ddl=$(sed -n 's/.*have an administrator run (man simba, POSTGRESQL): //p' "$T/err")
 [[ $ddl == *"CREATE TABLE"*"${prefix}leases"* ]] || fail "the SQL is not named: $(cat -- "$T/err")"
 sql "$ddl" || fail "the SQL in the message does not run: $ddl"

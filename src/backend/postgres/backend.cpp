@@ -5,6 +5,7 @@
 #include "backend/holder.hpp"
 #include "backend/net/deadline_io.hpp"
 #include "backend/postgres/connection.hpp"
+#include "backend/postgres/messages.hpp"
 #include "backend/postgres/rows.hpp"
 #include "backend/postgres/statements.hpp"
 #include "backend/postgres/wakeups.hpp"
@@ -257,23 +258,13 @@ std::string PostgresBackend::scrub(std::string msg) const {
   return msg;
 }
 
-// What to do about the refusals a newcomer meets first.
-std::string connect_hint(const std::string& why) {
-  if (why.find("unsupported startup parameter") != std::string::npos)
-    return " (PgBouncer? add options to its ignore_startup_parameters, and set the timeouts "
-           "on the role: see the PostgreSQL backend's docs)";
-  if (why.find("no password supplied") != std::string::npos)
-    return " (give the password in PGPASSWORD, in ~/.pgpass (mode 0600), or in the URI)";
-  return "";
-}
-
 std::string PostgresBackend::connect(int64_t deadline) {
   std::string why = m_conn.connect(m_uri, deadline);
   if (why.empty()) return "";
   if (why == net::k_timed_out)
     return "no answer from PostgreSQL at " + m_uri.shown + " within " +
            core::format_duration(m_budget_ms);
-  return scrub("cannot connect to PostgreSQL at " + m_uri.shown + ": " + why + connect_hint(why));
+  return scrub("cannot connect to PostgreSQL at " + m_uri.shown + ": " + why + pg::connect_hint(why));
 }
 
 std::string PostgresBackend::failure(const Result& r) const {
@@ -436,9 +427,12 @@ std::optional<QueuePlace> PostgresBackend::read_place(const std::string& mutex,
 std::string PostgresBackend::create_tables(int64_t deadline) {
   const std::string& schema = m_sql.create_schema;
   bool with_schema = false;
+  std::string missing; // what the probe found missing, for the message
   for (int attempt = 0;; ++attempt) {
     if (!m_conn.is_open()) return failure(Result{});
-    if (m_conn.query(m_sql.probe_schema, {}, deadline).ok) return "";
+    Result probe = m_conn.query(m_sql.probe_schema, {}, deadline);
+    if (probe.ok) return "";
+    if (attempt == 0) missing = pg::primary_message(probe.error);
     std::string sql = (with_schema ? schema : "") + m_sql.schema;
     Result r = m_conn.is_open() ? m_conn.script(sql, deadline) : Result{};
     if (r.ok) return "";
@@ -448,6 +442,7 @@ std::string PostgresBackend::create_tables(int64_t deadline) {
     if (r.sqlstate == "42501")
       return "the PostgreSQL role may not create simba's tables in schema " +
              pg::quote_identifier(m_uri.schema) + " at " + m_uri.shown +
+             (missing.empty() ? "" : " (" + missing + ")") +
              "; have an administrator run (man simba, POSTGRESQL): " + (with_schema ? schema : "") +
              pg::schema_sql(m_uri.schema, m_uri.prefix);
     return failure(r);
