@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # recipe lines are run by the simulated hosts' shells
 # backends: sqlite redis postgres
-# The recipes of docs/recipes.md marked `<!-- runnable: NAME
-# (tests/e2e/test_docs_recipes.sh) -->`, their lines taken from the page and
-# run as printed: cron on three "hosts", CI jobs of GitHub Actions and
-# GitLab CI, the systemd unit's ExecStart, `--slots`, `simba schedule`.
+# The command blocks of docs/recipes.md and README.md marked `<!-- runnable:
+# NAME (tests/e2e/test_docs_recipes.sh) -->`, their lines taken from the page
+# and run as printed: cron on three "hosts", CI jobs of GitHub Actions and
+# GitLab CI, the systemd unit's ExecStart, `--slots`, `simba schedule`, and
+# README's quick start (its output as shown there, up to times and ids).
 # Only what cannot run here is replaced: the backend (the test's own), the
 # scripts a recipe calls (stubs that log their runs and how many run at
 # once), durations of minutes (a minute becomes 0.2 s). A marker this test
@@ -19,18 +20,20 @@ export PATH
 mkdir -p "$T/bin" "$T/running"
 cd "$T" || fail "cd $T"
 
+readme=$_e2e_root/README.md
+[[ -f $readme ]] || fail "no $readme"
 # The markers this test runs, and nothing else of its own name.
-known=" crontab ci-github ci-gitlab systemd slots schedule "
+known=" crontab ci-github ci-gitlab systemd slots schedule quickstart-hold quickstart-wait quickstart-status "
 while read -r name; do
-  [[ $known == *" $name "* ]] || fail "docs/recipes.md marks '$name' for this test, which has no case for it"
-done < <(sed -nE 's/^<!-- runnable: ([a-z-]+) \(tests\/e2e\/test_docs_recipes\.sh\) -->$/\1/p' "$page")
+  [[ $known == *" $name "* ]] || fail "a page marks '$name' for this test, which has no case for it"
+done < <(sed -nE 's/^<!-- runnable: ([a-z-]+) \(tests\/e2e\/test_docs_recipes\.sh\) -->$/\1/p' "$page" "$readme")
 
-# block NAME: the fenced block after the marker of NAME.
+# block NAME [FILE]: the fenced block after the marker of NAME (in docs/recipes.md).
 block() {
   awk -v marker="<!-- runnable: $1 (tests/e2e/test_docs_recipes.sh) -->" '
     $0 == marker { found = 1; next }
     found && /^```/ { if (inside) exit; inside = 1; next }
-    inside { print }' "$page"
+    inside { print }' "${2:-$page}"
 }
 # scaled: a duration of N minutes becomes N * 200 ms.
 scaled() { sed -E 's/([ =])([0-9]+)m( |$)/\1\2__m\3/g' | awk '{
@@ -166,3 +169,36 @@ runs=$(starts make-report.sh)
 ((runs >= 2 && runs <= 6)) || fail "schedule: $runs reports in 4.5 s with --every 1s (--align): $(cat "$T/log")"
 assert_eq 1 "$(most_at_once make-report.sh)" "schedule: reports at once"
 assert_eq 1 "$(awk '$1 == "start" { print $4 }' "$T/log" | sort -u | wc -l)" "schedule: leaders that ran reports"
+
+# ---- README's quick start: hold, a second one waits, status shows both ----
+# shape: a line of output with what differs from run to run made general
+# (times, durations, numbers, the host: the page's "myhost"), columns as one
+# space.
+host=$(uname -n)
+shape() {
+  sed -E -e "s/myhost/$host/g" -e 's/[0-9]+/N/g' -e 's/(N(ms|s|m|h|d))+/D/g' -e 's/ +/ /g; s/ $//'
+}
+hold=$(block quickstart-hold "$readme")
+[[ $hold == *"sleep 60'" ]] || fail "quickstart: not the holding command this test knows: $hold"
+wait_block=$(block quickstart-wait "$readme")
+wait_cmd=$(grep -v '^#' <<<"$wait_block")
+[[ $wait_cmd == "simba run --mutex demo -- "* ]] || fail "quickstart: not the waiting command this test knows: $wait_cmd"
+status_block=$(block quickstart-status "$readme")
+status_cmd=$(grep -v '^#' <<<"$status_block")
+[[ $status_cmd == "simba status" ]] || fail "quickstart: not the status command this test knows: $status_cmd"
+bash -c "${hold/sleep 60/sleep 3}" >"$T/qs.hold.out" 2>"$T/qs.hold.err" &
+qs_hold=$!
+wait_for 10 grep -q . "$T/qs.hold.out"
+bash -c "$wait_cmd" >"$T/qs.wait.out" 2>"$T/qs.wait.err" &
+qs_wait=$!
+wait_line "$T/qs.wait.err" 10
+assert_eq "$(sed -n 's/^# //p' <<<"$wait_block" | shape)" "$(shape <"$T/qs.wait.err")" \
+  "quickstart: the second one's notice, as README shows it"
+wait_for 10 bash -c "$status_cmd | grep -q '^  waiting 1\.'"
+bash -c "$status_cmd" >"$T/qs.status" || fail "quickstart: simba status failed"
+assert_eq "$(sed -nE 's/^# ?//p' <<<"$status_block" | shape)" "$(shape <"$T/qs.status")" \
+  "quickstart: simba status, as README shows it"
+wait "$qs_hold" || fail "quickstart: the holder failed: $(cat "$T/qs.hold.err")"
+wait "$qs_wait" || fail "quickstart: the second one failed: $(cat "$T/qs.wait.err")"
+assert_eq "I hold demo" "$(cat "$T/qs.hold.out")" "quickstart: the holder's output"
+assert_eq "my turn" "$(cat "$T/qs.wait.out")" "quickstart: the second one's output"
