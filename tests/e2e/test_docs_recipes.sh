@@ -23,7 +23,7 @@ cd "$T" || fail "cd $T"
 readme=$_e2e_root/README.md
 [[ -f $readme ]] || fail "no $readme"
 # The markers this test runs, and nothing else of its own name.
-known=" crontab ci-github ci-gitlab systemd slots schedule quickstart-hold quickstart-wait quickstart-status "
+known=" crontab ci-github ci-gitlab systemd slots schedule quickstart-hold quickstart-wait quickstart-status install-packages "
 while read -r name; do
   [[ $known == *" $name "* ]] || fail "a page marks '$name' for this test, which has no case for it"
 done < <(sed -nE 's/^<!-- runnable: ([a-z-]+) \(tests\/e2e\/test_docs_recipes\.sh\) -->$/\1/p' "$page" "$readme")
@@ -67,6 +67,14 @@ starts() { grep -c "^start $1 " "$T/log" || true; }
 started() { (($(starts "$1") >= $2)); } # NAME N: N runs of NAME have started (for wait_for)
 most_at_once() { awk -v n="$1" '$1 == "start" && $2 == n && $3 > m { m = $3 } END { print m + 0 }' "$T/log"; }
 : >"$T/log"
+
+# ---- install: README's apt-get line is scripts/packages.sh's build list ----
+# (not run: it installs; compared, so that the two cannot drift apart)
+install=$(block install-packages "$readme" | sed -e ':a' -e '/\\$/N; s/\\\n//; ta')
+readme_pkgs=$(sed -n 's/^sudo apt-get install //p' <<<"$install" | tr -s ' ' '\n' | sort)
+# shellcheck source=../../scripts/packages.sh
+build_pkgs=$(source "$_e2e_root/scripts/packages.sh" && printf '%s\n' "${SIMBA_BUILD_PACKAGES[@]}" | sort)
+assert_eq "$build_pkgs" "$readme_pkgs" "README's build packages against scripts/packages.sh's SIMBA_BUILD_PACKAGES"
 
 # ---- cron: the same crontab on three hosts; the job runs once -------------
 cron=$(block crontab)
