@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   // Everything simba holds (the backend, the watchdog's channel, CMD's
   // descriptors) is released before cli::main returns. What exit() would
   // add is the static destructors and atexit handlers: cold code, about
-  // 0.02 ms on every run (README "Speed"). Only buffered output needs them.
+  // 0.02 ms on every run (docs/benchmarks.md). Only buffered output needs them.
   std::fflush(nullptr);
   _exit(code);
 }

@@ -234,7 +234,7 @@ class PgBouncer:
         with open(users, "w") as f:
             f.write(f'"simba" "{server.PASSWORD}"\n')
         # options: the session timeouts simba sends at start-up, which
-        # PgBouncer does not pass on (README "Backends").
+        # PgBouncer does not pass on (docs/backends/postgres.md, "PgBouncer").
         with open(self.ini, "w") as f:
             f.write(f"[databases]\n* = host=127.0.0.1 port={server.port}\n[pgbouncer]\n"
                     f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\n"

@@ -12,13 +12,13 @@ and a host's network faults hit all its links (master, replica,
 sentinels) at once. simba runs in its host's namespace (nsenter).
 
 Server faults: SENTINEL FAILOVER (the old master goes on for a while: the
-split brain README "Redis Sentinel" describes), kill -9 of the master (a
+split brain docs/backends/redis.md "Redis Sentinel" describes), kill -9 of the master (a
 new one is elected after down-after-milliseconds; the old one comes back
 empty and Sentinel makes it a replica), and SIGSTOP of the master longer
 than down-after (it wakes as a master beside the promoted one until
 Sentinel demotes it). Each is timed to the next CMD (`failovers()`): at
 most down-after + the election + 0.5 s (simba's re-asking) + the longest
-lease + 1 s (the quarantine), README's bound.
+lease + 1 s (the quarantine), the bound of docs/backends/redis.md.
 """
 import os
 import shutil

@@ -27,7 +27,7 @@ struct Reply {
     // The server refused it for want of a permission (Redis: NOPERM, or a
     // command inside a script outside the ACL user's; PostgreSQL: SQLSTATE
     // 42501). Nothing was applied, and trying again will not help: the
-    // contender ends (README "ACL users").
+    // contender ends (README and docs/backends/redis.md "ACL users").
     refused,
   };
   Status status = Status::failed;
@@ -96,7 +96,7 @@ struct MutexLease {
   // its forced; its holder's lost, while the row still shows the lease as
   // the holder's (valid or run out) or has no trace of it (the backend lost
   // it); its expired (not of a lease only held: --min-hold, simba
-  // acquire's). README "simba history". nullopt: not kept.
+  // acquire's). docs/commands.md "simba history". nullopt: not kept.
   std::optional<int64_t> acquisitions;
   std::optional<int64_t> losses;
 };
@@ -242,7 +242,7 @@ public:
   virtual Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
                              int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms);
 
-  // --once-per (core/once_per.hpp; README "Once per window"). Like acquire,
+  // --once-per (core/once_per.hpp; docs/recipes.md, cron). Like acquire,
   // but a new lease is taken only if the window that holds the backend's
   // now may run (core::judge_window, core::may_run); taking it writes the
   // done record of the run (unfinished: `label`, `host`, the token) in the
@@ -323,7 +323,7 @@ public:
 
   // simba exits next: what only this process holds (a connection, its
   // descriptors and memory) may be left for the kernel to end at exit,
-  // when that is quicker than closing it (README "Speed"). What others
+  // when that is quicker than closing it (docs/benchmarks.md). What others
   // see, a place in a queue above all, is still undone by the destructor.
   // No operation may follow.
   virtual void leave() {}

@@ -22,7 +22,7 @@ struct SqliteUri {
 // named MASTER (redis/sentinel.hpp); user and password are the master's.
 // rediss+sentinel:// speaks TLS to the sentinels and to the master (tls
 // here and RedisUri::tls, one set of ?cacert= ?cert= ?key= ?insecure=); the
-// master's certificate must name the address a sentinel gives (README).
+// master's certificate must name the address a sentinel gives (docs/backends/redis.md, "Redis Sentinel").
 struct RedisSentinels {
   struct Node {
     std::string host;

@@ -124,7 +124,7 @@ namespace {
 // The --env-file, opened before the wait: a file we cannot write must not
 // cost a lease. One this acquire created is removed again when it ends
 // without a lease written to it (a --timeout, a signal, an error): a CI
-// clean-up step that tests for the file (README's GitLab recipe) must not
+// clean-up step that tests for the file (the GitLab recipe of docs/recipes.md) must not
 // find an empty one and release "".
 class EnvFile {
 public:

@@ -1,5 +1,5 @@
 #pragma once
-// The split-phase lease of a CI job (README "A lock across the steps of a
+// The split-phase lease of a CI job (docs/recipes.md "A lock across the steps of a
 // job"): simba acquire takes a lease and leaves no process behind; its
 // handle (core/lease_handle.hpp) lets later processes run steps under it
 // (run --lease, cli/run.cpp), renew it and release it.

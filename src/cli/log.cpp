@@ -117,7 +117,7 @@ std::string ordinal(int n) {
 // ...", "in quarantine ...", or "" when no holder is known. The holder's label (its
 // --contender-id, by default <pid>@<host>) is all a backend tells of it.
 std::string holder_text(const core::WaitNotice& n, int64_t wall_now, nlohmann::ordered_json& f) {
-  if (n.quarantine) { // status's state `quarantine` (README "Redis", "PostgreSQL")
+  if (n.quarantine) { // status's state `quarantine` (docs/backends/)
     f["quarantine"] = true;
     f["free_in_ms"] = n.free_in_ms;
     return "in quarantine until about " + iso8601_utc_s(wall_now + n.free_in_ms) + " (in " +

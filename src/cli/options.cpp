@@ -61,7 +61,9 @@ const CLI::Validator& decimal_number() {
 void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help) {
   cmd.add_option("--backend", o.backend,
                  "Backend URI: sqlite:///path.db, sqlite:rel.db, redis://[[user]:password@]"
-                 "host[:port][/db], rediss://... (TLS), redis+unix:///path.sock (default: "
+                 "host[:port][/db], rediss://... (TLS), redis+unix:///path.sock, "
+                 "redis+sentinel://s1,s2,s3/master, redis+cluster://n1,n2,n3, "
+                 "postgres://[user@]host[:port]/db (see man simba, BACKENDS; default: "
                  "$SIMBA_HOME/simba.db "
                  "or ~/.local/state/simba/simba.db)")
       ->envname("SIMBA_BACKEND");

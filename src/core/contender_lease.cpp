@@ -46,7 +46,7 @@ Actions Contender::on_step_confirmed(int64_t now, const CallResult& r, int64_t s
   if (!r.changed) {
     // Not marked as only held: another step of the job runs under the
     // lease (or one ended without keeping it: killed, or its keeping
-    // failed). Steps run one after another (README): this one does not
+    // failed). Steps run one after another (docs/recipes.md): this one does not
     // start beside it, and the lease is left as it is, the other step's.
     return finish(now, m_config.conflict_exit_code,
                   {action::Log{LogLevel::error,

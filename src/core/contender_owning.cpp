@@ -33,7 +33,7 @@ LossReason reason_of(const Observed& o) {
   return LossReason::taken;
 }
 
-// The lost event's budget: short, it only tells the history (README
+// The lost event's budget: short, it only tells the history (docs/commands.md,
 // "simba history"); never more than an ordinary call's.
 constexpr int64_t k_lost_record_timeout_ms = 1000;
 
@@ -127,7 +127,7 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
   }
   if (r.status == CallResult::Status::refused && !own.holding) {
     // No guard will ever be answered: stop CMD now, not at the kill point,
-    // and end with 69 (README "ACL users"), not contend again.
+    // and end with 69 (README and docs/backends/redis.md "ACL users"), not contend again.
     m_refused = true;
     return begin_stop(now, r.error, {LossReason::refused, {}, {}});
   }

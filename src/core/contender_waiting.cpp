@@ -133,7 +133,7 @@ bool Contender::window_closed(const CallResult& r) const {
   return !may_run(judge_window(r.done, o.lease, o.now, *m_config.once), *m_config.once);
 }
 
-// A quarantine (README "Redis", "PostgreSQL") is no holder: the backend
+// A quarantine (docs/backends/) is no holder: the backend
 // may have lost a lease that still runs, and nobody may run until it
 // ends. It is never the conflict code: a cron recipe maps that to 0 and
 // would skip its run without a word.

@@ -1,6 +1,6 @@
 #pragma once
 // --once-per: windows on the backend's clock and the rules of the done
-// record (README "Once per window"). Pure: the SQLite backend decides with
+// record (docs/recipes.md, cron). Pure: the SQLite backend decides with
 // these functions inside its transaction, the Redis scripts mirror them
 // (lua/acquire_once.lua), and the contender reads a refusal with them.
 #include "core/lease.hpp"

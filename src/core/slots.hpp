@@ -1,5 +1,5 @@
 #pragma once
-// --slots N: a mutex that N holders may hold at once (README "Slots"). Each
+// --slots N: a mutex that N holders may hold at once (docs/recipes.md "At most N at once"). Each
 // slot is a lease of its own, stored under a name of its own, so that
 // guard, hold, extend and release address one slot exactly as they address
 // a plain mutex. Slot k of mutex m is stored as "m#k" ('#' is not allowed in

@@ -1,4 +1,4 @@
-// Checks that only concern a Redis Cluster (README "Redis Cluster"): the
+// Checks that only concern a Redis Cluster (docs/backends/redis.md "Redis Cluster"): the
 // wrong-node replies. One Backend keeps its slot map while the mutex's slot
 // moves under it (moved here by hand, as `redis-cli --cluster reshard`
 // does: SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE), so its next

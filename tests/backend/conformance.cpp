@@ -676,7 +676,7 @@ int main(int argc, char** argv) {
   if (simba::test::backend_uri().rfind("postgres", 0) != 0)
     ctx.addFilter("source-file-exclude", "*/tests/backend/postgres*");
   // PostgreSQL with listen=off (through PgBouncer): no wake-ups at all,
-  // waiters poll (README "Backends", PostgreSQL).
+  // waiters poll (docs/backends/postgres.md).
   if (simba::test::backend_is_postgres() &&
       simba::test::backend_uri().find("listen=off") != std::string::npos)
     ctx.addFilter("test-case-exclude", "wake-up:*");

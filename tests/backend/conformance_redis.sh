@@ -27,7 +27,7 @@ uri=${!var}
 prefix="simba-conf-$(date +%s)-$$:"
 if [[ $uri == *\?* ]]; then uri+="&prefix=$prefix"; else uri+="?prefix=$prefix"; fi
 export SIMBA_TEST_BACKEND=$uri
-# A fresh database quarantines its first lease (README "Safety model"):
+# A fresh database quarantines its first lease (docs/safety.md):
 # wait that out here, once, with a short lease (a no-op when warm).
 simba=$(dirname -- "$bin")/simba
 if [[ -x $simba && $var == SIMBA_TEST_REDIS_CLUSTER_URI ]]; then

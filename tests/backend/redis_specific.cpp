@@ -615,7 +615,7 @@ Reply acquire_after_quarantine(Backend& b, const std::string& m, const std::stri
 }
 
 // The terms of the lease that may be lost (B's) and of the next one (C's):
-// the same, as README asks of the contenders of a mutex.
+// the same, as docs/backends/redis.md asks of the contenders of a mutex.
 constexpr int64_t k_ttl = 2000, k_transition = 500;
 
 // The first use of a fresh database waits a quarantine (its marker is

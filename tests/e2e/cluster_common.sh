@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# A Redis Cluster of three masters on loopback (README "Redis Cluster"):
+# A Redis Cluster of three masters on loopback (docs/backends/redis.md "Redis Cluster"):
 # Debian's redis-server in cluster mode, without persistence, joined by
 # `redis-cli --cluster create --cluster-yes`. Sourced by scripts/test (the
 # cluster of conformance/redis-cluster and the e2e-redis-cluster tests) and
@@ -19,7 +19,7 @@
 #   cluster_owner NAME     the port of the master that serves mutex NAME
 #   cluster_warm_up SIMBA URI
 #                          one short lease on each master at once: a fresh
-#                          master quarantines its first (README "Safety
+#                          master quarantines its first (docs/safety.md, "Safety
 #                          model")
 
 ccli() {

@@ -267,7 +267,7 @@ _e2e_has_line() { # non-empty, and its last byte is a newline
 # HOLDER (a simba with a 3 s lease) still runs and WAITER (writing the ms
 # its CMD started to $T/late.start, its stderr in $T/late.err) still waits;
 # kills HOLDER and fails unless WAITER's CMD starts within 4.5 s: after the
-# lease, not after the lease and a whole quarantine (README "Safety model").
+# lease, not after the lease and a whole quarantine (docs/safety.md).
 expect_follow_after_kill() {
   local holder=$1 waiter=$2 t0 dt
   pid_alive "$holder" || fail "the holder did not outlive the restart"

@@ -119,7 +119,7 @@ pgbouncer_start() {
     PGB_PORT=$((20000 + RANDOM % 40000))
     _port_taken "$PGB_PORT" && continue
     # options: the session timeouts simba sends at start-up, which
-    # PgBouncer does not pass on (README "Backends").
+    # PgBouncer does not pass on (docs/backends/postgres.md, "PgBouncer").
     cat >"$PG_DIR/pgbouncer.ini" <<INI
 [databases]
 * = host=127.0.0.1 port=$PG_PORT

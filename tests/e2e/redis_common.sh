@@ -31,7 +31,7 @@ use_test_redis() {
   local sep='?'
   [[ $SIMBA_TEST_REDIS_URI == *\?* ]] && sep='&'
   export SIMBA_BACKEND="${SIMBA_TEST_REDIS_URI}${sep}prefix=e2e-$$-${RANDOM}${RANDOM}:"
-  # A fresh database quarantines its first lease (README "Safety model"):
+  # A fresh database quarantines its first lease (docs/safety.md):
   # scripts/test waits that out once; this is a no-op then.
   "$SIMBA" run --mutex simba-warm-up --ttl 2s --transition 1s -- true ||
     fail "cannot warm up $SIMBA_TEST_REDIS_URI"

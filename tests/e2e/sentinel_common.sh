@@ -159,7 +159,7 @@ exec sleep "$3"
 CMD
   start_sentinel_group
   export SIMBA_BACKEND=$SENTINEL_URI
-  # A fresh database quarantines its first lease (README "Safety model").
+  # A fresh database quarantines its first lease (docs/safety.md).
   "$SIMBA" run --mutex warm-up --ttl 1s --transition 1s -- true
   assert_exit 0 "$SIMBA" run --mutex m "${lease[@]}" -- bash "$T/cmd.sh" "$log" "$T" 0
   # A hand-over: B queues behind A and gets the mutex from A's release.

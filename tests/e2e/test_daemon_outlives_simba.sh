@@ -75,7 +75,7 @@ wait_for 1 lock_free
 wait_for 10 test -s "$T/daemon.died"
 wait_for 10 pid_dead "$waiter"
 # The report: the watchdog kills at the deadline, the safety margin before
-# the lease's end (README "Safety model"); a daemon that dies after the
+# the lease's end (docs/safety.md); a daemon that dies after the
 # lease's end means the kill or the exit was late.
 died=$(($(<"$T/daemon.died") / 1000000))
 started=none

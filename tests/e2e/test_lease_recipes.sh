@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # the step lines are for the simulated runners' shells
 # backends: sqlite redis postgres
-# The CI recipes of README ("A lock across the steps of a CI job"), their
-# lines taken from README itself and run as the runners run them: GitHub
+# The CI recipes of docs/recipes.md ("A lock across the steps of a CI job"), their
+# lines taken from that page itself and run as the runners run them: GitHub
 # Actions runs each step in a new `bash -e` with the lines of $GITHUB_ENV
 # added to its environment, and the `if: always()` step after a failed
 # one; GitLab CI runs before_script and script in one shell and
 # after_script in another. Only the durations are scaled down (a minute of
-# README is 0.2 s here). Three jobs each: a normal one with a failing
+# the page is 0.2 s here). Three jobs each: a normal one with a failing
 # step, one after a runner that died holding the lease (the next job must
 # outwait that lease), and one whose acquire timed out (its clean-up must
 # not fail).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-readme=$(dirname -- "${BASH_SOURCE[0]}")/../../README.md
+readme=$(dirname -- "${BASH_SOURCE[0]}")/../../docs/recipes.md
 PATH="$(dirname -- "$SIMBA"):$PATH"
 export PATH
 cd "$T" || fail "cd $T"
@@ -24,14 +24,14 @@ for step in migrate deploy; do
   chmod +x "$step.sh"
 done
 
-# recipe_block FIRST_LINE: README's fenced block after the line FIRST_LINE.
+# recipe_block FIRST_LINE: the page's fenced block after the line FIRST_LINE.
 recipe_block() {
   awk -v first="$1" '
     index($0, first) == 1 { found = 1; next }
     found && /^```/ { if (inside) exit; inside = 1; next }
     inside { print }' "$readme"
 }
-# scaled: a README duration of N minutes becomes N * 0.2 s.
+# scaled: a duration of the page of N minutes becomes N * 0.2 s.
 scaled() { sed -E 's/--(ttl|timeout) ([0-9]+)m/--\1 \2__m/g' | awk '{
     while (match($0, /[0-9]+__m/)) {
       n = substr($0, RSTART, RLENGTH - 3)
@@ -41,9 +41,9 @@ scaled() { sed -E 's/--(ttl|timeout) ([0-9]+)m/--\1 \2__m/g' | awk '{
 
 # ---- GitHub Actions -----------------------------------------------------------
 github=$(recipe_block 'GitHub Actions (each step gets what the first one appended')
-[[ -n $github ]] || fail "README: no GitHub Actions recipe found"
+[[ -n $github ]] || fail "docs/recipes.md: no GitHub Actions recipe found"
 mapfile -t gh_runs < <(sed -n 's/^ *run: //p' <<<"$github" | scaled)
-assert_eq 4 "${#gh_runs[@]}" "GitHub: steps in README's recipe (Lock, Migrate, Deploy, Unlock)"
+assert_eq 4 "${#gh_runs[@]}" "GitHub: steps in the recipe (Lock, Migrate, Deploy, Unlock)"
 grep -q "if: always() && env.SIMBA_LEASE != ''" <<<"$github" ||
   fail "GitHub: the Unlock step's condition changed: update this test"
 echo "GitHub steps: ${gh_runs[*]}" >&2
@@ -92,7 +92,7 @@ assert_eq "migrate deploy" "$(cut -d' ' -f1 log | tr '\n' ' ' | sed 's/ $//')" \
 
 # ---- GitLab CI ------------------------------------------------------------------
 gitlab=$(recipe_block 'GitLab CI (`before_script` and `script` share a shell')
-[[ -n $gitlab ]] || fail "README: no GitLab CI recipe found"
+[[ -n $gitlab ]] || fail "docs/recipes.md: no GitLab CI recipe found"
 # section KEY: the `- ` items of KEY:, one command per line.
 section() {
   awk -v key="  $1:" '
@@ -103,7 +103,7 @@ section() {
 gitlab_script="$(section before_script)
 $(section script)"
 gitlab_after_script=$(section after_script)
-[[ -n $gitlab_after_script ]] || fail "GitLab: no after_script in README's recipe"
+[[ -n $gitlab_after_script ]] || fail "GitLab: no after_script in the recipe"
 echo "GitLab script: $gitlab_script" >&2
 echo "GitLab after_script: $gitlab_after_script" >&2
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # backends: sqlite redis postgres
-# Two steps of one lease at once (README "Steps under one lease"): a second
+# Two steps of one lease at once (docs/recipes.md "A lock across the steps of a CI job"): a second
 # `run --lease` while a step runs is refused (75, its CMD never starts) and
 # leaves the lease as the running step's, so a `release --lease` meanwhile
 # revokes it (the running step is stopped) instead of freeing it: another

@@ -21,7 +21,7 @@ export SIMBA_BACKEND="$PG_URI?timeout=500ms"
 
 # Short leases throughout. The quarantine lasts the longest lease live before
 # the restart, or the one asked for when longer: the contenders of a mutex
-# ask for the same terms (README), which cover a lease whose row was lost
+# ask for the same terms (docs/backends/postgres.md), which cover a lease whose row was lost
 # (2. and 3.: issue 36, the longest lease ever asked for is not kept).
 for i in 1 2; do
   "$SIMBA" run --mutex m --ttl 1s --transition 1s -- sh -c 'echo "$SIMBA_FENCING_TOKEN" >>"$0"' "$T/tokens"

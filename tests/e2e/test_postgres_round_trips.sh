@@ -2,7 +2,7 @@
 # An uncontended `simba run -- true`, and one with `--slots 3`, costs the
 # server two statements (the acquire and the release) besides the
 # connection's own start-up: no look for the tables first (the statement
-# itself fails when they are missing, README "Speed"). Counted as transactions of a database of the test's own
+# itself fails when they are missing, docs/benchmarks.md). Counted as transactions of a database of the test's own
 # (pg_stat_database: each statement is one), against a `psql -c 'SELECT 1'`
 # (the start-up and one statement). A count is read once the sessions of
 # that database are gone (a backend writes its counts before it leaves

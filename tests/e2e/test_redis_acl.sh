@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
 # ACL users: redis://user@host with the password from SIMBA_REDIS_PASSWORD.
-# A user with exactly the ACL of README "ACL users" runs, hands over, lists
+# A user with exactly the ACL of docs/backends/redis.md "ACL users" runs, hands over, lists
 # and force-releases; one without EVALSHA, without the channel pattern or
 # without the keys ends simba at once with 69 and one line (not a wait
 # without end), CMD not run, the password never shown. Through a sentinel
@@ -13,24 +13,24 @@ start_own_redis
 port=$OWN_REDIS_PORT
 cli() { redis-cli -p "$port" "$@"; }
 
-# The ACL as README documents it (one line), with our password.
-readme=$(dirname -- "${BASH_SOURCE[0]}")/../../README.md
-line=$(grep -m1 '^ACL SETUSER simba on >PASSWORD ' "$readme") || fail "README has no ACL line"
+# The ACL as docs/backends/redis.md documents it (one line), with our password.
+readme=$(dirname -- "${BASH_SOURCE[0]}")/../../docs/backends/redis.md
+line=$(grep -m1 '^ACL SETUSER simba on >PASSWORD ' "$readme") || fail "docs/backends/redis.md has no ACL line"
 read -ra acl <<<"${line#ACL SETUSER simba }"
 acl=("${acl[@]/#>PASSWORD/>s3cr3t-pw-42}")
 # Every command the scripts call is in it (else a NOPERM inside a script,
 # which the check at start cannot see, makes every call fail).
 # The publishing command is a variable (lua/common.lua: PUBLISH, SPUBLISH in
-# a Redis Cluster, whose README line adds what a cluster needs).
+# a Redis Cluster, whose line there adds what a cluster needs).
 cluster_line=$(grep -m1 '^ACL SETUSER simba +cluster|slots ' "$readme") ||
-  fail "README has no ACL line for a Redis Cluster"
+  fail "docs/backends/redis.md has no ACL line for a Redis Cluster"
 lua=$(dirname -- "${BASH_SOURCE[0]}")/../../src/backend/redis/lua
 for c in $({
   grep -ohE "redis\.p?call\('[A-Za-z]+'" "$lua"/*.lua | cut -d"'" -f2
   grep -ohE "PUBLISH = '[A-Z]+'" "$lua"/*.lua | cut -d"'" -f2
 } | tr A-Z a-z | sort -u); do
   [[ " ${acl[*]} $cluster_line " == *" +$c "* ]] ||
-    fail "README's ACL lacks +$c, which the scripts call"
+    fail "the documented ACL lacks +$c, which the scripts call"
 done
 # user ACL-WORD-TO-DROP: the documented ACL without one of its words
 make_user() {

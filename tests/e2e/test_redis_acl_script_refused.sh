@@ -4,7 +4,7 @@
 # check at start cannot see it, the server refuses every script. simba ends
 # with 69 and one line at once instead of waiting forever (a waiter), and an
 # owner whose renewal is refused (the ACL changed while CMD runs) stops CMD
-# at once and exits 69 (README "ACL users").
+# at once and exits 69 (README and docs/backends/redis.md "ACL users").
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 needs redis-cli
@@ -12,8 +12,8 @@ start_own_redis
 port=$OWN_REDIS_PORT
 cli() { redis-cli -p "$port" "$@"; }
 
-readme=$(dirname -- "${BASH_SOURCE[0]}")/../../README.md
-line=$(grep -m1 '^ACL SETUSER simba on >PASSWORD ' "$readme") || fail "README has no ACL line"
+readme=$(dirname -- "${BASH_SOURCE[0]}")/../../docs/backends/redis.md
+line=$(grep -m1 '^ACL SETUSER simba on >PASSWORD ' "$readme") || fail "docs/backends/redis.md has no ACL line"
 read -ra acl <<<"${line#ACL SETUSER simba }"
 acl=("${acl[@]/#>PASSWORD/>s3cr3t-pw-42}")
 make_user() { # NAME [ACL-WORD-TO-DROP]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Redis Cluster with an ACL user (README "ACL users", "Redis Cluster"): a
-# user with README's ACL plus its line for a cluster, set on every node,
+# Redis Cluster with an ACL user (docs/backends/redis.md "ACL users", "Redis Cluster"): a
+# user with the documented ACL plus its line for a cluster, set on every node,
 # runs, hands over, and lists the mutexes of every master; one without
 # +spublish ends simba at once with 69 and one line (the probe at start),
 # CMD not run.
@@ -8,10 +8,10 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/cluster_common.sh"
 needs redis-server redis-cli
 
-readme=$(dirname -- "${BASH_SOURCE[0]}")/../../README.md
-line=$(grep -m1 '^ACL SETUSER simba on >PASSWORD ' "$readme") || fail "README has no ACL line"
+readme=$(dirname -- "${BASH_SOURCE[0]}")/../../docs/backends/redis.md
+line=$(grep -m1 '^ACL SETUSER simba on >PASSWORD ' "$readme") || fail "docs/backends/redis.md has no ACL line"
 cluster_line=$(grep -m1 '^ACL SETUSER simba +cluster|slots ' "$readme") ||
-  fail "README has no ACL line for a Redis Cluster"
+  fail "docs/backends/redis.md has no ACL line for a Redis Cluster"
 read -ra acl <<<"${line#ACL SETUSER simba }"
 acl=("${acl[@]/#>PASSWORD/>s3cr3t-pw-42}")
 read -ra more <<<"${cluster_line#ACL SETUSER simba }"

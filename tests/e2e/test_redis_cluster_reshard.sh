@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redis Cluster (README "Redis Cluster"): the mutex's slot moves to another
+# Redis Cluster (docs/backends/redis.md "Redis Cluster"): the mutex's slot moves to another
 # master while a lease is held, a waiter is queued and fresh contenders keep
 # trying. The slot is migrated by hand, as `redis-cli --cluster reshard`
 # does it: SETSLOT IMPORTING / MIGRATING, MIGRATE of its keys, then for

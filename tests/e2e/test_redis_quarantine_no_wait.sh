@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A quarantine is never the conflict code (issue 31 §1): the README's older
+# A quarantine is never the conflict code (issue 31 §1): the older
 # cron recipe, `--no-wait --conflict-exit-code 0`, must not turn a Redis
 # restart into a silent "busy, nothing to do". After a restart that may
 # have lost a running lease, --no-wait and --timeout exit 69 with one line

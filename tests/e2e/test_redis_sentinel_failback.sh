@@ -3,7 +3,7 @@
 # its run_id, and its data is now what the replica had (it may lack a lease
 # the old run granted): the server run of a Sentinel URI carries the
 # replication id, which every promotion renews, so the first lease after
-# the failback waits the quarantine (README "Redis Sentinel").
+# the failback waits the quarantine (docs/backends/redis.md "Redis Sentinel").
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/sentinel_common.sh"

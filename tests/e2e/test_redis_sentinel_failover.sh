@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redis Sentinel (README "Redis Sentinel"): a master, a replica and three
+# Redis Sentinel (docs/backends/redis.md "Redis Sentinel"): a master, a replica and three
 # sentinels on loopback. Runs and a hand-over through redis+sentinel://;
 # then SENTINEL FAILOVER while a lease is held, a waiter is queued and fresh
 # contenders keep trying: the holder keeps running (its lease reached the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Redis Sentinel (README "Redis Sentinel"): kill -9 of the master while a
+# Redis Sentinel (docs/backends/redis.md "Redis Sentinel"): kill -9 of the master while a
 # lease is held that never reached the replica (cut off from the master
 # meanwhile), a waiter is queued and fresh contenders keep trying; the
 # holder's simba is paused at the kill, as if cut off from the new master,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sentinels that disagree (sentinel.hpp, README "Redis Sentinel"): after a
+# Sentinels that disagree (sentinel.hpp, docs/backends/redis.md "Redis Sentinel"): after a
 # failover the sentinels switch to the new master one by one, and a host
 # whose first sentinel is cut off or slow asks the next. simba takes a
 # master only when a majority of the URI's sentinels name it.

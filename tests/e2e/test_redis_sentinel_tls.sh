@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rediss+sentinel://: TLS to the sentinel and to the master it names, with
-# one ?cacert= for both (README "Redis Sentinel"). A master, a replica and a
+# one ?cacert= for both (docs/backends/redis.md "Redis Sentinel"). A master, a replica and a
 # sentinel, all TLS only (tls-replication yes), with a CA the test makes. A
 # run and a hand-over work; a sentinel that cannot be trusted, and a master
 # whose certificate does not name the address the sentinel gives (127.0.0.1),

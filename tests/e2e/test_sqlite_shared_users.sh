@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
 # One database shared by several Unix users (issue 13 §3, §4), with real
-# users: the README's recipe (a group, a setgid directory) works for every
+# users: the recipe of docs/backends/sqlite.md (a group, a setgid directory) works for every
 # member, hand-overs between users are prompt (the notification works
 # across users), what simba makes keeps the directory's group and the
 # database's permissions; a permission problem says "permission denied" and

@@ -52,7 +52,7 @@ read -r how n took < <(outcome "$T/r3" SIGTERM -- run --mutex m -- \
   sh -c 'trap "exit 0" TERM; touch "$0"; while :; do sleep 0.05; done' "$T/r3")
 assert_eq "exit 0" "$how $n" "run, CMD exits 0 on TERM"
 
-# lead (the systemd unit of the README): ends by SIGTERM.
+# lead (the systemd unit of docs/recipes.md): ends by SIGTERM.
 read -r how n took < <(outcome "$T/l1" SIGTERM -- lead --mutex l -- sh -c 'touch "$0"; exec sleep 30' "$T/l1")
 assert_eq "signal 15" "$how $n" "lead stopped by TERM"
 assert_eq free "$(mutex_state l)" "mutex after lead ended by SIGTERM"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # backends: sqlite redis postgres
 # A stop signal that comes while a call is in flight wins over the reply that
-# comes after it (README "Signals"): behind a slow server, SIGTERM while a
+# comes after it (man simba, SIGNALS): behind a slow server, SIGTERM while a
 # plain run's acquire is in flight -> CMD never starts, the lease the reply
 # granted goes back, simba exits 143; SIGTERM while `run --lease`'s first
 # guard is in flight -> CMD never starts, the job's lease stays kept (only

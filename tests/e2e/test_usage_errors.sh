@@ -34,7 +34,7 @@ check 64 run --mutex m --ttl '' -- true
 check 64 run --mutex m --transition 0 -- true
 check 64 run --mutex m --kill-after 2s --transition 2s -- true
 
-# Settings that leave no room to renew before the kill point (README,
+# Settings that leave no room to renew before the kill point (docs/safety.md,
 # "Timing limits"). The issue's own command once spun forever, logging
 # millions of lines and ignoring TERM: a short bound, and the log's size
 # is capped so that a regression fails fast instead of filling the disk.

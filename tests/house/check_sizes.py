@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The house rule on sizes (README "Layout"): a source file under src/ of
+"""The house rule on sizes (docs/design.md §8): a source file under src/ of
 more than 500 lines says why at its top (a comment with "Over N lines" in
 its first 15 lines, N at least 500), and no C++ function is longer than 80 lines, its
 signature to its closing brace.

@@ -84,7 +84,7 @@ public:
   int revocations() const { return m_revocations; }
 
   // --slots n: every contender asks for n slots; no hand-overs (a slot's
-  // release wakes, it does not hand over: README "Decisions").
+  // release wakes, it does not hand over: docs/decisions.md).
   Simulation& slots(int n) {
     m_slots = n;
     m_hand_over = false;

@@ -41,7 +41,7 @@ public:
   // what nobody asked for): it cannot be used.
   bool stale() const;
   void close();
-  // The process exits next: the kernel closes the socket (README "Speed").
+  // The process exits next: the kernel closes the socket (docs/benchmarks.md).
   void leave() { m_conn = nullptr; }
 
   // One statement with text parameters (the extended protocol, an unnamed

@@ -1,7 +1,7 @@
 #pragma once
 // libpq, loaded when a postgres URI is used (dlopen of its soname), never
 // linked: simba on SQLite and Redis starts as fast as before and runs on
-// machines without libpq (README "Backends"). The few types and functions
+// machines without libpq (docs/backends/postgres.md). The few types and functions
 // simba calls are declared here rather than taken from libpq-fe.h, so that
 // the build needs no libpq-dev either: they are libpq.so.5's stable ABI
 // (the soname changes when it does), and the enum values are the ones it

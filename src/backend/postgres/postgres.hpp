@@ -1,6 +1,6 @@
 #pragma once
 // backend/postgres/: the PostgreSQL backend, a lease table on a database
-// many hosts share, on the server's clock (README "Backends"). libpq is
+// many hosts share, on the server's clock (docs/backends/postgres.md). libpq is
 // loaded when a postgres URI is used, never linked.
 //
 //   postgres.hpp     this factory, all that open_backend() sees

@@ -2,7 +2,7 @@
 // fragments every acquiring statement starts with. The rules are those of
 // redis/lua/common.lua (keep them alike).
 //
-// The server run (README "Backends"): a primary that restarts after
+// The server run (docs/backends/postgres.md): a primary that restarts after
 // losing its last writes (synchronous_commit off, fsync off), or a standby
 // promoted before it received them, may have lost a lease whose CMD still
 // runs. The marker holds the run that last granted a lease

@@ -9,7 +9,7 @@
 // NOTIFYs the mutex's channel: the owner, and every waiter. Through a
 // pooler in transaction mode LISTEN cannot work (the server connection
 // goes back to the pool): `listen=off` in the URI, and waiters wake on
-// their timers (README "Backends").
+// their timers (docs/backends/postgres.md).
 #include "backend/postgres/connection.hpp"
 #include "backend/postgres/statements.hpp"
 #include "backend/uri.hpp"

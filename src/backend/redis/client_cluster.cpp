@@ -19,7 +19,7 @@ namespace {
 // undeclared: on the target (ASKING) any key of the slot may be touched;
 // on the source a key that already left fails the script there (it stops
 // with an error; each script reads before it writes what matters, so what
-// it wrote by then ends no lease and grants none untold: README "Redis
+// it wrote by then ends no lease and grants none untold: docs/backends/redis.md "Redis
 // Cluster").
 std::vector<std::string> route_keys(const std::vector<std::string>& keys, int slot) {
   std::vector<std::string> out;

@@ -1,5 +1,5 @@
 #pragma once
-// Redis Cluster (redis+cluster://, README "Redis Cluster"): the slot map,
+// Redis Cluster (redis+cluster://, docs/backends/redis.md "Redis Cluster"): the slot map,
 // one connection per master, and each call sent to the master that serves
 // its mutex's slot, following MOVED (the map is updated, the call goes
 // again to the new master) and ASK (ASKING, then the call on the target,

@@ -34,7 +34,7 @@
 // (longest lease + 1 s) after its first request, so a lease granted or
 // renewed on the old master ends first, as long as k_sentinel_confirm_ms
 // stays within the quarantine's 1 s slack and every host lists the same
-// sentinels (in any order; README "Redis Sentinel").
+// sentinels (in any order; docs/backends/redis.md "Redis Sentinel").
 #include "backend/uri.hpp"
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 namespace simba::backend::redis {
 namespace {
 
-// An ACL user (README "ACL users") is checked when simba starts, in the
+// An ACL user (README and docs/backends/redis.md "ACL users") is checked when simba starts, in the
 // same write: may it run scripts on its keys and publish on its channels?
 // (INFO and, with Sentinel, ROLE and INFO replication are in that write
 // anyway: their NOPERM is named the same way.)

@@ -38,7 +38,7 @@ std::string check_server(Connection& c, const RedisUri& uri, const std::string& 
 bool refused_for_now(const std::string& error_reply);
 
 // The hello of the main connection may wait for the first script, and go in
-// its write (Client::call(), README "Speed": one round trip less per run),
+// its write (Client::call(), docs/benchmarks.md: one round trip less per run),
 // when nothing in it may refuse while the script still runs: no password
 // (a wrong one would leave the script to the default user), database 0 (a
 // refused SELECT would leave it to database 0), no Sentinel (ROLE first),

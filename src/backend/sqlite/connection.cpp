@@ -19,7 +19,7 @@ namespace {
 // last checkpoint to rebuild the WAL index, and a checkpoint costs two
 // fsyncs, and the next write, which starts the WAL over, a third (its
 // header): a few dozen runs between checkpoints balance the two best in
-// scripts/bench (README "Speed"). A run writes 4 frames (the table is
+// scripts/bench (docs/benchmarks.md). A run writes 4 frames (the table is
 // WITHOUT ROWID: the lease row's page and the history ring's leaf, in each
 // of two commits; 2 with SIMBA_HISTORY_LIMIT=0).
 constexpr int k_checkpoint_pages = 64;

@@ -43,7 +43,7 @@ public:
   void close();
   // Forgets the connection without closing it: the process is about to
   // exit, which ends it (its locks, descriptors and memory) sooner than
-  // sqlite3_close does (README "Speed"). With no checkpoint on close and no
+  // sqlite3_close does (docs/benchmarks.md). With no checkpoint on close and no
   // transaction open, closing would write nothing either.
   void leave() {
     m_db = nullptr;

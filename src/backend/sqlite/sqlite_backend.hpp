@@ -40,7 +40,7 @@ struct SqliteOpen {
 // Opens the database at `path` (absolute or relative to the cwd). Throws
 // UnavailableError when the database cannot be used: missing (and not to be
 // created), its directory missing, a directory or file another user could
-// have written (README: "Sharing a database between users"), a symlink, not
+// have written (docs/backends/sqlite.md "Sharing a database between users"), a symlink, not
 // a SQLite database, a network filesystem, no permission.
 std::unique_ptr<Backend> open_sqlite(const std::string& path, const SqliteOpen& how);
 

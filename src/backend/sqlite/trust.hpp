@@ -1,5 +1,5 @@
 #pragma once
-// Whose files the SQLite backend trusts (README, "Sharing a database between
+// Whose files the SQLite backend trusts (docs/backends/sqlite.md, "Sharing a database between
 // users"). Whoever can write the database, its directory or the notification
 // directory can forge leases, and can plant files where simba creates or
 // touches one (a symlink to /etc/nologin). So simba uses only what no

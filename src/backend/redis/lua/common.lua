@@ -116,7 +116,7 @@ local function reply(now, changed, l)
           l.quarantine and 1 or 0, l.holding and 1 or 0}
 end
 
--- The server run (DESIGN §9, README "Safety model"). Redis may lose a lease
+-- The server run (DESIGN §9, docs/safety.md). Redis may lose a lease
 -- whose owner's CMD still runs: a restart from a snapshot or an AOF that
 -- missed the last writes, a failover to a replica that missed them, a
 -- FLUSHALL or FLUSHDB. The marker KEYS[3], a hash that nothing expires or
@@ -138,7 +138,7 @@ end
 -- that length is released (note_end); other live leases of that length
 -- are noted again at their next renewal. What a lost write may hide is
 -- then covered by the lease asked for: the contenders of a mutex ask for
--- the same terms (README "Safety model"), so a lease granted after the
+-- the same terms (docs/safety.md), so a lease granted after the
 -- last write that persisted is as long as the one its mutex's next
 -- contender asks for. In the steady state this is one HMGET and one HSET
 -- of the marker inside the script.

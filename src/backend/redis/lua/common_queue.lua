@@ -54,7 +54,7 @@ end
 -- (acquisitions, losses) that no script deletes and that has no TTL, like
 -- the fence: the lease's own hash goes with every release. `hash` is the
 -- mutex's (a slot's lease counts in its mutex's). HGET and HSET, not
--- HINCRBY: the commands of README "ACL users" suffice.
+-- HINCRBY: the commands of README and docs/backends/redis.md "ACL users" suffice.
 local function count(hash, field)
   local key = hash .. ':counts'
   redis.call('HSET', key, field, int((tonumber(redis.call('HGET', key, field)) or 0) + 1))
