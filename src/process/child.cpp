@@ -229,7 +229,19 @@ void Child::spawn(const std::string& path, const std::vector<std::string>& argv,
 }
 
 void Child::signal_group(int signo) const {
-  if (m_pid > 1) kill(-m_pid, signo);
+  if (m_pid > 1 && group_may_exist()) kill(-m_pid, signo);
+}
+
+// Once CMD has exited and is reaped its number is free: pids wrap, and a
+// later process group may bear it (a signal forwarded between lead's or
+// schedule's runs went to whoever had it). The group lives on only while a
+// process of it does, all of them ours (CMD's descendants), zombies
+// included: they keep the number taken.
+bool Child::group_may_exist() const {
+  if (!m_exited) return true;
+  for (const proc_tree::ProcInfo& p : proc_tree::descendants(getpid()))
+    if (p.pgrp == m_pid) return true;
+  return false;
 }
 
 void Child::signal_all(int signo, pid_t spare) const {
@@ -246,7 +258,7 @@ void Child::follow_stop(int signo) {
   // Continued: `fg` made us the foreground group, `bg` did not.
   m_tty = (tcgetpgrp(0) == getpgrp()) ? 0 : -1;
   if (m_tty >= 0) set_foreground(m_tty, m_pid);
-  kill(-m_pid, SIGCONT);
+  signal_group(SIGCONT);
 }
 
 void Child::exited(int st, ExitStatus& status) {

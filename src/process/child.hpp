@@ -72,6 +72,8 @@ public:
   bool descendants_alive(pid_t spare = -1) const;
 
 private:
+  // Whether CMD's process group may still exist (see signal_group).
+  bool group_may_exist() const;
   void follow_stop(int signo);
   void exited(int wait_status, ExitStatus& status);
   void close_exit_fd();

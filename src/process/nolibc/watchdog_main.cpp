@@ -104,11 +104,19 @@ void reap_children(Watchdog::Shared& shared, long supervisor) {
   if (orphan_gone) raw::kill(supervisor, SIGCHLD);
 }
 
+// CMD's group, while it may exist: once we have reaped CMD its number is
+// free, and pids wrap (another process group may bear it). The group's
+// other members, if any, are below us still, where the walk finds them.
+long cmd_group(const Watchdog::Shared& shared) {
+  long pgid = shared.pgid.load();
+  return pgid == shared.exited_pid.load() ? 0 : pgid;
+}
+
 // The supervisor died (kill -9, a crash) or exited: kill CMD's group and
 // everything below us, then go. Its pid may already name someone else: our
 // own subtree is what we walk.
 [[noreturn]] void outlive_supervisor(Watchdog::Shared& shared) {
-  long pgid = shared.pgid.load();
+  long pgid = cmd_group(shared);
   if (pgid > 1) raw::kill(-pgid, SIGKILL);
   siginfo_t info{};
   // No child at all (the common end of a run): nothing to walk.
@@ -128,7 +136,7 @@ void check_deadline(State& s) {
   for (;;) {
     int64_t d = s.shared.deadline_ms.load();
     if (d != k_no_deadline && raw::boottime_ms() >= d) {
-      kill_everything(s.supervisor, s.shared.pgid.load(), s.shared.walk_by_scan,
+      kill_everything(s.supervisor, cmd_group(s.shared), s.shared.walk_by_scan,
                       Mandate{&s.shared.deadline_ms, d});
       if (!s.shared.deadline_ms.compare_exchange_strong(d, k_no_deadline)) continue;
       d = k_no_deadline;
@@ -212,7 +220,7 @@ bool poll_timeout(const State& s, timespec& timeout, timespec*& limit) {
       if (n == -EINTR) continue;
       // Cannot wait: failing safe means killing now, and again until
       // waiting works (a CMD started meanwhile is killed as well).
-      kill_everything(s.supervisor, s.shared.pgid.load(), s.shared.walk_by_scan);
+      kill_everything(s.supervisor, cmd_group(s.shared), s.shared.walk_by_scan);
       raw::sleep_ms(10);
       continue;
     }
