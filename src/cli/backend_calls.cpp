@@ -87,9 +87,11 @@ core::CallResult BackendCalls::send(const core::action::Call& a, int64_t timeout
 // simba with 64 (core::terms_differ): the backend took nothing (or ended
 // the lease of ours it found, as when the window may not run).
 core::CallResult BackendCalls::acquire_once(const core::action::Call& a, int64_t timeout) {
+  core::OncePer once = *m_config.once;
+  once.window = a.once_window;
   backend::Reply r =
-      m_backend.acquire_once(m_config.mutex, m_config.contender_id, a.ttl_ms, a.transition_ms,
-                             *m_config.once, m_config.label, this_host(), timeout);
+      m_backend.acquire_once(m_config.mutex, m_config.contender_id, a.ttl_ms, a.transition_ms, once,
+                             m_config.label, this_host(), timeout);
   if (r.ok() && r.done && core::terms_differ(*r.done, *m_config.once, r.observed.now) &&
       !r.observed.lease.owned_by(m_config.contender_id, r.observed.now))
     throw UsageError(core::terms_differ_message(m_config.mutex, *r.done, *m_config.once));

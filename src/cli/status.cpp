@@ -34,8 +34,9 @@ std::string describe_done(const core::DoneRecord& d) {
   std::string outcome =
       d.finished ? "exit " + std::to_string(d.exit_code) + " at " + core::format_utc(d.finished_at)
                  : "not finished (running, or its lease was lost)";
+  std::string late = core::lateness(d) > 0 ? " (" + core::late_note(d) + ")" : "";
   return "last --once-per run: window from " + core::format_utc(d.window_start) + ", started " +
-         core::format_utc(d.started_at) + " on " + core::escape_control(d.host) + " by " +
+         core::format_utc(d.started_at) + late + " on " + core::escape_control(d.host) + " by " +
          core::escape_control(d.label) + ", " + outcome;
 }
 

@@ -120,6 +120,7 @@ json done_json(const core::DoneRecord& d) {
   j["host"] = d.host;
   j["fencing_token"] = d.token;
   j["started_at"] = d.started_at;
+  j["late_ms"] = core::lateness(d); // > 0: started after its window's end
   j["finished_at"] = d.finished ? json(d.finished_at) : json(nullptr);
   j["exit_code"] = d.finished ? json(d.exit_code) : json(nullptr);
   return j;

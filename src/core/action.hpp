@@ -103,6 +103,9 @@ struct Call {
   // release: the code simba exits with (CMD's status after a run), which
   // --once-per records in the done record.
   int exit_code = 0;
+  // acquire --once-per: the contender's window (OncePer::window; 0 until a
+  // reply gave the backend's now).
+  int64_t once_window = 0;
 };
 
 // Give back a lease the contender does not keep: a release at once, best

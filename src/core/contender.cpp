@@ -80,6 +80,7 @@ Actions Contender::call_with(int64_t now, Op op, int64_t ttl, int64_t transition
     a.mark = o.phase_pending ? RunMark::read : o.run_pending ? RunMark::record : RunMark::none;
     m_in_flight->mark = a.mark;
   }
+  if (op == Op::acquire) a.once_window = m_once_window;
   if (op == Op::release) {
     a.token = std::get<Releasing>(m_state).token;
     a.exit_code = std::get<Releasing>(m_state).exit_code;
@@ -95,6 +96,10 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
   if (r.status == CallResult::Status::ok) {
     m_last_backend_now = r.observed.now;
     m_last_reply_at = now;
+    // --once-per: the window in which we first reached the backend stays
+    // ours however long we wait (README "Once per window").
+    if (m_config.once && m_once_window == 0)
+      m_once_window = window_start(r.observed.now, *m_config.once);
   }
   if (phase() == Phase::releasing && sent.op != Op::release) {
     return call(now, Op::release); // the release waited for this reply
@@ -106,6 +111,12 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
   case Op::release: return on_release_reply(now, r);
   }
   return {};
+}
+
+std::optional<OncePer> Contender::once_judged() const {
+  std::optional<OncePer> o = m_config.once;
+  if (o) o->window = m_once_window;
+  return o;
 }
 
 Actions Contender::on_release_reply(int64_t now, const CallResult& r) {

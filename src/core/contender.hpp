@@ -303,6 +303,10 @@ private:
   bool m_shutdown = false;             // a TERM/INT/HUP/QUIT asked simba to stop (lead, schedule)
   int m_stop_signal = 0;               // the first TERM/INT/HUP/QUIT simba got (0: none)
   bool m_refused = false;              // the backend refused a guard: stop, release, exit 69
+  // --once-per: the start of our window, that of the backend's now in the
+  // first answered call (0: none yet). Judged in every later acquire.
+  int64_t m_once_window = 0;
+  std::optional<OncePer> once_judged() const; // m_config.once in our window
 };
 
 } // namespace simba::core

@@ -22,10 +22,20 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r, int64_t se
   if (ok && !ours) m_holder = SeenHolder{r.observed.lease, r.observed.now, now};
   if (waiting().cancel_code) return on_cancelled_acquire(now, r, std::move(acts));
   if (!ok) return on_acquire_failure(now, r, std::move(acts));
-  if (ours) return on_acquired(now, r.observed, sent_at, std::move(acts));
+  if (ours) {
+    // --once-per: a run that starts after its window's end says for which
+    // window, and how late.
+    if (m_config.once && r.done && r.done->token == r.observed.lease.fencing_token &&
+        lateness(*r.done) > 0)
+      acts.push_back(
+          action::Log{LogLevel::info, "running " + m_config.mutex + " " + late_note(*r.done)});
+    return on_acquired(now, r.observed, sent_at, std::move(acts));
+  }
   waiting().maybe_owner = false;
   if (window_closed(r)) {
-    acts.push_back(action::Log{LogLevel::info, core::already_ran_message(*r.done)});
+    bool later = r.done->window_start > m_once_window;
+    acts.push_back(action::Log{LogLevel::info, later ? passed_over_message(m_once_window, *r.done)
+                                                     : core::already_ran_message(*r.done)});
     return finish(now, m_config.conflict_exit_code, std::move(acts));
   }
   return on_busy(now, r.observed, std::move(acts));
@@ -123,14 +133,18 @@ Actions Contender::track_backend(int64_t now, const CallResult& r) {
                                              std::to_string(f.count) + " failures in a row"}};
 }
 
-// --once-per: the mutex is free, and the backend did not give it to us
-// because the window holding its now has run (or failed, without
+// --once-per: the backend did not give us the mutex, and never will in
+// our window: a later window's run has happened (whoever holds the mutex
+// now), or the mutex is free and our window has run (or failed, without
 // --retry-failed).
 bool Contender::window_closed(const CallResult& r) const {
   if (!m_config.once || !r.done) return false;
   const Observed& o = r.observed;
+  std::optional<OncePer> once = once_judged();
+  WindowState s = judge_window(r.done, o.lease, o.now, *once);
+  if (s == WindowState::passed_over) return true;
   if (!o.lease.free_at(o.now)) return false;
-  return !may_run(judge_window(r.done, o.lease, o.now, *m_config.once), *m_config.once);
+  return !may_run(s, *once);
 }
 
 // A quarantine (docs/backends/) is no holder: the backend
@@ -229,8 +243,8 @@ Actions Contender::give_up(int64_t now, Actions acts) {
     w.cancel_code = m_config.conflict_exit_code; // the reply decides (on_acquire_reply)
     return acts;
   }
-  bool failing = w.failures.count > 0 ||
-                 (m_holder && in_quarantine(m_holder->lease, m_holder->backend_now));
+  bool failing =
+      w.failures.count > 0 || (m_holder && in_quarantine(m_holder->lease, m_holder->backend_now));
   int code = failing ? exit_code::k_unavailable : m_config.conflict_exit_code;
   LogLevel level = failing ? LogLevel::error : LogLevel::info;
   acts.push_back(notice(now, WaitNotice::Event::gave_up, level));

@@ -16,7 +16,9 @@ int64_t window_start(int64_t now, int64_t period_ms, int64_t offset_ms) {
 
 WindowState judge_window(const std::optional<DoneRecord>& record, const Lease& lease, int64_t now,
                          const OncePer& o) {
-  if (!record || record->window_start != window_start(now, o)) return WindowState::open;
+  int64_t w = judged_window(now, o);
+  if (!record || record->window_start < w) return WindowState::open;
+  if (record->window_start > w) return WindowState::passed_over;
   if (record->finished) return record->exit_code == 0 ? WindowState::ran_ok : WindowState::failed;
   // Unfinished: its run goes on while its lease does (a revoked one too:
   // its CMD is being stopped); a lease that ended without a release was lost.
@@ -31,6 +33,23 @@ std::string already_ran_message(const DoneRecord& r) {
            " (lease lost; contender " + r.label + ")";
   return "already ran in this window on " + where + " at " + format_utc(r.finished_at) + " (exit " +
          std::to_string(r.exit_code) + "; contender " + r.label + ")";
+}
+
+std::string passed_over_message(int64_t window, const DoneRecord& r) {
+  std::string where = r.host.empty() ? r.label : r.host;
+  std::string what = r.finished ? "already ran on " + where + " at " + format_utc(r.finished_at) +
+                                      " (exit " + std::to_string(r.exit_code) + "; contender " +
+                                      r.label + ")"
+                                : "started on " + where + " at " + format_utc(r.started_at) +
+                                      " (contender " + r.label + ")";
+  return "the window of " + format_utc(window) + " was passed over: a later window (" +
+         format_utc(r.window_start) + ") " + what;
+}
+
+std::string late_note(const DoneRecord& r) {
+  int64_t late = lateness(r);
+  if (late == 0) return "";
+  return "late by " + format_duration(late) + " for the window of " + format_utc(r.window_start);
 }
 
 namespace {

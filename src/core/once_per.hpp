@@ -15,6 +15,11 @@ struct OncePer {
   int64_t period_ms = 0; // > 0
   int64_t offset_ms = 0; // 0 <= offset < period
   bool retry_failed = false;
+  // The window a contender is judged in, its start: the window of the
+  // backend's now in the contender's first answered call (README "Once per
+  // window"), so that a wait past the window's end does not move it. 0: the
+  // window of the backend's now (a contender's first call).
+  int64_t window = 0;
 };
 
 // The record of the last run of a mutex under --once-per, written by the
@@ -42,15 +47,23 @@ inline int64_t window_start(int64_t now, const OncePer& o) {
   return window_start(now, o.period_ms, o.offset_ms);
 }
 
+// The window a contender is judged in at `now` (OncePer::window).
+inline int64_t judged_window(int64_t now, const OncePer& o) {
+  return o.window != 0 ? o.window : window_start(now, o);
+}
+
 enum class WindowState {
   open,    // no run in this window yet (no record, or an older window's)
   ran_ok,  // a run of this window ended with exit 0
   failed,  // a run of this window failed: non-zero exit, or its lease was lost
   running, // a run of this window still holds the lease
+  // A later window's run has happened: this window never runs (running it
+  // now would run the job out of order, after a run that did it already).
+  passed_over,
 };
 
-// The window holding `now`, judged from the record and the lease as they
-// stand at `now`.
+// The contender's window (judged_window), judged from the record and the
+// lease as they stand at `now`.
 WindowState judge_window(const std::optional<DoneRecord>& record, const Lease& lease, int64_t now,
                          const OncePer& o);
 
@@ -72,7 +85,22 @@ inline bool terms_differ(const DoneRecord& r, const OncePer& o, int64_t now) {
 // "mutex 'M' is run --once-per 1h (--offset 30m), not --once-per 1d ...".
 std::string terms_differ_message(const std::string& mutex, const DoneRecord& r, const OncePer& o);
 
-// "already ran in this window on <host> at <time> (exit N)", times in UTC.
+// "already ran in this window on <host> at <time> (exit N)", times in UTC;
+// only of the run of the contender's own window.
 std::string already_ran_message(const DoneRecord& r);
+
+// "the window of <T> was passed over: a later window (<T2>) already ran on
+// <host> at <time> ...": `window` is the contender's, `r` a later one's run.
+std::string passed_over_message(int64_t window, const DoneRecord& r);
+
+// How late the record's run started after its window's end (0: in time).
+inline int64_t lateness(const DoneRecord& r) {
+  int64_t end = r.window_start + r.period_ms;
+  return r.period_ms > 0 && r.started_at > end ? r.started_at - end : 0;
+}
+
+// "late by <D> for the window of <T>" of a run that started after its
+// window had ended; "" of one in time.
+std::string late_note(const DoneRecord& r);
 
 } // namespace simba::core

@@ -4,6 +4,8 @@
 // case crosses a boundary.
 #include "support.hpp"
 
+#include "../common/window_cases.hpp"
+
 #include "core/once_per.hpp"
 
 #include <doctest/doctest.h>
@@ -106,4 +108,77 @@ TEST_CASE("guard_mark: renews like guard, reads and records the last run's start
   Reply after = require_ok(b->guard_mark(m, "A", token, 10000, 2000, false, k_timeout));
   REQUIRE(after.last_run_at);
   CHECK(*after.last_run_at == rec.observed.now);
+}
+
+// Issue 31 §1: the window judged is the contender's (OncePer::window: the
+// one of the backend's now when it first reached it), every case of the
+// shared table (tests/common/window_cases.hpp) on this backend.
+TEST_CASE("acquire_once: the contender's window is judged, not now's (the shared table)") {
+  auto b = open_test_backend();
+  int64_t now = require_ok(b->get(unique_mutex("clock"), k_timeout)).observed.now;
+  const OncePer base = day_window(now);
+  const int64_t w0 = simba::core::window_start(now, base);
+  auto window = [&](int periods) { return w0 + periods * k_day; };
+  for (const JudgeCase& c : k_judge_cases) {
+    std::string what = c.what;
+    CAPTURE(what);
+    auto m = unique_mutex("judge");
+    if (c.record != k_no_record) {
+      OncePer r = base;
+      r.window = window(c.record);
+      Reply run = require_ok(b->acquire_once(m, "R", 10000, 2000, r, "rec", "h0", k_timeout));
+      REQUIRE(run.observed.lease.owner_id == "R");
+      REQUIRE(run.done);
+      CHECK(run.done->window_start == r.window);
+      require_ok(
+          b->release_once(m, "R", run.observed.lease.fencing_token, c.record_exit, k_timeout));
+    }
+    OncePer o = base;
+    o.retry_failed = c.retry_failed;
+    o.window = c.contender == k_window_of_now ? 0 : window(c.contender);
+    Reply a = require_ok(b->acquire_once(m, "C", 10000, 2000, o, "con", "h1", k_timeout));
+    CHECK((a.observed.lease.owner_id == "C") == c.runs);
+    REQUIRE(a.done);
+    if (c.runs) {
+      // The record is of the contender's window, started now: a late run
+      // shows by how much.
+      int64_t judged = o.window != 0 ? o.window : w0;
+      CHECK(a.done->window_start == judged);
+      CHECK(a.done->label == "con");
+      CHECK(a.done->started_at >= now);
+      CHECK(a.done->period_ms == k_day);
+      if (judged < w0)
+        CHECK(simba::core::lateness(*a.done) >= now - (judged + k_day));
+      else
+        CHECK(simba::core::lateness(*a.done) == 0);
+      require_ok(b->release_once(m, "C", a.observed.lease.fencing_token, 0, k_timeout));
+    } else {
+      CHECK(a.observed.lease.owner_id.empty());
+      CHECK(a.done->label == "rec"); // unchanged
+      CHECK(a.done->window_start == window(c.record));
+    }
+  }
+}
+
+// A lease of ours taken without a record (a plain acquire, a hand-over) is
+// judged in our window too: a later window's record ends it.
+TEST_CASE("acquire_once: our unrecorded lease is ended when a later window ran") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("once-passed");
+  int64_t now = require_ok(b->get(m, k_timeout)).observed.now;
+  OncePer o = day_window(now);
+  Reply run = require_ok(b->acquire_once(m, "R", 10000, 2000, o, "rec", "h0", k_timeout));
+  require_ok(b->release_once(m, "R", run.observed.lease.fencing_token, 0, k_timeout));
+  Reply plain = require_ok(b->acquire(m, "E", 10000, 2000, k_timeout));
+  REQUIRE(plain.observed.lease.owner_id == "E");
+  OncePer before = o;
+  before.window = simba::core::window_start(now, o) - k_day;
+  Reply a = require_ok(b->acquire_once(m, "E", 10000, 2000, before, "e", "h1", k_timeout));
+  CHECK_FALSE(a.observed.lease.valid_at(a.observed.now));
+  REQUIRE(a.done);
+  CHECK(a.done->label == "rec");
+  // The window of now (the record's) refuses it the same way; the window
+  // before, with a free mutex: not taken either.
+  Reply again = require_ok(b->acquire_once(m, "F", 10000, 2000, before, "f", "h2", k_timeout));
+  CHECK(again.observed.lease.owner_id.empty());
 }

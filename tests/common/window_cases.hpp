@@ -58,4 +58,41 @@ inline constexpr WindowCase k_window_cases[] = {
     {"far future, 7 minutes, 1 ms before", 9007199254619999, 420000, 0, 9007199254200000},
 };
 
+// Which window a contender is judged in (issue 31 §1): its own, the window
+// of the backend's now when it first reached the backend, not the one in
+// which its acquire finally comes (core::judge_window with
+// OncePer::window). Windows are counted in periods from the window of the
+// backend's now (0; -1 the one before it). Run by the unit test of
+// core::judge_window and, on every backend, by tests/backend/conformance_once.cpp
+// (the record made by a run of `record` that exited `record_exit`).
+inline constexpr int k_no_record = -99;
+inline constexpr int k_window_of_now = 99; // the contender passes window 0
+
+struct JudgeCase {
+  const char* what;
+  int record;      // the recorded run's window, or k_no_record
+  int record_exit; // its exit status
+  int contender;   // the contender's window, or k_window_of_now
+  bool retry_failed;
+  bool runs; // the contender takes the mutex (and records its window)
+};
+
+inline constexpr JudgeCase k_judge_cases[] = {
+    {"no record: the window of now runs", k_no_record, 0, k_window_of_now, false, true},
+    {"no record: an earlier window runs, late", k_no_record, 0, -1, false, true},
+    {"the window before's record: ours runs", -1, 0, 0, false, true},
+    {"the window before's record: the window of now runs", -1, 0, k_window_of_now, false, true},
+    {"an older window's record: ours runs, late", -2, 0, -1, false, true},
+    {"our window ran: refused", -1, 0, -1, false, false},
+    {"our window ran, --retry-failed: refused", -1, 0, -1, true, false},
+    {"our window failed: refused", -1, 3, -1, false, false},
+    {"our window failed, --retry-failed: runs again, late", -1, 3, -1, true, true},
+    {"the window of now ran: refused", 0, 0, k_window_of_now, false, false},
+    {"a later window ran: ours was passed over", 0, 0, -1, false, false},
+    {"a later window failed, --retry-failed: ours was still passed over", 0, 3, -1, true, false},
+    {"two windows later ran: passed over", 0, 0, -2, false, false},
+    {"a record of a window after now's: the window of now is passed over", 1, 0, k_window_of_now,
+     false, false},
+};
+
 } // namespace simba::test

@@ -81,7 +81,7 @@ TEST_SUITE("core::once_per") {
   TEST_CASE("every case of the boundary table") {
     for (const WindowCase& c : k_window_cases) {
       std::string what = c.what;
-    CAPTURE(what);
+      CAPTURE(what);
       CHECK(window_start(c.now, c.period, c.offset) == c.start);
     }
   }
@@ -117,7 +117,42 @@ TEST_SUITE("core::once_per") {
     CHECK_FALSE(may_run(WindowState::ran_ok, retry));
     CHECK_FALSE(may_run(WindowState::running, retry));
   }
+  TEST_CASE("the contender's window is judged, not now's: the shared table") {
+    const int64_t period = 6000;
+    const int64_t now = k_midnight + 2 * period + 4300; // the window of now: k_midnight + 12000
+    const int64_t w0 = window_start(now, period, 0);
+    for (const JudgeCase& c : k_judge_cases) {
+      std::string what = c.what;
+      CAPTURE(what);
+      std::optional<DoneRecord> rec;
+      if (c.record != k_no_record) rec = finished(w0 + c.record * period, c.record_exit);
+      OncePer o = per(period, 0, c.retry_failed);
+      o.window = c.contender == k_window_of_now ? 0 : w0 + c.contender * period;
+      WindowState s = judge_window(rec, Lease{}, now, o);
+      CHECK(may_run(s, o) == c.runs);
+      bool later = rec && rec->window_start > judged_window(now, o);
+      CHECK((s == WindowState::passed_over) == later);
+    }
+  }
+  TEST_CASE("lateness: a run that started after its window's end says by how much") {
+    DoneRecord r = finished(k_midnight, 0);
+    r.period_ms = 6000;
+    r.started_at = k_midnight + 5999;
+    CHECK(lateness(r) == 0);
+    CHECK(late_note(r).empty());
+    r.started_at = k_midnight + 6000 + 4300;
+    CHECK(lateness(r) == 4300);
+    CHECK(late_note(r) == "late by 4.3s for the window of 2026-12-01T00:00:00Z");
+    r.period_ms = 0; // a record of an older simba: no terms, no lateness
+    CHECK(lateness(r) == 0);
+  }
   TEST_CASE("the message names the host, the time and the exit") {
+    DoneRecord later = finished(k_midnight + 6000, 0);
+    later.finished_at = k_midnight + 7000;
+    CHECK(passed_over_message(k_midnight, later) ==
+          "the window of 2026-12-01T00:00:00Z was passed over: a later window "
+          "(2026-12-01T00:00:06Z) already ran on host-a at 2026-12-01T00:00:07Z (exit 0; "
+          "contender job)");
     CHECK(already_ran_message(finished(k_midnight, 0)) ==
           "already ran in this window on host-a at 2026-12-01T00:00:00Z (exit 0; contender job)");
     DoneRecord lost{k_midnight, "job", "host-a", 7, k_midnight + 60000};
@@ -212,6 +247,66 @@ TEST_SUITE("core::Contender --once-per") {
     REQUIRE(call);
     CHECK(call->op == Op::release);
     CHECK(call->exit_code == 4);
+  }
+  // Issue 31 §1: a contender that waits past its window's end is still
+  // judged in the window of the backend's now in its first reply.
+  TEST_CASE("the window of the first reply is passed in every later acquire") {
+    Contender c = make_contender(once_config(per(6000)));
+    Actions a = c.start(100);
+    const auto* call = find<action::Call>(a);
+    REQUIRE(call);
+    CHECK(call->once_window == 0); // not known yet: the window of now
+    CallResult first;
+    first.status = CallResult::Status::ok;
+    first.observed.now = k_midnight + 200;
+    first.observed.lease = held_by("other", 7, first.observed.now);
+    a = c.on_reply(105, first); // held: wait
+    CHECK_FALSE(find<action::Exit>(a));
+    a = c.on_notify(20000);
+    call = find<action::Call>(a);
+    REQUIRE(call);
+    CHECK(call->op == Op::acquire);
+    CHECK(call->once_window == k_midnight);
+    // Two windows on, a later window's run is recorded: passed over, at once
+    // (even while that run still holds the mutex).
+    CallResult later;
+    later.status = CallResult::Status::ok;
+    later.observed.now = k_midnight + 13000;
+    later.observed.lease = held_by("other", 9, later.observed.now);
+    later.done = DoneRecord{k_midnight + 12000, "job", "host-c", 9, k_midnight + 12500};
+    a = c.on_reply(20005, later);
+    const auto* exit = find<action::Exit>(a);
+    REQUIRE(exit);
+    CHECK(exit->code == 75);
+    const auto* log = find<action::Log>(a);
+    REQUIRE(log);
+    CHECK(log->message.find("the window of 2026-12-01T00:00:00Z was passed over: a later window "
+                            "(2026-12-01T00:00:12Z) started on host-c") == 0);
+  }
+  TEST_CASE("a late run says for which window and how late") {
+    Contender c = make_contender(once_config(per(6000)));
+    c.start(100);
+    CallResult first;
+    first.status = CallResult::Status::ok;
+    first.observed.now = k_midnight + 200;
+    first.observed.lease = held_by("other", 7, first.observed.now);
+    c.on_reply(105, first);
+    c.on_notify(8000);
+    CallResult got;
+    got.status = CallResult::Status::ok;
+    got.observed.now = k_midnight + 7500;
+    got.observed.lease = held_by("me", 8, got.observed.now);
+    DoneRecord rec{k_midnight, "me", "h", 8, k_midnight + 7500};
+    rec.period_ms = 6000;
+    got.done = rec;
+    Actions a = c.on_reply(8005, got);
+    CHECK(find<action::StartChild>(a));
+    bool said = false;
+    for (const Action& x : a)
+      if (const auto* l = std::get_if<action::Log>(&x))
+        said = said || l->message == "running m late by 1.5s for the window of "
+                                     "2026-12-01T00:00:00Z";
+    CHECK(said);
   }
   TEST_CASE("a grant is not taken as it is: acquire_once judges it first") {
     Contender c = make_contender(once_config(per(10000)));

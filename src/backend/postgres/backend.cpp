@@ -145,7 +145,7 @@ public:
     return run(m_sql.acquire_once,
                {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
                 m_quarantine, std::to_string(once.period_ms), std::to_string(once.offset_ms),
-                once.retry_failed ? "t" : "f", label, host, m_holder},
+                once.retry_failed ? "t" : "f", label, host, m_holder, std::to_string(once.window)},
                timeout_ms);
   }
 

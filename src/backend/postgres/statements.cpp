@@ -166,18 +166,20 @@ std::string with_counters(std::string sql) {
 }
 
 // acquire_once: acquire's $1..$5, then $6 period_ms, $7 offset_ms, $8
-// retry_failed (boolean), $9 label, $10 host. acquire's rule, but a new
-// lease only when the window holding now may run (core::judge_window and
-// core::may_run, mirrored: keep them alike, as redis/lua/acquire_once.lua),
-// writing the record of its run (unfinished) in the same row; a lease of
-// ours without a record of its own (taken by a plain acquire) is judged
+// retry_failed (boolean), $9 label, $10 host, ($11 below), $12 the
+// contender's window (core::OncePer::window; 0: the one holding now: w).
+// acquire's rule, but a new lease only when that window may run (a record
+// of an older window or none: open; of a later one: never; core::judge_window
+// and core::may_run, mirrored: keep them alike, as redis/lua/acquire_once.lua),
+// writing the record of its run (unfinished, that window) in the same row; a
+// lease of ours without a record of its own (a plain acquire's) is judged
 // too, and ended if the window may not run.
 //
 // The terms of k_acquire_once, spelled out: MINE, we are the valid owner;
 // OWNREC, the lease has a record of its own; DIFFER, core::terms_differ
 // (the record's run had another --once-per or --offset and its window
 // lasts: simba then exits 64); MAY, not DIFFER and core::may_run for the
-// window (an unfinished record of it counts as failed, as in Redis); B, a
+// window W (an unfinished record of it counts as failed, as in Redis); B, a
 // lease of ours without its record and the window may run: the record
 // starts; C, the same but it may not: the lease ends now; D, free, it may
 // run, no quarantine: a new lease and its record.
@@ -190,9 +192,9 @@ std::string once_terms(std::string sql) {
       {"{DIFFER}", "coalesce(l.once_period > 0 AND (l.once_period <> $6::bigint OR "
                    "l.once_offset <> $7::bigint) AND {NOW} < l.once_window + l.once_period, "
                    "false)"},
-      {"{MAY}", "(NOT {DIFFER} AND (l.once_window IS DISTINCT FROM (SELECT start FROM w) OR "
-                "($8::boolean AND NOT coalesce(l.once_finished AND l.once_exit_code = 0, "
-                "false))))"},
+      {"{MAY}", "(NOT {DIFFER} AND (l.once_window IS NULL OR l.once_window < {W} OR "
+                "(l.once_window = {W} AND $8::boolean AND "
+                "NOT coalesce(l.once_finished AND l.once_exit_code = 0, false))))"},
       {"{TOKEN}", "greatest(l.token + 1, (SELECT us FROM n))"},
       {"{B}", "({MINE} AND NOT {OWNREC} AND {MAY})"},
       {"{C}", "({MINE} AND NOT {OWNREC} AND NOT {MAY})"},
@@ -213,7 +215,7 @@ std::string once_terms(std::string sql) {
 }
 
 constexpr const char* k_acquire_once = R"(
-w AS (SELECT {WINDOW} AS start FROM n),
+w AS (SELECT CASE WHEN $12::bigint <> 0 THEN $12::bigint ELSE {WINDOW} END AS start FROM n),
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
                         once_window, once_label, once_host, once_token, once_started_at,
@@ -450,7 +452,8 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   // first live waiter, as a release does; one that revoked a lease tells
   // the owner, and every waiter, on the mutex's channel.
   s.force_release =
-      f(with_now + k_old_row + k_force_release + history_writes(forced_events("$4", "$5::boolean"), limit) +
+      f(with_now + k_old_row + k_force_release +
+        history_writes(forced_events("$4", "$5::boolean"), limit) +
         answer(false, "CASE WHEN (SELECT transition_at FROM up) <= (SELECT ms FROM n) THEN " +
                           first_waiter("''") + " ELSE $3::text END"));
   // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.

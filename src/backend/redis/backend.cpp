@@ -106,7 +106,8 @@ public:
     Reply r = m_client.run(lua::k_acquire_once, mutex,
                            {contender, std::to_string(ttl_ms), std::to_string(transition_ms),
                             std::to_string(once.period_ms), std::to_string(once.offset_ms),
-                            once.retry_failed ? "1" : "0", label, host, m_holder},
+                            once.retry_failed ? "1" : "0", label, host, m_holder,
+                            std::to_string(once.window)},
                            timeout_ms, false, Client::Extra::done);
     m_wakeups.acquired(mutex, contender, r, ttl_ms, transition_ms);
     return r;

@@ -79,9 +79,10 @@ std::optional<Reply> SqliteBackend::prepare_done_table() {
   return std::nullopt;
 }
 
-// The judgement and the acquire in one transaction: the window is the one
-// holding the reply's now (the backend's clock), the record is written
-// with the new lease's token.
+// The judgement and the acquire in one transaction: the window is the
+// contender's (OncePer::window), else the one holding the reply's now (the
+// backend's clock); the record is written with the new lease's token and
+// that window (a late run: its start after the window's end).
 Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& contender,
                                   int64_t ttl_ms, int64_t transition_ms, const core::OncePer& once,
                                   const std::string& label, const std::string& host,
@@ -97,8 +98,8 @@ Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& c
     Decision d = decide_acquire_once(cur, now, contender, ttl_ms, transition_ms,
                                      m_clocks.now().wall, record, wall_now, once, start);
     if (!start) return d;
-    core::DoneRecord started{core::window_start(wall_now, once), label, host, d.lease.fencing_token,
-                             wall_now};
+    core::DoneRecord started{core::judged_window(wall_now, once), label, host,
+                             d.lease.fencing_token, wall_now};
     started.period_ms = once.period_ms;
     started.offset_ms = once.offset_ms;
     done_rc = write_done(m_db, mutex, started);

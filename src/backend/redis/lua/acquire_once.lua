@@ -1,9 +1,12 @@
 -- acquire_once: KEYS = hash, fence, marker; ARGV = contender, ttl_ms,
--- transition_ms, period_ms, offset_ms, retry_failed ('1'), label, host[,
--- holder] (backend/holder.hpp: written with a new lease).
+-- transition_ms, period_ms, offset_ms, retry_failed ('1'), label, host,
+-- holder (backend/holder.hpp: written with a new lease; '' none), window
+-- (the contender's: core::OncePer::window; '0': the one holding now).
 -- --once-per (core/once_per.hpp; the rules are mirrored in common_once.lua,
 -- keep them alike): acquire.lua's rule, but a new lease is taken only if
--- the window holding the server's now may run, judged from the done record
+-- the contender's window (else the one holding the server's now) may run
+-- (a late run records that window; a later window's record refuses),
+-- judged from the done record
 -- <hash>:once, and the new lease writes the record of its run (unfinished)
 -- in the same script. A lease of ours without a record of its own (handed
 -- over by a plain release) is judged too, and ended if the window may not
@@ -17,7 +20,8 @@ local ttl, transition = tonumber(ARGV[2]), tonumber(ARGV[3])
 local once = KEYS[1] .. ':once'
 local rec = read_once(once)
 local period, offset = tonumber(ARGV[4]), tonumber(ARGV[5])
-local window = window_start(now, period, offset)
+local window = tonumber(ARGV[10]) or 0
+if window == 0 then window = window_start(now, period, offset) end
 local function may_run()
   if terms_differ(rec, now, period, offset) then return false end
   local state = judge_window(rec, {owner = '', transition_at = 0}, now, window)

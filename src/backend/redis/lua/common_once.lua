@@ -42,9 +42,11 @@ local function window_start(now, period, offset)
   return q * period + offset
 end
 
--- core::judge_window: 'open', 'ran_ok', 'failed' or 'running'.
+-- core::judge_window: 'open', 'ran_ok', 'failed', 'running' or
+-- 'passed_over' (a later window's run happened), of `window`.
 local function judge_window(r, l, now, window)
-  if not r or r.window ~= window then return 'open' end
+  if not r or r.window < window then return 'open' end
+  if r.window > window then return 'passed_over' end
   if r.finished then return r.exit_code == 0 and 'ran_ok' or 'failed' end
   if not free(l, now) and l.token == r.token then return 'running' end
   return 'failed'
