@@ -91,7 +91,12 @@ Outcome supervise(core::ContenderConfig config, const SuperviseOptions& o,
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
-  Outcome outcome = drive(contender, config, *backend, command, log, watchdog, true);
+  // lead under systemd's Type=notify: simba speaks for the service.
+  std::optional<ServiceNotifier> notifier;
+  if (config.mode == Mode::lead)
+    if (SdNotify n = SdNotify::from_environment(); n.enabled()) notifier.emplace(std::move(n), config);
+  Outcome outcome = drive(contender, config, *backend, command, log, watchdog, true,
+                          notifier ? &*notifier : nullptr);
   backend->leave(); // simba exits next
   return outcome;
 }
