@@ -6,9 +6,12 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 needs systemd-analyze
 
-# The unit as README shows it, its programs pointed at ones that exist here.
+# The unit as README shows it (or docs/, should it move there), its
+# programs pointed at ones that exist here.
+shopt -s nullglob globstar
 awk '/^# \/etc\/systemd\/system\/ingest.service$/ { on = 1; next } on && /^```$/ { exit } on' \
-  "$_e2e_root/README.md" >"$T/ingest.service"
+  "$_e2e_root/README.md" "$_e2e_root"/docs/**/*.md >"$T/ingest.service"
+[[ -s $T/ingest.service ]] || fail "no '# /etc/systemd/system/ingest.service' unit in README.md or docs/"
 grep -q '^Type=notify$' "$T/ingest.service" || fail "README's unit is not Type=notify"
 grep -q '^WatchdogSec=' "$T/ingest.service" || fail "README's unit sets no WatchdogSec"
 grep -q '^ExecStart=/usr/bin/simba lead ' "$T/ingest.service" ||
