@@ -11,8 +11,8 @@
 
 _simba_value_options='--mutex --backend --ttl --transition --contender-id --kill-signal
   --kill-after --log-format --timeout --conflict-exit-code --min-hold --once-per --offset
-  --restart --restart-delay --every --strategy --initial-delay --max-runs --token --lease
-  --env-file --slots'
+  --restart --restart-delay --max-restarts --every --strategy --initial-delay --max-runs --token
+  --lease --env-file --slots'
 
 # _simba_options SUBCOMMAND: the options it accepts.
 _simba_options() {
@@ -22,7 +22,7 @@ _simba_options() {
   case $1 in
   run) echo "$supervise --timeout --no-wait --conflict-exit-code --min-hold --once-per --offset
     --retry-failed --lease --slots" ;;
-  lead) echo "$supervise --restart --restart-delay --slots" ;;
+  lead) echo "$supervise --restart --restart-delay --max-restarts --slots" ;;
   schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align --slots" ;;
   status) echo "--mutex --all $backend --json --format" ;;
   release) echo "--mutex $backend --force --token --lease" ;;
@@ -142,7 +142,7 @@ _simba() {
     --every | --initial-delay | --once-per | --offset | --since)
     values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h 1d)
     ;;
-  --contender-id | --conflict-exit-code | --max-runs | --token | --slots) return 0 ;;
+  --contender-id | --conflict-exit-code | --max-runs | --max-restarts | --token | --slots) return 0 ;;
   --lease) [[ -n ${SIMBA_LEASE-} ]] && values=("$SIMBA_LEASE") ;;
   --env-file) mapfile -t values < <(compgen -f -- "$cur") ;;
   *)

@@ -153,6 +153,7 @@ complete -c simba -n '__simba_in run' -l retry-failed -d 'With --once-per: run a
 
 complete -c simba -n '__simba_in lead' -l restart -x -a 'never\t"release and exit with its status" on-failure\t"restart unless it exited 0" always\t"restart whatever its status"' -d 'What a CMD exit does while leader'
 complete -c simba -n '__simba_in lead' -l restart-delay -x -a "$durations" -d 'Wait before restarting CMD (default 1s)'
+complete -c simba -n '__simba_in lead' -l max-restarts -x -d 'After N failed runs in a row, the next failure ends simba'
 complete -c simba -n '__simba_in run lead acquire' -l slots -x -d 'At most N holders at once (default 1)'
 complete -c simba -n '__simba_in schedule' -l slots -x -a 1 -d 'Only 1: each tick runs once, by the one leader'
 

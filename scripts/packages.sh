@@ -33,6 +33,7 @@ SIMBA_TEST_PACKAGES=(
   jq sqlite3                           # reading `simba status --json`, the SQLite file
   procps util-linux iproute2           # ps; setpriv, unshare, nsenter; ip netns (Sentinel chaos)
   groff zsh fish                       # the man page and the completions
+  systemd                              # systemd-analyze verify of README's unit
 )
 
 declare -A SIMBA_TOOL_PACKAGES=(
@@ -41,4 +42,5 @@ declare -A SIMBA_TOOL_PACKAGES=(
   [ps]=procps [setpriv]=util-linux [unshare]=util-linux [nsenter]=util-linux
   [script]=bsdutils [mount]=mount [useradd]=passwd [ip]=iproute2 [groff]=groff
   [zsh]=zsh [fish]=fish [cmake]=cmake [cpack]=cmake [dpkg-deb]=dpkg
+  [systemd-analyze]=systemd
 )

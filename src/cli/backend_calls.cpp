@@ -40,6 +40,7 @@ const char* op_name(core::Op op) {
   case core::Op::guard: return "renew";
   case core::Op::hold: return "hold";
   case core::Op::release: return "release";
+  case core::Op::waiters: return "status";
   }
   return "";
 }
@@ -57,6 +58,7 @@ core::CallResult BackendCalls::call(const core::action::Call& a, int64_t timeout
 
 core::CallResult BackendCalls::send(const core::action::Call& a, int64_t timeout) {
   ++m_count;
+  if (a.op == core::Op::waiters) return waiters(timeout);
   if (m_config.slots > 1) return call_slot(a, timeout);
   const std::string& mutex = m_config.mutex;
   const std::string& id = m_config.contender_id;
@@ -78,8 +80,32 @@ core::CallResult BackendCalls::send(const core::action::Call& a, int64_t timeout
       return to_call_result(m_backend.release_once(mutex, id, a.token, a.exit_code, timeout));
     m_backend.set_exit_code(a.exit_code); // for the history (no I/O)
     return to_call_result(m_backend.release(mutex, id, a.token, timeout));
+  case core::Op::waiters: break; // above
   }
   return {};
+}
+
+// The others in the mutex's queue (one queue for all its slots), read as
+// status reads it; not us (a waiter that became the owner keeps its place
+// until it settles). Not known: a backend that keeps no queue.
+core::CallResult BackendCalls::waiters(int64_t timeout) {
+  backend::Listing l = m_backend.inspect(m_config.mutex, timeout);
+  core::CallResult c;
+  if (!l.ok) {
+    c.status = core::CallResult::Status::failed;
+    c.error = l.error;
+    return c;
+  }
+  c.status = core::CallResult::Status::ok;
+  c.observed.now = l.now;
+  if (!l.waiters_kept) return c;
+  int others = 0;
+  for (const backend::MutexLease& m : l.mutexes) {
+    if (m.mutex != m_config.mutex) continue;
+    for (const backend::Waiter& w : m.waiters) others += w.owner_id != m_config.contender_id;
+  }
+  c.waiters = others;
+  return c;
 }
 
 // --once-per: the done record names the host as well as the label.
@@ -146,6 +172,7 @@ core::CallResult BackendCalls::call_slot(const core::action::Call& a, int64_t ti
     m_backend.set_exit_code(a.exit_code);
     r = release_slot(a.token, timeout);
     break;
+  case core::Op::waiters: return waiters(timeout);
   }
   r.observed.lease.slot = std::max(m_slot, 0);
   return to_call_result(r);

@@ -32,6 +32,7 @@ public:
 private:
   core::CallResult send(const core::action::Call& a, int64_t timeout_ms);
   core::CallResult acquire_once(const core::action::Call& a, int64_t timeout_ms);
+  core::CallResult waiters(int64_t timeout_ms); // Op::waiters
   // --slots N > 1: the acquisition picks a slot; the other calls address it.
   core::CallResult call_slot(const core::action::Call& a, int64_t timeout_ms);
   // A plain acquire's reply; exit 64 when the mutex is held with slots.

@@ -27,9 +27,10 @@ namespace {
 class Loop {
 public:
   Loop(core::Contender& c, const core::ContenderConfig& config, backend::Backend& b,
-       const Command& command, const Log& log, process::Watchdog& w, bool exits_after)
+       const Command& command, const Log& log, process::Watchdog& w, bool exits_after,
+       ServiceNotifier* notifier)
       : m_contender(c), m_config(config), m_backend(b), m_command(command), m_log(log), m_child(&w),
-        m_watchdog(w), m_calls(b, config), m_exits_after(exits_after) {}
+        m_watchdog(w), m_calls(b, config), m_exits_after(exits_after), m_notifier(notifier) {}
 
   Outcome run() {
     try {
@@ -111,7 +112,18 @@ private:
     // (an acquire, a step's first guard) and the reply's lease goes back.
     // Not after a release: the exit follows it.
     if (a.op != core::Op::release) take_signals();
-    return m_contender.on_reply(sys::boottime_ms(), r);
+    core::Actions acts = m_contender.on_reply(sys::boottime_ms(), r);
+    tell_service(a.op, r);
+    return acts;
+  }
+
+  // systemd (Type=notify): what this answer shows, once the contender has
+  // taken it in (leader or not).
+  void tell_service(core::Op op, const core::CallResult& r) {
+    if (!m_notifier) return;
+    using P = core::Contender::Phase;
+    P p = m_contender.phase();
+    m_notifier->on_answer(sys::boottime_ms(), op, r, p == P::owning || p == P::draining);
   }
   core::Actions perform(const core::action::Disown& a) {
     m_calls.disown(a);
@@ -281,6 +293,8 @@ private:
     auto at = m_contender.wake_at();
     if (auto l = listen_at(); l && (!at || *l < *at)) at = l;
     if (auto s = settle_at(); s && (!at || *s < *at)) at = s;
+    if (m_notifier)
+      if (auto w = m_notifier->wake_at(); w && (!at || *w < *at)) at = w;
     if (at) {
       int64_t left = *at - sys::boottime_ms();
       timeout = left <= 0 ? 0 : int(std::min<int64_t>(left, 60000));
@@ -311,6 +325,7 @@ private:
     fire_timer();
     if (!m_exit_code) check_all_gone();
     if (!m_exit_code) settle_if_due();
+    if (m_notifier) m_notifier->on_timer(sys::boottime_ms());
   }
 
   // The signals pending on the signalfd, to the contender in their order.
@@ -325,6 +340,7 @@ private:
         // between runs, not one forwarded to a CMD that had exited.
         if (!m_child_exited) reap();
         if (m_exit_code) return;
+        if (m_notifier && core::is_stop_signal(signo)) m_notifier->on_stop();
         feed(m_contender.on_signal(sys::boottime_ms(), signo));
       }
     }
@@ -332,7 +348,9 @@ private:
 
   // A lease the contender does not take comes back as action::Disown.
   void take_grant(const backend::Grant& g) {
-    feed(m_contender.on_grant(sys::boottime_ms(), to_call_result(g.reply), g.sent_at_ms));
+    core::CallResult r = to_call_result(g.reply);
+    feed(m_contender.on_grant(sys::boottime_ms(), r, g.sent_at_ms));
+    tell_service(core::Op::acquire, r);
   }
 
   void fire_timer() {
@@ -388,14 +406,15 @@ private:
   int64_t m_started_at = 0;
   std::optional<core::action::Leased> m_leased; // acquire: the lease it keeps
   bool m_exits_after = false;                   // simba exits once the loop ends (drive())
+  ServiceNotifier* m_notifier = nullptr;        // systemd's Type=notify (drive())
 };
 
 } // namespace
 
 Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
               backend::Backend& backend, const Command& command, const Log& log,
-              process::Watchdog& watchdog, bool exits_after) {
-  return Loop(contender, config, backend, command, log, watchdog, exits_after).run();
+              process::Watchdog& watchdog, bool exits_after, ServiceNotifier* notifier) {
+  return Loop(contender, config, backend, command, log, watchdog, exits_after, notifier).run();
 }
 
 } // namespace simba::cli

@@ -5,6 +5,7 @@
 #include "backend/backend.hpp"
 #include "cli/command.hpp"
 #include "cli/log.hpp"
+#include "cli/sd_notify.hpp"
 #include "core/contender.hpp"
 #include "process/watchdog.hpp"
 
@@ -28,8 +29,10 @@ struct Outcome {
 // is not running is started when a CMD is (Watchdog::set_deadline).
 // `exits_after`: simba exits once it returns (not a test in its own
 // process): USR1 and USR2 then stay blocked (process::SignalChannel).
+// `notifier`: lead under systemd's Type=notify (sd_notify.hpp), else null.
 Outcome drive(core::Contender& contender, const core::ContenderConfig& config,
               backend::Backend& backend, const Command& command, const Log& log,
-              process::Watchdog& watchdog, bool exits_after = false);
+              process::Watchdog& watchdog, bool exits_after = false,
+              ServiceNotifier* notifier = nullptr);
 
 } // namespace simba::cli

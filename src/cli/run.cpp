@@ -91,7 +91,12 @@ Outcome supervise(core::ContenderConfig config, const SuperviseOptions& o,
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));
-  Outcome outcome = drive(contender, config, *backend, command, log, watchdog, true);
+  // lead under systemd's Type=notify: simba speaks for the service.
+  std::optional<ServiceNotifier> notifier;
+  if (config.mode == Mode::lead)
+    if (SdNotify n = SdNotify::from_environment(); n.enabled()) notifier.emplace(std::move(n), config);
+  Outcome outcome = drive(contender, config, *backend, command, log, watchdog, true,
+                          notifier ? &*notifier : nullptr);
   backend->leave(); // simba exits next
   return outcome;
 }
@@ -117,6 +122,17 @@ std::optional<core::OncePer> once_per_config(const RunOptions& o) {
     throw UsageError("--offset must be shorter than --once-per");
   once.retry_failed = o.retry_failed;
   return once;
+}
+
+// lead --max-restarts N: a whole number, and only with a --restart that restarts.
+std::optional<int> max_restarts_config(const std::string& text, core::ContenderConfig::Restart r) {
+  if (text.empty()) return std::nullopt;
+  bool digits = text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits)
+    throw UsageError("--max-restarts must be a whole number, 0 or more, not '" + text + "'");
+  if (r == core::ContenderConfig::Restart::never)
+    throw UsageError("--max-restarts needs --restart on-failure or always");
+  return std::stoi(text);
 }
 
 // run --lease H: a step under a lease simba acquire took. The handle
@@ -193,6 +209,10 @@ CLI::App* add_lead_command(CLI::App& app, LeadOptions& o) {
                   "What CMD's exit does while leader: never (release and exit with its status), "
                   "on-failure, always (default never)");
   cmd->add_option("--restart-delay", o.restart_delay, "Wait before restarting CMD (default 1s)");
+  cmd->add_option("--max-restarts", o.max_restarts,
+                  "With --restart: after N failed runs in a row (across hand-overs; an exit 0 "
+                  "starts the count again), the next failure releases and exits with CMD's "
+                  "status (default: no limit)");
   return cmd;
 }
 
@@ -276,6 +296,7 @@ Outcome lead_command(const LeadOptions& o, const std::vector<std::string>& cmd) 
     throw UsageError("--restart must be never, on-failure or always, not '" + o.restart + "'");
   }
   config.restart_delay_ms = core::parse_duration(o.restart_delay, "--restart-delay");
+  config.max_restarts = max_restarts_config(o.max_restarts, config.restart);
   config.slots = slots_config(o.supervise.slots);
   return supervise(config, o.supervise, cmd);
 }

@@ -31,6 +31,7 @@ struct LeadOptions {
   SuperviseOptions supervise;
   std::string restart = "never";
   std::string restart_delay = "1s";
+  std::string max_restarts; // empty: no limit
 };
 
 struct ScheduleOptions {

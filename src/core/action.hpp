@@ -13,8 +13,10 @@
 namespace simba::core {
 
 // hold: the guard that keeps the lease for --min-hold once CMD is done
-// (no transition; the backend marks the lease as only held).
-enum class Op { acquire, guard, hold, release };
+// (no transition; the backend marks the lease as only held). waiters: a
+// read of the mutex's queue (status's), nothing written: a lead whose run
+// failed asks whether others wait before it restarts (CallResult::waiters).
+enum class Op { acquire, guard, hold, release, waiters };
 
 // schedule: what a guard also does with the start of the mutex's last run
 // (Backend::guard_mark): nothing, read it (a new leader plans its first

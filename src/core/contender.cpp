@@ -93,7 +93,8 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
   if (!m_in_flight) return {};
   InFlight sent = *m_in_flight;
   m_in_flight.reset();
-  if (r.status == CallResult::Status::ok) {
+  // (Op::waiters reads status's listing: its clock is not the leases'.)
+  if (r.status == CallResult::Status::ok && sent.op != Op::waiters) {
     m_last_backend_now = r.observed.now;
     m_last_reply_at = now;
     // --once-per: the window in which we first reached the backend stays
@@ -109,6 +110,7 @@ Actions Contender::on_reply(int64_t now, const CallResult& r) {
   case Op::guard:
   case Op::hold: return on_guard_reply(now, r, sent.sent_at, sent.mark);
   case Op::release: return on_release_reply(now, r);
+  case Op::waiters: return on_waiters_reply(now, r);
   }
   return {};
 }
@@ -122,6 +124,7 @@ std::optional<OncePer> Contender::once_judged() const {
 Actions Contender::on_release_reply(int64_t now, const CallResult& r) {
   const auto* releasing = std::get_if<Releasing>(&m_state);
   if (!releasing) return {};
+  if (releasing->hand_over) return contend_after_hand_over(now, r);
   int code = releasing->exit_code;
   if (r.status == CallResult::Status::ok) return finish(now, code);
   // Refused (an ACL without the release script's commands): CMD's code stays.
@@ -170,6 +173,7 @@ std::optional<int64_t> Contender::wake_at() const {
   } else if (const auto* o = std::get_if<Owner>(&m_state)) {
     if (o->stage != Phase::stopping) {
       if (!m_in_flight) take(o->guard_at);
+      if (!m_in_flight) take(o->look_at);
       take(o->kill_point);
       take(o->next_start_at);
     }
@@ -184,6 +188,8 @@ Actions Contender::on_notify(int64_t now) {
     // While the backend fails, a wake-up does not cut the back-off short: a
     // notification channel that keeps firing must not make a loop of it.
     if (w->failures.count > 0) return {};
+    // Just handed over: the waiter the release woke takes it first.
+    if (now < w->not_before) return {};
     return call(now, Op::acquire);
   }
   // While we own the mutex only a forced release notifies: check at once.

@@ -64,6 +64,10 @@ struct ContenderConfig {
   int lease_slot = -1;      // step with --slots: the slot of the known lease
   enum class Restart { never, on_failure, always } restart = Restart::never;
   int64_t restart_delay_ms = 1000;
+  // lead --max-restarts N: a failed run after N failed runs in a row of
+  // this simba (a run that exits 0 starts the count again; hand-overs do
+  // not) releases and exits with CMD's status. nullopt: no limit.
+  std::optional<int> max_restarts;
   int64_t every_ms = 0;
   int64_t initial_delay_ms = 0;
   bool fixed_rate = true;      // else fixed-delay
@@ -82,6 +86,7 @@ struct CallResult {
   std::string error;
   std::optional<DoneRecord> done;     // --once-per: the record as the call left it
   std::optional<int64_t> last_run_at; // a marking guard: the last run's start before it
+  std::optional<int> waiters;         // Op::waiters: how many others wait; nullopt: not known
 };
 
 // TERM, INT, HUP, QUIT: the signals that ask simba to stop.
@@ -158,6 +163,9 @@ private:
     // We may hold a lease: an acquire went unanswered or came too late, or
     // (contending again) the lease we lost contact with may still be ours.
     bool maybe_owner = false;
+    // lead after a hand-over: no acquire of ours before this (on_notify
+    // waits for it too), so that the waiter the release woke takes the mutex.
+    int64_t not_before = 0;
     std::optional<int> cancel_code; // cancelled (signal, --timeout) with an acquire in flight
     bool timed_out = false;         // --timeout passed (the code is chosen at the exit)
     Failures failures;
@@ -179,6 +187,7 @@ private:
     bool phase_pending = false;           // schedule: the last run's start is to be read
     bool run_pending = false;             // schedule: a run starts once its start is recorded
     bool stopped_after_exit = false;      // lead, schedule: asked to stop once CMD had exited
+    std::optional<int64_t> look_at;       // lead after a failed run: ask who waits (Op::waiters)
     // A guard outage: its failures in a row and when the first was seen
     // (one warning when it begins, one line when the backend answers).
     int guard_failures = 0;
@@ -198,6 +207,7 @@ private:
   struct Releasing {
     uint64_t token = 0; // see action::Call::token
     int exit_code = 0;  // once the release is answered
+    bool hand_over = false; // lead: contend again once it is answered, not exit
   };
   struct Done {};
 
@@ -276,6 +286,11 @@ private:
   Actions recontend(int64_t now, Actions acts);
   Actions after_all_gone(int64_t now, Actions acts);
   Actions after_run(int64_t now, Actions acts);       // lead, schedule: restart, next run or end
+  Actions after_failed_lead_run(int64_t now, Actions acts); // lead: hand over or restart
+  Actions on_waiters_reply(int64_t now, const CallResult& r);
+  Actions restart_in_place(int64_t now, Actions acts);
+  Actions hand_over(int64_t now, int others, Actions acts);
+  Actions contend_after_hand_over(int64_t now, const CallResult& r);
   Actions hold_or_release(int64_t now, Actions acts); // run: --min-hold, then the release
   Actions hold_for(int64_t now, int64_t hold_ms, Actions acts, std::string note = {});
 
@@ -300,6 +315,7 @@ private:
   int m_unknown_replies = 0;           // indeterminate acquire replies (--no-wait gives up)
   int m_runs = 0;                      // CMD's starts (schedule: --max-runs)
   int m_child_code = 0;                // CMD's status at its last exit
+  int m_failed_runs = 0;               // lead: failed runs in a row (--max-restarts)
   bool m_shutdown = false;             // a TERM/INT/HUP/QUIT asked simba to stop (lead, schedule)
   int m_stop_signal = 0;               // the first TERM/INT/HUP/QUIT simba got (0: none)
   bool m_refused = false;              // the backend refused a guard: stop, release, exit 69

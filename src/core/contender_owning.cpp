@@ -268,10 +268,16 @@ Actions Contender::on_owner_timer(int64_t now) {
   return guard_if_due(now, std::move(acts));
 }
 
+// The guard first; a lead's question who waits (after a failed run) when
+// no guard is due.
 Actions Contender::guard_if_due(int64_t now, Actions acts) {
-  const Owner& o = owner();
-  if (!o.guard_at || now < *o.guard_at || m_in_flight) return acts;
-  return call(now, Op::guard, std::move(acts));
+  Owner& o = owner();
+  if (m_in_flight) return acts;
+  if (o.guard_at && now >= *o.guard_at) return call(now, Op::guard, std::move(acts));
+  if (!o.look_at || now < *o.look_at) return acts;
+  o.look_at.reset();
+  if (o.stage != Phase::owning || o.child_running) return acts;
+  return call(now, Op::waiters, std::move(acts));
 }
 
 Actions Contender::on_owner_signal(int64_t now, int signo, bool stop, bool again) {
@@ -383,29 +389,37 @@ Actions Contender::after_run(int64_t now, Actions acts) {
   using Mode = ContenderConfig::Mode;
   using R = ContenderConfig::Restart;
   int code = m_child_code;
-  bool last_run = m_config.mode == Mode::lead
-                      ? m_config.restart == R::never ||
-                            (m_config.restart == R::on_failure && code == 0)
-                      : m_config.max_runs && m_runs >= *m_config.max_runs;
+  bool lead = m_config.mode == Mode::lead;
+  if (lead) m_failed_runs = code == 0 ? 0 : m_failed_runs + 1;
+  bool limit = lead && code != 0 && m_config.restart != R::never && m_config.max_restarts &&
+               m_failed_runs > *m_config.max_restarts;
+  bool last_run = lead ? m_config.restart == R::never ||
+                             (m_config.restart == R::on_failure && code == 0) || limit
+                       : m_config.max_runs && m_runs >= *m_config.max_runs;
   // Stopped between runs: CMD had exited and would have run again, so
   // simba ends by the signal (128+N), as when the signal comes during the
   // restart delay. Stopped while CMD ran: CMD's status, the forwarded
   // signal's answer.
   if (m_shutdown && !last_run && owner().stopped_after_exit) code = 128 + m_stop_signal;
   if (m_shutdown || last_run) {
+    if (limit && !m_shutdown)
+      acts.push_back(action::Log{
+          LogLevel::warning, "the command failed " + std::to_string(m_failed_runs) +
+                                 " times in a row; --max-restarts " +
+                                 std::to_string(*m_config.max_restarts) + " reached"});
     acts.push_back(action::Log{LogLevel::info, "releasing " + m_config.mutex});
     return release_then_exit(now, code, std::move(acts));
   }
   Owner& o = owner();
   o.stage = Phase::owning;
   o.kill_at.reset();
-  if (m_config.mode == Mode::lead) {
-    o.next_start_at = now + m_config.restart_delay_ms;
-    acts.push_back(action::Log{LogLevel::info, "restarting the command in " +
-                                                   format_duration(m_config.restart_delay_ms)});
-  } else if (!m_config.fixed_rate) {
-    o.next_start_at = now + m_config.every_ms;
+  if (lead && code != 0) {
+    // Others may wait: ask (one read), then hand over or restart.
+    o.look_at = now;
+    return guard_if_due(now, std::move(acts));
   }
+  if (lead) return restart_in_place(now, std::move(acts));
+  if (!m_config.fixed_rate) o.next_start_at = now + m_config.every_ms;
   return acts;
 }
 

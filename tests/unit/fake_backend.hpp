@@ -16,6 +16,8 @@ public:
   // Tokens never below the clock in microseconds, as the Redis backend
   // seeds them: they keep increasing when the counter is lost.
   bool clock_seeded_tokens = false;
+  // Op::waiters' answer: the others in the mutex's queue (nullopt: not known).
+  std::optional<int> waiters = 0;
 
   core::CallResult acquire(const std::string& mutex, const std::string& who, int64_t ttl,
                            int64_t transition) {
@@ -131,6 +133,11 @@ public:
       return guard(mutex, who, a.token, a.ttl_ms, a.transition_ms);
     case core::Op::hold: return hold(mutex, who, a.token, a.ttl_ms);
     case core::Op::release: return release(mutex, who, a.token);
+    case core::Op::waiters: {
+      core::CallResult r = ok(m_leases[mutex]);
+      r.waiters = waiters;
+      return r;
+    }
     }
     return {};
   }

@@ -258,3 +258,145 @@ TEST_SUITE("core::lead") {
     CHECK(*w.exit_code == 0);
   }
 }
+
+// Leadership moves away from a failing host: after a failed run with others
+// waiting, the leader releases (CMD and all it left are gone by then) and
+// contends again at the back of the queue; with nobody waiting it restarts
+// under the same lease. contender_hand_over.cpp.
+TEST_SUITE("core::lead hand-over") {
+  ContenderConfig failing_lead(ContenderConfig::Restart r) {
+    ContenderConfig cfg = contender_config("me", Mode::lead);
+    cfg.restart = r;
+    cfg.restart_delay_ms = 500;
+    return cfg; // call_timeout_ms 2000: the pause after a hand-over
+  }
+
+  TEST_CASE("on-failure, others waiting: the failed run hands over; the waiter leads") {
+    World w(failing_lead(ContenderConfig::Restart::on_failure));
+    w.backend.waiters = 1;
+    w.start();
+    uint64_t ours = w.backend.lease("m").fencing_token;
+    w.child_exits(1);
+    CHECK(w.c.phase() == Contender::Phase::contending);
+    CHECK(!w.exit_code);
+    CHECK(w.backend.lease("m").free_at(w.backend.now)); // released at once
+    // The waiter the release woke takes it; our wake-up in the pause does
+    // not race it.
+    CHECK(w.c.on_notify(w.local).empty());
+    w.advance_to(w.local + 10);
+    w.backend.acquire("m", "other", 10000, 2000);
+    w.until(w.local + 5000);
+    CHECK(w.starts == 1); // standing by: no run while the other leads
+    CHECK(w.c.phase() == Contender::Phase::contending);
+    CHECK(w.backend.lease("m").owned_by("other", w.backend.now));
+    CHECK(w.backend.lease("m").fencing_token > ours);
+  }
+
+  TEST_CASE("nobody waiting, or not known: the restart is in place, under the same lease") {
+    for (std::optional<int> waiting : {std::optional<int>(0), std::optional<int>()}) {
+      World w(failing_lead(ContenderConfig::Restart::on_failure));
+      w.backend.waiters = waiting;
+      w.start();
+      uint64_t ours = w.backend.lease("m").fencing_token;
+      w.child_exits(1);
+      CHECK(w.c.phase() == Contender::Phase::owning);
+      w.until(w.local + 499);
+      CHECK(w.starts == 1);
+      w.until(w.local + 1);
+      CHECK(w.starts == 2);
+      CHECK(w.backend.lease("m").fencing_token == ours);
+    }
+  }
+
+  TEST_CASE("always: a success restarts in place even with others waiting; a failure hands over") {
+    World w(failing_lead(ContenderConfig::Restart::always));
+    w.backend.waiters = 2;
+    w.start();
+    uint64_t ours = w.backend.lease("m").fencing_token;
+    w.child_exits(0);
+    w.until(w.local + 500);
+    CHECK(w.starts == 2);
+    CHECK(w.backend.lease("m").fencing_token == ours);
+    w.child_exits(7);
+    CHECK(w.c.phase() == Contender::Phase::contending);
+    CHECK(w.backend.lease("m").free_at(w.backend.now));
+  }
+
+  TEST_CASE("handed over and nobody took it: leads again after the pause, with a new lease") {
+    World w(failing_lead(ContenderConfig::Restart::on_failure));
+    w.backend.waiters = 1; // a waiter that does not come
+    w.start();
+    uint64_t ours = w.backend.lease("m").fencing_token;
+    int64_t failed_at = w.local;
+    w.child_exits(1);
+    w.until(failed_at + 1999); // max(--restart-delay, one call's time)
+    CHECK(w.starts == 1);
+    w.until(failed_at + 2000);
+    CHECK(w.starts == 2);
+    CHECK(w.backend.lease("m").owned_by("me", w.backend.now));
+    CHECK(w.backend.lease("m").fencing_token > ours);
+  }
+
+  TEST_CASE("--max-restarts N: the failed run after N failed in a row releases and exits") {
+    ContenderConfig cfg = failing_lead(ContenderConfig::Restart::always);
+    cfg.max_restarts = 1;
+    World w(cfg);
+    w.start();
+    w.child_exits(3); // 1st failure: restart
+    w.until(w.local + 500);
+    w.child_exits(0); // a success starts the count again
+    w.until(w.local + 500);
+    w.child_exits(3);
+    w.until(w.local + 500);
+    CHECK(w.starts == 4);
+    CHECK(!w.exit_code);
+    w.child_exits(5); // 2nd failure in a row
+    REQUIRE(w.exit_code);
+    CHECK(*w.exit_code == 5);
+    CHECK(w.backend.lease("m").free_at(w.backend.now));
+
+    // Counted across hand-overs: they do not start it again.
+    cfg.max_restarts = 1;
+    World h(cfg);
+    h.backend.waiters = 1;
+    h.start();
+    h.child_exits(3); // handed over; nobody takes it; leads again
+    h.until(h.local + 2000);
+    REQUIRE(h.starts == 2);
+    h.child_exits(4);
+    REQUIRE(h.exit_code);
+    CHECK(*h.exit_code == 4);
+
+    // 0: no restart after a failure at all.
+    cfg.max_restarts = 0;
+    World z(cfg);
+    z.start();
+    z.child_exits(2);
+    REQUIRE(z.exit_code);
+    CHECK(*z.exit_code == 2);
+  }
+
+  TEST_CASE("a stop during the hand-over's release ends simba by it (between runs)") {
+    Contender c = make_contender(failing_lead(ContenderConfig::Restart::on_failure));
+    test::FakeBackend b;
+    b.waiters = 1;
+    Actions a = c.start(1000);
+    a = c.on_reply(1000, b.apply("m", "me", *find<action::Call>(a)));
+    REQUIRE(find<action::StartChild>(a));
+    a = c.on_child_exit(1100, 1, false);
+    const auto* look = find<action::Call>(a);
+    REQUIRE(look);
+    CHECK(look->op == Op::waiters);
+    a = c.on_reply(1101, b.apply("m", "me", *look));
+    const auto* release = find<action::Call>(a);
+    REQUIRE(release);
+    CHECK(release->op == Op::release);
+    CHECK(release->exit_code == 1); // the history's released event gets CMD's status
+    CHECK(c.on_signal(1102, SIGTERM).empty());
+    a = c.on_reply(1103, b.apply("m", "me", *release));
+    const auto* exit = find<action::Exit>(a);
+    REQUIRE(exit);
+    CHECK(exit->code == 128 + SIGTERM);
+    CHECK(exit->signo == SIGTERM);
+  }
+}
