@@ -87,6 +87,13 @@ cli promoted REPLICAOF NO ONE >/dev/null
 # Just started, no marker: a restart without persistence looks the same.
 spawn fresh
 quarantined fresh
+# Another mutex in that quarantine: the marker keeps the reason (JSON too).
+rc=0
+"$SIMBA" run --backend "$(uri fresh)" --mutex m2 "${terms[@]}" --no-wait --log-format json \
+  -- true 2>"$T/fresh.json" || rc=$?
+assert_eq 69 "$rc" "a second mutex on 'fresh' ($(<"$T/fresh.json"))"
+grep -q '"quarantine":true.*"no_marker":true' "$T/fresh.json" ||
+  fail "no no_marker in the JSON notice: $(<"$T/fresh.json")"
 # The admin step (README "Redis"): this database is new.
 spawn init
 run_id=$(cli init INFO server | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p')
