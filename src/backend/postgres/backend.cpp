@@ -189,6 +189,16 @@ public:
                timeout_ms);
   }
 
+  Reply record_skipped(const std::string& mutex, const std::string& contender, const SkippedRun& s,
+                       int64_t timeout_ms) override {
+    return run(m_sql.record_skipped,
+               {mutex, contender, std::to_string(s.token), m_holder,
+                s.exit_code ? std::to_string(*s.exit_code) : "",
+                s.held_ms ? std::to_string(*s.held_ms) : "", s.reason, s.by,
+                std::to_string(s.waited_ms)},
+               timeout_ms);
+  }
+
   int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
   std::string describe() const override { return m_describe; }
 

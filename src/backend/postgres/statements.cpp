@@ -460,6 +460,8 @@ up AS (SELECT )" +
   s.acquire_once = f(with_counters(acquire_once_sql(limit)));
   s.record_lost =
       f(with_now + k_record_lost + history_writes(k_lost_events, limit) + answer(false));
+  s.record_skipped =
+      f(with_now + k_record_skipped + history_writes(k_skipped_events, limit) + answer(false));
   s.release_once =
       f(with_now + k_release_once + k_leave_queue + history_writes(released_events("$5"), limit) +
         answer(false, "$4", k_once_columns, true));
