@@ -75,7 +75,9 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
   // Never from SIMBA_MUTEX: inside a job that variable names the job's own
   // lock, and status would quietly show only that one.
   cmd->add_option("--mutex", o.common.mutex, "Only this mutex (shown held or free)");
-  cmd->add_flag("--all", o.all, "Free mutexes too (by default only those not free)");
+  cmd->add_flag("--all", o.all,
+                "Free mutexes too (by default only those not free), and each one's last "
+                "--once-per run");
   add_backend_options(
       *cmd, o.common,
       "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");

@@ -472,9 +472,8 @@ up AS (SELECT )" + k_fields +
                     answer(true, "", k_once_columns, true));
   // The waiters' queue (wakeups.hpp): $1 mutex, $2 contender, $3 its
   // channel, $4 its holder ("" none). enqueue keeps the place of one
-  // already queued, drops the
-  // dead (their session is gone), and answers whether the waiter must look
-  // (no valid owner, whose release would wake it).
+  // already queued, drops the dead (their session is gone), and answers
+  // whether the waiter must look (no valid owner, whose release would wake it).
   s.enqueue = f(with_now + R"(,
 gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
            AND NOT EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))),
