@@ -6,10 +6,11 @@
 # found it held), timeout (--timeout passed), already-ran (--once-per's
 # window ran: who, when, its exit code); their exit codes unchanged (75).
 # status --all shows each mutex's last --once-per run (table and JSON).
-# SIMBA_HISTORY_LIMIT=0 writes none.
+# SIMBA_HISTORY_LIMIT=0 writes none; a failure to write it (SQLite: a
+# trigger refuses it) is one -v line, never the command's.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-needs jq
+needs jq sqlite3
 host=$(hostname)
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 skipped() {
@@ -74,3 +75,16 @@ if grep -q "^s: " "$T/out"; then fail "status --all shows a run for s: $(cat -- 
 SIMBA_HISTORY_LIMIT=0 assert_exit 75 simba_bounded run --mutex daily --once-per 1d \
   --contender-id third -- true
 assert_eq '["already-ran second by first"]' "$(skipped daily)" "SIMBA_HISTORY_LIMIT=0 writes none"
+
+# SQLite: a write of the event that fails leaves the command as it was:
+# the same exit code, at once, one -v line.
+if [[ ${SIMBA_E2E_BACKEND:-sqlite} == sqlite ]]; then
+  sqlite3 "$T/simba.db" "CREATE TRIGGER no_skipped BEFORE INSERT ON simba_events
+    WHEN NEW.event = 'skipped' BEGIN SELECT RAISE(ABORT, 'refused by a test'); END"
+  start=$(now_ms)
+  assert_exit 75 simba_bounded run -v --mutex daily --once-per 1d --contender-id fourth -- true
+  (($(now_ms) - start < 3000)) || fail "the failed write held the exit $(($(now_ms) - start))ms"
+  grep -q "the skipped run of daily is not in its history: .*refused by a test" "$T/err" ||
+    fail "no -v line for the failed write: $(cat -- "$T/err")"
+  assert_eq '["already-ran second by first"]' "$(skipped daily)" "a refused skipped event"
+fi
