@@ -72,8 +72,9 @@ grep -qE "^weekly: last --once-per run: .* by weekly-runner, exit 3 " "$T/out" |
 if grep -q "^s: " "$T/out"; then fail "status --all shows a run for s: $(cat -- "$T/out")"; fi
 
 # SIMBA_HISTORY_LIMIT=0: no event, the same exit code.
-SIMBA_HISTORY_LIMIT=0 assert_exit 75 simba_bounded run --mutex daily --once-per 1d \
+SIMBA_HISTORY_LIMIT=0 assert_exit 75 simba_bounded run -v --mutex daily --once-per 1d \
   --contender-id third -- true
+if grep -q "not in its history" "$T/err"; then fail "SIMBA_HISTORY_LIMIT=0: $(cat -- "$T/err")"; fi
 assert_eq '["already-ran second by first"]' "$(skipped daily)" "SIMBA_HISTORY_LIMIT=0 writes none"
 
 # SQLite: a write of the event that fails leaves the command as it was:
