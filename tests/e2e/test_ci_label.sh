@@ -14,12 +14,14 @@ host=$(hostname)
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
 
 # Hold MUTEX under the environment given before the command; CMD writes its
-# SIMBA_CONTENDER_ID to $T/MUTEX.label. Sets $holder.
+# SIMBA_CONTENDER_ID to $T/MUTEX.label (whole: wait_file sees it only
+# once written). Sets $holder.
 hold() {
   local mutex=$1
   shift
   env "$@" "$SIMBA" run --mutex "$mutex" -- \
-    sh -c 'printf "%s\n" "$SIMBA_CONTENDER_ID" >"$0.label"; exec sleep 60' "$T/$mutex" &
+    sh -c 'printf "%s\n" "$SIMBA_CONTENDER_ID" >"$0.tmp" && mv "$0.tmp" "$0.label"
+           exec sleep 60' "$T/$mutex" &
   holder=$!
   wait_file "$T/$mutex.label" 10
 }
