@@ -118,15 +118,33 @@ struct Listing {
 struct HistoryEvent {
   std::string mutex;
   int64_t at = 0;               // epoch ms, the backend's clock
-  std::string event;            // acquired, released, forced, expired, handed_over, lost
+  std::string event;            // acquired, released, forced, expired, handed_over, lost, skipped
   std::string owner_id;         // whose lease
   std::optional<Holder> holder; // who that was; forced: who forced it
   uint64_t token = 0;
   std::optional<int> exit_code;     // released: CMD's, where known; lost: CMD's status
   std::optional<int64_t> held_ms;   // released, forced, expired, lost
   std::optional<int64_t> waited_ms; // acquired, handed_over: in the queue
-  std::string reason;               // lost: core::loss_reason_name (revoked, taken, ...)
-  std::string by;                   // lost, taken: the owner id that held the mutex then
+  std::string reason;               // lost: core::loss_reason_name (revoked, taken, ...);
+                                    // skipped: already-ran, busy, timeout
+  std::string by;                   // lost, taken: the owner id that held the mutex then;
+                                    // skipped: the holder's owner id, or (already-ran) the
+                                    // runner's label
+};
+
+// What a contender that did not run tells the history
+// (Backend::record_skipped): a "skipped" event of its own owner id and
+// holder (set_holder), with `reason` and `by` (HistoryEvent), `token` the
+// holder's lease or the run's, `held_ms` how long before now the holder
+// took its lease or the run started, `waited_ms` how long it waited
+// (timeout), `exit_code` the run's, when it finished (already-ran).
+struct SkippedRun {
+  std::string reason;
+  std::string by;
+  uint64_t token = 0;
+  std::optional<int64_t> held_ms;
+  int64_t waited_ms = 0;
+  std::optional<int> exit_code;
 };
 
 // What the owner that lost a lease tells the history (Backend::record_lost).
@@ -303,6 +321,15 @@ public:
   // default (no history kept): a failure that says so.
   virtual Reply record_lost(const std::string& mutex, const std::string& contender,
                             const LostLease& lost, int64_t timeout_ms);
+
+  // A contender that did not run (--once-per's window ran already, busy
+  // with --no-wait, --timeout passed): one "skipped" event (SkippedRun)
+  // in the mutex's history, trimmed like every event. History only, like
+  // record_lost: no lease, counter or done record changes; a mutex the
+  // backend has no row of gets nothing. Best effort: the caller only logs
+  // a failure. The default (no history kept): a failure that says so.
+  virtual Reply record_skipped(const std::string& mutex, const std::string& contender,
+                               const SkippedRun& skipped, int64_t timeout_ms);
 
   // The wake-ups and hand-overs of `contender` on `mutex` (wakeups.hpp: their
   // lifecycle), valid while the backend lives; no_wakeups() for a backend

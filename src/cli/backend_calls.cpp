@@ -208,6 +208,12 @@ backend::Reply BackendCalls::record_lost(const core::action::RecordLost& a) {
   return m_backend.record_lost(row, m_config.contender_id, lost, a.timeout_ms);
 }
 
+backend::Reply BackendCalls::record_skipped(const core::action::RecordSkipped& a) {
+  ++m_count;
+  backend::SkippedRun s{a.reason, a.by, a.token, a.held_ms, a.waited_ms, a.exit_code};
+  return m_backend.record_skipped(m_config.mutex, m_config.contender_id, s, a.timeout_ms);
+}
+
 void BackendCalls::report() const {
   const char* path = getenv("SIMBA_CALL_COUNT_FILE");
   if (!path || !*path) return;

@@ -1,5 +1,5 @@
 #pragma once
-// The core's calls (action::Call, action::Disown, action::RecordLost) as
+// The core's calls (action::Call, action::Disown, action::RecordLost, RecordSkipped) as
 // backend operations:
 // which Backend method each one is, and the count of them all
 // (SIMBA_CALL_COUNT_FILE, for scripts/bench).
@@ -25,6 +25,9 @@ public:
   void disown(const core::action::Disown& a);
   // The lost event (Backend::record_lost); its reply only for a log line.
   backend::Reply record_lost(const core::action::RecordLost& a);
+  // The skipped event (Backend::record_skipped), in the mutex's own history
+  // also with --slots; its reply only for a log line.
+  backend::Reply record_skipped(const core::action::RecordSkipped& a);
   // SIMBA_CALL_COUNT_FILE (diagnostics, used by scripts/bench): at exit,
   // append "<pid> <backend calls>" to that file.
   void report() const;

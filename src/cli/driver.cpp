@@ -137,6 +137,14 @@ private:
                "the loss of " + m_config.mutex + " is not in its history: " + r.error);
     return {};
   }
+  // Before a conflict exit: best effort, its reply only logged.
+  core::Actions perform(const core::action::RecordSkipped& a) {
+    backend::Reply r = m_calls.record_skipped(a);
+    if (!r.ok())
+      m_log.at(int(core::LogLevel::verbose),
+               "the skipped run of " + m_config.mutex + " is not in its history: " + r.error);
+    return {};
+  }
   core::Actions perform(const core::action::StartChild& a) { return start_child(a); }
   core::Actions perform(const core::action::SetDeadline& a) {
     m_watchdog.set_deadline(a.deadline);

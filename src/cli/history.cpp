@@ -48,14 +48,21 @@ nlohmann::json event_json(const backend::HistoryEvent& e) {
   return j;
 }
 
+// A skipped event's holder (or runner) since when: held_ms before it.
+std::string skipped_since(const backend::HistoryEvent& e) {
+  if (e.event != "skipped" || !e.held_ms) return "";
+  return (e.reason == "already-ran" ? " at " : " since ") + core::format_utc(e.at - *e.held_ms);
+}
+
 // "2026-12-01T04:43:03Z deploy acquired ci-7 (build-3, pid 4711, make),
-// token 17..., waited 3s"; "... deploy lost (taken by ci-8) ci-7 (...)".
+// token 17..., waited 3s"; "... deploy lost (taken by ci-8) ci-7 (...)";
+// "... deploy skipped (busy by ci-7 since 2026-...Z) ci-8 (...), token 17...".
 std::string event_line(const backend::HistoryEvent& e) {
   std::string event = core::escape_control(e.event);
   if (!e.reason.empty()) {
     event += " (" + core::escape_control(e.reason);
     if (!e.by.empty()) event += " by " + core::escape_control(core::label_of(e.by));
-    event += ")";
+    event += skipped_since(e) + ")";
   }
   std::string line = core::format_utc(e.at) + " " + core::escape_control(e.mutex) + " " + event +
                      " " + core::escape_control(core::label_of(e.owner_id));
@@ -64,7 +71,7 @@ std::string event_line(const backend::HistoryEvent& e) {
             (e.holder->command.empty() ? "" : ", " + core::escape_control(e.holder->command)) + ")";
   line += ", token " + std::to_string(e.token);
   if (e.exit_code) line += ", exit " + std::to_string(*e.exit_code);
-  if (e.held_ms) line += ", held " + core::format_duration(*e.held_ms);
+  if (e.held_ms && e.event != "skipped") line += ", held " + core::format_duration(*e.held_ms);
   if (e.waited_ms && *e.waited_ms > 0) line += ", waited " + core::format_duration(*e.waited_ms);
   if (e.holder && e.event == "forced")
     line +=

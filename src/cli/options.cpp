@@ -81,8 +81,10 @@ void add_contend_options(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--transition", o.transition,
                  "Buffer after the TTL before others may take over (default 2s)");
   cmd.add_option("--contender-id", o.contender_id,
-                 "Label of this contender, 1-111 bytes, shown by status (default: pid@host); "
-                 "the owner id is the label plus a random instance id, unique per process");
+                 "Label of this contender, 1-111 bytes, shown by status and history (default: "
+                 "pid@host; in GitHub Actions $GITHUB_REPOSITORY#$GITHUB_RUN_ID/$GITHUB_JOB, in "
+                 "GitLab CI $CI_JOB_URL); the owner id is the label plus a random instance id, "
+                 "unique per process");
 }
 
 core::ContenderConfig contender_config(const CommonOptions& o) {
@@ -94,7 +96,11 @@ core::ContenderConfig contender_config(const CommonOptions& o) {
   c.transition_ms = core::parse_duration(o.transition, "--transition");
   if (c.ttl_ms <= 0) throw UsageError("--ttl must be longer than 0");
   if (o.contender_id.empty()) {
-    c.label = core::default_contender_label(this_pid(), this_host());
+    c.label = core::ci_job_label([](const char* name) {
+      const char* v = std::getenv(name);
+      return std::string(v ? v : "");
+    });
+    if (c.label.empty()) c.label = core::default_contender_label(this_pid(), this_host());
   } else {
     core::validate_contender_label(o.contender_id);
     c.label = o.contender_id;

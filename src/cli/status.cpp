@@ -10,6 +10,7 @@
 #include "core/names.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
@@ -40,6 +41,32 @@ std::string describe_done(const core::DoneRecord& d) {
          core::escape_control(d.label) + ", " + outcome;
 }
 
+// The --once-per done records to show: --mutex its own, --all each
+// listed mutex's (one read each, all within the admin budget: a mutex
+// past it is shown without); none otherwise, so that a plain status stays
+// one read.
+DoneRecords read_done_records(backend::Backend& b, const backend::Listing& l,
+                              const StatusOptions& o) {
+  DoneRecords out;
+  if (!o.common.mutex.empty()) {
+    backend::Reply r = b.done_record(o.common.mutex, k_admin_timeout_ms);
+    if (r.ok() && r.done)
+      out.emplace(l.mutexes.empty() ? o.common.mutex : l.mutexes.front().mutex, *r.done);
+    return out;
+  }
+  if (!o.all) return out;
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(k_admin_timeout_ms);
+  for (const auto& m : l.mutexes) {
+    int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       until - std::chrono::steady_clock::now())
+                       .count();
+    if (left <= 0) break;
+    backend::Reply r = b.done_record(m.mutex, left);
+    if (r.ok() && r.done) out.emplace(m.mutex, *r.done);
+  }
+  return out;
+}
+
 } // namespace
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
@@ -49,7 +76,9 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
   // Never from SIMBA_MUTEX: inside a job that variable names the job's own
   // lock, and status would quietly show only that one.
   cmd->add_option("--mutex", o.common.mutex, "Only this mutex (shown held or free)");
-  cmd->add_flag("--all", o.all, "Free mutexes too (by default only those not free)");
+  cmd->add_flag("--all", o.all,
+                "Free mutexes too (by default only those not free), and each one's last "
+                "--once-per run");
   add_backend_options(
       *cmd, o.common,
       "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");
@@ -90,12 +119,8 @@ int status_command(const StatusOptions& o) {
   backend::Listing listing = backend->inspect(o.common.mutex, k_admin_timeout_ms);
   if (!listing.ok)
     throw UnavailableError("cannot read " + backend->describe() + ": " + listing.error);
-  std::optional<core::DoneRecord> done; // --mutex: its --once-per record
-  if (!o.common.mutex.empty()) {
-    backend::Reply r = backend->done_record(o.common.mutex, k_admin_timeout_ms);
-    if (r.ok()) done = r.done;
-  }
   keep_shown(listing, o);
+  DoneRecords done = read_done_records(*backend, listing, o);
   bool any_held = false;
   // held: not free to acquire (owned, or revoked and not yet over)
   for (const auto& m : listing.mutexes) any_held = any_held || !m.lease.free_at(listing.now);
@@ -106,7 +131,9 @@ int status_command(const StatusOptions& o) {
     print_status_openmetrics(std::cout, listing);
   } else {
     print_status_table(std::cout, listing);
-    if (done) std::cout << describe_done(*done) << '\n';
+    // --mutex: one line as before; --all: each, after its mutex's name.
+    for (const auto& [name, d] : done)
+      std::cout << (o.all ? core::escape_control(name) + ": " : "") << describe_done(d) << '\n';
   }
   return 0;
 }

@@ -216,15 +216,18 @@ void print_status_table(std::ostream& out, const backend::Listing& listing) {
 }
 
 void print_status_json(std::ostream& out, const backend::Listing& listing,
-                       const std::optional<core::DoneRecord>& done) {
+                       const DoneRecords& done) {
   json j;
   j["schema"] = 1;
   j["backend_now"] = listing.now;
   j["holders_kept"] = listing.holders_kept;
   j["waiters_kept"] = listing.waiters_kept;
   j["mutexes"] = json::array();
-  for (const MutexLease& m : listing.mutexes) j["mutexes"].push_back(mutex_json(m, listing.now));
-  if (done && !j["mutexes"].empty()) j["mutexes"][0]["last_once_per_run"] = done_json(*done);
+  for (const MutexLease& m : listing.mutexes) {
+    j["mutexes"].push_back(mutex_json(m, listing.now));
+    if (auto d = done.find(m.mutex); d != done.end())
+      j["mutexes"].back()["last_once_per_run"] = done_json(d->second);
+  }
   out << j.dump() << '\n';
 }
 

@@ -5,6 +5,7 @@
 #include "backend/backend.hpp"
 #include "core/once_per.hpp"
 
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -17,8 +18,10 @@ namespace simba::cli {
 std::string state_name(const backend::MutexLease& m, int64_t now);
 
 void print_status_table(std::ostream& out, const backend::Listing& l);
-void print_status_json(std::ostream& out, const backend::Listing& l,
-                       const std::optional<core::DoneRecord>& done);
+// The --once-per done records (--mutex, --all), by mutex name.
+using DoneRecords = std::map<std::string, core::DoneRecord>;
+
+void print_status_json(std::ostream& out, const backend::Listing& l, const DoneRecords& done);
 void print_status_openmetrics(std::ostream& out, const backend::Listing& l);
 
 } // namespace simba::cli

@@ -133,6 +133,19 @@ struct RecordLost {
   int64_t timeout_ms = 0;
 };
 
+// A contender that does not run says why in the history, just before its
+// exit: like RecordLost, one best-effort backend call bounded by
+// `timeout_ms`, whose reply nobody waits for, that writes history only.
+struct RecordSkipped {
+  const char* reason = "";        // already-ran, busy, timeout
+  std::string by;                 // the holder's owner id; already-ran: the runner's label
+  uint64_t token = 0;             // the holder's lease, or the run's
+  std::optional<int64_t> held_ms; // how long before now the holder took it / the run started
+  int64_t waited_ms = 0;
+  std::optional<int> exit_code; // already-ran: the run's, when it finished
+  int64_t timeout_ms = 0;
+};
+
 // Start CMD with `lease`; the watchdog armed at `deadline` (local ms).
 struct StartChild {
   Lease lease;
@@ -181,9 +194,10 @@ struct Notice {
 
 } // namespace action
 
-using Action = std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
-                            action::SignalChild, action::SignalAll, action::Exit, action::Log,
-                            action::Notice, action::Leased, action::RecordLost>;
+using Action =
+    std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
+                 action::SignalChild, action::SignalAll, action::Exit, action::Log, action::Notice,
+                 action::Leased, action::RecordLost, action::RecordSkipped>;
 using Actions = std::vector<Action>;
 
 } // namespace simba::core

@@ -266,6 +266,8 @@ private:
   Action notice(int64_t now, WaitNotice::Event event, LogLevel level) const;
   void describe_holder(int64_t now, WaitNotice& n) const;
   Actions give_up(int64_t now, Actions acts = {});
+  Action skipped(int64_t now, const char* reason, int64_t waited_ms) const;
+  Action already_ran(const CallResult& r) const;
   Actions remind_if_due(int64_t now, Actions acts);
   Actions cancel(int64_t now, int code);
   std::string same_label(const Lease& l) const;

@@ -36,6 +36,7 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r, int64_t se
     bool later = r.done->window_start > m_once_window;
     acts.push_back(action::Log{LogLevel::info, later ? passed_over_message(m_once_window, *r.done)
                                                      : core::already_ran_message(*r.done)});
+    acts.push_back(already_ran(r)); // the skipped event: a later window's run counts too
     return finish(now, m_config.conflict_exit_code, std::move(acts));
   }
   return on_busy(now, r.observed, std::move(acts));
@@ -164,6 +165,7 @@ Actions Contender::on_busy(int64_t now, const Observed& o, Actions acts) {
   }
   if (m_config.no_wait) {
     if (!free) acts.push_back(notice(now, WaitNotice::Event::busy, LogLevel::info));
+    acts.push_back(skipped(now, "busy", 0));
     return finish(now, m_config.conflict_exit_code, std::move(acts));
   }
   int64_t delay = free ? 0 : m_period.ensure_next_delay(o);
@@ -249,8 +251,43 @@ Actions Contender::give_up(int64_t now, Actions acts) {
   int code = failing ? exit_code::k_unavailable : m_config.conflict_exit_code;
   LogLevel level = failing ? LogLevel::error : LogLevel::info;
   acts.push_back(notice(now, WaitNotice::Event::gave_up, level));
+  // A failing backend would not take the event either.
+  if (!failing) acts.push_back(skipped(now, "timeout", now - w.began));
   if (w.maybe_owner) return release_then_exit(now, code, std::move(acts));
   return finish(now, code, std::move(acts));
+}
+
+// The skipped event's budget: short, it only tells the history, and the
+// exit waits for it; never more than an ordinary call's.
+constexpr int64_t k_skipped_record_timeout_ms = 1000;
+
+// The skipped event of a waiter that gives up (--no-wait, --timeout): the
+// holder its notices name, as last seen; how long it waited (--timeout).
+Action Contender::skipped(int64_t now, const char* reason, int64_t waited_ms) const {
+  action::RecordSkipped s;
+  s.reason = reason;
+  WaitNotice n;
+  describe_holder(now, n);
+  s.by = n.holder_id;
+  s.held_ms = n.held_ms;
+  if (!n.holder_id.empty()) s.token = m_holder->lease.fencing_token;
+  s.waited_ms = waited_ms;
+  s.timeout_ms = std::min(m_config.call_timeout_ms, k_skipped_record_timeout_ms);
+  return s;
+}
+
+// --once-per: the window ran already; who ran it, since when, and how it
+// ended, from the done record.
+Action Contender::already_ran(const CallResult& r) const {
+  const DoneRecord& d = *r.done;
+  action::RecordSkipped s;
+  s.reason = "already-ran";
+  s.by = d.label;
+  s.token = d.token;
+  s.held_ms = std::max<int64_t>(0, r.observed.now - d.started_at);
+  if (d.finished) s.exit_code = d.exit_code;
+  s.timeout_ms = std::min(m_config.call_timeout_ms, k_skipped_record_timeout_ms);
+  return s;
 }
 
 // For the person who gave two processes one --contender-id: the holder

@@ -95,6 +95,28 @@ std::string default_contender_label(long pid, std::string_view host) {
   return head + h;
 }
 
+std::string fit_label(std::string_view text) {
+  constexpr std::string_view cut = "...";
+  std::string out;
+  if (text.size() > k_max_label) {
+    out = cut;
+    text = text.substr(text.size() - (k_max_label - cut.size()));
+  }
+  for (unsigned char c : text) out += (c > 0x20 && c < 0x7f) ? char(c) : '_';
+  return out;
+}
+
+std::string ci_job_label(const std::function<std::string(const char*)>& env) {
+  if (env("GITHUB_ACTIONS") == "true") {
+    std::string repo = env("GITHUB_REPOSITORY"), run = env("GITHUB_RUN_ID"),
+                job = env("GITHUB_JOB");
+    if (!repo.empty() && !run.empty() && !job.empty())
+      return fit_label(repo + "#" + run + "/" + job);
+  }
+  if (env("GITLAB_CI") == "true") return fit_label(env("CI_JOB_URL"));
+  return "";
+}
+
 std::string make_owner_id(std::string_view label, uint64_t instance) {
   char tail[k_instance_chars + 1];
   snprintf(tail, sizeof tail, "#%016llx", static_cast<unsigned long long>(instance));

@@ -1,6 +1,7 @@
 #pragma once
 // Mutex names and contender ids (DESIGN §1).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,20 @@ void validate_contender_label(std::string_view label);
 
 // "<pid>@<host>", the host cut so that the label fits in 111 bytes.
 std::string default_contender_label(long pid, std::string_view host);
+
+// The default label inside a CI job (issue 31 §5), so that every notice,
+// status line and history event names the job rather than a pid long gone:
+// GitHub Actions (GITHUB_ACTIONS=true) "$GITHUB_REPOSITORY#$GITHUB_RUN_ID/
+// $GITHUB_JOB", GitLab CI (GITLAB_CI=true) "$CI_JOB_URL"; "" outside one
+// or when a variable it needs is unset. `env` looks a variable up ("" when
+// unset: core reads no environment). Made to fit by fit_label.
+std::string ci_job_label(const std::function<std::string(const char*)>& env);
+
+// `text` as a valid label, never an error (a CI's value is not the user's
+// typing): each byte outside printable ASCII, and a space, becomes '_'; a
+// text longer than 111 bytes keeps "..." and its last 108, the end being
+// where a CI's id names the run and the job. "" stays "".
+std::string fit_label(std::string_view text);
 
 // "<label>#<instance as 16 hex digits>".
 std::string make_owner_id(std::string_view label, uint64_t instance);

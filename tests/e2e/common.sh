@@ -71,6 +71,9 @@ T=$(mktemp -d "${TMPDIR:-/tmp}/simba-e2e.XXXXXX")
 # nothing from the user's state directory.
 unset SIMBA_MUTEX SIMBA_CONTENDER_ID SIMBA_OWNER_ID SIMBA_FENCING_TOKEN SIMBA_ACQUIRED_AT \
   SIMBA_TTL_MS SIMBA_TRANSITION_MS SIMBA_REDIS_PASSWORD SIMBA_HELD
+# Nor the CI's job, which would be every contender's default label
+# (test_ci_label): the tests expect pid@host.
+unset GITHUB_ACTIONS GITLAB_CI
 export SIMBA_BACKEND="sqlite:$T/simba.db"
 export SIMBA_HOME="$T/home"
 export XDG_STATE_HOME="$T/state"

@@ -133,7 +133,7 @@ TEST_SUITE("core::Contender") {
 
   TEST_CASE("busy: wait until transition_at + jitter; --no-wait exits with the conflict code") {
     Harness h;
-    h.backend.acquire("m", "other", 10000, 2000);
+    uint64_t held = h.backend.acquire("m", "other", 10000, 2000).observed.lease.fencing_token;
     h.advance(1000);
     Contender c = make_contender(contender_config("me"), 500);
     Actions a = c.start(h.local);
@@ -157,6 +157,12 @@ TEST_SUITE("core::Contender") {
     a = h.reply(d, *find<action::Call>(a));
     REQUIRE(find<action::Exit>(a));
     CHECK(find<action::Exit>(a)->code == 9);
+    // the history hears of it: busy, the holder, its lease (issue 31 §1)
+    REQUIRE(find<action::RecordSkipped>(a));
+    CHECK(std::string(find<action::RecordSkipped>(a)->reason) == "busy");
+    CHECK(find<action::RecordSkipped>(a)->by == "other");
+    CHECK(find<action::RecordSkipped>(a)->token == held);
+    CHECK(*find<action::RecordSkipped>(a)->held_ms == 1000);
   }
 
   TEST_CASE("--timeout gives up with the conflict code and holds nothing") {
@@ -173,6 +179,10 @@ TEST_SUITE("core::Contender") {
     REQUIRE(find<action::Exit>(a));
     CHECK(find<action::Exit>(a)->code == 75);
     CHECK(!find<action::Call>(a));
+    REQUIRE(find<action::RecordSkipped>(a));
+    CHECK(std::string(find<action::RecordSkipped>(a)->reason) == "timeout");
+    CHECK(find<action::RecordSkipped>(a)->by == "other");
+    CHECK(find<action::RecordSkipped>(a)->waited_ms == 3000);
   }
 
   TEST_CASE("a quarantine is never the conflict code: --no-wait and --timeout exit 69 saying why") {
@@ -202,6 +212,7 @@ TEST_SUITE("core::Contender") {
     CHECK(find<action::Exit>(a)->code == 69);
     REQUIRE(find<action::Notice>(a));
     CHECK(find<action::Notice>(a)->notice.quarantine);
+    CHECK(!find<action::RecordSkipped>(a)); // unavailable: not a skipped run
   }
 
   TEST_CASE("a release notification makes a waiter try at once") {

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+
 using namespace simba;
 using namespace simba::core;
 
@@ -97,5 +99,30 @@ TEST_SUITE("core::names") {
     CHECK_THROWS_AS(validate_contender_label(""), UsageError);
     CHECK_THROWS_AS(validate_contender_label(std::string(112, 'x')), UsageError);
     CHECK_NOTHROW(validate_contender_label(std::string(111, 'x')));
+  }
+  TEST_CASE("a CI job is the default label: GitHub Actions, GitLab CI, made to fit") {
+    std::map<std::string, std::string> vars;
+    auto env = [&](const char* name) { return vars.count(name) ? vars[name] : std::string(); };
+    CHECK(ci_job_label(env) == "");
+    vars = {{"GITHUB_ACTIONS", "true"},
+            {"GITHUB_REPOSITORY", "acme/web"},
+            {"GITHUB_RUN_ID", "9876"},
+            {"GITHUB_JOB", "deploy"}};
+    CHECK(ci_job_label(env) == "acme/web#9876/deploy");
+    vars.erase("GITHUB_JOB"); // not all three: not a job it can name
+    CHECK(ci_job_label(env) == "");
+    vars = {{"GITLAB_CI", "true"}, {"CI_JOB_URL", "https://gitlab.example/g/p/-/jobs/42"}};
+    CHECK(ci_job_label(env) == "https://gitlab.example/g/p/-/jobs/42");
+    vars["GITLAB_CI"] = "false";
+    CHECK(ci_job_label(env) == "");
+    // an odd value: spaces and control bytes become '_', a long one keeps its end
+    CHECK(fit_label("my job\t\xc3\xa9") == "my_job___");
+    std::string long_url = "https://gitlab.example/" + std::string(200, 'g') + "/-/jobs/42";
+    std::string fitted = fit_label(long_url);
+    CHECK(fitted.size() == k_max_label);
+    CHECK(fitted.substr(0, 3) == "...");
+    CHECK(fitted.substr(fitted.size() - 8) == "/jobs/42");
+    CHECK_NOTHROW(validate_contender_label(fitted));
+    CHECK(fit_label(std::string(111, 'x')) == std::string(111, 'x'));
   }
 }

@@ -182,6 +182,14 @@ TEST_SUITE("core::Contender --once-per") {
       const auto* log = find<action::Log>(a);
       REQUIRE(log);
       CHECK(log->message.find("already ran in this window on host-a") == 0);
+      // the history hears who ran it and when (issue 31 §1)
+      const auto* skipped = find<action::RecordSkipped>(a);
+      REQUIRE(skipped);
+      CHECK(std::string(skipped->reason) == "already-ran");
+      CHECK(skipped->by == "job");
+      CHECK(skipped->token == 7);
+      CHECK(*skipped->held_ms == 9000 - 10); // since the run started
+      CHECK(skipped->exit_code == 0);
     }
   }
   TEST_CASE("the next window on the backend's clock runs, whatever the record says") {

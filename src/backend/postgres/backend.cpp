@@ -2,6 +2,7 @@
 // connection (statements.cpp), its row read into a Reply (rows.cpp).
 #include "backend/postgres/postgres.hpp"
 
+#include "backend/history.hpp"
 #include "backend/holder.hpp"
 #include "backend/net/deadline_io.hpp"
 #include "backend/postgres/connection.hpp"
@@ -187,6 +188,19 @@ public:
                {mutex, contender, std::to_string(lost.token), m_holder,
                 lost.exit_code ? std::to_string(*lost.exit_code) : "", std::to_string(lost.held_ms),
                 lost.reason, lost.by},
+               timeout_ms);
+  }
+
+  Reply record_skipped(const std::string& mutex, const std::string& contender, const SkippedRun& s,
+                       int64_t timeout_ms) override {
+    // SIMBA_HISTORY_LIMIT=0: nothing to write, no call (the statement would
+    // then take $1 alone).
+    if (history_limit() <= 0) return Reply{Reply::Status::ok};
+    return run(m_sql.record_skipped,
+               {mutex, contender, std::to_string(s.token), m_holder,
+                s.exit_code ? std::to_string(*s.exit_code) : "",
+                s.held_ms ? std::to_string(*s.held_ms) : "", s.reason, s.by,
+                std::to_string(s.waited_ms)},
                timeout_ms);
   }
 

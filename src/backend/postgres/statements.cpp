@@ -463,6 +463,8 @@ up AS (SELECT )" +
   s.acquire_once = f(with_counters(acquire_once_sql(limit)));
   s.record_lost =
       f(with_now + k_record_lost + history_writes(k_lost_events, limit) + answer(false));
+  s.record_skipped =
+      f(with_now + k_record_skipped + history_writes(k_skipped_events, limit) + answer(false));
   s.release_once =
       f(with_now + k_release_once + k_leave_queue + history_writes(released_events("$5"), limit) +
         answer(false, "$4", k_once_columns, true));
@@ -473,9 +475,8 @@ up AS (SELECT )" + k_fields +
                     answer(true, "", k_once_columns, true));
   // The waiters' queue (wakeups.hpp): $1 mutex, $2 contender, $3 its
   // channel, $4 its holder ("" none). enqueue keeps the place of one
-  // already queued, drops the
-  // dead (their session is gone), and answers whether the waiter must look
-  // (no valid owner, whose release would wake it).
+  // already queued, drops the dead (their session is gone), and answers
+  // whether the waiter must look (no valid owner, whose release would wake it).
   s.enqueue = f(with_now + R"(,
 gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
            AND NOT EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))),

@@ -25,6 +25,8 @@ struct Statements {
   std::string acquire, guard, guard_mark, release, force_release, get;
   // The lost event of an owner (status_sql.hpp: k_record_lost).
   std::string record_lost;
+  // The skipped event of a contender that did not run (k_record_skipped).
+  std::string record_skipped;
   // --once-per: as acquire, release and get, with the done record after
   // the answer's nine columns (core::DoneRecord's eight; once_window NULL:
   // none).

@@ -131,6 +131,24 @@ const char* const k_lost_events = R"(ev AS (
          NULL::bigint AS waited_ms, $7::text AS reason, NULLIF($8::text, '') AS by_owner
   FROM n CROSS JOIN up))";
 
+// skipped: $1 mutex, $2 contender, $3 token, $4 holder, $5 exit code ("" none),
+// $6 held_ms ("" none), $7 reason, $8 by ("" none), $9 waited_ms. Only the
+// row's event count changes: no lease, counter or done record.
+const char* const k_record_skipped = R"(,
+up AS (
+  UPDATE {L} AS l SET history_seq = coalesce(l.history_seq, 0) + 1
+  FROM n
+  WHERE l.mutex = $1
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            false AS changed, l.history_seq AS hseq))";
+
+const char* const k_skipped_events = R"(ev AS (
+  SELECT up.hseq AS seq, 'skipped' AS event, n.ms AS at, $2::text AS owner,
+         NULLIF($4::text, '') AS holder, $3::bigint AS token,
+         NULLIF($5::text, '')::integer AS exit_code, NULLIF($6::text, '')::bigint AS held_ms,
+         $9::bigint AS waited_ms, $7::text AS reason, NULLIF($8::text, '') AS by_owner
+  FROM n CROSS JOIN up))";
+
 std::string inspect_sql(const std::string& with_now_and_quarantine) {
   return with_now_and_quarantine + R"(
 SELECT n.ms, q.till, x.kind, x.mutex, x.owner, x.acquired_at, x.ttl_at, x.transition_at,

@@ -57,6 +57,10 @@ extern const char* const k_expiry_loss;
 // ",\n"), and `ev`, its lost event (for history_writes).
 extern const char* const k_record_lost;
 extern const char* const k_lost_events;
+// record_skipped (backend.hpp): `up`, the row's event count only, and its
+// "skipped" event.
+extern const char* const k_record_skipped;
+extern const char* const k_skipped_events;
 
 // inspect: $1 quarantine, $2 mutex ("" all; a mutex with slots, its slots'
 // rows too: core/slots.hpp). Rows of now, till, kind (0 a

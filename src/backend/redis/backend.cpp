@@ -149,6 +149,16 @@ public:
                         timeout_ms);
   }
 
+  Reply record_skipped(const std::string& mutex, const std::string& contender, const SkippedRun& s,
+                       int64_t timeout_ms) override {
+    return m_client.run(lua::k_skipped, mutex,
+                        {contender, std::to_string(s.token), s.reason, s.by,
+                         s.exit_code ? std::to_string(*s.exit_code) : "",
+                         s.held_ms ? std::to_string(*s.held_ms) : "", std::to_string(s.waited_ms),
+                         m_holder},
+                        timeout_ms);
+  }
+
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override {
     return redis::inspect_mutexes(m_client, mutex, timeout_ms);
   }

@@ -157,6 +157,8 @@ public:
   void set_exit_code(int code) override { m_exit_code = code; }
   Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
                     int64_t timeout_ms) override;
+  Reply record_skipped(const std::string& mutex, const std::string& contender,
+                       const SkippedRun& skipped, int64_t timeout_ms) override;
 
   void set_holder(const Holder& h) override {
     m_holder_info = h;

@@ -134,4 +134,51 @@ Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& co
   return commit_write(r);
 }
 
+// One transaction: the skipped event into the row's ring and the row's
+// event count (k_sql_note_lost with the counters as they are); nothing
+// else. A mutex without a row gets nothing, as with record_lost.
+Reply SqliteBackend::record_skipped(const std::string& mutex, const std::string& contender,
+                                    const SkippedRun& skipped, int64_t timeout_ms) {
+  if (!m_db.db() || m_files.replaced())
+    return Reply::failure(Reply::Status::failed,
+                          "the database " + m_files.path() + " was removed or replaced");
+  int rc = begin_write(timeout_ms);
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  Row row;
+  rc = select_row(m_db, mutex, row);
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  Reply r;
+  r.status = Reply::Status::ok;
+  r.observed.now = m_clocks.reply_now();
+  r.observed.lease = on_wall_clock(lease_of(row, m_clocks.now()), m_clocks.boot_to_wall());
+  if (!row.exists || m_history_limit <= 0) {
+    m_db.rollback_if_open();
+    return r;
+  }
+  HistoryEvent e;
+  e.event = "skipped";
+  e.at = m_clocks.reply_now();
+  e.owner_id = contender;
+  e.holder = m_holder_info;
+  e.token = skipped.token;
+  e.exit_code = skipped.exit_code;
+  e.held_ms = skipped.held_ms;
+  e.waited_ms = skipped.waited_ms;
+  e.reason = skipped.reason;
+  e.by = skipped.by;
+  const int64_t seq = row.history_seq + 1;
+  sqlite3_stmt* u = m_db.stmt(k_note_lost, k_sql_note_lost);
+  if (!u) return fail_and_roll_back(sqlite3_errcode(m_db.db()));
+  bind_text(u, 1, mutex);
+  sqlite3_bind_int64(u, 2, seq);
+  sqlite3_bind_int64(u, 3, row.losses);
+  sqlite3_bind_int64(u, 4, static_cast<sqlite3_int64>(row.lost_token));
+  rc = sqlite3_step(u);
+  sqlite3_reset(u);
+  rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+  if (rc == SQLITE_OK) rc = append_history(m_db, mutex, e, seq, m_history_limit);
+  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
+  return commit_write(r);
+}
+
 } // namespace simba::backend::sqlite
