@@ -1,4 +1,4 @@
-// The SQL of the PostgreSQL backend (statements.hpp). Over 400 lines: the
+// The SQL of the PostgreSQL backend (statements.hpp). Over 500 lines: the
 // statements share their fragments (the clock, the quarantine, the
 // answer) and are kept side by side so that they stay alike; status and
 // history have theirs in status_sql.cpp.
@@ -414,6 +414,21 @@ std::string create_schema_sql(const std::string& schema) {
   return "CREATE SCHEMA IF NOT EXISTS " + quote_identifier(schema) + ";\n";
 }
 
+// The waiters' queue (wakeups.hpp): $1 mutex, $2 contender, $3 its
+// channel, $4 its holder ("" none). enqueue keeps the place of one
+// already queued, drops the dead (their session is gone), and answers
+// whether the waiter must look (no valid owner, whose release would wake it).
+constexpr const char* k_enqueue = R"(,
+gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
+           AND NOT EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))),
+up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid, holder)
+       SELECT $1, $2::text, $3::text, n.us, pg_backend_pid(), NULLIF($4::text, '') FROM n
+       ON CONFLICT (mutex, contender) DO UPDATE SET channel = excluded.channel,
+                                                    pid = excluded.pid,
+                                                    holder = excluded.holder)
+SELECT NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND owner <> '' AND transition_at > n.ms)
+FROM n)";
+
 } // namespace
 
 Statements make_statements(const std::string& schema, const std::string& prefix) {
@@ -473,20 +488,7 @@ up AS (SELECT )" +
 up AS (SELECT )" + k_fields +
                     ", " + k_once_fields + R"(, false AS changed FROM {L} WHERE false))" +
                     answer(true, "", k_once_columns, true));
-  // The waiters' queue (wakeups.hpp): $1 mutex, $2 contender, $3 its
-  // channel, $4 its holder ("" none). enqueue keeps the place of one
-  // already queued, drops the dead (their session is gone), and answers
-  // whether the waiter must look (no valid owner, whose release would wake it).
-  s.enqueue = f(with_now + R"(,
-gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
-           AND NOT EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))),
-up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid, holder)
-       SELECT $1, $2::text, $3::text, n.us, pg_backend_pid(), NULLIF($4::text, '') FROM n
-       ON CONFLICT (mutex, contender) DO UPDATE SET channel = excluded.channel,
-                                                    pid = excluded.pid,
-                                                    holder = excluded.holder)
-SELECT NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND owner <> '' AND transition_at > n.ms)
-FROM n)");
+  s.enqueue = f(with_now + k_enqueue);
   s.dequeue = f("DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text");
   s.acquire_slot = f(with_counters(acquire_slot_sql(limit)));
   s.guard_slot = f(guard_slot_sql());
