@@ -225,7 +225,10 @@ local k_erasing_commands = {'flushall:', 'flushdb:', 'swapdb:', 'debug:', 'confi
                             'config:', 'replicaof:', 'slaveof:', 'failover:'}
 local function unmarked_but_new(lease_ms, keys)
   if #MARKERS_BEFORE > 0 or PUBLISH ~= 'PUBLISH' then return false end
-  if keys and redis.call('EXISTS', keys[1], keys[2]) > 0 then return false end
+  -- HGET and GET, not EXISTS: the ACL users have those (docs/backends/redis.md).
+  if keys and (redis.call('HGET', keys[1], 'token') or redis.call('GET', keys[2])) then
+    return false
+  end
   local server = redis.call('INFO', 'server')
   local up_s = tonumber(string.match(server, 'uptime_in_seconds:(%d+)'))
   if not up_s or up_s * 1000 < lease_ms + k_quarantine_slack_ms or
