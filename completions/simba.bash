@@ -137,7 +137,7 @@ _simba() {
   --restart) values=(never on-failure always) ;;
   --strategy) values=(fixed-rate fixed-delay) ;;
   --log-format) values=(text json) ;;
-  --format) values=(table json openmetrics) ;;
+  --format) values=(table json openmetrics prometheus) ;;
   --ttl | --transition | --kill-after | --timeout | --min-hold | --restart-delay | \
     --every | --initial-delay | --once-per | --offset | --since)
     values=(500ms 1s 2s 5s 10s 30s 1m 5m 10m 30m 1h 1d)

@@ -78,18 +78,19 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
   cmd->add_option("--mutex", o.common.mutex, "Only this mutex (shown held or free)");
   cmd->add_flag("--all", o.all,
                 "Free mutexes too (by default only those not free), and each one's last "
-                "--once-per run");
+                "run under once-per");
   add_backend_options(
       *cmd, o.common,
       "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");
   cmd->add_flag("--json", o.json, "JSON for programs (the same as --format json)");
-  cmd->add_option("--format", o.format, "table (default), json or openmetrics (for scrapers)");
+  cmd->add_option("--format", o.format, "table (default), json, openmetrics or prometheus (text 0.0.4: node_exporter's "
+                  "textfile collector)");
   return cmd;
 }
 
 namespace {
 
-enum class Format { table, json, openmetrics };
+enum class Format { table, json, openmetrics, prometheus };
 
 Format parse_format(const StatusOptions& o) {
   if (o.json && !o.format.empty() && o.format != "json")
@@ -97,7 +98,9 @@ Format parse_format(const StatusOptions& o) {
   if (o.json || o.format == "json") return Format::json;
   if (o.format.empty() || o.format == "table") return Format::table;
   if (o.format == "openmetrics") return Format::openmetrics;
-  throw UsageError("--format must be table, json or openmetrics, not '" + o.format + "'");
+  if (o.format == "prometheus") return Format::prometheus;
+  throw UsageError("--format must be table, json, openmetrics or prometheus, not '" + o.format +
+                   "'");
 }
 
 // status lists what is not free (or has waiters), unless --all or --mutex.
@@ -127,8 +130,8 @@ int status_command(const StatusOptions& o) {
   if (o.common.quiet) return any_held ? 0 : 1;
   if (format == Format::json) {
     print_status_json(std::cout, listing, done);
-  } else if (format == Format::openmetrics) {
-    print_status_openmetrics(std::cout, listing);
+  } else if (format == Format::openmetrics || format == Format::prometheus) {
+    print_status_openmetrics(std::cout, listing, format == Format::prometheus);
   } else {
     print_status_table(std::cout, listing);
     // --mutex: one line as before; --all: each, after its mutex's name.

@@ -235,7 +235,7 @@ void print_status_json(std::ostream& out, const backend::Listing& listing,
 // gauge family per fact, every sample labelled with its mutex; then the
 // counters (a family named without its _total, each sample with it), for
 // the mutexes whose backend keeps them.
-void print_status_openmetrics(std::ostream& out, const backend::Listing& listing) {
+void print_status_openmetrics(std::ostream& out, const backend::Listing& listing, bool prometheus) {
   int64_t now = listing.now;
   struct Family {
     const char* name;
@@ -282,12 +282,13 @@ void print_status_openmetrics(std::ostream& out, const backend::Listing& listing
        &MutexLease::losses},
   };
   for (const Counter& c : counters) {
-    out << "# TYPE " << c.name << " counter\n# HELP " << c.name << ' ' << c.help << '\n';
+    std::string family = std::string(c.name) + (prometheus ? "_total" : "");
+    out << "# TYPE " << family << " counter\n# HELP " << family << ' ' << c.help << '\n';
     for (const MutexLease& m : listing.mutexes)
       if (const std::optional<int64_t>& v = m.*c.value)
         out << c.name << "_total{mutex=\"" << label_value(m.mutex) << "\"} " << *v << '\n';
   }
-  out << "# EOF\n";
+  if (!prometheus) out << "# EOF\n";
 }
 
 } // namespace simba::cli

@@ -22,6 +22,8 @@ void print_status_table(std::ostream& out, const backend::Listing& l);
 using DoneRecords = std::map<std::string, core::DoneRecord>;
 
 void print_status_json(std::ostream& out, const backend::Listing& l, const DoneRecords& done);
-void print_status_openmetrics(std::ostream& out, const backend::Listing& l);
+// `prometheus`: Prometheus' text format 0.0.4 (node_exporter's textfile
+// collector): a counter's family is named with its _total, and no # EOF.
+void print_status_openmetrics(std::ostream& out, const backend::Listing& l, bool prometheus = false);
 
 } // namespace simba::cli

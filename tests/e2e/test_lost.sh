@@ -193,3 +193,22 @@ for mutex, pair in zip(args[0::2], args[1::2]):
     assert values[("simba_mutex_acquisitions_total", mutex)] == acquisitions, (mutex, values)
     assert values[("simba_mutex_losses_total", mutex)] == losses, (mutex, values)
 EOF
+# Prometheus' text 0.0.4 (node_exporter's textfile collector): the counters
+# typed as counters there too (OpenMetrics' "# TYPE x counter" without
+# _total reads as untyped in a 0.0.4 parser).
+assert_exit 0 "$SIMBA" status --all --format prometheus
+"$py" - "$T/out" f "$(counts f)" <<'EOF' || fail "prometheus: $(cat -- "$T/out")"
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+path, mutex, pair = sys.argv[1:4]
+text = open(path).read()
+assert "# EOF" not in text, text
+families = {f.name: f for f in text_string_to_metric_families(text)}
+for name in ("simba_mutex_acquisitions", "simba_mutex_losses"):
+    assert families[name].type == "counter", families[name]
+assert families["simba_mutex_held"].type == "gauge"
+values = {(s.name, s.labels["mutex"]): s.value for f in families.values() for s in f.samples}
+acquisitions, losses = json.loads(pair)
+assert values[("simba_mutex_acquisitions_total", mutex)] == acquisitions, values
+assert values[("simba_mutex_losses_total", mutex)] == losses, values
+EOF
