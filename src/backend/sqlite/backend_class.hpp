@@ -27,6 +27,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <functional>
 #include <optional>
 #include <unistd.h>
 #include <utility>
@@ -228,6 +229,14 @@ private:
   bool held_before_reopen(const std::string& mutex, const std::string& contender, int64_t now);
   Reply fail_from_rc(int rc);
   Reply fail_and_roll_back(int rc);
+  // record_lost's and record_skipped's transaction (backend_status.cpp).
+  struct NoteCounts {
+    int64_t losses = 0;
+    int64_t lost_token = 0;
+  };
+  Reply note_event(const std::string& mutex, HistoryEvent e, int64_t timeout_ms,
+                   const std::function<std::optional<NoteCounts>(const core::Lease& cur,
+                                                                 const Row& row)>& counts);
   // The start of a write transaction: BEGIN IMMEDIATE (the write lock
   // waited for up to `timeout_ms`), then the clocks read inside it.
   int begin_write(int64_t timeout_ms);

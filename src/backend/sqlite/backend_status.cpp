@@ -83,13 +83,14 @@ History SqliteBackend::history(const std::string& mutex, int64_t since_ms, int64
   return h;
 }
 
-// One transaction: the lost event into the row's ring, and the row's
-// event count, losses and lost_token (history_events.hpp: lost_count) by
-// an UPDATE of those columns alone; the lease columns are not written. A
-// mutex without a row (a database that never had it, or a new file at the
-// path) gets nothing: there is no count to keep it in.
-Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& contender,
-                                 const LostLease& lost, int64_t timeout_ms) {
+// One transaction: `e` into the row's ring, and the row's event count and
+// the counters `counts` gives (k_sql_note_lost: those columns alone; the
+// lease columns are not written). A mutex without a row (a database that
+// never had it, or a new file at the path) gets nothing: there is no count
+// to keep it in; nor does an event `counts` declines (nullopt).
+Reply SqliteBackend::note_event(const std::string& mutex, HistoryEvent e, int64_t timeout_ms,
+                                const std::function<std::optional<NoteCounts>(
+                                    const core::Lease& cur, const Row& row)>& counts) {
   if (!m_db.db() || m_files.replaced())
     return Reply::failure(Reply::Status::failed,
                           "the database " + m_files.path() + " was removed or replaced");
@@ -103,28 +104,20 @@ Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& co
   r.status = Reply::Status::ok;
   r.observed.now = m_clocks.reply_now();
   r.observed.lease = on_wall_clock(cur, m_clocks.boot_to_wall());
-  if (!row.exists) {
+  std::optional<NoteCounts> c = row.exists ? counts(cur, row) : std::nullopt;
+  if (!c) {
     m_db.rollback_if_open();
     return r;
   }
-  LostCount c = lost_count(cur, contender, lost.token);
-  HistoryEvent e;
-  e.event = "lost";
   e.at = m_clocks.reply_now();
-  e.owner_id = contender;
   e.holder = m_holder_info;
-  e.token = lost.token;
-  e.exit_code = lost.exit_code;
-  e.held_ms = lost.held_ms;
-  e.reason = lost.reason;
-  e.by = lost.by;
   const int64_t seq = row.history_seq + (m_history_limit > 0 ? 1 : 0);
   sqlite3_stmt* u = m_db.stmt(k_note_lost, k_sql_note_lost);
   if (!u) return fail_and_roll_back(sqlite3_errcode(m_db.db()));
   bind_text(u, 1, mutex);
   sqlite3_bind_int64(u, 2, seq);
-  sqlite3_bind_int64(u, 3, row.losses + (c.counts ? 1 : 0));
-  sqlite3_bind_int64(u, 4, static_cast<sqlite3_int64>(c.note ? lost.token : row.lost_token));
+  sqlite3_bind_int64(u, 3, c->losses);
+  sqlite3_bind_int64(u, 4, static_cast<sqlite3_int64>(c->lost_token));
   rc = sqlite3_step(u);
   sqlite3_reset(u);
   rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -134,51 +127,44 @@ Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& co
   return commit_write(r);
 }
 
-// One transaction: the skipped event into the row's ring and the row's
-// event count (k_sql_note_lost with the counters as they are); nothing
-// else. A mutex without a row gets nothing, as with record_lost.
+// The lost event, and the losses and lost_token (history_events.hpp:
+// lost_count), whatever the history's limit.
+Reply SqliteBackend::record_lost(const std::string& mutex, const std::string& contender,
+                                 const LostLease& lost, int64_t timeout_ms) {
+  HistoryEvent e;
+  e.event = "lost";
+  e.owner_id = contender;
+  e.token = lost.token;
+  e.exit_code = lost.exit_code;
+  e.held_ms = lost.held_ms;
+  e.reason = lost.reason;
+  e.by = lost.by;
+  return note_event(mutex, e, timeout_ms, [&](const core::Lease& cur, const Row& row) {
+    LostCount c = lost_count(cur, contender, lost.token);
+    uint64_t lost_token = c.note ? lost.token : row.lost_token;
+    return std::optional<NoteCounts>(
+        NoteCounts{row.losses + (c.counts ? 1 : 0), static_cast<int64_t>(lost_token)});
+  });
+}
+
+// The skipped event alone (the counters as they are); none at all with
+// SIMBA_HISTORY_LIMIT=0.
 Reply SqliteBackend::record_skipped(const std::string& mutex, const std::string& contender,
                                     const SkippedRun& skipped, int64_t timeout_ms) {
-  if (!m_db.db() || m_files.replaced())
-    return Reply::failure(Reply::Status::failed,
-                          "the database " + m_files.path() + " was removed or replaced");
-  int rc = begin_write(timeout_ms);
-  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
-  Row row;
-  rc = select_row(m_db, mutex, row);
-  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
-  Reply r;
-  r.status = Reply::Status::ok;
-  r.observed.now = m_clocks.reply_now();
-  r.observed.lease = on_wall_clock(lease_of(row, m_clocks.now()), m_clocks.boot_to_wall());
-  if (!row.exists || m_history_limit <= 0) {
-    m_db.rollback_if_open();
-    return r;
-  }
   HistoryEvent e;
   e.event = "skipped";
-  e.at = m_clocks.reply_now();
   e.owner_id = contender;
-  e.holder = m_holder_info;
   e.token = skipped.token;
   e.exit_code = skipped.exit_code;
   e.held_ms = skipped.held_ms;
   e.waited_ms = skipped.waited_ms;
   e.reason = skipped.reason;
   e.by = skipped.by;
-  const int64_t seq = row.history_seq + 1;
-  sqlite3_stmt* u = m_db.stmt(k_note_lost, k_sql_note_lost);
-  if (!u) return fail_and_roll_back(sqlite3_errcode(m_db.db()));
-  bind_text(u, 1, mutex);
-  sqlite3_bind_int64(u, 2, seq);
-  sqlite3_bind_int64(u, 3, row.losses);
-  sqlite3_bind_int64(u, 4, static_cast<sqlite3_int64>(row.lost_token));
-  rc = sqlite3_step(u);
-  sqlite3_reset(u);
-  rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-  if (rc == SQLITE_OK) rc = append_history(m_db, mutex, e, seq, m_history_limit);
-  if (rc != SQLITE_OK) return fail_and_roll_back(rc);
-  return commit_write(r);
+  return note_event(mutex, e, timeout_ms, [&](const core::Lease&, const Row& row) {
+    if (m_history_limit <= 0) return std::optional<NoteCounts>();
+    return std::optional<NoteCounts>(
+        NoteCounts{row.losses, static_cast<int64_t>(row.lost_token)});
+  });
 }
 
 } // namespace simba::backend::sqlite
