@@ -4,6 +4,7 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "sys/clock.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -14,12 +15,6 @@ namespace simba::cli {
 namespace {
 
 constexpr int64_t k_history_timeout_ms = 5000;
-
-int64_t wall_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
 
 template <typename T> nlohmann::json or_null(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -94,7 +89,7 @@ CLI::App* add_history_command(CLI::App& app, HistoryOptions& o) {
 int history_command(const HistoryOptions& o) {
   if (!o.common.mutex.empty()) core::validate_mutex_name(o.common.mutex);
   int64_t since = 0;
-  if (!o.since.empty()) since = wall_ms() - core::parse_duration(o.since, "--since");
+  if (!o.since.empty()) since = sys::wall_ms() - core::parse_duration(o.since, "--since");
   auto backend = open_backend(o.common, backend::Access::inspect);
   backend::History h = backend->history(o.common.mutex, since, k_history_timeout_ms);
   if (!h.ok) throw UnavailableError("cannot read " + backend->describe() + ": " + h.error);

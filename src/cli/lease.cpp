@@ -6,6 +6,7 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "sys/clock.hpp"
 #include "sys/fd.hpp"
 
 #include <fcntl.h>
@@ -26,10 +27,7 @@ constexpr int k_cannot_write = 74; // EX_IOERR: the handle could not be written 
 // The backend's `transition_at - now` from the local wall clock: when the
 // lease surely ends, in UTC (rounded up to the second: not before it ends).
 std::string utc_at(int64_t transition_at, int64_t backend_now) {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  int64_t ms = int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000 + (transition_at - backend_now);
-  return core::format_utc(ms + 999);
+  return core::format_utc(sys::wall_ms() + (transition_at - backend_now) + 999);
 }
 
 bool holds(const backend::Reply& r, const core::LeaseHandle& h) {

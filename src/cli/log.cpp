@@ -4,6 +4,7 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "sys/clock.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -66,12 +67,6 @@ void write_entry(bool json, const char* level, const std::string& m, bool with_s
   line += core::escape_control(m); // backend data (owners) can hold anything
   line += '\n';
   write_line(line);
-}
-
-int64_t wall_now_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 // 2026-12-01T08:15:02Z: the holder's start, in UTC like the JSON log's time
@@ -161,7 +156,7 @@ void Log::notice(int level, const core::WaitNotice& n) const {
   f["event"] = event_name(n.event);
   f["mutex"] = n.mutex;
   f["waited_ms"] = n.waited_ms;
-  std::string holder = holder_text(n, wall_now_ms(), f);
+  std::string holder = holder_text(n, sys::wall_ms(), f);
   if (n.gives_up_in_ms) f["gives_up_in_ms"] = *n.gives_up_in_ms;
   std::string trouble; // while the backend fails: what it says
   if (!n.error.empty()) {

@@ -3,7 +3,9 @@
 #include "cli/sd_notify.hpp"
 
 #include "core/contend_period.hpp"
+#include "core/duration.hpp"
 #include "core/names.hpp"
+#include "sys/clock.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -31,27 +33,10 @@ int64_t positive(const std::string& text) {
   return std::strtoll(text.c_str(), nullptr, 10);
 }
 
-// 2026-12-06T04:00:02Z, from epoch milliseconds.
-std::string utc_time(int64_t epoch_ms) {
-  time_t secs = time_t(epoch_ms / 1000);
-  tm t{};
-  gmtime_r(&secs, &t);
-  char buf[32];
-  snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", t.tm_year + 1900, t.tm_mon + 1,
-           t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec);
-  return buf;
-}
-
-int64_t wall_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
 // When the lease in `o` was acquired, on the local wall clock: backend
 // times only as a difference from the backend's own now.
 std::string since(const core::Observed& o) {
-  return utc_time(wall_ms() - (o.now - o.lease.acquired_at));
+  return core::format_utc(sys::wall_ms() - (o.now - o.lease.acquired_at));
 }
 
 } // namespace

@@ -23,4 +23,12 @@ inline int64_t boottime_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
+// Milliseconds since the epoch on the wall clock: for display only (it
+// steps), never for a deadline.
+inline int64_t wall_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 } // namespace simba::sys
