@@ -115,13 +115,10 @@ std::string holder_text(const core::WaitNotice& n, int64_t wall_now, nlohmann::o
   if (n.quarantine) { // status's state `quarantine` (docs/backends/)
     f["quarantine"] = true;
     f["free_in_ms"] = n.free_in_ms;
-    if (n.unmarked) f["no_marker"] = true;
     return "in quarantine until about " + iso8601_utc_s(wall_now + n.free_in_ms) + " (in " +
-           for_people(n.free_in_ms) + "): " +
-           (n.unmarked ? "no simba marker on this database: new, restarted or flushed, and it "
-                         "may have lost a running lease (README \"Redis\")"
-                       : "the server restarted, failed over or lost its data, and may have lost "
-                         "a running lease");
+           for_people(n.free_in_ms) +
+           "): the server restarted, failed over or lost its data, and may have lost a "
+           "running lease";
   }
   if (n.revoked) {
     f["revoked"] = true;

@@ -51,7 +51,6 @@ struct WaitNotice {
   bool holder_has_our_label = false;     // another simba given our --contender-id
   bool revoked = false;                  // the lease seen was revoked (release --force)
   bool quarantine = false;               // revoked by a quarantine (Lease::quarantine)
-  bool unmarked = false;                 // one of a database with no marker (Lease::unmarked)
   std::optional<int64_t> held_ms;        // how long the holder has held it, now
   int64_t free_in_ms = 0;                // revoked: until the mutex is free
   int64_t waited_ms = 0;                 // since the wait began

@@ -229,7 +229,6 @@ void Contender::describe_holder(int64_t now, WaitNotice& n) const {
   if (h.free_at(seen) || h.owned_by(m_config.contender_id, seen)) return;
   n.revoked = h.revoked_at(seen);
   n.quarantine = n.revoked && h.quarantine;
-  n.unmarked = n.quarantine && h.unmarked;
   n.holder_id = h.owner_id;
   n.holder_has_our_label = !same_label(h).empty();
   if (!n.revoked) n.held_ms = backend_now - h.acquired_at;

@@ -16,10 +16,6 @@ struct Lease {
   // lost a lease whose CMD still runs (Redis after a restart, a failover or
   // a flush). Otherwise like a revoked lease.
   bool quarantine = false;
-  // A quarantine that started with no trace of the backend's earlier use
-  // (Redis: no marker: a new, restarted or flushed database). Only its
-  // notice differs.
-  bool unmarked = false;
   // The owner's CMD has ended and the lease is only kept for --min-hold
   // (nothing runs under it): a forced release frees it at once.
   bool holding = false;

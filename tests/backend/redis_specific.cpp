@@ -881,13 +881,12 @@ TEST_CASE("redis: the first call carries the server checks — a fresh database'
     REQUIRE(std::string(sha->str) == lua::k_acquire.sha1);
   };
   {
-    OwnRedis fresh; // no marker, just started: a first use waits a quarantine
+    OwnRedis fresh; // no marker: a first use waits a quarantine
     load_acquire(fresh);
     auto b = open_backend(fresh.guarded_uri("first:"));
     Reply r = require_ok(b->acquire(unique_mutex("first"), "A", 2000, 500, k_timeout));
     CHECK_FALSE(r.changed);
     CHECK(r.observed.lease.quarantine);
-    CHECK(r.observed.lease.unmarked); // its notice: no marker (issue 31 §2)
     CHECK(fresh.command({"HGET", "simba:server", "run"})->type == REDIS_REPLY_STRING);
   }
   {

@@ -44,7 +44,6 @@ bool read_lease(const redisReply* r, size_t first, core::Lease& l) {
       as_int(r->element[first + 6], holding);
   l.fencing_token = static_cast<uint64_t>(token);
   l.quarantine = quarantine != 0;
-  l.unmarked = quarantine == 2; // lua/common.lua: reply
   l.holding = holding != 0;
   return ok;
 }

@@ -111,11 +111,9 @@ local function free(l, now)
   return now >= l.transition_at
 end
 
--- quarantine: 1, or 2 when it started with no marker at all (its notice
--- says "new, restarted or flushed": quarantined below).
 local function reply(now, changed, l)
   return {now, changed and 1 or 0, l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token,
-          l.quarantine and (l.unmarked and 2 or 1) or 0, l.holding and 1 or 0}
+          l.quarantine and 1 or 0, l.holding and 1 or 0}
 end
 
 -- The server run (DESIGN §9, docs/safety.md). Redis may lose a lease
@@ -189,81 +187,25 @@ end
 -- server run is taken over, so that a resharding starts no quarantine.
 -- Returns the marker's fields, and whether they came from another key.
 local function read_marker(marker)
-  local m = redis.call('HMGET', marker, 'run', 'until', 'longest', 'why')
+  local m = redis.call('HMGET', marker, 'run', 'until', 'longest')
   if m[1] == SERVER_RUN then return m, false end
   for _, before in ipairs(MARKERS_BEFORE) do
-    local b = redis.call('HMGET', before, 'run', 'until', 'longest', 'why')
+    local b = redis.call('HMGET', before, 'run', 'until', 'longest')
     if b[1] == SERVER_RUN then return b, true end
   end
   return m, false
 end
 
--- Why the quarantine in force started: 'unmarked' (no marker at all: a
--- new, restarted or flushed database) or 'run' (a marker of another run).
-local QUARANTINE_WHY = 'run'
-
--- First contact (issue 31 §2). A missing marker is also what a database
--- simba never used looks like; it is taken as new, with no quarantine,
--- only when the server proves that no lease granted before can still run
--- there, each loss above leaving its trace in INFO:
--- * up for longer than the lease asked for + 1 s: a lease of an earlier
---   server process (a restart, from a file or from nothing) has ended by
---   then, as the quarantine would have made sure (the same bound, from
---   the earliest safe start: the restart);
--- * since then no FLUSHALL, FLUSHDB, SWAPDB, DEBUG (RELOAD, LOADAOF, ...)
---   nor REPLICAOF/SLAVEOF/FAILOVER ever ran (INFO commandstats), nor a
---   CONFIG RESETSTAT that would hide them (on Redis < 7, which counts
---   CONFIG as one command, no CONFIG at all);
--- * a master never promoted (second_repl_offset -1: a replica promoted,
---   by Sentinel or by hand, shifts its replication id), so its data set
---   was never a master's copy; no key evicted (evicted_keys 0);
--- * not a Cluster node (a slot may move to it without its keys);
--- * `keys` (the mutex's hash and fence) absent: a mutex with keys was
---   used, so its marker was deleted by hand, a loss nothing counts.
--- Only read when the marker is missing: no cost in the steady state.
-local k_erasing_commands = {'flushall:', 'flushdb:', 'swapdb:', 'debug:', 'config|resetstat:',
-                            'config:', 'replicaof:', 'slaveof:', 'failover:'}
-local function unmarked_but_new(lease_ms, keys)
-  if #MARKERS_BEFORE > 0 or PUBLISH ~= 'PUBLISH' then return false end
-  -- HGET and GET, not EXISTS: the ACL users have those (docs/backends/redis.md).
-  if keys and (redis.call('HGET', keys[1], 'token') or redis.call('GET', keys[2])) then
-    return false
-  end
-  local server = redis.call('INFO', 'server')
-  local up_s = tonumber(string.match(server, 'uptime_in_seconds:(%d+)'))
-  if not up_s or up_s * 1000 < lease_ms + k_quarantine_slack_ms or
-     string.match(server, 'redis_mode:(%a+)') ~= 'standalone' then
-    return false
-  end
-  local repl = redis.call('INFO', 'replication')
-  if string.match(repl, 'role:(%a+)') ~= 'master' or
-     string.match(repl, 'second_repl_offset:(%-?%d+)') ~= '-1' or
-     string.match(redis.call('INFO', 'stats'), 'evicted_keys:(%d+)') ~= '0' then
-    return false
-  end
-  local stats = redis.call('INFO', 'commandstats')
-  for _, name in ipairs(k_erasing_commands) do
-    if string.find(stats, '\ncmdstat_' .. name, 1, true) then return false end
-  end
-  return true
-end
-
 local function quarantine_end(marker, now, lease_ms)
   if SERVER_RUN == '' then return nil end -- quarantine=off
   local m, taken_over = read_marker(marker)
-  if not m[1] and unmarked_but_new(lease_ms, {KEYS[1], KEYS[2]}) then
-    redis.call('HSET', marker, 'run', SERVER_RUN, 'until', '0')
-    return nil
-  end
   local known = tonumber(m[3]) or 0
   local longest = math.max(known, lease_ms)
   local till = tonumber(m[2]) or 0
-  QUARANTINE_WHY = m[4] or 'run'
   if m[1] ~= SERVER_RUN then
-    QUARANTINE_WHY = m[1] and 'run' or 'unmarked'
     till = math.max(till, now + longest + k_quarantine_slack_ms)
     redis.call('HSET', marker, 'run', SERVER_RUN, 'until', int(till), 'longest', int(longest),
-               'longest_end', int(now + longest), 'why', QUARANTINE_WHY)
+               'longest_end', int(now + longest))
   elseif taken_over then
     redis.call('HSET', marker, 'run', SERVER_RUN, 'until', int(till), 'longest', int(known))
   end
@@ -271,16 +213,12 @@ local function quarantine_end(marker, now, lease_ms)
   return nil
 end
 
--- What quarantine_end would answer, without writing (get, list): for a
--- missing marker, with the lease asked for unknown (0).
+-- What quarantine_end would answer, without writing (get, list).
 local function quarantine_seen(marker, now)
   if SERVER_RUN == '' then return nil end
   local m = read_marker(marker)
-  if not m[1] and unmarked_but_new(0) then return nil end
   local till = tonumber(m[2]) or 0
-  QUARANTINE_WHY = m[4] or 'run'
   if m[1] ~= SERVER_RUN then
-    QUARANTINE_WHY = m[1] and 'run' or 'unmarked'
     till = math.max(till, now + (tonumber(m[3]) or 0) + k_quarantine_slack_ms)
   end
   if now < till then return till end
@@ -294,7 +232,6 @@ local function quarantined(l, now, till)
   l.ttl_at = now
   l.transition_at = math.max(l.transition_at, till)
   l.quarantine = true
-  l.unmarked = QUARANTINE_WHY == 'unmarked'
   return l
 end
 
