@@ -10,7 +10,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 needs_root "choosing a pid (ns_last_pid) needs a pid namespace of our own"
 needs unshare
 why=$(unshare --pid --fork --mount-proc true 2>&1) ||
-  skip "not applicable here: no pid namespace can be made (unshare: $why)"
+  not_applicable "no pid namespace with its own /proc can be made (unshare: $why)"
 
 cat >"$T/inner.sh" <<'SH'
 simba=$1 dir=$2
