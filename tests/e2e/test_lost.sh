@@ -171,6 +171,18 @@ export SIMBA_BACKEND=$main_backend
 SIMBA_CALL_COUNT_FILE=$T/calls "$SIMBA" run --mutex o -q -- true
 assert_eq 2 "$(cut -d' ' -f2 "$T/calls")" "backend calls of an uncontended run"
 
+# ---- SIMBA_HISTORY_LIMIT=0: the lost event is not written, and not an error
+SIMBA_HISTORY_LIMIT=0 "$SIMBA" run -v --mutex z --ttl 2s --transition 1s -- \
+  "${holder_cmd[@]}" "$T/z.pid" 2>"$T/z.err" &
+victim=$!
+wait_for 10 test -s "$T/z.pid"
+"$SIMBA" release --force --mutex z -q || fail "release --force of z failed"
+rc=0
+wait "$victim" || rc=$?
+assert_eq 76 "$rc" "the exit status of a victim with SIMBA_HISTORY_LIMIT=0"
+! grep -q 'is not in its history' "$T/z.err" ||
+  fail "recording the loss failed with SIMBA_HISTORY_LIMIT=0: $(cat -- "$T/z.err")"
+
 # ---- the counters outlive a history trim; OpenMetrics counters -------------
 export SIMBA_HISTORY_LIMIT=2
 for i in 1 2 3 4; do "$SIMBA" run --mutex f --contender-id "r$i" --timeout 10s -q -- true; done

@@ -195,8 +195,7 @@ public:
 
   Reply record_skipped(const std::string& mutex, const std::string& contender, const SkippedRun& s,
                        int64_t timeout_ms) override {
-    // SIMBA_HISTORY_LIMIT=0: nothing to write, no call (the statement would
-    // then take $1 alone).
+    // SIMBA_HISTORY_LIMIT=0: nothing to write (no counter moves): no call.
     if (history_limit() <= 0) {
       Reply nothing;
       nothing.status = Reply::Status::ok;

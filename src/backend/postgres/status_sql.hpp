@@ -31,8 +31,8 @@ extern const char* const k_status_probe;
 // `ev`: a CTE (after `up`, the lease write, whose RETURNING has hseq, the
 // mutex's event count after it) of rows (seq, event, at, owner, holder,
 // token, exit_code, held_ms, waited_ms, reason, by_owner). The CTEs that write them to the
-// history and trim it to `limit` events of the mutex; "" when `limit` is
-// 0 (no history). `mutex`: the SQL of the row's name the events are
+// history and trim it to `limit` events of the mutex; when `limit` is 0 (no
+// history), `ev` alone, never read: the statement keeps its parameters. `mutex`: the SQL of the row's name the events are
 // written under ($1, or a slot's row: slots_sql.hpp). Starts with ",\n".
 std::string history_writes(const std::string& ev, int64_t limit, const std::string& mutex = "$1");
 
