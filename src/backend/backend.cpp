@@ -43,6 +43,8 @@ Reply Backend::record_lost(const std::string&, const std::string&, const LostLea
   return Reply::failure(Reply::Status::failed, describe() + " keeps no history");
 }
 
+void Backend::diagnose(Diagnosis&, const DiagnoseOptions&) {}
+
 Reply Backend::record_skipped(const std::string&, const std::string&, const SkippedRun&, int64_t) {
   return Reply::failure(Reply::Status::failed, describe() + " keeps no history");
 }

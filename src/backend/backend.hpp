@@ -8,6 +8,7 @@
 // never exceptions; exceptions (UsageError, UnavailableError) are thrown only
 // by open_backend() (open_backend.hpp; and by the first call of a Redis backend whose server
 // checks went with that call: redis/redis.hpp).
+#include "backend/diagnosis.hpp"
 #include "core/lease.hpp"
 #include "core/once_per.hpp"
 
@@ -337,6 +338,12 @@ public:
   // time: asking for another leaves the former's queue at the next call.
   // Does no I/O.
   virtual Wakeups& wakeups(const std::string& mutex, const std::string& contender);
+
+  // simba doctor: the checks only this backend can make (its server's
+  // settings, rights, TLS, tables), appended to `found`. Never throws for
+  // what it finds; a check that cannot be made is a finding too. The
+  // default: none.
+  virtual void diagnose(Diagnosis& found, const DiagnoseOptions& options);
 
   // The longest one call may take (the URI's `timeout`; 2 s where the
   // backend has none). The contender's calls get this budget, less where
