@@ -33,6 +33,11 @@ Reply Backend::acquire_slot(const std::string& mutex, const std::string& contend
 
 Reply Backend::done_record(const std::string&, int64_t) { return no_done_records(); }
 
+Reply Backend::end_revoked(const std::string&, const std::string&, uint64_t, int64_t) {
+  return Reply::failure(Reply::Status::failed,
+                        describe() + " keeps a revoked lease until its transition ends");
+}
+
 History Backend::history(const std::string&, int64_t, int64_t) {
   History h;
   h.ok = true;

@@ -249,6 +249,20 @@ public:
 
   virtual Reply get(const std::string& mutex, int64_t timeout_ms) = 0;
 
+  // The lease with fencing token `token` (not 0), revoked by
+  // force_release (no owner; transition_at kept so that its CMD stops
+  // first), ends now, and the mutex goes to the first live waiter as after
+  // a release; anything else (a valid lease, another token, a quarantine,
+  // a slot's row) is left unchanged. No history event: the revocation
+  // wrote `forced`, the owner `lost`. Only the simba that ran CMD under
+  // that lease calls it, once it has seen CMD and all CMD started gone;
+  // never a step of a lease (run --lease), whose token others share
+  // (core: Contender, LossSeen). The default: a failure, no I/O; the
+  // revoked lease runs out at its transition_at.
+  virtual Reply end_revoked(const std::string& mutex, const std::string& contender,
+                            uint64_t token, int64_t timeout_ms);
+
+
   // --slots N, N > 1 (core/slots.hpp: the slot rows and the marker). Like
   // acquire, in one step: a renewal of the slot `contender` holds, else a
   // new lease on a free slot (Lease::slot says which) with a token above

@@ -208,6 +208,11 @@ backend::Reply BackendCalls::record_lost(const core::action::RecordLost& a) {
   return m_backend.record_lost(row, m_config.contender_id, lost, a.timeout_ms);
 }
 
+backend::Reply BackendCalls::end_revoked(const core::action::RecordLost& a) {
+  ++m_count;
+  return m_backend.end_revoked(m_config.mutex, m_config.contender_id, a.token, a.timeout_ms);
+}
+
 backend::Reply BackendCalls::record_skipped(const core::action::RecordSkipped& a) {
   ++m_count;
   backend::SkippedRun s{a.reason, a.by, a.token, a.held_ms, a.waited_ms, a.exit_code};

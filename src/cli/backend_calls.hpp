@@ -25,6 +25,8 @@ public:
   void disown(const core::action::Disown& a);
   // The lost event (Backend::record_lost); its reply only for a log line.
   backend::Reply record_lost(const core::action::RecordLost& a);
+  // The lost lease, revoked, ended now (Backend::end_revoked).
+  backend::Reply end_revoked(const core::action::RecordLost& a);
   // The skipped event (Backend::record_skipped), in the mutex's own history
   // also with --slots; its reply only for a log line.
   backend::Reply record_skipped(const core::action::RecordSkipped& a);

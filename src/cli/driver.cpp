@@ -135,7 +135,19 @@ private:
     if (!r.ok())
       m_log.at(int(core::LogLevel::verbose),
                "the loss of " + m_config.mutex + " is not in its history: " + r.error);
+    if (a.end_revoked) end_revoked(a);
     return {};
+  }
+  // CMD and all it started are gone: the revoked lease need not keep the
+  // others out any longer (action::RecordLost::end_revoked).
+  void end_revoked(const core::action::RecordLost& a) {
+    backend::Reply r = m_calls.end_revoked(a);
+    if (!r.ok())
+      m_log.at(int(core::LogLevel::verbose), "the revoked lease of " + m_config.mutex +
+                                                 " stays until its transition ends: " + r.error);
+    else if (r.changed)
+      m_log.at(int(core::LogLevel::verbose),
+               "the revoked lease of " + m_config.mutex + " ended: the command is gone");
   }
   // Before a conflict exit: best effort, its reply only logged.
   core::Actions perform(const core::action::RecordSkipped& a) {

@@ -130,6 +130,14 @@ struct RecordLost {
   std::optional<int> exit_code; // CMD's status (128+N: stopped by signal N); none: no CMD ran
   int64_t held_ms = 0;          // from the lease's acquisition to the loss (backend clock)
   int64_t timeout_ms = 0;
+  // A lease revoked by release --force (reason revoked) that this simba
+  // alone ran CMD under (run, one slot): with CMD and all it started gone,
+  // the driver then ends it at once (Backend::end_revoked), so that the
+  // next waiter need not wait for the revoked lease's transition. Never a
+  // step (its token is the job's, shared by every step), and never lead or
+  // schedule: they contend again at once and would take the mutex straight
+  // back ahead of the waiters that a release only wakes (SQLite).
+  bool end_revoked = false;
 };
 
 // A contender that does not run says why in the history, just before its

@@ -212,6 +212,8 @@ Actions Contender::begin_stop(int64_t now, const std::string& why, LossSeen loss
   lost.held_ms =
       std::max<int64_t>(0, m_last_backend_now + (now - m_last_reply_at) - o.lease.acquired_at);
   lost.timeout_ms = std::min(m_config.call_timeout_ms, k_lost_record_timeout_ms);
+  lost.end_revoked = loss.reason == LossReason::revoked &&
+                     m_config.mode == ContenderConfig::Mode::run && m_config.slots == 1;
   o.lost = std::move(lost);
   o.stage = Phase::stopping;
   o.guard_at.reset();

@@ -3,9 +3,11 @@
 # backends: sqlite redis postgres pgbouncer redis-cluster
 # `simba release --mutex m --force` breaks the lock: it exits 0, the owner's
 # supervisor sees the loss, stops its CMD and exits 76 (well within
-# ttl + transition). The lease is revoked: nobody owns it, and it becomes
-# free when the old lease would have ended, so no new CMD can overlap the
-# one being stopped.
+# ttl + transition). The lease is revoked: nobody owns it, and no new CMD
+# can start while the one being stopped may still run. Its owner, once it
+# has seen its CMD gone, ends it at once (issue 31 §4); an owner that
+# cannot (stopped here with SIGSTOP) leaves it revoked until the old lease
+# would have ended.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 simba_bounded() { timeout -k 5 30 "$SIMBA" "$@"; }
@@ -28,6 +30,20 @@ wait "$holder" || rc=$?
 assert_eq 76 "$rc" "exit status of the simba whose lock was broken"
 echo "holder's CMD and simba gone ${dt} ms after the forced release" >&2
 
+# Its owner ended the revoked lease once CMD was gone: free now, not at
+# the end of the old lease's ttl + transition.
+assert_eq free "$(mutex_state m)" "m after its forced owner exited"
+
+# An owner that cannot stop its CMD (simba stopped) cannot end the lease:
+# it stays revoked, and free only when the old lease would have ended.
+"$SIMBA" run --mutex m --contender-id victim --ttl 2s --transition 1s -- \
+  sh -c 'echo $$ >"$0"; exec sleep 60' "$T/child2.pid" &
+holder=$!
+wait_for 10 test -s "$T/child2.pid"
+child=$(<"$T/child2.pid")
+kill -STOP "$holder"
+t0=$(now_ms)
+assert_exit 0 simba_bounded release --mutex m --force
 state=$(mutex_state m)
 owner=$(mutex_field m owner)
 [[ $state == revoked && $owner == null ]] ||
@@ -35,6 +51,11 @@ owner=$(mutex_field m owner)
 # Free once the revoked lease would have ended (ttl + transition = 3 s).
 is_free() { [[ $(mutex_state m) == free ]]; }
 wait_for 4 is_free
+kill -CONT "$holder"
+wait_for 4 pid_dead "$child"
+rc=0
+wait "$holder" || rc=$?
+assert_eq 76 "$rc" "exit status of the stopped simba whose lock was broken"
 
 # Releasing a free mutex is fine too.
 assert_exit 0 simba_bounded release --mutex m --force

@@ -180,10 +180,52 @@ TEST_SUITE("core::Contender lost event") {
     CHECK(lost[0].by.empty());
     CHECK(lost[0].timeout_ms > 0);
     CHECK(lost[0].timeout_ms <= 1000);
+    // CMD is gone and it was ours alone: the revoked lease may end now.
+    CHECK(lost[0].end_revoked);
     // After CMD's stop, before the release that follows the loss.
     size_t at = w.first<action::RecordLost>();
     CHECK(at > w.first<action::SignalAll>());
     CHECK(at < w.first_call(Op::release));
+  }
+
+  TEST_CASE("a revoked lease is ended early only by a plain run: not by a step of a lease, "
+            "lead, or after a loss of another kind") {
+    // A step: the lease's token is the job's, shared by every step.
+    ContenderConfig step = contender_config("me", Mode::step);
+    World s(step);
+    s.backend.acquire("m", "me", 10000, 2000);
+    s.c = Contender(
+        [&] {
+          ContenderConfig cfg = step;
+          cfg.lease_token = s.backend.lease("m").fencing_token;
+          return cfg;
+        }(),
+        ContendPeriod("me", [](int64_t, int64_t) { return 0; }));
+    s.backend.hold("m", "me", s.backend.lease("m").fencing_token, 12000);
+    s.start();
+    REQUIRE(s.child);
+    s.backend.force_release("m");
+    s.run(s.c.on_notify(s.local));
+    REQUIRE(s.lost().size() == 1);
+    CHECK(s.lost()[0].reason == LossReason::revoked);
+    CHECK_FALSE(s.lost()[0].end_revoked);
+
+    // lead contends again at once: it would take the mutex straight back.
+    World l(contender_config("me", Mode::lead));
+    l.start();
+    REQUIRE(l.child);
+    l.backend.force_release("m");
+    l.run(l.c.on_notify(l.local));
+    REQUIRE(l.lost().size() == 1);
+    CHECK_FALSE(l.lost()[0].end_revoked);
+
+    // A plain run that lost it otherwise: nothing revoked to end.
+    World t(contender_config());
+    t.start();
+    t.backend.steal("m", "thief#1", 10000, 2000);
+    t.run(t.c.on_notify(t.local));
+    REQUIRE(t.lost().size() == 1);
+    CHECK_FALSE(t.lost()[0].end_revoked);
   }
 
   TEST_CASE("another owner: taken, by whom; no lease at all or a quarantine: gone") {

@@ -101,6 +101,13 @@ public:
     return run(m_sql.release, {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms);
   }
 
+  Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
+                    int64_t timeout_ms) override {
+    if (is_slot_row(mutex))
+      return Reply::failure(Reply::Status::failed, "a slot's revoked lease runs out");
+    return run(m_sql.end_revoked, {mutex, std::to_string(token), contender}, timeout_ms);
+  }
+
   // A slot's: the owner and the waiters listen on the mutex's channel.
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
     return end_lease(mutex, token, timeout_ms, false);

@@ -334,6 +334,21 @@ up AS (
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             true AS changed, l.history_seq AS hseq))";
 
+// end_revoked: $1 mutex, $2 token, $3 the former owner (backend.hpp). The
+// lease revoked by force_release (no owner, transition_at kept so that its
+// CMD stops first) with token $2 ends now; the first live waiter is woken
+// (make_statements). No history event: the revocation wrote 'forced', the
+// owner 'lost'.
+constexpr const char* k_end_revoked = R"(,
+up AS (
+  UPDATE {L} AS l SET holding = false, ttl_at = least(l.ttl_at, n.ms), transition_at = n.ms,
+                      lease_ms = 0
+  FROM n
+  WHERE l.mutex = $1 AND l.owner = '' AND $2::bigint <> 0 AND l.token = $2::bigint
+    AND l.transition_at > n.ms
+  RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
+            true AS changed))";
+
 // release, release_once: the releaser's place in the queue goes in the
 // same statement. Left by its simba after the release, the place could
 // still be there when the next owner released (a short CMD, a busy
@@ -463,6 +478,7 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.release =
       f(with_now + k_release + k_leave_queue + history_writes(released_events("$4"), limit) +
         answer(false, first_waiter("$2::text")));
+  s.end_revoked = f(with_now + k_end_revoked + answer(false, first_waiter("$3::text")));
   // A forced release that freed the mutex (a lease only held) wakes the
   // first live waiter, as a release does; one that revoked a lease tells
   // the owner, and every waiter, on the mutex's channel.

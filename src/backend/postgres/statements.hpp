@@ -23,6 +23,8 @@ struct Statements {
   // Fails unless every table and column of `schema` is there (committed).
   std::string probe_schema;
   std::string acquire, guard, guard_mark, release, force_release, get;
+  // The lease revoked from its owner ends at once (backend.hpp: end_revoked).
+  std::string end_revoked;
   // The lost event of an owner (status_sql.hpp: k_record_lost).
   std::string record_lost;
   // The skipped event of a contender that did not run (k_record_skipped).

@@ -73,6 +73,11 @@ public:
                         true);
   }
 
+  Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
+                    int64_t timeout_ms) override {
+    return m_client.run(lua::k_end_revoked, mutex, {contender, std::to_string(token)}, timeout_ms);
+  }
+
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
     return m_client.run(lua::k_force_release, mutex, {std::to_string(token), m_holder}, timeout_ms);
   }

@@ -111,6 +111,18 @@ public:
     return r;
   }
 
+  Reply end_revoked(const std::string& mutex, const std::string&, uint64_t token,
+                    int64_t timeout_ms) override {
+    if (mutex.find('#') != std::string::npos) // a slot's row: not here (backend.hpp)
+      return Reply::failure(Reply::Status::failed, "a slot's revoked lease runs out");
+    Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
+      return decide_end_revoked(cur, now, token);
+    });
+    bool woke = r.changed && wake_first_waiter(mutex);
+    m_db.checkpoint_if_due(woke);
+    return r;
+  }
+
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
     return end_lease(mutex, token, timeout_ms, false);
   }

@@ -114,6 +114,16 @@ Decision decide_release(const core::Lease& cur, int64_t now, const std::string& 
   return d;
 }
 
+Decision decide_end_revoked(const core::Lease& cur, int64_t now, uint64_t token) {
+  Decision d;
+  d.lease = cur;
+  // Revoked by force_release, with this token; never a quarantine (it has
+  // no token of ours).
+  if (token == 0 || !cur.revoked_at(now) || cur.quarantine || cur.fencing_token != token) return d;
+  end_lease(d, now);
+  return d;
+}
+
 Decision decide_force_release(const core::Lease& cur, int64_t now, uint64_t token) {
   Decision d;
   d.lease = cur;

@@ -47,6 +47,10 @@ Decision decide_extend(const core::Lease& cur, int64_t now, const std::string& c
 Decision decide_release(const core::Lease& cur, int64_t now, const std::string& contender,
                         uint64_t token);
 
+// Backend::end_revoked: the lease revoked (no owner, before its
+// transition_at) with fencing token `token` ends now; anything else stays.
+Decision decide_end_revoked(const core::Lease& cur, int64_t now, uint64_t token);
+
 // A lease only held (--min-hold) ends now; one CMD runs under is revoked.
 Decision decide_force_release(const core::Lease& cur, int64_t now, uint64_t token);
 
