@@ -63,8 +63,10 @@ Finding judge_quarantine(const core::Observed& o) {
   }
   int64_t left = l.transition_at - o.now;
   f.verdict = Finding::Verdict::warn;
+  // Whole seconds, rounded up, as the waiters' notice says it.
+  int64_t shown = left >= 1000 ? (left + 999) / 1000 * 1000 : left;
   f.detail = "in force until about " + core::format_utc(l.transition_at) + " (in " +
-             duration(left) +
+             duration(shown) +
              "): no new lease before then, the backend may have lost a running one (a restart, "
              "a failover, a flush)";
   // A server run that granted nothing yet shows a quarantine of the
