@@ -137,8 +137,11 @@ Finding judge_permissions(const PermissionFacts& f) {
     out.detail = f.dir.path + " is shared with group " + f.group_name(f.dir.gid) + " (mode " +
                  octal(f.dir.mode) + "), and so are the database's files";
   } else {
+    bool group_writes = ((f.dir.mode | f.file.mode) & S_IWGRP) != 0;
     out.detail = f.dir.path + " (mode " + octal(f.dir.mode) + ") and " + f.file.path + " (mode " +
-                 octal(f.file.mode) + "): only their owner may write them";
+                 octal(f.file.mode) + "): " +
+                 (group_writes ? "their owner and group " + f.group_name(f.file.gid) + " may write them"
+                               : "only their owner may write them");
   }
   return out;
 }
