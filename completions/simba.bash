@@ -30,6 +30,7 @@ _simba_options() {
     --slots" ;;
   renew) echo "--lease --ttl $backend" ;;
   history) echo "--mutex --since $backend --json" ;;
+  doctor) echo "--backend --ttl --transition --json -h --help" ;;
   esac
 }
 
@@ -150,7 +151,7 @@ _simba() {
       if [[ $cur == -* ]]; then
         values=(--help --version)
       else
-        values=(run lead schedule status release acquire renew history)
+        values=(run lead schedule status release acquire renew history doctor)
       fi
     elif [[ $cur == -* || -z $cur ]]; then
       # shellcheck disable=SC2207 # a list of words without blanks

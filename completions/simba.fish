@@ -7,7 +7,7 @@
 # --json`, on the backend already typed with --backend, else SIMBA_BACKEND,
 # else the default database), and CMD after `--`.
 
-set -l simba_commands run lead schedule status release acquire renew history
+set -l simba_commands run lead schedule status release acquire renew history doctor
 
 # The backend typed on the command line so far, else SIMBA_BACKEND.
 function __simba_backend
@@ -94,7 +94,7 @@ function __simba_in
     set -l tokens (commandline -opc)
     contains -- -- $tokens; and return 1
     for t in $tokens[2..-1]
-        contains -- $t run lead schedule status release acquire renew history; or continue
+        contains -- $t run lead schedule status release acquire renew history doctor; or continue
         contains -- $t $argv
         return
     end
@@ -125,19 +125,20 @@ complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a releas
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a acquire -d 'Take a lease that outlives simba (CI job steps)'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a renew -d 'Extend a lease of simba acquire'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a history -d 'Show what happened to the mutexes'
+complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -a doctor -d 'Check that a backend is fit for simba'
 complete -c simba -n "not __fish_seen_subcommand_from $simba_commands" -l version -d 'Show the version and the backends compiled in'
 complete -c simba -s h -l help -d 'Show help'
 
 # Every subcommand.
 complete -c simba -n "__simba_in run lead schedule status release acquire history" -l mutex -x -a '(__simba_mutexes)' -d 'Name of the mutex'
 complete -c simba -n "__simba_in $simba_commands" -l backend -x -a '(__simba_backends)' -d 'Backend URI'
-complete -c simba -n "__simba_in $simba_commands" -s q -l quiet -d 'Print nothing but errors'
-complete -c simba -n "__simba_in $simba_commands" -s v -l verbose -d 'Log every transition on stderr'
+complete -c simba -n "__simba_in run lead schedule status release acquire renew history" -s q -l quiet -d 'Print nothing but errors'
+complete -c simba -n "__simba_in run lead schedule status release acquire renew history" -s v -l verbose -d 'Log every transition on stderr'
 
 # run, lead, schedule (and acquire, renew: the lease's options).
 set -l sup run lead schedule
-complete -c simba -n "__simba_in $sup acquire renew" -l ttl -x -a "$durations" -d 'Lease time to live (default 10s)'
-complete -c simba -n "__simba_in $sup acquire" -l transition -x -a "$durations" -d 'Buffer after the TTL (default 2s)'
+complete -c simba -n "__simba_in $sup acquire renew doctor" -l ttl -x -a "$durations" -d 'Lease time to live (default 10s)'
+complete -c simba -n "__simba_in $sup acquire doctor" -l transition -x -a "$durations" -d 'Buffer after the TTL (default 2s)'
 complete -c simba -n "__simba_in $sup acquire" -l contender-id -x -d 'Label of this contender (default pid@host)'
 complete -c simba -n "__simba_in $sup" -l kill-signal -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'Signal that stops CMD (default TERM)'
 complete -c simba -n "__simba_in $sup" -l kill-after -x -a "$durations" -d 'SIGKILL this long after the kill signal'
@@ -163,7 +164,7 @@ complete -c simba -n '__simba_in schedule' -l initial-delay -x -a "$durations" -
 complete -c simba -n '__simba_in schedule' -l max-runs -x -d 'Release and exit after N runs'
 complete -c simba -n '__simba_in schedule' -l align -d 'Ticks on multiples of --every (backend clock)'
 
-complete -c simba -n '__simba_in status history' -l json -d 'JSON for programs'
+complete -c simba -n '__simba_in status history doctor' -l json -d 'JSON for programs'
 complete -c simba -n '__simba_in history' -l since -x -a "$durations" -d 'Only the events of the last D'
 complete -c simba -n '__simba_in status' -l all -d 'Free mutexes too'
 complete -c simba -n '__simba_in status' -l format -x -a 'table json openmetrics prometheus' -d 'Output format'

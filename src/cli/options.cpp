@@ -58,7 +58,7 @@ const CLI::Validator& decimal_number() {
   return check;
 }
 
-void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help) {
+void add_backend_option(CLI::App& cmd, CommonOptions& o) {
   cmd.add_option("--backend", o.backend,
                  "Backend URI: sqlite:///path.db, sqlite:rel.db, redis://[[user]:password@]"
                  "host[:port][/db], rediss://... (TLS), redis+unix:///path.sock, "
@@ -67,6 +67,10 @@ void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help
                  "$SIMBA_HOME/simba.db "
                  "or ~/.local/state/simba/simba.db)")
       ->envname("SIMBA_BACKEND");
+}
+
+void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help) {
+  add_backend_option(cmd, o);
   cmd.add_flag("-q,--quiet", o.quiet, quiet_help);
   cmd.add_flag("-v,--verbose", o.verbose, "Log every transition on stderr");
 }

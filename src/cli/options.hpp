@@ -21,6 +21,8 @@ struct CommonOptions {
   bool verbose = false;
 };
 
+// --backend (SIMBA_BACKEND) alone.
+void add_backend_option(CLI::App& cmd, CommonOptions& o);
 // --backend (SIMBA_BACKEND), -q (described by `quiet_help`), -v.
 void add_backend_options(CLI::App& cmd, CommonOptions& o, const char* quiet_help);
 

@@ -48,12 +48,12 @@ offers() { # offers WORD... ::: CANDIDATE... : each candidate is offered
   done
 }
 
-expect "run lead schedule status release acquire renew history" simba ''
+expect "run lead schedule status release acquire renew history doctor" simba ''
 expect "run release renew" simba r
 expect "schedule status" simba s
 
 # Every option each subcommand's --help lists.
-for sub in run lead schedule status release acquire renew history; do
+for sub in run lead schedule status release acquire renew history doctor; do
   mapfile -t opts < <("$SIMBA" "$sub" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
   offers simba "$sub" -- ::: "${opts[@]}"
   offers simba "$sub" --mutex m -- ::: "${opts[@]}"

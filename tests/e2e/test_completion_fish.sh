@@ -33,9 +33,9 @@ offers() { # offers LINE CANDIDATE...
   done
 }
 
-expect 'simba ' "run lead schedule status release acquire renew history"
+expect 'simba ' "run lead schedule status release acquire renew history doctor"
 expect 'simba ru' "run"
-for sub in run lead schedule status release acquire renew history; do
+for sub in run lead schedule status release acquire renew history doctor; do
   mapfile -t opts < <("$SIMBA" "$sub" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
   offers "simba $sub --" "${opts[@]}"
   offers "simba $sub --mutex m --" "${opts[@]}"

@@ -52,7 +52,7 @@ lines=(
   'simba run --mutex m -- ech'
   'simba run --ttl '
 )
-subs=(run lead schedule status release acquire renew history)
+subs=(run lead schedule status release acquire renew history doctor)
 for sub in "${subs[@]}"; do lines+=("simba $sub --"); done
 
 "$SIMBA" run --mutex alpha -- true
@@ -81,7 +81,7 @@ offers() { # offers N CANDIDATE...
   done
 }
 
-expect 1 "run lead schedule status release acquire renew history"
+expect 1 "run lead schedule status release acquire renew history doctor"
 expect 2 "run release renew"
 expect 3 "sqlite: sqlite:/// redis:// rediss:// redis+unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster:// postgres://"
 expect 4 "TERM INT HUP QUIT KILL USR1 USR2"

@@ -43,7 +43,7 @@ awk '/^\.SH / { in_opts = ($2 == "OPTIONS"); next }
   grep -oE -- '--[a-z][a-z-]*' | sort -u >"$T/tagged"
 [[ -s $T/tagged ]] || fail "no option entries found under OPTIONS"
 : >"$T/all_help"
-for sub in simba run lead schedule status release acquire renew history; do
+for sub in simba run lead schedule status release acquire renew history doctor; do
   args=("$sub")
   [[ $sub == simba ]] && args=()
   [[ $sub == simba ]] || documented "simba $sub" || fail "the man page does not show 'simba $sub'"

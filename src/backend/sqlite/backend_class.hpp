@@ -194,6 +194,8 @@ public:
   }
 
   std::string describe() const override { return "sqlite://" + m_files.path(); }
+  // simba doctor: the file system, the modes, inotify (sqlite_doctor.cpp).
+  void diagnose(Diagnosis& found, const DiagnoseOptions& options) override;
 
   void leave() override { m_db.leave(); }
 

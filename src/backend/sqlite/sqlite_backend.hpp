@@ -21,6 +21,8 @@
 //   database_files      the open path: directory, file, -wal/-shm, network
 //                       filesystems, symlinks, permission messages
 //   trust               whose files we trust (pure rules on a stat)
+//   sqlite_doctor.cpp   simba doctor: the facts its checks judge (Backend::diagnose)
+//   doctor_checks       simba doctor: file system, modes, inotify, judged (pure)
 //   waiters             the waiter queue and release notification (inotify)
 #include "backend/backend.hpp"
 

@@ -57,6 +57,10 @@ std::string foreign_group(gid_t gid) {
 
 std::string describe_user(uid_t uid) { return named("/etc/passwd", "uid", uid); }
 std::string describe_group(gid_t gid) { return named("/etc/group", "gid", gid); }
+std::string group_name(gid_t gid) {
+  std::string name = name_in("/etc/group", gid);
+  return name.empty() ? std::to_string(gid) : name;
+}
 
 const Caller& this_process() {
   static const Caller me{geteuid(), in_group, [](gid_t gid) { return gid == getegid(); }};

@@ -32,6 +32,9 @@ struct Caller {
 // "name, uid N" / "name, gid N" for messages ("uid N" when unnamed).
 std::string describe_user(uid_t uid);
 std::string describe_group(gid_t gid);
+// The group's name alone, for a command to type (chgrp NAME); its number
+// when it has none.
+std::string group_name(gid_t gid);
 
 // This process (effective ids; the groups read only when a rule asks).
 const Caller& this_process();
