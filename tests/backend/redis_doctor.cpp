@@ -9,6 +9,7 @@
 #include "support.hpp"
 
 #include "backend/redis/redis.hpp"
+#include "core/error.hpp"
 
 #include <doctest/doctest.h>
 
@@ -203,6 +204,37 @@ TEST_CASE("redis doctor: a TLS certificate that expires in 10 days warns") {
   CHECK(has(f.detail, "expires"));
   CHECK((has(f.detail, "in 9 days") || has(f.detail, "in 10 days")));
   CHECK(has(f.fix, "renew"));
+}
+
+TEST_CASE("redis doctor: an expired TLS certificate ends the connection, saying so") {
+  SKIP_UNLESS_REDIS();
+  OwnRedis probe_dir; // only for a directory of its own
+  std::string d = probe_dir.dir();
+  // `openssl ca` signs with any dates: a certificate that ran out in 2020.
+  std::ofstream(d + "/ca.cnf") << "[ca]\ndefault_ca = d\n[d]\ndatabase = " << d
+                               << "/index.txt\nnew_certs_dir = " << d << "\nserial = " << d
+                               << "/serial\ndefault_md = sha256\npolicy = p\n"
+                                  "copy_extensions = copy\n[p]\ncommonName = supplied\n";
+  std::ofstream(d + "/index.txt");
+  std::ofstream(d + "/serial") << "01\n";
+  std::string ec = " -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes ";
+  sh("cd " + d + " && openssl req -x509" + ec + "-days 3650 -subj /CN=ca -keyout ca.key " +
+     "-out ca.crt 2>/dev/null && openssl req" + ec + "-subj /CN=127.0.0.1 " +
+     "-addext subjectAltName=IP:127.0.0.1 -keyout k.pem -out r.csr 2>/dev/null && " +
+     "openssl ca -batch -config ca.cnf -startdate 20200101000000Z -enddate 20200102000000Z " +
+     "-in r.csr -out c.pem -keyfile ca.key -cert ca.crt >/dev/null 2>&1");
+  int tls_port = free_port();
+  OwnRedis server({"--tls-port", std::to_string(tls_port), "--tls-cert-file", d + "/c.pem",
+                   "--tls-key-file", d + "/k.pem", "--tls-ca-cert-file", d + "/ca.crt",
+                   "--tls-auth-clients", "no"});
+  std::string uri = "rediss://127.0.0.1:" + std::to_string(tls_port) + "/0?cacert=" + d +
+                    "/ca.crt&prefix=d:&timeout=2s";
+  try {
+    diagnose(uri);
+    FAIL("an expired certificate was accepted");
+  } catch (const simba::UnavailableError& e) {
+    CHECK(has(e.what(), "certificate has expired"));
+  }
 }
 
 TEST_CASE("redis doctor: sentinels that name two masters fail sentinel, naming both") {
