@@ -193,7 +193,8 @@ private:
       if (!c || c->err) continue;
       redisSetTimeout(c.get(), tv);
       ReplyPtr r(static_cast<redisReply*>(redisCommand(c.get(), "PING")));
-      if (r && (r->type != REDIS_REPLY_ERROR || std::string(r->str, r->len).rfind("NOAUTH", 0) == 0))
+      if (r &&
+          (r->type != REDIS_REPLY_ERROR || std::string(r->str, r->len).rfind("NOAUTH", 0) == 0))
         return true;
     }
     kill_server();
@@ -209,7 +210,7 @@ private:
     REQUIRE(f != nullptr);
     std::fprintf(f, "sentinel monitor mymaster 127.0.0.1 %d 1\n", m_sentinel_of);
     std::fclose(f);
-    return {m_bin, conf, "--sentinel", "--port", std::to_string(m_port), "--bind", "127.0.0.1",
+    return {m_bin,   conf,  "--sentinel",  "--port", std::to_string(m_port), "--bind", "127.0.0.1",
             "--dir", m_dir, "--daemonize", "no"};
   }
 

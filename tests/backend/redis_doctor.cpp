@@ -17,8 +17,8 @@
 #include <cstdlib>
 #include <fstream>
 
-using simba::backend::Diagnosis;
 using simba::backend::DiagnoseOptions;
+using simba::backend::Diagnosis;
 using simba::backend::Finding;
 using simba::backend::open_backend;
 using namespace simba::test;
@@ -38,8 +38,8 @@ Diagnosis diagnose(const std::string& uri) {
 Finding finding(const Diagnosis& found, const std::string& check) {
   std::string all;
   for (const Finding& f : found) all += "\n  " + f.check + ": " + f.detail + " | " + f.fix;
-  auto it = std::find_if(found.begin(), found.end(),
-                         [&](const Finding& f) { return f.check == check; });
+  auto it =
+      std::find_if(found.begin(), found.end(), [&](const Finding& f) { return f.check == check; });
   REQUIRE_MESSAGE(it != found.end(), "no finding '" << check << "' among:" << all);
   INFO("findings:" << all);
   CHECK(std::count_if(found.begin(), found.end(),
@@ -58,8 +58,8 @@ void add_simba_user(OwnRedis& server, const std::string& name, const std::string
                      "+del +incrby +hget +hmget +hset +hdel +zadd +zrange +zrem +zscore +lpush "
                      "+lrange +ltrim +pexpire +publish";
   if (!without.empty()) cmds.erase(cmds.find(without), without.size());
-  std::vector<std::string> args = {"ACL", "SETUSER", name, "on", ">pw", "resetkeys",
-                                   "resetchannels", "-@all"};
+  std::vector<std::string> args = {"ACL",       "SETUSER",       name,   "on", ">pw",
+                                   "resetkeys", "resetchannels", "-@all"};
   for (size_t at = 1; at < cmds.size();) {
     size_t end = cmds.find(' ', at);
     if (end == std::string::npos) end = cmds.size();
@@ -191,14 +191,14 @@ TEST_CASE("redis doctor: a TLS certificate that expires in 10 days warns") {
   OwnRedis probe_dir; // only for a directory of its own
   std::string d = probe_dir.dir();
   sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 10 "
-     "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " + d + "/k.pem -out " +
-     d + "/c.pem 2>/dev/null");
+     "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+     d + "/k.pem -out " + d + "/c.pem 2>/dev/null");
   int tls_port = free_port();
   OwnRedis server({"--tls-port", std::to_string(tls_port), "--tls-cert-file", d + "/c.pem",
                    "--tls-key-file", d + "/k.pem", "--tls-ca-cert-file", d + "/c.pem",
                    "--tls-auth-clients", "no"});
-  Finding f = finding(diagnose("rediss://127.0.0.1:" + std::to_string(tls_port) +
-                               "/0?cacert=" + d + "/c.pem&prefix=d:&timeout=2s"),
+  Finding f = finding(diagnose("rediss://127.0.0.1:" + std::to_string(tls_port) + "/0?cacert=" + d +
+                               "/c.pem&prefix=d:&timeout=2s"),
                       "tls");
   CHECK(f.verdict == Verdict::warn);
   CHECK(has(f.detail, "expires"));
@@ -241,8 +241,9 @@ TEST_CASE("redis doctor: sentinels that name two masters fail sentinel, naming b
   SKIP_UNLESS_REDIS();
   OwnRedis a, b;
   OwnRedis s1({}, a.port()), s2({}, a.port()), s3({}, b.port());
-  std::string uri = "redis+sentinel://127.0.0.1:" + std::to_string(s1.port()) + ",127.0.0.1:" +
-                    std::to_string(s2.port()) + ",127.0.0.1:" + std::to_string(s3.port()) +
+  std::string uri = "redis+sentinel://127.0.0.1:" + std::to_string(s1.port()) +
+                    ",127.0.0.1:" + std::to_string(s2.port()) +
+                    ",127.0.0.1:" + std::to_string(s3.port()) +
                     "/mymaster?prefix=d:&timeout=1s&quarantine=off";
   Finding f = finding(diagnose(uri), "sentinel");
   CHECK(f.verdict == Verdict::fail);
@@ -251,8 +252,9 @@ TEST_CASE("redis doctor: sentinels that name two masters fail sentinel, naming b
   // All three agreeing: ok.
   OwnRedis s4({}, a.port());
   std::string agreeing = "redis+sentinel://127.0.0.1:" + std::to_string(s1.port()) +
-                         ",127.0.0.1:" + std::to_string(s2.port()) + ",127.0.0.1:" +
-                         std::to_string(s4.port()) + "/mymaster?prefix=d:&timeout=1s&quarantine=off";
+                         ",127.0.0.1:" + std::to_string(s2.port()) +
+                         ",127.0.0.1:" + std::to_string(s4.port()) +
+                         "/mymaster?prefix=d:&timeout=1s&quarantine=off";
   Finding g = finding(diagnose(agreeing), "sentinel");
   CHECK(g.verdict != Verdict::fail);
 }
@@ -266,8 +268,7 @@ TEST_CASE("redis doctor: a cluster with slots nobody serves fails cluster") {
   Finding f = finding(diagnose(uri), "cluster");
   CHECK(f.verdict == Verdict::fail);
   CHECK(has(f.detail, "16001 of 16384"));
-  REQUIRE(node.command({"CLUSTER", "ADDSLOTSRANGE", "16001", "16383"})->type ==
-          REDIS_REPLY_STATUS);
+  REQUIRE(node.command({"CLUSTER", "ADDSLOTSRANGE", "16001", "16383"})->type == REDIS_REPLY_STATUS);
   for (int i = 0; i < 50 && node.command({"CLUSTER", "INFO"})->str &&
                   !has(node.command({"CLUSTER", "INFO"})->str, "cluster_state:ok");
        ++i)

@@ -96,7 +96,6 @@ struct FakeServer {
   }
 };
 
-
 } // namespace
 
 TEST_CASE("redis uri: malformed URIs are usage errors") {

@@ -49,8 +49,8 @@ struct Probe {
 
 std::vector<Probe> direct_probes(const Client& c, const std::string& scratch, bool cluster) {
   const RedisUri& uri = c.uri();
-  std::vector<Probe> p = {{"ping", {"PING"}}, {"scan", {"SCAN", "0", "MATCH", uri.prefix + "*",
-                                                       "COUNT", "1"}}};
+  std::vector<Probe> p = {{"ping", {"PING"}},
+                          {"scan", {"SCAN", "0", "MATCH", uri.prefix + "*", "COUNT", "1"}}};
   // A cluster node refuses keys of two slots (CROSSSLOT) before the ACL.
   if (cluster)
     p.push_back({"evalsha", {"EVALSHA", std::string(40, '0'), "0"}});
@@ -134,17 +134,18 @@ void check_acl(DoctorLink& link, Diagnosis& found, int64_t deadline) {
       what += (i ? ", " : "") + lacks.what[i];
       grants += " " + lacks.grants[i];
     }
-    found.push_back(fail_finding(k_acl, "user " + user + " may not use " + what,
-                                 "ACL SETUSER " + user + grants +
-                                     " (docs/backends/redis.md \"ACL users\")"));
+    found.push_back(
+        fail_finding(k_acl, "user " + user + " may not use " + what,
+                     "ACL SETUSER " + user + grants + " (docs/backends/redis.md \"ACL users\")"));
   } else if (!trouble.empty()) {
     found.push_back(fail_finding(k_acl, "cannot check user " + user + "'s rights: " + trouble,
                                  "make the server answer, then run this again"));
   } else {
-    found.push_back(ok_finding(k_acl, "user " + user + " may run what simba sends and what its "
-                                      "scripts call, on keys " + keys.substr(1) + " and " +
-                                      marker_keys.substr(1) + ", channels " +
-                                      channels.substr(1)));
+    found.push_back(ok_finding(k_acl, "user " + user +
+                                          " may run what simba sends and what its "
+                                          "scripts call, on keys " +
+                                          keys.substr(1) + " and " + marker_keys.substr(1) +
+                                          ", channels " + channels.substr(1)));
   }
 }
 

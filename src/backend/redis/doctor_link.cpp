@@ -34,8 +34,7 @@ std::string DoctorLink::login(Connection& c, const RedisUri& at, const std::stri
   for (const ReplyPtr& r : x.replies)
     if (is_error(r.get())) {
       c.close();
-      return scrub("Redis at " + where + " refused the login: " + reply_text(r.get()),
-                   at.password);
+      return scrub("Redis at " + where + " refused the login: " + reply_text(r.get()), at.password);
     }
   return "";
 }

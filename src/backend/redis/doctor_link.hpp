@@ -50,9 +50,9 @@ private:
   RedisUri address_of(size_t i) const;
 
   Client& m_client;
-  Connection m_conn;             // one server: the checks' own
-  RedisUri m_at;                 // ... and where it goes
-  std::string m_run;             // ... and that server's run, as Client learns it
+  Connection m_conn; // one server: the checks' own
+  RedisUri m_at;     // ... and where it goes
+  std::string m_run; // ... and that server's run, as Client learns it
   std::vector<std::string> m_servers;
 };
 

@@ -25,8 +25,7 @@ std::vector<std::string> tail(const RedisUri& uri) { return {"0", std::to_string
 
 // One key of simba's under the prefix on server `i` ("" none), or false
 // with `error` when the scan failed.
-bool first_key(DoctorLink& link, size_t i, int64_t deadline, std::string& key,
-               std::string& error) {
+bool first_key(DoctorLink& link, size_t i, int64_t deadline, std::string& key, std::string& error) {
   std::string pattern = glob_escape(link.client().uri().prefix) + "{*";
   std::string cursor = "0";
   do {
@@ -64,15 +63,15 @@ void check_marker(DoctorLink& link, size_t i, Diagnosis& found, int64_t deadline
   if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4 || !as_int(r->element[0], now) ||
       !as_string(r->element[1], marker) || !as_string(r->element[2], run) ||
       !as_int(r->element[3], till)) {
-    found.push_back(fail_finding(k_server_run,
-                                 label + "cannot read simba's marker: " +
-                                     (error.empty() ? "unexpected reply" : error),
-                                 "fix what the other checks say, then run this again"));
+    found.push_back(fail_finding(
+        k_server_run,
+        label + "cannot read simba's marker: " + (error.empty() ? "unexpected reply" : error),
+        "fix what the other checks say, then run this again"));
     return;
   }
-  std::string quarantine =
-      till > now ? "; a quarantine holds new leases back for " + std::to_string((till - now + 999) / 1000) + " s more"
-                 : "";
+  std::string quarantine = till > now ? "; a quarantine holds new leases back for " +
+                                            std::to_string((till - now + 999) / 1000) + " s more"
+                                      : "";
   if (marker.empty()) {
     found.push_back(warn_finding(
         k_server_run,
@@ -84,12 +83,13 @@ void check_marker(DoctorLink& link, size_t i, Diagnosis& found, int64_t deadline
     found.push_back(ok_finding(k_server_run, label + "simba's marker of the current server run (" +
                                                  short_run(run) + ")" + quarantine));
   } else {
-    found.push_back(warn_finding(
-        k_server_run,
-        label + "simba's marker names another server run (" + short_run(marker) + ", now " +
-            short_run(run) + "): the server restarted, failed over or was replaced since simba "
-                             "last used it; the next lease waits a quarantine",
-        "nothing to do: the quarantine covers a lease the server may have lost"));
+    found.push_back(
+        warn_finding(k_server_run,
+                     label + "simba's marker names another server run (" + short_run(marker) +
+                         ", now " + short_run(run) +
+                         "): the server restarted, failed over or was replaced since simba "
+                         "last used it; the next lease waits a quarantine",
+                     "nothing to do: the quarantine covers a lease the server may have lost"));
   }
 }
 
@@ -97,11 +97,12 @@ namespace {
 
 // Why --init refuses a database whose marker names `marker` (not "").
 std::string marked_already(const std::string& marker, const std::string& run) {
-  return marker == run ? "the database already carries simba's marker of this server run: simba "
-                         "uses it already, nothing to do"
-                       : "the database carries simba's marker of another server run (" +
-                             short_run(marker) + "): the server restarted or failed over since "
-                                                 "simba used it, and may have lost a lease";
+  return marker == run
+             ? "the database already carries simba's marker of this server run: simba "
+               "uses it already, nothing to do"
+             : "the database carries simba's marker of another server run (" + short_run(marker) +
+                   "): the server restarted or failed over since "
+                   "simba used it, and may have lost a lease";
 }
 
 // The marker of server `i` (doctor_marker.lua): false with `why` when it
@@ -110,8 +111,8 @@ bool unmarked(DoctorLink& link, size_t i, int64_t deadline, std::string& why) {
   Exchange x = link.marker_script(i, lua::k_doctor_marker, tail(link.client().uri()), deadline);
   const redisReply* r = link.client().answer(x, why);
   std::string marker, run;
-  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
-      !as_string(r->element[1], marker) || !as_string(r->element[2], run)) {
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4 || !as_string(r->element[1], marker) ||
+      !as_string(r->element[2], run)) {
     if (why.empty()) why = "unexpected reply from the doctor_marker script";
     return false;
   }

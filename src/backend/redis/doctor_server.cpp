@@ -23,15 +23,17 @@ Finding persistence(const std::string& info, const redisReply* save, const redis
   std::string schedule, every;
   if (info_field(info, "aof_enabled") == "1") {
     std::string how = config_value(fsync, every) ? " (appendfsync " + every + ")" : "";
-    return ok_finding(k_persistence, "AOF on" + how + ": leases and fencing counters outlive a "
-                                     "restart (simba quarantines after one anyway)");
+    return ok_finding(k_persistence, "AOF on" + how +
+                                         ": leases and fencing counters outlive a "
+                                         "restart (simba quarantines after one anyway)");
   }
   const char* fix = "appendonly yes and appendfsync everysec in redis.conf (CONFIG SET appendonly "
                     "yes now), as docs/backends/redis.md sets up";
   if (!config_value(save, schedule))
     return warn_finding(k_persistence,
                         "AOF off, and whether RDB snapshots are on is unknown (CONFIG GET refused "
-                        "to user " + user + "): without either a restart loses every lease",
+                        "to user " +
+                            user + "): without either a restart loses every lease",
                         fix);
   if (schedule.empty())
     return warn_finding(k_persistence,
@@ -65,8 +67,9 @@ Finding eviction(const std::string& info) {
                             ": leases have no TTL and are never evicted, but a waiters' queue "
                             "(a TTL of a day) may be, and its waiters lose their place in line",
                         fix);
-  std::string at = limited ? " (maxmemory " + human + ": at the limit writes fail, and an owner "
-                                                      "that cannot renew stops its command)"
+  std::string at = limited ? " (maxmemory " + human +
+                                 ": at the limit writes fail, and an owner "
+                                 "that cannot renew stops its command)"
                            : " (no maxmemory)";
   return ok_finding(k_policy, policy + at);
 }
@@ -112,14 +115,15 @@ void check_server(DoctorLink& link, size_t i, Diagnosis& found, int64_t deadline
   if (is_error(info)) {
     std::string why = label + "INFO refused: " + link.client().scrub(reply_text(info));
     for (const char* check : {k_persistence, k_policy, k_replication})
-      found.push_back(fail_finding(check, why, "give the user +info (docs/backends/redis.md "
-                                               "\"ACL users\")"));
+      found.push_back(fail_finding(check, why,
+                                   "give the user +info (docs/backends/redis.md "
+                                   "\"ACL users\")"));
     return;
   }
   const RedisUri& uri = link.client().uri();
   std::string user = uri.user.empty() ? "default" : uri.user;
-  found.push_back(labelled(
-      persistence(reply_text(info), x.replies[3].get(), x.replies[4].get(), user), label));
+  found.push_back(
+      labelled(persistence(reply_text(info), x.replies[3].get(), x.replies[4].get(), user), label));
   found.push_back(labelled(eviction(reply_text(x.replies[1].get())), label));
   found.push_back(labelled(role(reply_text(x.replies[2].get())), label));
 }

@@ -17,9 +17,8 @@ constexpr int64_t k_warn_days = 30;
 // The other sentinels `node` knows for the master (SENTINEL SENTINELS:
 // one flat array of names and values each), "host:port"; none when it
 // does not answer.
-std::vector<RedisSentinels::Node> sentinels_known(const RedisUri& uri,
-                                                  const RedisSentinels::Node& node,
-                                                  int64_t deadline) {
+std::vector<RedisSentinels::Node>
+sentinels_known(const RedisUri& uri, const RedisSentinels::Node& node, int64_t deadline) {
   std::vector<RedisSentinels::Node> out;
   RedisUri at = uri;
   at.host = node.host;
@@ -46,9 +45,7 @@ std::vector<RedisSentinels::Node> sentinels_known(const RedisUri& uri,
   return out;
 }
 
-std::string name_of(const RedisSentinels::Node& n) {
-  return n.host + ":" + std::to_string(n.port);
-}
+std::string name_of(const RedisSentinels::Node& n) { return n.host + ":" + std::to_string(n.port); }
 
 std::string day_of(int64_t unix_s) {
   std::time_t t = std::time_t(unix_s);
@@ -96,7 +93,8 @@ void check_sentinels(const RedisUri& uri, Diagnosis& found, int64_t deadline) {
     for (const auto& [master, by] : named)
       views += (views.empty() ? "" : "; ") + master + " by " + join(by);
     found.push_back(fail_finding(
-        "sentinel", "the sentinels name different masters for '" + uri.sentinel.master + "': " + views,
+        "sentinel",
+        "the sentinels name different masters for '" + uri.sentinel.master + "': " + views,
         "if it lasts beyond a failover, the sentinels are cut off from each other: reconnect "
         "them (simba takes a master only when a majority of the listed sentinels name it)"));
     return;
@@ -113,9 +111,9 @@ void check_sentinels(const RedisUri& uri, Diagnosis& found, int64_t deadline) {
   }
   std::string master = named.begin()->first;
   if (!silent.empty()) {
-    found.push_back(warn_finding("sentinel",
-                                 "all that answer name " + master + ", but " + join(silent),
-                                 "bring the sentinel back: a majority of those listed must answer"));
+    found.push_back(
+        warn_finding("sentinel", "all that answer name " + master + ", but " + join(silent),
+                     "bring the sentinel back: a majority of those listed must answer"));
   } else if (!unlisted.empty()) {
     found.push_back(warn_finding(
         "sentinel",
@@ -178,8 +176,9 @@ void check_cluster(DoctorLink& link, Diagnosis& found, int64_t deadline) {
 void check_tls(DoctorLink& link, Diagnosis& found, int64_t deadline) {
   const RedisUri& uri = link.client().uri();
   if (uri.tls_insecure) {
-    found.push_back(warn_finding("tls", "?insecure=1: the server's certificate is not verified "
-                                        "(neither its chain nor its name)",
+    found.push_back(warn_finding("tls",
+                                 "?insecure=1: the server's certificate is not verified "
+                                 "(neither its chain nor its name)",
                                  "give ?cacert=FILE, the CA that signed the server's certificate"));
     return;
   }
@@ -189,9 +188,9 @@ void check_tls(DoctorLink& link, Diagnosis& found, int64_t deadline) {
     std::string label = server_label(link, i);
     int64_t end = err.empty() && c.tls() ? c.tls()->peer_not_after() : -1;
     if (end < 0) {
-      found.push_back(fail_finding("tls", label + "cannot read the server's certificate" +
-                                              (err.empty() ? "" : ": " + err),
-                                   "check the TLS set-up (docs/backends/redis.md \"TLS\")"));
+      found.push_back(fail_finding(
+          "tls", label + "cannot read the server's certificate" + (err.empty() ? "" : ": " + err),
+          "check the TLS set-up (docs/backends/redis.md \"TLS\")"));
       continue;
     }
     int64_t now = sys::wall_ms() / 1000;
@@ -200,14 +199,14 @@ void check_tls(DoctorLink& link, Diagnosis& found, int64_t deadline) {
                            (uri.tls_ca.empty() ? std::string("the system's CAs") : uri.tls_ca) +
                            ", name " + link.servers()[i] + ")";
     if (end - now < k_warn_days * 86400)
-      found.push_back(warn_finding(
-          "tls", label + verified + ", but it expires " + day_of(end) + " (in " +
-                     std::to_string(days) + " days)",
-          "renew the server's certificate (tls-cert-file) before " + day_of(end) +
-              ": then every connection fails"));
+      found.push_back(warn_finding("tls",
+                                   label + verified + ", but it expires " + day_of(end) + " (in " +
+                                       std::to_string(days) + " days)",
+                                   "renew the server's certificate (tls-cert-file) before " +
+                                       day_of(end) + ": then every connection fails"));
     else
-      found.push_back(ok_finding("tls", label + verified + ", valid until " + day_of(end) +
-                                            " (" + std::to_string(days) + " days)"));
+      found.push_back(ok_finding("tls", label + verified + ", valid until " + day_of(end) + " (" +
+                                            std::to_string(days) + " days)"));
   }
 }
 
