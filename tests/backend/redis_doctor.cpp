@@ -257,6 +257,14 @@ TEST_CASE("redis doctor: sentinels that name two masters fail sentinel, naming b
                          "/mymaster?prefix=d:&timeout=1s&quarantine=off";
   Finding g = finding(diagnose(agreeing), "sentinel");
   CHECK(g.verdict != Verdict::fail);
+  // --init through Sentinel writes the run its scripts compare (the
+  // run_id and the replication id): the first lease waits no quarantine.
+  std::string guarded = agreeing.substr(0, agreeing.find("&quarantine=off"));
+  auto backend = open_backend(guarded);
+  std::string why;
+  CHECK_MESSAGE(simba::backend::init_new_redis_database(*backend, 2000, why), why);
+  CHECK(finding(diagnose(guarded), "server-run").verdict == Verdict::ok);
+  CHECK(backend->acquire(unique_mutex("first"), "A", 5000, 1000, k_timeout).changed);
 }
 
 TEST_CASE("redis doctor: a cluster with slots nobody serves fails cluster") {
@@ -274,4 +282,14 @@ TEST_CASE("redis doctor: a cluster with slots nobody serves fails cluster") {
        ++i)
     sleep_ms(100);
   CHECK(finding(diagnose(uri), "cluster").verdict == Verdict::ok);
+  // The master's own marker (simba:server{TAG}), written by --init.
+  std::string guarded = uri.substr(0, uri.find("&quarantine=off"));
+  Diagnosis found = diagnose(guarded);
+  CHECK(finding(found, "acl").verdict == Verdict::ok);
+  CHECK(finding(found, "server-run").verdict == Verdict::warn);
+  auto backend = open_backend(guarded);
+  std::string why;
+  CHECK_MESSAGE(simba::backend::init_new_redis_database(*backend, 2000, why), why);
+  CHECK(finding(diagnose(guarded), "server-run").verdict == Verdict::ok);
+  CHECK(backend->acquire(unique_mutex("first"), "A", 5000, 1000, k_timeout).changed);
 }

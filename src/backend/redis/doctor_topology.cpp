@@ -195,9 +195,10 @@ void check_tls(DoctorLink& link, Diagnosis& found, int64_t deadline) {
     }
     int64_t now = sys::wall_ms() / 1000;
     int64_t days = (end - now) / 86400;
-    std::string verified = "certificate verified (" +
+    // The name checked is the host the connection went to.
+    std::string verified = "the certificate of " + link.servers()[i] + " is verified (against " +
                            (uri.tls_ca.empty() ? std::string("the system's CAs") : uri.tls_ca) +
-                           ", name " + link.servers()[i] + ")";
+                           ", and its name)";
     if (end - now < k_warn_days * 86400)
       found.push_back(warn_finding("tls",
                                    label + verified + ", but it expires " + day_of(end) + " (in " +
