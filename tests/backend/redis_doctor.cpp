@@ -142,6 +142,12 @@ TEST_CASE("redis doctor: an ACL user without a command the scripts call fails ac
   CHECK(lacking.verdict == Verdict::fail);
   CHECK(has(lacking.detail, "lpush"));
   CHECK(has(lacking.fix, "ACL SETUSER nolpush +lpush"));
+  // So is one without +subscribe (simba's waiters would never hear a
+  // release).
+  add_simba_user(server, "nosub", " +subscribe");
+  Finding nosub = finding(diagnose("redis://nosub:pw" + at), "acl");
+  CHECK(nosub.verdict == Verdict::fail);
+  CHECK(has(nosub.fix, "ACL SETUSER nosub +subscribe"));
   // Nothing of the probe is left behind.
   CHECK(server.command({"DBSIZE"})->integer == 0);
 }

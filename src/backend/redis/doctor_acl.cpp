@@ -45,17 +45,20 @@ bool note_refusal(const std::string& text, const std::string& name, const std::s
 struct Probe {
   std::string name; // the command as ACL names it
   Command command;
+  bool marker = false; // its key is the marker
 };
 
 std::vector<Probe> direct_probes(const Client& c, const std::string& scratch, bool cluster) {
   const RedisUri& uri = c.uri();
   std::vector<Probe> p = {{"ping", {"PING"}},
                           {"scan", {"SCAN", "0", "MATCH", uri.prefix + "*", "COUNT", "1"}}};
-  // A cluster node refuses keys of two slots (CROSSSLOT) before the ACL.
-  if (cluster)
-    p.push_back({"evalsha", {"EVALSHA", std::string(40, '0'), "0"}});
-  else
-    p.push_back({"evalsha", {"EVALSHA", std::string(40, '0'), "2", scratch, k_marker}});
+  // Every script declares the mutex's keys and the marker: one key each,
+  // so that a refusal says which pattern is missing. (A cluster node
+  // refuses a key of a slot it does not serve after the ACL, but its
+  // marker's name is the Client's to know: the probe script tries it.)
+  std::string none(40, '0');
+  p.push_back({"evalsha", {"EVALSHA", none, "1", scratch}});
+  if (!cluster) p.push_back({"evalsha", {"EVALSHA", none, "1", k_marker}, true});
   if (!uri.sentinel.nodes.empty()) p.push_back({"role", {"ROLE"}});
   if (cluster) {
     p.push_back({"cluster|slots", {"CLUSTER", "SLOTS"}});
@@ -85,7 +88,9 @@ void check_acl(DoctorLink& link, Diagnosis& found, int64_t deadline) {
   if (!x.ok) trouble = x.error;
   for (size_t i = 0; x.ok && i < probes.size(); ++i) {
     const redisReply* r = x.replies[i].get();
-    if (is_error(r)) note_refusal(reply_text(r), probes[i].name, keys, channels, lacks);
+    if (is_error(r))
+      note_refusal(reply_text(r), probes[i].name, probes[i].marker ? marker_keys : keys, channels,
+                   lacks);
   }
 
   // Subscribing ends a connection's use for anything else: one of its own.
@@ -112,8 +117,10 @@ void check_acl(DoctorLink& link, Diagnosis& found, int64_t deadline) {
   if (!y.ok) {
     if (trouble.empty()) trouble = y.error;
   } else if (is_error(r)) {
+    // A refused key: the EVALSHA probes above said which.
     std::string text = c.scrub(reply_text(r));
-    if (!note_refusal(text, "eval", keys, channels, lacks) && trouble.empty())
+    bool key = is_permission_error(text) && text.find("key") != std::string::npos;
+    if (!key && !note_refusal(text, "eval", keys, channels, lacks) && trouble.empty())
       trouble = "the probe script: " + text;
   } else if (r->type == REDIS_REPLY_ARRAY) {
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
