@@ -68,73 +68,88 @@ std::vector<Probe> direct_probes(const Client& c, const std::string& scratch, bo
   return p;
 }
 
+// One run of the checks: what they found missing, and what kept one from
+// being made.
+struct AclRun {
+  std::string keys, channels, marker_keys; // the patterns simba needs, as grants
+  std::string scratch, channel;            // the probes' key and channel
+  Lacks lacks;
+  std::string trouble;
+  void note(const std::string& text, const std::string& command, bool marker = false) {
+    note_refusal(text, command, marker ? marker_keys : keys, channels, lacks);
+  }
+  void failed(const std::string& why) {
+    if (trouble.empty()) trouble = why;
+  }
+};
+
+void try_direct(DoctorLink& link, AclRun& run, int64_t deadline) {
+  std::vector<Probe> probes = direct_probes(link.client(), run.scratch, link.cluster());
+  std::vector<Command> commands;
+  for (const Probe& p : probes) commands.push_back(p.command);
+  Exchange x = link.ask(0, commands, deadline);
+  if (!x.ok) run.failed(x.error);
+  for (size_t i = 0; x.ok && i < probes.size(); ++i)
+    if (is_error(x.replies[i].get()))
+      run.note(reply_text(x.replies[i].get()), probes[i].name, probes[i].marker);
+}
+
+// Subscribing ends a connection's use for anything else: one of its own.
+void try_subscribe(DoctorLink& link, AclRun& run, int64_t deadline) {
+  Connection sub;
+  std::string err = link.connect_fresh(0, sub, deadline);
+  if (!err.empty()) return run.failed(err);
+  bool sharded = link.cluster();
+  Exchange s = sub.exchange({{sharded ? "SSUBSCRIBE" : "SUBSCRIBE", run.channel}}, deadline);
+  if (!s.ok) return run.failed(s.error);
+  if (is_error(s.replies[0].get()))
+    run.note(reply_text(s.replies[0].get()), sharded ? "ssubscribe" : "subscribe");
+}
+
+// The scripts' commands (lua/acl_probe.lua). Its arguments end as every
+// script's (lua/common.lua): no history, the database, no server run.
+void try_script(DoctorLink& link, AclRun& run, int64_t deadline) {
+  const RedisUri& uri = link.client().uri();
+  Exchange y = link.script(lua::k_acl_probe, {run.scratch, k_marker},
+                           {run.channel, "0", std::to_string(uri.db), ""}, deadline);
+  if (!y.ok) return run.failed(y.error);
+  const redisReply* r = y.replies[0].get();
+  if (is_error(r)) {
+    // A refused key: the EVALSHA probes said which.
+    std::string text = link.client().scrub(reply_text(r));
+    bool key = is_permission_error(text) && text.find("key") != std::string::npos;
+    if (!key && !is_permission_error(text)) run.failed("the probe script: " + text);
+    if (!key) run.note(text, "eval");
+    return;
+  }
+  for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements; i += 2) {
+    std::string name, text;
+    as_string(r->element[i], name);
+    as_string(r->element[i + 1], text);
+    std::string command = name == "marker (read)"    ? "hmget"
+                          : name == "marker (write)" ? "hset"
+                                                     : name;
+    run.note(text, command, name.rfind("marker", 0) == 0);
+  }
+}
+
 } // namespace
 
 void check_acl(DoctorLink& link, Diagnosis& found, int64_t deadline) {
   Client& c = link.client();
   const RedisUri& uri = c.uri();
   std::string user = uri.user.empty() ? "default" : uri.user;
-  std::string scratch = c.hash_key(k_probe_mutex) + ":doctor";
-  std::string channel = c.hash_key(k_probe_mutex) + ":db" + std::to_string(uri.db) + ":doctor";
-  std::string keys = "~" + uri.prefix + "*", channels = "&" + uri.prefix + "*";
-  std::string marker_keys = link.cluster() ? "~simba:server*" : "~simba:server";
-  Lacks lacks;
-  std::string trouble; // a check that could not be made
+  AclRun run;
+  run.keys = "~" + uri.prefix + "*";
+  run.channels = "&" + uri.prefix + "*";
+  run.marker_keys = link.cluster() ? "~simba:server*" : "~simba:server";
+  run.scratch = c.hash_key(k_probe_mutex) + ":doctor";
+  run.channel = c.hash_key(k_probe_mutex) + ":db" + std::to_string(uri.db) + ":doctor";
+  try_direct(link, run, deadline);
+  try_subscribe(link, run, deadline);
+  try_script(link, run, deadline);
 
-  std::vector<Probe> probes = direct_probes(c, scratch, link.cluster());
-  std::vector<Command> commands;
-  for (const Probe& p : probes) commands.push_back(p.command);
-  Exchange x = link.ask(0, commands, deadline);
-  if (!x.ok) trouble = x.error;
-  for (size_t i = 0; x.ok && i < probes.size(); ++i) {
-    const redisReply* r = x.replies[i].get();
-    if (is_error(r))
-      note_refusal(reply_text(r), probes[i].name, probes[i].marker ? marker_keys : keys, channels,
-                   lacks);
-  }
-
-  // Subscribing ends a connection's use for anything else: one of its own.
-  Connection sub;
-  std::string err = link.connect_fresh(0, sub, deadline);
-  if (err.empty()) {
-    const char* subscribe = link.cluster() ? "SSUBSCRIBE" : "SUBSCRIBE";
-    Exchange s = sub.exchange({{subscribe, channel}}, deadline);
-    if (s.ok && is_error(s.replies[0].get()))
-      note_refusal(reply_text(s.replies[0].get()), link.cluster() ? "ssubscribe" : "subscribe",
-                   keys, channels, lacks);
-    else if (!s.ok && trouble.empty())
-      trouble = s.error;
-  } else if (trouble.empty()) {
-    trouble = err;
-  }
-  sub.close();
-
-  // The scripts' commands. The probe's arguments end as every script's
-  // (lua/common.lua): no history, the database, no server run.
-  Exchange y = link.script(lua::k_acl_probe, {scratch, k_marker},
-                           {channel, "0", std::to_string(uri.db), ""}, deadline);
-  const redisReply* r = y.ok ? y.replies[0].get() : nullptr;
-  if (!y.ok) {
-    if (trouble.empty()) trouble = y.error;
-  } else if (is_error(r)) {
-    // A refused key: the EVALSHA probes above said which.
-    std::string text = c.scrub(reply_text(r));
-    bool key = is_permission_error(text) && text.find("key") != std::string::npos;
-    if (!key && !note_refusal(text, "eval", keys, channels, lacks) && trouble.empty())
-      trouble = "the probe script: " + text;
-  } else if (r->type == REDIS_REPLY_ARRAY) {
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-      std::string name, text;
-      as_string(r->element[i], name);
-      as_string(r->element[i + 1], text);
-      bool marker = name.rfind("marker", 0) == 0;
-      std::string command = name == "marker (read)"    ? "hmget"
-                            : name == "marker (write)" ? "hset"
-                                                       : name;
-      note_refusal(text, command, marker ? marker_keys : keys, channels, lacks);
-    }
-  }
-
+  const Lacks& lacks = run.lacks;
   if (!lacks.grants.empty()) {
     std::string what, grants;
     for (size_t i = 0; i < lacks.what.size(); ++i) {
@@ -144,15 +159,15 @@ void check_acl(DoctorLink& link, Diagnosis& found, int64_t deadline) {
     found.push_back(
         fail_finding(k_acl, "user " + user + " may not use " + what,
                      "ACL SETUSER " + user + grants + " (docs/backends/redis.md \"ACL users\")"));
-  } else if (!trouble.empty()) {
-    found.push_back(fail_finding(k_acl, "cannot check user " + user + "'s rights: " + trouble,
+  } else if (!run.trouble.empty()) {
+    found.push_back(fail_finding(k_acl, "cannot check user " + user + "'s rights: " + run.trouble,
                                  "make the server answer, then run this again"));
   } else {
     found.push_back(ok_finding(k_acl, "user " + user +
-                                          " may run what simba sends and what its "
-                                          "scripts call, on keys " +
-                                          keys.substr(1) + " and " + marker_keys.substr(1) +
-                                          ", channels " + channels.substr(1)));
+                                          " may run what simba sends and what its scripts call, "
+                                          "on keys " +
+                                          run.keys.substr(1) + " and " + run.marker_keys.substr(1) +
+                                          ", channels " + run.channels.substr(1)));
   }
 }
 
