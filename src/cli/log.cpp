@@ -117,8 +117,9 @@ std::string holder_text(const core::WaitNotice& n, int64_t wall_now, nlohmann::o
     f["free_in_ms"] = n.free_in_ms;
     return "in quarantine until about " + iso8601_utc_s(wall_now + n.free_in_ms) + " (in " +
            for_people(n.free_in_ms) +
-           "): the server restarted, failed over or lost its data, and may have lost a "
-           "running lease";
+           "): no simba marker of this server run on this database: new, restarted, failed "
+           "over or flushed, it may have lost a running lease (a database you know is new: "
+           "simba doctor --init)";
   }
   if (n.revoked) {
     f["revoked"] = true;

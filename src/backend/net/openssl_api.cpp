@@ -54,6 +54,7 @@ std::string load(OpenSslApi& a) {
   SIMBA_FIND(ssl, SSL_write);
   SIMBA_FIND(ssl, SSL_get_error);
   SIMBA_FIND(ssl, SSL_get_verify_result);
+  SIMBA_FIND(ssl, SSL_get1_peer_certificate);
   SIMBA_FIND(crypto, BIO_new);
   SIMBA_FIND(crypto, BIO_s_mem);
   SIMBA_FIND(crypto, BIO_read);
@@ -67,6 +68,9 @@ std::string load(OpenSslApi& a) {
   SIMBA_FIND(crypto, X509_get_default_cert_dir);
   SIMBA_FIND(crypto, X509_get_default_cert_dir_env);
   SIMBA_FIND(crypto, X509_get_default_cert_file_env);
+  SIMBA_FIND(crypto, X509_get0_notAfter);
+  SIMBA_FIND(crypto, X509_free);
+  SIMBA_FIND(crypto, ASN1_TIME_to_tm);
 #undef SIMBA_FIND
   if (!missing.empty())
     return "TLS needs OpenSSL 3, and the libssl.so.3 found lacks " + missing +

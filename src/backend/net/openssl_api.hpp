@@ -45,6 +45,7 @@ struct OpenSslApi {
   SIMBA_OPENSSL_FN(SSL_write);
   SIMBA_OPENSSL_FN(SSL_get_error);
   SIMBA_OPENSSL_FN(SSL_get_verify_result);
+  SIMBA_OPENSSL_FN(SSL_get1_peer_certificate); // simba doctor: the certificate's expiry
   // libcrypto
   SIMBA_OPENSSL_FN(BIO_new);
   SIMBA_OPENSSL_FN(BIO_s_mem);
@@ -59,6 +60,9 @@ struct OpenSslApi {
   SIMBA_OPENSSL_FN(X509_get_default_cert_dir);
   SIMBA_OPENSSL_FN(X509_get_default_cert_dir_env);
   SIMBA_OPENSSL_FN(X509_get_default_cert_file_env);
+  SIMBA_OPENSSL_FN(X509_get0_notAfter);
+  SIMBA_OPENSSL_FN(X509_free);
+  SIMBA_OPENSSL_FN(ASN1_TIME_to_tm);
 #undef SIMBA_OPENSSL_FN
 };
 

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <dirent.h>
 #include <poll.h>
 
@@ -118,6 +119,17 @@ std::string context(const OpenSslApi& a, const TlsOptions& o, SSL_CTX*& out) {
 
 TlsSession::~TlsSession() {
   if (m_ssl) m_api->SSL_free(m_ssl); // and its two BIOs
+}
+
+int64_t TlsSession::peer_not_after() const {
+  if (!m_api || !m_ssl) return -1;
+  X509* cert = m_api->SSL_get1_peer_certificate(m_ssl);
+  if (!cert) return -1;
+  std::tm t{};
+  const ASN1_TIME* end = m_api->X509_get0_notAfter(cert);
+  bool ok = end && m_api->ASN1_TIME_to_tm(end, &t) == 1;
+  m_api->X509_free(cert);
+  return ok ? int64_t(timegm(&t)) : -1;
 }
 
 std::string TlsSession::start(int fd, const TlsOptions& o, int64_t deadline) {

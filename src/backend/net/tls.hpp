@@ -47,6 +47,11 @@ public:
   // connection is unusable.
   std::string receive_some(int fd, std::string& plain, bool& got);
 
+  // When the server's certificate expires (Unix seconds), -1 when unknown
+  // (no handshake, or ?insecure=1 and no certificate): simba doctor warns
+  // before it does.
+  int64_t peer_not_after() const;
+
 private:
   std::string flush(int fd, int64_t deadline);
   // One recv() into m_in, not decrypted yet.

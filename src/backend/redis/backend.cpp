@@ -4,6 +4,7 @@
 
 #include "backend/holder.hpp"
 #include "backend/redis/client.hpp"
+#include "backend/redis/doctor.hpp"
 #include "backend/redis/listing.hpp"
 #include "backend/redis/wakeups.hpp"
 
@@ -180,6 +181,14 @@ public:
     return m_wakeups;
   }
 
+  // simba doctor (redis/doctor.hpp).
+  void diagnose(Diagnosis& found, const DiagnoseOptions& options) override {
+    redis::diagnose(m_client, found, options);
+  }
+  bool mark_new(int64_t timeout_ms, std::string& why) {
+    return redis::mark_database_new(m_client, timeout_ms, why);
+  }
+
   int64_t call_timeout_ms() const override { return m_client.uri().timeout_ms; }
   std::string describe() const override { return m_describe; }
 
@@ -192,6 +201,15 @@ private:
 };
 
 } // namespace
+
+bool init_new_redis_database(Backend& backend, int64_t timeout_ms, std::string& why) {
+  auto* redis = dynamic_cast<RedisBackend*>(&backend);
+  if (!redis) {
+    why = backend.describe() + " is no Redis backend: only Redis keeps a marker to write";
+    return false;
+  }
+  return redis->mark_new(timeout_ms, why);
+}
 
 std::unique_ptr<Backend> open_redis(RedisUri uri) {
   auto backend = std::make_unique<RedisBackend>(std::move(uri));

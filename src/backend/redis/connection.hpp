@@ -46,6 +46,10 @@ public:
     m_ctx.reset();
   }
 
+  // rediss://: the TLS session (simba doctor reads the certificate's
+  // expiry), else nullptr.
+  const net::TlsSession* tls() const { return m_tls.get(); }
+
   // Connects within `deadline` (sys::boottime_ms()); "" or why not.
   std::string connect(const RedisUri& e, int64_t deadline);
 

@@ -20,10 +20,6 @@
 #include <set>
 
 namespace simba::backend::redis {
-namespace {
-
-constexpr const char* k_scan_count = "1000";
-
 std::string glob_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -32,6 +28,10 @@ std::string glob_escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
+
+constexpr const char* k_scan_count = "1000";
 
 // "<prefix>{NAME}:fence" -> NAME, "" if the key is not one of ours.
 std::string mutex_of_fence(const std::string& key, const std::string& prefix) {

@@ -17,4 +17,7 @@ Listing inspect_mutexes(Client& client, const std::string& mutex, int64_t timeou
 History read_history(Client& client, const std::string& mutex, int64_t since_ms,
                      int64_t timeout_ms);
 
+// `s` in a SCAN MATCH pattern: its * ? [ ] \\ escaped.
+std::string glob_escape(const std::string& s);
+
 } // namespace simba::backend::redis

@@ -17,6 +17,9 @@
 //   cluster_route.*  Redis Cluster: a call sent to the master of its slot,
 //                    redirections followed; one connection per master
 //   client_cluster.cpp  the Client's calls that a cluster routes
+//   doctor.*         simba doctor: the checks of a Redis (Backend::diagnose)
+//                    and --init; doctor_link.* how they reach the servers,
+//                    doctor_{acl,server,topology,marker}.cpp the checks
 //   reply.*          reading hiredis' replies
 //   reply_bound.*    what one reply may cost (hiredis 0.14 has no limit)
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
@@ -40,5 +43,15 @@ namespace simba::backend {
 // evict a lease) — within the URI's timeout. Where the checks wait for the
 // first call (server_check.hpp: hello_can_wait()), that call throws it.
 std::unique_ptr<Backend> open_redis(RedisUri uri);
+
+// simba doctor --init (docs/backends/redis.md "A database you know is
+// new"): marks the database of `backend` (opened by open_backend() from a
+// Redis URI) as new, so that its first lease waits no quarantine: the
+// marker of the current server run, written only where the database holds
+// no marker and no key under the URI's prefix. True when written; `why`
+// is one line either way (what was marked, or why not: not a Redis
+// backend, quarantine=off, simba's keys or marker already there, the
+// server unreachable). Never throws for what it finds.
+bool init_new_redis_database(Backend& backend, int64_t timeout_ms, std::string& why);
 
 } // namespace simba::backend
