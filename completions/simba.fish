@@ -165,6 +165,7 @@ complete -c simba -n '__simba_in schedule' -l max-runs -x -d 'Release and exit a
 complete -c simba -n '__simba_in schedule' -l align -d 'Ticks on multiples of --every (backend clock)'
 
 complete -c simba -n '__simba_in status history doctor' -l json -d 'JSON for programs'
+complete -c simba -n '__simba_in doctor' -l init -d 'Mark a new Redis database as new (no first quarantine)'
 complete -c simba -n '__simba_in history' -l since -x -a "$durations" -d 'Only the events of the last D'
 complete -c simba -n '__simba_in status' -l all -d 'Free mutexes too'
 complete -c simba -n '__simba_in status' -l format -x -a 'table json openmetrics prometheus' -d 'Output format'

@@ -3,6 +3,7 @@
 // own checks; then the findings, printed.
 #include "cli/doctor.hpp"
 
+#include "backend/redis/redis.hpp"
 #include "backend/uri.hpp"
 #include "cli/doctor_checks.hpp"
 #include "cli/doctor_view.hpp"
@@ -114,7 +115,8 @@ backend::Diagnosis diagnose(const DoctorOptions& o, const backend::DiagnoseOptio
 
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   CLI::App* cmd = app.add_subcommand("doctor", k_doctor_description);
-  cmd->footer("Usage: simba doctor [--backend URI] [--ttl D] [--transition D] [--json]");
+  cmd->footer("Usage: simba doctor [--backend URI] [--ttl D] [--transition D] [--json]\n"
+              "       simba doctor --init --backend redis://...");
   add_backend_option(*cmd, o.common);
   cmd->add_option("--ttl", o.common.ttl,
                   "The lease time to live you run with (default 10s): the clock offset is judged "
@@ -122,10 +124,35 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   cmd->add_option("--transition", o.common.transition,
                   "The transition you run with (default 2s)");
   cmd->add_flag("--json", o.json, "JSON for programs");
+  cmd->add_flag("--init", o.init,
+                "Instead of the checks: mark a Redis database you know is new, so that its "
+                "first lease waits no quarantine (refused where simba's keys are)");
   return cmd;
 }
 
+namespace {
+
+// doctor --init: 0 marked, 1 not (the line says why), 64 not Redis.
+int init_database(const DoctorOptions& o) {
+  std::string uri = o.common.backend;
+  if (uri.rfind("redis", 0) != 0)
+    throw UsageError("--init marks a new Redis database; " +
+                     (uri.empty() ? std::string("the default SQLite database") : backend::redact(uri)) +
+                     " is none (a new SQLite or PostgreSQL database waits no quarantine)");
+  std::unique_ptr<backend::Backend> b = open_backend(o.common, backend::Access::inspect);
+  std::string why;
+  if (backend::init_new_redis_database(*b, k_doctor_timeout_ms, why)) {
+    std::cout << "simba: " << why << "\n";
+    return 0;
+  }
+  std::cerr << "simba: error: " << why << "\n";
+  return 1;
+}
+
+} // namespace
+
 int doctor_command(const DoctorOptions& o) {
+  if (o.init) return init_database(o);
   backend::DiagnoseOptions d;
   d.ttl_ms = core::parse_duration(o.common.ttl, "--ttl");
   d.transition_ms = core::parse_duration(o.common.transition, "--transition");

@@ -10,9 +10,9 @@ namespace simba::cli {
 struct DoctorOptions {
   CommonOptions common; // --backend, and the --ttl, --transition judged against
   bool json = false;
-  // The admin steps a backend may offer beside its checks (marking a
-  // database new, printing its setup SQL) become flags here, each handled
-  // in doctor_command before the checks.
+  // The admin steps a backend may offer instead of its checks, each
+  // handled in doctor_command: --init marks a new Redis database as new.
+  bool init = false;
 };
 
 constexpr const char* k_doctor_description =

@@ -118,8 +118,8 @@ std::string holder_text(const core::WaitNotice& n, int64_t wall_now, nlohmann::o
     return "in quarantine until about " + iso8601_utc_s(wall_now + n.free_in_ms) + " (in " +
            for_people(n.free_in_ms) +
            "): no simba marker of this server run on this database: new, restarted, failed "
-           "over or flushed, it may have lost a running lease (a database you know is new: "
-           "simba doctor --init)";
+           "over or flushed, it may have lost a running lease (a Redis database you know is "
+           "new: simba doctor --init)";
   }
   if (n.revoked) {
     f["revoked"] = true;

@@ -45,7 +45,7 @@ wait_for 30 test -s "$T/c.start"
 wait "$c" || fail "C failed"
 # C's waiting notice names the quarantine (status's state), why and until when.
 iso='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
-grep -qE "^simba: waiting for m: in quarantine until about $iso \(in [0-9.]+m?s\): no simba marker of this server run on this database: new, restarted, failed over or flushed, it may have lost a running lease \(a database you know is new: simba doctor --init\)" "$T/c.err" ||
+grep -qE "^simba: waiting for m: in quarantine until about $iso \(in [0-9.]+m?s\): no simba marker of this server run on this database: new, restarted, failed over or flushed, it may have lost a running lease \(a Redis database you know is new: simba doctor --init\)" "$T/c.err" ||
   fail "C's waiting notice: $(cat -- "$T/c.err")"
 
 last_beat=$(tail -n 1 "$T/b.beats")
