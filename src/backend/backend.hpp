@@ -70,6 +70,9 @@ struct Waiter {
   std::string owner_id;
   int64_t since = 0;            // when it joined the queue: epoch ms
   std::optional<Holder> holder; // who it is, when it said so
+  // When it gives up (its --timeout's end: epoch ms, by its own host's
+  // clock); nullopt when it waits on, or its backend or simba keeps none.
+  std::optional<int64_t> gives_up_at;
 };
 
 // One slot of a mutex with --slots N (core/slots.hpp): its lease and who
