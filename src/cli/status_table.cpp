@@ -24,9 +24,11 @@ using backend::MutexLease;
 // What a terminal is taken to be when it says nothing of its width.
 constexpr size_t k_default_width = 80;
 // The columns that give way to a narrow terminal, and the fewest
-// characters each keeps (fewer when its text is shorter).
+// characters each keeps (fewer when its text is shorter). The holder,
+// host and command give way first; the mutex, which a `release --mutex`
+// needs whole, only once they are at their fewest.
 enum Column { c_mutex, c_state, c_holder, c_via, c_host, c_pid, c_command, c_count };
-constexpr size_t k_least[c_count] = {12, 0, 8, 0, 6, 0, 8};
+constexpr size_t k_least[c_count] = {12, 0, 10, 0, 8, 0, 10};
 constexpr size_t k_gap = 2; // spaces between columns
 
 // "2026-12-01T04:43:03Z (2m5s ago)" / "(in 10s)".
@@ -58,17 +60,18 @@ std::string command_name(const std::string& command) {
   return core::escape_control(name.empty() ? command : name);
 }
 
-bool any_slot_revoked(const MutexLease& m, int64_t now) {
-  return std::any_of(m.slots.begin(), m.slots.end(),
+// A mutex with slots none of which is held while one was revoked: its
+// marker (core/slots.hpp) still covers the revoked slot, whose CMD may
+// still be stopping; the marker's own times and state say nothing then.
+bool only_revoked_slots(const MutexLease& m, int64_t now) {
+  return !m.slots.empty() && used_slots(m, now) == 0 &&
+         std::any_of(m.slots.begin(), m.slots.end(),
                      [&](const backend::SlotLease& s) { return s.lease.revoked_at(now); });
 }
 
-// The state word: state_name's, but a mutex with slots none of which is
-// held while one was revoked is "revoked" (its marker is still covering
-// the revoked slot, whose CMD may still be stopping).
+// The state word: state_name's, but "revoked" for only_revoked_slots.
 std::string table_state(const MutexLease& m, int64_t now) {
-  if (!m.slots.empty() && used_slots(m, now) == 0 && any_slot_revoked(m, now)) return "revoked";
-  return state_name(m, now);
+  return only_revoked_slots(m, now) ? "revoked" : state_name(m, now);
 }
 
 using Row = std::vector<std::string>;
@@ -126,7 +129,7 @@ std::vector<std::string> details(const MutexLease& m, int64_t now) {
   const core::Lease& l = m.lease;
   std::vector<std::string> lines;
   std::string token = ", token " + std::to_string(l.fencing_token);
-  bool slots_idle = !m.slots.empty() && used_slots(m, now) == 0;
+  bool slots_idle = only_revoked_slots(m, now);
   if (l.valid_at(now) && !slots_idle) {
     lines.push_back("  acquired " + when(l.acquired_at, now) + token);
     lines.push_back("  lease ends " + when(l.transition_at, now));
@@ -144,24 +147,25 @@ std::vector<std::string> details(const MutexLease& m, int64_t now) {
 }
 
 // Each column's width: its widest cell; then, while the rows are wider
-// than `width`, the widest column that may give way loses a character.
+// than `width`, the widest of the holder, host and command loses a
+// character, then the mutex.
 std::vector<size_t> column_widths(const std::vector<Row>& rows, size_t width) {
   std::vector<size_t> w(c_count, 0);
   for (const Row& r : rows)
     for (size_t i = 0; i < c_count; ++i) w[i] = std::max(w[i], r[i].size());
   if (width == k_unlimited_width) return w;
-  std::vector<size_t> least(c_count);
-  for (size_t i = 0; i < c_count; ++i) least[i] = k_least[i] ? std::min(w[i], k_least[i]) : w[i];
   size_t total = std::accumulate(w.begin(), w.end(), size_t(0)) + k_gap * (c_count - 1);
-  while (total > width) {
-    size_t widest = c_count;
-    for (size_t i = 0; i < c_count; ++i)
-      if (w[i] > least[i] && (widest == c_count || w[i] > w[widest])) widest = i;
-    if (widest == c_count) break; // all at their least: the lines are cut
-    --w[widest];
-    --total;
+  for (std::vector<Column> tier : {std::vector<Column>{c_holder, c_host, c_command}, {c_mutex}}) {
+    while (total > width) {
+      size_t widest = c_count;
+      for (Column i : tier)
+        if (w[i] > k_least[i] && (widest == c_count || w[i] > w[widest])) widest = i;
+      if (widest == c_count) break; // all at their least
+      --w[widest];
+      --total;
+    }
   }
-  return w;
+  return w; // still too wide: the lines are cut
 }
 
 } // namespace
