@@ -118,7 +118,8 @@ std::string waiter_line(const backend::Waiter& w, size_t position, int64_t now) 
   std::string line = "  waiting " + std::to_string(position) + ". " +
                      core::escape_control(core::label_of(w.owner_id));
   if (w.holder)
-    line += " on " + core::escape_control(w.holder->host) + ", pid " + std::to_string(w.holder->pid);
+    line +=
+        " on " + core::escape_control(w.holder->host) + ", pid " + std::to_string(w.holder->pid);
   line += ", since " + when(w.since, now);
   if (w.gives_up_at) line += ", gives up " + when(*w.gives_up_at, now);
   return line;
@@ -142,7 +143,8 @@ std::vector<std::string> details(const MutexLease& m, int64_t now) {
   for (const backend::SlotLease& slot : m.slots)
     if (slot.lease.valid_at(now) || slot.lease.revoked_at(now))
       lines.push_back(slot_line(slot, now));
-  for (size_t i = 0; i < m.waiters.size(); ++i) lines.push_back(waiter_line(m.waiters[i], i + 1, now));
+  for (size_t i = 0; i < m.waiters.size(); ++i)
+    lines.push_back(waiter_line(m.waiters[i], i + 1, now));
   return lines;
 }
 
@@ -177,7 +179,7 @@ size_t output_width(bool wide) {
     long n = std::strtol(columns, &end, 10);
     if (*columns != '\0' && *end == '\0' && n > 0) return size_t(n);
   }
-  struct winsize ws{};
+  struct winsize ws {};
   if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
   return k_default_width;
 }

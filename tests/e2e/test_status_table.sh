@@ -78,7 +78,7 @@ fi
 unset COLUMNS
 on_terminal 60 "$SIMBA" status >"$T/tty60" || fail "status on a terminal: $(cat -- "$T/tty60")"
 (($(widest "$T/tty60") <= 60)) || fail "a line over 60 columns on a 60-column terminal: $(cat -- "$T/tty60")"
-grep -qE '^a +held +github-act[a-z-]*~ ' "$T/tty60" || fail "the label is not cut: $(cat -- "$T/tty60")"
+grep -qE '^a +held +github-a[a-z-]*~ ' "$T/tty60" || fail "the label is not cut: $(cat -- "$T/tty60")"
 grep -q "$label" "$T/tty60" && fail "the whole label on 60 columns: $(cat -- "$T/tty60")"
 grep -qE '^ +since [0-9-]+T[0-9:]+Z \(.* ago\),?$' "$T/tty60" ||
   fail "the waiter's line lost its time: $(cat -- "$T/tty60")"
