@@ -24,7 +24,7 @@ _simba_options() {
     --retry-failed --lease --slots" ;;
   lead) echo "$supervise --restart --restart-delay --max-restarts --slots" ;;
   schedule) echo "$supervise --every --strategy --initial-delay --max-runs --align --slots" ;;
-  status) echo "--mutex --all $backend --json --format" ;;
+  status) echo "--mutex --all --wide $backend --json --format" ;;
   release) echo "--mutex $backend --force --token --lease" ;;
   acquire) echo "--mutex $backend --ttl --transition --contender-id --timeout --no-wait --env-file
     --slots" ;;

@@ -168,6 +168,7 @@ complete -c simba -n '__simba_in status history doctor' -l json -d 'JSON for pro
 complete -c simba -n '__simba_in doctor' -l init -d 'Mark a new Redis database as new (no first quarantine)'
 complete -c simba -n '__simba_in history' -l since -x -a "$durations" -d 'Only the events of the last D'
 complete -c simba -n '__simba_in status' -l all -d 'Free mutexes too'
+complete -c simba -n '__simba_in status' -l wide -d 'Fields whole on a terminal too'
 complete -c simba -n '__simba_in status' -l format -x -a 'table json openmetrics prometheus' -d 'Output format'
 complete -c simba -n '__simba_in release' -l force -d "Required: the owner's command is then stopped"
 complete -c simba -n '__simba_in release' -l token -x -d 'Revoke only the lease with this fencing token'

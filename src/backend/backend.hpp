@@ -63,6 +63,10 @@ struct Holder {
   long pid = 0;        // of the simba process that took it
   std::string host;    // gethostname() of that process
   std::string command; // CMD's argv[0] only (arguments can hold secrets); "" for acquire
+  // A waiter's --timeout end (epoch ms, this host's clock); 0: it waits on.
+  // Not part of the holder's string (holder.hpp): stored with the place in
+  // the queue (Waiter::gives_up_at), where the backend can keep it.
+  int64_t gives_up_at = 0;
 };
 
 // A contender in a mutex's queue of waiters (status).
@@ -70,6 +74,9 @@ struct Waiter {
   std::string owner_id;
   int64_t since = 0;            // when it joined the queue: epoch ms
   std::optional<Holder> holder; // who it is, when it said so
+  // When it gives up (its --timeout's end: epoch ms, by its own host's
+  // clock); nullopt when it waits on, or its backend or simba keeps none.
+  std::optional<int64_t> gives_up_at;
 };
 
 // One slot of a mutex with --slots N (core/slots.hpp): its lease and who

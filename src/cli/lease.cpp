@@ -177,7 +177,7 @@ Outcome acquire_command(const AcquireOptions& o) {
   if (config.slots > 1 && !backend->has_slots())
     throw UsageError("--slots above 1 is not supported by " + backend->describe());
   config.call_timeout_ms = backend->call_timeout_ms(); // the URI's timeout=
-  backend->set_holder(this_holder("acquire", ""));
+  backend->set_holder(this_holder("acquire", "", config));
   Command none; // acquire starts no CMD
   process::Watchdog watchdog;
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));

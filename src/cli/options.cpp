@@ -3,6 +3,7 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/names.hpp"
+#include "sys/clock.hpp"
 
 #include <sys/random.h>
 #include <unistd.h>
@@ -38,8 +39,16 @@ long this_pid() {
   return pid;
 }
 
+backend::Holder this_holder(const char* via, const std::string& command,
+                            const core::ContenderConfig& config) {
+  backend::Holder h = this_holder(via, command);
+  // The contender counts --timeout from its start, which comes next.
+  if (config.wait_timeout_ms) h.gives_up_at = sys::wall_ms() + *config.wait_timeout_ms;
+  return h;
+}
+
 backend::Holder this_holder(const char* via, const std::string& command) {
-  return backend::Holder{via, this_pid(), this_host(), command};
+  return backend::Holder{via, this_pid(), this_host(), command, 0};
 }
 
 const CLI::Validator& decimal_number() {

@@ -51,6 +51,9 @@ long this_pid();
 // Who this process is, for the leases it takes (Backend::set_holder): `via`
 // the subcommand, `command` CMD's argv[0] only ("" for acquire).
 backend::Holder this_holder(const char* via, const std::string& command);
+// ... and, waiting with --timeout, when it gives up (status shows it).
+backend::Holder this_holder(const char* via, const std::string& command,
+                            const core::ContenderConfig& config);
 
 // A uniform integer source for the jitter, seeded from the kernel.
 core::ContendPeriod::Uniform random_uniform();

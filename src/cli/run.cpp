@@ -87,7 +87,7 @@ Outcome supervise(core::ContenderConfig config, const SuperviseOptions& o,
     throw UsageError("--slots above 1 is not supported by " + backend->describe());
   if (handle) check_lease_backend(*handle, *backend);
   config.call_timeout_ms = backend->call_timeout_ms(); // the URI's timeout=
-  backend->set_holder(this_holder(mode_name(config.mode), cmd[0]));
+  backend->set_holder(this_holder(mode_name(config.mode), cmd[0], config));
   command.extra_env.push_back(std::string(k_held_env) + "=" +
                               check_reentry(config.mutex, backend->describe()));
   core::Contender contender(config, core::ContendPeriod(config.contender_id, random_uniform()));

@@ -3,6 +3,7 @@
 #include "core/slots.hpp"
 
 #include "cli/lease.hpp"
+#include "cli/status_table.hpp"
 #include "cli/status_view.hpp"
 
 #include "core/duration.hpp"
@@ -71,7 +72,7 @@ DoneRecords read_done_records(backend::Backend& b, const backend::Listing& l,
 
 CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
   CLI::App* cmd = app.add_subcommand("status", k_status_description);
-  cmd->footer("Usage: simba status [--mutex NAME | --all] [--json | --format F | -q] "
+  cmd->footer("Usage: simba status [--mutex NAME | --all] [--wide | --json | --format F | -q] "
               "[--backend URI]");
   // Never from SIMBA_MUTEX: inside a job that variable names the job's own
   // lock, and status would quietly show only that one.
@@ -83,6 +84,8 @@ CLI::App* add_status_command(CLI::App& app, StatusOptions& o) {
       *cmd, o.common,
       "Print nothing; exit 0 if a mutex shown is held, 1 if none is (a test for scripts)");
   cmd->add_flag("--json", o.json, "JSON for programs (the same as --format json)");
+  cmd->add_flag("--wide", o.wide,
+                "The table's fields whole on a terminal too (piped, they always are)");
   cmd->add_option("--format", o.format, "table (default), json, openmetrics or prometheus (text 0.0.4: node_exporter's "
                   "textfile collector)");
   return cmd;
@@ -133,10 +136,12 @@ int status_command(const StatusOptions& o) {
   } else if (format == Format::openmetrics || format == Format::prometheus) {
     print_status_openmetrics(std::cout, listing, format == Format::prometheus);
   } else {
-    print_status_table(std::cout, listing);
+    size_t width = output_width(o.wide);
+    print_status_table(std::cout, listing, width);
     // --mutex: one line as before; --all: each, after its mutex's name.
     for (const auto& [name, d] : done)
-      std::cout << (o.all ? core::escape_control(name) + ": " : "") << describe_done(d) << '\n';
+      print_fitted(std::cout, (o.all ? core::escape_control(name) + ": " : "") + describe_done(d),
+                   width);
   }
   return 0;
 }

@@ -7,6 +7,7 @@ struct StatusOptions {
   CommonOptions common;
   bool json = false;
   bool all = false;   // --all: free mutexes too
+  bool wide = false;  // --wide: the table's fields whole on a terminal
   std::string format; // --format: table, json, openmetrics
 };
 

@@ -17,24 +17,6 @@ using backend::Holder;
 using backend::MutexLease;
 using nlohmann::json;
 
-// "2026-12-01T04:43:03Z (2m5s ago)" / "(in 10s)".
-// Relative times in whole seconds from 1s on: milliseconds are noise here.
-std::string when(int64_t at, int64_t now) {
-  auto rounded = [](int64_t ms) { return core::format_duration(ms < 1000 ? ms : ms - ms % 1000); };
-  std::string rel = at <= now ? rounded(now - at) + " ago" : "in " + rounded(at - now);
-  return core::format_utc(at) + " (" + rel + ")";
-}
-
-std::string cut(std::string s, size_t width) {
-  if (s.size() > width) s = s.substr(0, width - 1) + "~";
-  return s;
-}
-
-std::string pad(std::string s, size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
-
 json host_json(const std::optional<Holder>& h) { return h ? json(h->host) : json(nullptr); }
 json pid_json(const std::optional<Holder>& h) { return h ? json(h->pid) : json(nullptr); }
 json command_json(const std::optional<Holder>& h) {
@@ -65,14 +47,8 @@ json waiter_json(const backend::Waiter& w, size_t position) {
   j["pid"] = pid_json(w.holder);
   j["command"] = command_json(w.holder);
   j["since"] = w.since;
+  j["gives_up_at"] = w.gives_up_at ? json(*w.gives_up_at) : json(nullptr);
   return j;
-}
-
-// How many of its slots hold a valid lease (a plain mutex: 1 slot).
-size_t used_slots(const MutexLease& m, int64_t now) {
-  if (m.slots.empty()) return m.lease.valid_at(now) ? 1 : 0;
-  return size_t(std::count_if(m.slots.begin(), m.slots.end(),
-                              [&](const backend::SlotLease& s) { return s.lease.valid_at(now); }));
 }
 
 // The fields of the first wave's status (kept as they were), then holders
@@ -126,35 +102,6 @@ json done_json(const core::DoneRecord& d) {
   return j;
 }
 
-// The lines under a mutex's row: when, the token, the queue.
-void print_details(std::ostream& out, const MutexLease& m, int64_t now) {
-  const core::Lease& l = m.lease;
-  if (l.valid_at(now)) {
-    out << "  acquired " << when(l.acquired_at, now) << ", token " << l.fencing_token << '\n';
-    out << "  lease ends " << when(l.transition_at, now) << '\n';
-  } else if (!l.free_at(now)) {
-    out << "  free " << when(l.transition_at, now) << ", token " << l.fencing_token << '\n';
-  }
-  for (const backend::SlotLease& slot : m.slots) {
-    const core::Lease& sl = slot.lease;
-    if (!sl.valid_at(now)) continue;
-    out << "  slot " << sl.slot << ": " << core::escape_control(core::label_of(sl.owner_id));
-    if (slot.holder) {
-      out << " on " << core::escape_control(slot.holder->host) << ", pid " << slot.holder->pid;
-      if (!slot.holder->command.empty())
-        out << " (" << core::escape_control(slot.holder->command) << ')';
-    }
-    out << ", token " << sl.fencing_token << ", lease ends " << when(sl.transition_at, now) << '\n';
-  }
-  for (size_t i = 0; i < m.waiters.size(); ++i) {
-    const backend::Waiter& w = m.waiters[i];
-    out << "  waiting " << i + 1 << ". " << core::escape_control(core::label_of(w.owner_id));
-    if (w.holder)
-      out << " on " << core::escape_control(w.holder->host) << ", pid " << w.holder->pid;
-    out << ", since " << when(w.since, now) << '\n';
-  }
-}
-
 // An OpenMetrics label value: backslash, double quote and newline escaped.
 std::string label_value(const std::string& s) {
   std::string out;
@@ -180,39 +127,10 @@ std::string state_name(const MutexLease& m, int64_t now) {
   return m.holder && m.holder->via == "acquire" ? "leased" : "holding";
 }
 
-void print_status_table(std::ostream& out, const backend::Listing& listing) {
-  int64_t now = listing.now;
-  // The widest each column but the mutex's may be: a row fits 80 columns
-  // with a mutex name of up to 19 bytes; longer fields are cut ("~").
-  const std::vector<size_t> cap = {0, 10, 16, 12, 7, 10};
-  std::vector<std::vector<std::string>> rows = {
-      {"MUTEX", "STATE", "HOLDER", "HOST", "PID", "COMMAND"}};
-  for (const MutexLease& m : listing.mutexes) {
-    const core::Lease& l = m.lease;
-    bool owned = l.valid_at(now) && m.slots.empty();
-    const std::optional<Holder>& h = owned ? m.holder : std::nullopt;
-    // Escaped: a row written by someone else must not drive the terminal.
-    // With slots: how many are used (each holder is a line below).
-    std::string holder = owned ? core::escape_control(core::label_of(l.owner_id)) : "-";
-    if (!m.slots.empty())
-      holder = std::to_string(used_slots(m, now)) + "/" + std::to_string(m.slots.size()) + " slots";
-    rows.push_back({core::escape_control(m.mutex), state_name(m, now), holder,
-                    h ? core::escape_control(h->host) : "-", h ? std::to_string(h->pid) : "-",
-                    h && !h->command.empty() ? core::escape_control(h->command) : "-"});
-  }
-  std::vector<size_t> width(cap.size(), 0);
-  for (auto& r : rows)
-    for (size_t i = 0; i < r.size(); ++i) {
-      if (cap[i]) r[i] = cut(r[i], cap[i]);
-      width[i] = std::max(width[i], r[i].size());
-    }
-  for (size_t k = 0; k < rows.size(); ++k) {
-    std::string line;
-    for (size_t i = 0; i < rows[k].size(); ++i)
-      line += i + 1 < rows[k].size() ? pad(rows[k][i], width[i] + 2) : rows[k][i];
-    out << line << '\n';
-    if (k > 0) print_details(out, listing.mutexes[k - 1], now);
-  }
+size_t used_slots(const MutexLease& m, int64_t now) {
+  if (m.slots.empty()) return m.lease.valid_at(now) ? 1 : 0;
+  return size_t(std::count_if(m.slots.begin(), m.slots.end(),
+                              [&](const backend::SlotLease& s) { return s.lease.valid_at(now); }));
 }
 
 void print_status_json(std::ostream& out, const backend::Listing& listing,

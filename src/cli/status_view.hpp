@@ -1,7 +1,8 @@
 #pragma once
 // What `simba status` prints: the state of each mutex as one word, and the
-// listing as a table for people, JSON for programs (man simba: "STATUS
-// JSON"), or OpenMetrics for scrapers. Reads nothing: the listing is given.
+// listing as JSON for programs (man simba: "STATUS JSON"), or OpenMetrics
+// for scrapers (the table for people: status_table.hpp). Reads nothing:
+// the listing is given.
 #include "backend/backend.hpp"
 #include "core/once_per.hpp"
 
@@ -17,7 +18,9 @@ namespace simba::cli {
 // not yet free), revoked, quarantine.
 std::string state_name(const backend::MutexLease& m, int64_t now);
 
-void print_status_table(std::ostream& out, const backend::Listing& l);
+// How many of its slots hold a valid lease (a plain mutex: 1 slot).
+size_t used_slots(const backend::MutexLease& m, int64_t now);
+
 // The --once-per done records (--mutex, --all), by mutex name.
 using DoneRecords = std::map<std::string, core::DoneRecord>;
 

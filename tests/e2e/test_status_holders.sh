@@ -26,7 +26,7 @@ assert_eq "ci-7 $host $holder sh run" \
 assert_eq "$(field h '.mutexes[0].fencing_token')" "$(field h '.mutexes[0].holders[0].fencing_token')" \
   "the holder's token is the lease's"
 assert_exit 0 simba_bounded status
-grep -qE "^h +held +ci-7 +$host +$holder +sh$" "$T/out" || fail "table row of h: $(cat -- "$T/out")"
+grep -qE "^h +held +ci-7 +run +$host +$holder +sh$" "$T/out" || fail "table row of h: $(cat -- "$T/out")"
 grep -q 'secret-argument' "$T/out" && fail "status shows CMD's arguments: $(cat -- "$T/out")"
 grep -qE '^  acquired [0-9-]+T[0-9:]+Z \(.* ago\), token [0-9]+$' "$T/out" ||
   fail "no acquired line: $(cat -- "$T/out")"

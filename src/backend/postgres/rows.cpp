@@ -69,7 +69,8 @@ Listing read_listing(const std::vector<Row>& rows, const std::string& mutex) {
       m.losses = number(row[12]);
       out.mutexes.push_back(std::move(m));
     } else if (!out.mutexes.empty() && out.mutexes.back().mutex == row[3]) {
-      out.mutexes.back().waiters.push_back({row[4], number(row[5]), std::move(holder)});
+      // No give-up time: it would need a column of the waiters' table.
+      out.mutexes.back().waiters.push_back({row[4], number(row[5]), std::move(holder), {}});
     }
   }
   group_slot_rows(out.mutexes);

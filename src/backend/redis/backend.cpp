@@ -173,7 +173,7 @@ public:
   // and with a place in the queue (a hand-over writes it then).
   void set_holder(const Holder& h) override {
     m_holder = encode_holder(h);
-    m_wakeups.set_holder(m_holder);
+    m_wakeups.set_holder(m_holder, h.gives_up_at);
   }
 
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {

@@ -118,17 +118,19 @@ bool read_inspected(const redisReply* r, size_t& i, MutexLease& ml) {
   std::string text;
   int64_t n = 0;
   if (!as_string(r->element[i++], text) || !as_int(r->element[i++], n) || n < 0 ||
-      i + 3 * size_t(n) > r->elements)
+      i + 4 * size_t(n) > r->elements)
     return false;
   ml.holder = decode_holder(text);
   for (int64_t k = 0; k < n; ++k) {
     Waiter w;
+    int64_t gives_up_at = 0;
     if (!as_string(r->element[i], w.owner_id) || !as_int(r->element[i + 1], w.since) ||
-        !as_string(r->element[i + 2], text))
+        !as_string(r->element[i + 2], text) || !as_int(r->element[i + 3], gives_up_at))
       return false;
     w.holder = decode_holder(text);
+    if (gives_up_at > 0) w.gives_up_at = gives_up_at;
     ml.waiters.push_back(std::move(w));
-    i += 3;
+    i += 4;
   }
   // --slots N: each slot (lua/inspect.lua).
   if (i >= r->elements || !as_int(r->element[i++], n) || n < 0 ||

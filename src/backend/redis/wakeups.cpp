@@ -59,7 +59,10 @@ int PubSubWakeups::watch(const std::string& mutex, const std::string& contender,
     if (waiting && m_queued.empty()) {
       std::vector<std::string> args{contender};
       args.insert(args.end(), m_terms.begin(), m_terms.end());
-      if (!m_terms.empty()) args.push_back(m_holder);
+      if (!m_terms.empty()) {
+        args.push_back(m_holder);
+        args.push_back(m_gives_up_at > 0 ? std::to_string(m_gives_up_at) : "");
+      }
       Reply r = m_client.run(lua::k_enqueue, mutex, args, k_queue_timeout_ms);
       if (r.ok()) m_queued = mutex;
       m_queued_as = contender;

@@ -33,8 +33,12 @@ public:
 
   bool look_after_queueing() const override { return m_look; }
 
-  // Who we are (backend/holder.hpp), sent when we queue.
-  void set_holder(std::string encoded) { m_holder = std::move(encoded); }
+  // Who we are (backend/holder.hpp), and when we give up (0: never), sent
+  // when we queue.
+  void set_holder(std::string encoded, int64_t gives_up_at) {
+    m_holder = std::move(encoded);
+    m_gives_up_at = gives_up_at;
+  }
 
 private:
   // QueueWakeups' calls (wakeups.hpp).
@@ -66,6 +70,7 @@ private:
   int64_t m_resubscribe_at = 0;            // sys::boottime_ms()
   bool m_look = true;                      // see look_after_queueing()
   std::string m_holder;                    // see set_holder()
+  int64_t m_gives_up_at = 0;               // see set_holder()
   std::string m_warning;                   // for take_warning(): said once
   bool m_warned = false;
 };

@@ -176,7 +176,7 @@ public:
   void set_holder(const Holder& h) override {
     m_holder_info = h;
     m_holder = encode_holder(h);
-    m_waiters.set_holder(m_holder);
+    m_waiters.set_holder(m_holder, h.gives_up_at);
   }
 
   Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,

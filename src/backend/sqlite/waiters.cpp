@@ -251,8 +251,12 @@ void Waiters::join_queue() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts); // one host: one clock orders the queue
   char name[96];
-  snprintf(name, sizeof name, "%s.w.%020lld.%ld", m_watch_name.c_str(),
-           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, long(getpid()));
+  int n = snprintf(name, sizeof name, "%s.w.%020lld.%ld", m_watch_name.c_str(),
+                   (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, long(getpid()));
+  // --timeout's end, for status: after the pid, where an older simba's
+  // strtol stops (so it reads the pid and the order as before).
+  if (m_gives_up_at > 0 && n > 0 && size_t(n) < sizeof name)
+    snprintf(name + n, sizeof name - size_t(n), "~%lld", (long long)m_gives_up_at);
   sys::Fd fd = open_in_notify(name, O_CREAT | O_EXCL | O_RDWR);
   if (!fd) { // the timed wake-up remains
     warn_no_notification();
@@ -429,6 +433,10 @@ static bool read_waiter(int dir, const std::string& name, Waiter& w) {
   if (eol != std::string::npos) w.holder = decode_holder(text.substr(eol + 1));
   size_t at = name.find(".w.") + 3;
   w.since = std::strtoll(name.c_str() + at, nullptr, 10) / 1000000;
+  if (size_t tilde = name.find('~', at); tilde != std::string::npos) {
+    long long gives_up = std::strtoll(name.c_str() + tilde + 1, nullptr, 10);
+    if (gives_up > 0) w.gives_up_at = gives_up;
+  }
   return true;
 }
 

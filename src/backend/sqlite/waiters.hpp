@@ -8,7 +8,8 @@
 //
 // The notify directory holds, per mutex, a broadcast file named by the
 // mutex's hash (touched by a forced release: the owner hears of it) and one
-// file per waiter, "<hash>.w.<enqueue ns>.<pid>": the FIFO of waiters,
+// file per waiter, "<hash>.w.<enqueue ns>.<pid>[~<gives up at, epoch
+// ms>]" (older simba's readers stop at the "~"): the FIFO of waiters,
 // each holding its owner id and holder ("<owner id>\n<holder.hpp>"). A
 // release touches only the first live waiter's file. Each contender watches
 // the files, not the directory: a directory watch would wake every waiter
@@ -72,8 +73,12 @@ public:
   static std::string queue_key(const std::string& mutex);
   // When we joined the queue we are in (epoch ms); nullopt when in none.
   std::optional<int64_t> queued_at_ms() const;
-  // Who we are, written into our waiter file when we queue.
-  void set_holder(const std::string& encoded) { m_holder = encoded; }
+  // Who we are, written into our waiter file when we queue, and when we
+  // give up (0: never), in its name.
+  void set_holder(const std::string& encoded, int64_t gives_up_at) {
+    m_holder = encoded;
+    m_gives_up_at = gives_up_at;
+  }
 
   // Opening: an existing notification directory is checked now (refused:
   // UnavailableError); a missing one when it is made.
@@ -121,6 +126,7 @@ private:
   bool m_look = true;        // see look_after_queueing()
   bool m_waiting = false;    // the last watch() was a waiter's
   std::string m_holder;      // see set_holder()
+  int64_t m_gives_up_at = 0; // see set_holder()
   std::string m_contender;   // the owner id of the last watch()
 };
 

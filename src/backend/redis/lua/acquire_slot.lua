@@ -66,7 +66,7 @@ if not mine then
   end
   count(KEYS[1], 'acquisitions')
   redis.call('ZREM', queue, member(me, ARGV[2], ARGV[3]), me)
-  redis.call('HDEL', KEYS[1] .. ':who', me)
+  forget_waiter(KEYS[1], me)
   local last = fence_value(KEYS[2])
   l.token = redis.call('INCRBY', KEYS[2], int(math.max(1, now_us - last)))
   l.owner = me

@@ -1,6 +1,13 @@
 -- Prepended to every script after common.lua (cmake/embed_lua.cmake): the
 -- waiters' queue, the hand-over, the history and counters, and --slots.
 --
+-- A waiter's entries beside the queue: its holder in <hash>:who, its give-up
+-- time in <hash>:until (enqueue.lua); they go when it leaves the queue.
+local function forget_waiter(hash, w)
+  redis.call('HDEL', hash .. ':who', w)
+  redis.call('HDEL', hash .. ':until', w)
+end
+
 -- The waiters' queue: <hash>:waiters, a sorted set scored by the server's
 -- time when each waiter queued. A member is "<ttl_ms> <transition_ms>
 -- <contender>": the terms the waiter asked for, and its id (see member()).
@@ -95,7 +102,7 @@ local function take_new_lease(hash, fence, l, me, ttl, transition, now, now_us, 
   end
   count(hash, 'acquisitions')
   redis.call('ZREM', queue, member(me, ttl, transition), me)
-  redis.call('HDEL', hash .. ':who', me)
+  forget_waiter(hash, me)
   local last = fence_value(fence)
   l.token = redis.call('INCRBY', fence, int(math.max(1, now_us - last)))
   l.owner = me
@@ -146,7 +153,7 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
                        h = redis.call('HGET', hash .. ':who', w) or '', t = int(l.token),
                        w = waited(first[2], now)})
         redis.call('ZREM', queue, first[1])
-        redis.call('HDEL', hash .. ':who', w)
+        forget_waiter(hash, w)
         return true
       end
       -- Nobody listened: the lease written above is the next candidate's
@@ -154,7 +161,7 @@ local function hand_over(hash, fence, marker, now, now_us, last, skip)
       last = l.token
     end
     redis.call('ZREM', queue, first[1])
-    redis.call('HDEL', hash .. ':who', w)
+    forget_waiter(hash, w)
   end
   return false
 end
@@ -228,7 +235,7 @@ local function live_ahead(hash, me, limit)
       at = at + 1
     else
       redis.call('ZREM', queue, one[1])
-      redis.call('HDEL', hash .. ':who', w)
+      forget_waiter(hash, w)
     end
   end
   return live
@@ -263,7 +270,7 @@ local function wake_waiter(hash, free_slots)
       w = w or one[1]
       if redis.call(PUBLISH, channel(hash, 'wake:' .. w), '1') > 0 then return end
       redis.call('ZREM', queue, one[1])
-      redis.call('HDEL', hash .. ':who', w)
+      forget_waiter(hash, w)
     end
   end
 end

@@ -14,7 +14,7 @@ if ARGV[3] then
 else
   redis.call('ZREM', queue, ARGV[1])
 end
-redis.call('HDEL', KEYS[1] .. ':who', ARGV[1])
+forget_waiter(KEYS[1], ARGV[1])
 local l = read_lease(KEYS[1], KEYS[2])
 if valid(l, now) and l.owner == ARGV[1] and l.handed then
   if not hand_over(KEYS[1], KEYS[2], KEYS[3], now, now_us, l.token, ARGV[1]) then redis.call('DEL', KEYS[1]) end

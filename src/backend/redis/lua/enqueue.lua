@@ -1,7 +1,9 @@
 -- enqueue: KEYS = hash, fence; ARGV = contender[, ttl_ms, transition_ms[,
--- holder]]. The holder (backend/holder.hpp) goes to <hash>:who, keyed by
--- the contender: status lists the waiters with it, and a hand-over writes
--- it as the new lease's holder (common.lua: hand_over).
+-- holder[, gives up at]]]. The holder (backend/holder.hpp) goes to
+-- <hash>:who, keyed by the contender: status lists the waiters with it, and
+-- a hand-over writes it as the new lease's holder (common.lua: hand_over).
+-- When the waiter gives up (its --timeout's end, epoch ms by its clock;
+-- '' never) goes to <hash>:until, for status only.
 -- Joins the mutex's queue of waiters (a no-op when already in it), with the
 -- terms a release hands the mutex over on (common.lua: hand_over; without
 -- them the waiter is only woken). The queue expires a day after its last
@@ -14,5 +16,9 @@ redis.call('PEXPIRE', queue, 86400000)
 if ARGV[4] and ARGV[4] ~= '' then
   redis.call('HSET', KEYS[1] .. ':who', ARGV[1], ARGV[4])
   redis.call('PEXPIRE', KEYS[1] .. ':who', 86400000)
+end
+if ARGV[5] and ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1] .. ':until', ARGV[1], ARGV[5])
+  redis.call('PEXPIRE', KEYS[1] .. ':until', 86400000)
 end
 return reply(now, false, read_lease(KEYS[1], KEYS[2]))

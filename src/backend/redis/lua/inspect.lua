@@ -2,6 +2,7 @@
 -- only. One clock for all: {now, then per mutex the lease (7 fields: owner,
 -- acquired_at, ttl_at, transition_at, token, quarantine, holding), its holder ('' when none is stored for this token), the
 -- number of waiters n, and n times: member, queued at (ms), holder (''),
+-- gives up at (ms, 0: never or not said),
 -- the number of slots N (0: a plain mutex) and N times: the lease (7 fields)
 -- and holder, then its counters: acquisitions, losses (common.lua: count)}.
 -- Waiters in queue order (the sorted set's, by the time they queued).
@@ -27,6 +28,7 @@ for i = 2, #KEYS, 2 do
     out[#out + 1] = w
     out[#out + 1] = math.floor(tonumber(queue[j + 1]) / 1000)
     out[#out + 1] = redis.call('HGET', KEYS[i] .. ':who', w) or ''
+    out[#out + 1] = tonumber(redis.call('HGET', KEYS[i] .. ':until', w)) or 0
   end
   -- --slots N (common.lua: Slots): N, then each slot's lease and holder.
   local n = slots_of(l.owner)
