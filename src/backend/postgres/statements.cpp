@@ -402,7 +402,8 @@ CREATE TABLE IF NOT EXISTS {Z} (
   mutex text NOT NULL, contender text NOT NULL, channel text NOT NULL,
   queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));)" +
                   std::string(k_status_schema) + R"(
-INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
+INSERT INTO {S} SELECT 1,
+  extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
   WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
               table_name(schema, prefix, "leases"), table_name(schema, prefix, "server"),
               table_name(schema, prefix, "waiters"), table_name(schema, prefix, "history"));
