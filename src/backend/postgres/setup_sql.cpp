@@ -149,7 +149,11 @@ std::string setup_sql(const std::string& schema, const std::string& prefix,
 }
 
 std::vector<RequiredTable> required_tables(const std::string& schema, const std::string& prefix) {
-  const std::vector<Token> t = tokens(make_statements(schema, prefix).schema);
+  return required_tables_in(make_statements(schema, prefix).schema);
+}
+
+std::vector<RequiredTable> required_tables_in(const std::string& schema_sql) {
+  const std::vector<Token> t = tokens(schema_sql);
   std::vector<RequiredTable> tables;
   for (size_t at = 0; at < t.size(); ++at) {
     if (words_at(t, at, {"CREATE", "TABLE", "IF", "NOT", "EXISTS"})) {
@@ -165,6 +169,18 @@ std::vector<RequiredTable> required_tables(const std::string& schema, const std:
     }
   }
   return tables;
+}
+
+std::string probe_sql(const std::string& schema, const std::vector<RequiredTable>& tables) {
+  std::string columns, from;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    std::string alias = "t" + std::to_string(i);
+    for (const std::string& c : tables[i].columns)
+      columns += (columns.empty() ? "" : ", ") + alias + "." + quote_identifier(c);
+    from += (from.empty() ? "" : ", ") + quote_identifier(schema) + "." +
+            quote_identifier(tables[i].name) + " " + alias;
+  }
+  return "SELECT 1 FROM (SELECT " + columns + " FROM " + from + " LIMIT 0) t";
 }
 
 std::string describe_missing(const std::vector<RequiredTable>& required,

@@ -38,6 +38,14 @@ struct RequiredTable {
 // The tables and columns of statements.hpp's schema for `prefix` (its
 // CREATE TABLEs' columns and its ALTERs' ADD COLUMNs), read from that SQL.
 std::vector<RequiredTable> required_tables(const std::string& schema, const std::string& prefix);
+// The same, of the schema's SQL `schema_sql`.
+std::vector<RequiredTable> required_tables_in(const std::string& schema_sql);
+
+// A statement that fails unless every table and column of `tables` (in
+// `schema`) is there (statements.hpp's probe_schema): a read of every
+// column (LIMIT 0: no row), which takes only the weakest lock, where the
+// schema's ALTERs take an exclusive one even when there is nothing to add.
+std::string probe_sql(const std::string& schema, const std::vector<RequiredTable>& tables);
 
 // What of required_tables() is missing, given the columns the server has
 // (rows of table name, column name; a table without columns has a row with

@@ -14,6 +14,7 @@
 #include "backend/postgres/statements.hpp"
 
 #include "backend/history.hpp"
+#include "backend/postgres/setup_sql.hpp"
 #include "backend/postgres/slots_sql.hpp"
 #include "backend/postgres/sql_parts.hpp"
 #include "backend/postgres/status_sql.hpp"
@@ -444,7 +445,7 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.create_schema = create_schema_sql(schema);
   s.schema = schema_sql(schema, prefix);
   s.probe_leases = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
-  s.probe_schema = f(k_status_probe);
+  s.probe_schema = probe_sql(schema, required_tables_in(s.schema));
   s.acquire = f(with_counters(acquire_sql(limit)));
   std::string guard = k_guard;
   s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));
