@@ -9,6 +9,7 @@
 #include "backend/net/deadline_io.hpp"
 #include "backend/postgres/catalog.hpp"
 #include "backend/postgres/connection.hpp"
+#include "backend/postgres/doctor.hpp"
 #include "backend/postgres/messages.hpp"
 #include "backend/postgres/rows.hpp"
 #include "backend/postgres/setup_sql.hpp"
@@ -209,6 +210,11 @@ public:
                 s.held_ms ? std::to_string(*s.held_ms) : "", s.reason, s.by,
                 std::to_string(s.waited_ms)},
                timeout_ms);
+  }
+
+  // simba doctor: on connections of its own (doctor.hpp).
+  void diagnose(Diagnosis& found, const DiagnoseOptions& options) override {
+    pg::diagnose(m_uri, found, options);
   }
 
   int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
