@@ -62,9 +62,14 @@ public:
   explicit PostgresBackend(PostgresUri uri)
       : m_uri(std::move(uri)), m_sql(pg::make_statements(m_uri.schema, m_uri.prefix)),
         m_describe(describe_uri(m_uri)), m_quarantine(m_uri.quarantine ? "t" : "f"),
-        m_wakeups(m_uri, m_sql, [this](const std::string& mutex, const std::string& contender) {
-          return read_place(mutex, contender);
-        }) {}
+        m_wakeups(
+            m_uri, m_sql,
+            [this](const std::string& mutex, const std::string& contender) {
+              return read_place(mutex, contender);
+            },
+            [this](const std::string& channel, const std::string& payload) {
+              return call("SELECT pg_notify($1, $2)", {channel, payload}, m_uri.timeout_ms).ok;
+            }) {}
 
   void open(Access access);
 
