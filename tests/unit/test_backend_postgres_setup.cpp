@@ -6,7 +6,12 @@
 // columns missing from the SQL it printed).
 #include "backend/postgres/setup_sql.hpp"
 
+#include "backend/uri.hpp"
+
 #include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <variant>
 
 #include <algorithm>
 #include <fstream>
@@ -95,6 +100,20 @@ TEST_SUITE("backend::postgres::setup_sql") {
                    "schema\".\"p_server\" TO \"r\"\"x\";\n") != std::string::npos);
     CHECK(sql.find("GRANT SELECT, INSERT, UPDATE, DELETE ON \"my schema\".\"p_waiters\", \"my "
                    "schema\".\"p_history\" TO \"r\"\"x\";\n") != std::string::npos);
+  }
+
+  TEST_CASE("the role of a URI: its user, else ?user=, else $PGUSER") {
+    auto uri = [](const std::string& u) {
+      return std::get<simba::backend::PostgresUri>(simba::backend::parse_backend_uri(u));
+    };
+    CHECK(uri_role(uri("postgres://al%20ice:pw@db/x?schema=s")) == "al ice");
+    CHECK(uri_role(uri("postgres://bob@db:5432/x")) == "bob");
+    CHECK(uri_role(uri("postgres://db/x?user=carol&sslmode=disable")) == "carol");
+    setenv("PGUSER", "dave", 1);
+    CHECK(uri_role(uri("postgres://db/x")) == "dave");
+    unsetenv("PGUSER");
+    CHECK(!uri_role(uri("postgres://db/x")).empty());
+    CHECK(setup_sql(uri("postgres://bob@db/x?schema=s&prefix=p_")) == setup_sql("s", "p_", "bob"));
   }
 
   TEST_CASE("man/simba.1 (POSTGRESQL) prints setup_sql() as it is") {

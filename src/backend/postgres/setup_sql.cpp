@@ -2,9 +2,14 @@
 #include "backend/postgres/setup_sql.hpp"
 
 #include "backend/postgres/statements.hpp"
+#include "backend/uri_parts.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <set>
 #include <utility>
 
@@ -146,6 +151,32 @@ std::string setup_sql(const std::string& schema, const std::string& prefix,
   }
   for (const auto& [rights, tables] : grants) sql += "GRANT " + rights + " ON " + tables + to;
   return sql;
+}
+
+std::string uri_role(const PostgresUri& uri) {
+  const std::string& c = uri.conninfo;
+  size_t start = c.find("://");
+  if (start != std::string::npos) {
+    start += 3;
+    size_t end = c.find_first_of("/?", start);
+    std::string authority = c.substr(start, end == std::string::npos ? end : end - start);
+    if (size_t at = authority.rfind('@'); at != std::string::npos) {
+      std::string user = authority.substr(0, std::min(at, authority.find(':')));
+      if (!user.empty()) return uri_parts::percent_decode(user, uri.shown);
+    }
+    if (size_t q = c.find('?'); q != std::string::npos) {
+      std::string role;
+      uri_parts::for_each_query_item(c.substr(q + 1), uri.shown,
+                                     [&](const std::string& name, const std::string& value,
+                                         const std::string&) {
+                                       if (name == "user") role = value;
+                                     });
+      if (!role.empty()) return role;
+    }
+  }
+  if (const char* env = std::getenv("PGUSER"); env && *env) return env;
+  if (const passwd* pw = ::getpwuid(::geteuid())) return pw->pw_name;
+  return "simba";
 }
 
 std::vector<RequiredTable> required_tables(const std::string& schema, const std::string& prefix) {

@@ -6,6 +6,8 @@
 // create_schema and schema), so that the printed SQL cannot drift from
 // the tables simba makes. tests/unit/test_backend_postgres_setup.cpp checks
 // the man page's and the docs' copies against setup_sql().
+#include "backend/uri.hpp"
+
 #include <string>
 #include <vector>
 
@@ -27,6 +29,17 @@ const std::vector<TableRights>& table_rights();
 // setup_sql("public", "simba_", "simba").
 std::string setup_sql(const std::string& schema, const std::string& prefix,
                       const std::string& role);
+
+// The role a URI logs in as, as libpq picks it without a server: the URI's
+// user (postgres://USER@...), else its ?user=, else $PGUSER, else the name
+// of the user simba runs as.
+std::string uri_role(const PostgresUri& uri);
+
+// setup_sql() for `uri`'s schema, prefix and role (simba doctor --sql
+// postgres with --backend).
+inline std::string setup_sql(const PostgresUri& uri) {
+  return setup_sql(uri.schema, uri.prefix, uri_role(uri));
+}
 
 // One table of the schema and the columns simba's statements need in it,
 // as the schema's SQL makes them (unquoted names).
