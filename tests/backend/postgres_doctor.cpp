@@ -20,8 +20,8 @@
 #include <string>
 #include <variant>
 
-using simba::backend::Diagnosis;
 using simba::backend::DiagnoseOptions;
+using simba::backend::Diagnosis;
 using simba::backend::Finding;
 using namespace simba::test;
 
@@ -145,8 +145,8 @@ TEST_CASE("postgres doctor: a role without CREATE and no tables fails, naming th
   CHECK(rights.verdict == Finding::Verdict::fail);
   CHECK_MESSAGE(rights.detail.find("DELETE on " + role.prefix + "waiters") != std::string::npos,
                 rights.detail);
-  CHECK(rights.fix == "GRANT DELETE ON \"public\".\"" + role.prefix + "waiters\" TO \"" +
-                          role.name + "\";");
+  CHECK(rights.fix ==
+        "GRANT DELETE ON \"public\".\"" + role.prefix + "waiters\" TO \"" + role.name + "\";");
 
   role.admin.sql("ALTER TABLE \"" + role.prefix + "leases\" DROP COLUMN losses");
   tables = check(diagnose(role.uri), "tables");

@@ -32,8 +32,8 @@ std::string read_source(const std::string& path) {
 
 // The lines after the line `marker` from the line after `open` up to the
 // line `close` (each a whole line), joined with newlines.
-std::string block_after(const std::string& text, const std::string& marker,
-                        const std::string& open, const std::string& close) {
+std::string block_after(const std::string& text, const std::string& marker, const std::string& open,
+                        const std::string& close) {
   std::istringstream in(text);
   std::string line, out;
   bool found = false, inside = false;
@@ -85,8 +85,10 @@ TEST_SUITE("backend::postgres::setup_sql") {
   TEST_CASE("what is missing is named: tables, then columns") {
     std::vector<RequiredTable> req = {{"p_leases", {"mutex", "losses", "reason"}},
                                       {"p_history", {"seq"}}};
-    CHECK(describe_missing(req, {{"p_leases", "mutex"}, {"p_leases", "losses"},
-                                 {"p_leases", "reason"}, {"p_history", "seq"}}) == "");
+    CHECK(describe_missing(req, {{"p_leases", "mutex"},
+                                 {"p_leases", "losses"},
+                                 {"p_leases", "reason"},
+                                 {"p_history", "seq"}}) == "");
     CHECK(describe_missing(req, {{"p_leases", "mutex"}}) ==
           "tables \"p_history\"; columns \"p_leases\".losses, \"p_leases\".reason");
     CHECK(describe_missing(req, {}) == "tables \"p_leases\", \"p_history\"");
@@ -117,9 +119,9 @@ TEST_SUITE("backend::postgres::setup_sql") {
   }
 
   TEST_CASE("man/simba.1 (POSTGRESQL) prints setup_sql() as it is") {
-    std::string man = block_after(read_source("man/simba.1"),
-                                  ".\\\" setup-sql: setup_sql(\"public\", \"simba_\", \"simba\")",
-                                  ".RS", ".RE");
+    std::string man =
+        block_after(read_source("man/simba.1"),
+                    ".\\\" setup-sql: setup_sql(\"public\", \"simba_\", \"simba\")", ".RS", ".RE");
     CHECK(man == setup_sql("public", "simba_", "simba"));
   }
 

@@ -159,10 +159,10 @@ void check_rights(Context& c, const State& s, Diagnosis& found) {
     std::string grant = s.schema_exists
                             ? "GRANT CREATE ON SCHEMA " + schema + to
                             : "GRANT CREATE ON DATABASE " + quote_identifier(s.database) + to;
-    found.push_back(finding("role-rights", Verdict::fail,
-                            "role " + s.role + " may not create simba's missing tables (no CREATE on " +
-                                where + ")",
-                            grant + " or " + k_sql_hint));
+    found.push_back(finding(
+        "role-rights", Verdict::fail,
+        "role " + s.role + " may not create simba's missing tables (no CREATE on " + where + ")",
+        grant + " or " + k_sql_hint));
     return;
   }
   found.push_back(finding("role-rights", Verdict::ok,
@@ -175,15 +175,15 @@ void check_rights(Context& c, const State& s, Diagnosis& found) {
 void check_tables(Context& c, const State& s, Diagnosis& found) {
   const std::string where = "in schema " + quote_identifier(c.uri.schema);
   if (s.missing.empty())
-    found.push_back(finding("tables", Verdict::ok,
-                            "every table and column simba needs is there " + where));
+    found.push_back(
+        finding("tables", Verdict::ok, "every table and column simba needs is there " + where));
   else if (can_make_missing(s))
     found.push_back(finding("tables", Verdict::ok,
                             "missing " + where + ": " + s.missing +
                                 "; simba makes them at its first use (the role may)"));
   else
-    found.push_back(finding("tables", Verdict::fail, "missing " + where + ": " + s.missing,
-                            k_sql_hint));
+    found.push_back(
+        finding("tables", Verdict::fail, "missing " + where + ": " + s.missing, k_sql_hint));
 }
 
 // A NOTIFY from this connection to another one LISTENing (as a release

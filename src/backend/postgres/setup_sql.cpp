@@ -166,11 +166,11 @@ std::string uri_role(const PostgresUri& uri) {
     }
     if (size_t q = c.find('?'); q != std::string::npos) {
       std::string role;
-      uri_parts::for_each_query_item(c.substr(q + 1), uri.shown,
-                                     [&](const std::string& name, const std::string& value,
-                                         const std::string&) {
-                                       if (name == "user") role = value;
-                                     });
+      uri_parts::for_each_query_item(
+          c.substr(q + 1), uri.shown,
+          [&](const std::string& name, const std::string& value, const std::string&) {
+            if (name == "user") role = value;
+          });
       if (!role.empty()) return role;
     }
   }
@@ -231,11 +231,13 @@ std::string describe_missing(const std::vector<RequiredTable>& required,
     }
     for (const std::string& c : t.columns)
       if (!columns.count({t.name, c}))
-        missing_columns += (missing_columns.empty() ? "" : ", ") + quote_identifier(t.name) + "." + c;
+        missing_columns +=
+            (missing_columns.empty() ? "" : ", ") + quote_identifier(t.name) + "." + c;
   }
   std::string out;
   if (!missing_tables.empty()) out = "tables " + missing_tables;
-  if (!missing_columns.empty()) out += (out.empty() ? "" : "; ") + std::string("columns ") + missing_columns;
+  if (!missing_columns.empty())
+    out += (out.empty() ? "" : "; ") + std::string("columns ") + missing_columns;
   return out;
 }
 
