@@ -78,6 +78,8 @@ public:
   // the release notification, its hand-overs will be slow); empty when
   // there is none. The driver asks after every wait() and own().
   virtual std::string take_warning() { return {}; }
+  // How the last warning was found, for -v (once, after take_warning()).
+  virtual std::string take_detail() { return {}; }
 };
 
 // The wake-ups of a backend that has none: every descriptor is -1, so the

@@ -287,7 +287,10 @@ private:
     backend::Wakeups& w = wakeups();
     m_notify_fd = waiting() ? w.wait() : w.own();
     // e.g. a waiter that cannot use the release notification (once)
-    if (std::string warning = w.take_warning(); !warning.empty()) m_log.warning(warning);
+    if (std::string warning = w.take_warning(); !warning.empty()) {
+      m_log.warning(warning);
+      if (std::string how = w.take_detail(); !how.empty()) m_log.verbose_line(how);
+    }
   }
 
   void maybe_listen() {

@@ -7,8 +7,10 @@
 # a database it does not. What cannot be as printed here: the names (the
 # role and the database get names of this test's own, the server being
 # shared), the host and port (the test server's), and sslmode=require (the
-# test server has no TLS: prefer). The grants of the last variant are
-# test_postgres_privileges's.
+# test server has no TLS: prefer). Last, the SQL for a role that may create
+# nothing (the tables and its grants, backend/postgres/setup_sql.hpp: the
+# unit test test_backend_postgres_setup checks that the page prints what the
+# code makes), run as printed: the role then runs simba without CREATE.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 use_test_postgres
@@ -28,14 +30,17 @@ admin=${SIMBA_TEST_POSTGRES_URI%%\?*}
 hostport=$(sed -E 's#^postgres(ql)?://[^@]*@([^/]+)/.*#\2#' <<<"$admin")
 [[ $hostport == *:* ]] || fail "cannot read host:port from $admin"
 role="docs_r_$$_$RANDOM" db="docs_d_$$_$RANDOM" role2="docs_s_$$_$RANDOM"
+role3="docs_g_$$_$RANDOM" db3="docs_g_$$_$RANDOM"
 sql_file() { # DATABASE FILE: as the administrator, one statement after another
   psql -X -q -v ON_ERROR_STOP=1 "${admin%/*}/$1" -f "$2" >"$T/psql.out" 2>&1 ||
     fail "the page's SQL failed: $(cat "$T/psql.out")"
 }
 drop_all() {
   local rc=$?
-  psql -X -q "${admin%/*}/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
-  psql -X -q "${admin%/*}/postgres" -c "DROP ROLE IF EXISTS $role" -c "DROP ROLE IF EXISTS $role2" >/dev/null 2>&1
+  psql -X -q "${admin%/*}/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" \
+    -c "DROP DATABASE IF EXISTS $db3 WITH (FORCE)" >/dev/null 2>&1
+  psql -X -q "${admin%/*}/postgres" -c "DROP ROLE IF EXISTS $role" -c "DROP ROLE IF EXISTS $role2" \
+    -c "DROP ROLE IF EXISTS $role3" >/dev/null 2>&1
   return "$rc"
 }
 trap 'drop_all; _e2e_cleanup' EXIT
@@ -43,7 +48,8 @@ trap 'drop_all; _e2e_cleanup' EXIT
 setup=$(block pg-setup-sql)
 client=$(block pg-setup-client)
 schema=$(block pg-setup-schema)
-[[ -n $setup && -n $client && -n $schema ]] || fail "docs/backends/postgres.md: a marked set-up block is missing"
+grants=$(block pg-setup-grants)
+[[ -n $setup && -n $client && -n $schema && -n $grants ]] || fail "docs/backends/postgres.md: a marked set-up block is missing"
 
 # The administrator's SQL, with this test's names.
 grep -q '^CREATE DATABASE simba OWNER simba;$' <<<"$setup" || fail "the set-up no longer makes a database the role owns: update this test"
@@ -81,3 +87,23 @@ uri="postgres://$role2:SIMBA-PASSWORD@$hostport/$db?schema=simba"
 assert_exit 0 "$SIMBA" run --backend "$uri" --mutex hello -- echo "held in schema simba"
 tables=$(psql -X -At "${admin%/*}/$db" -c "SELECT count(*) FROM pg_tables WHERE schemaname = 'simba' AND tableowner = '$role2'")
 assert_eq 4 "$tables" "simba's tables in the role's own schema"
+
+# A role that may create nothing, in a database it does not own: refused at
+# its first use (69, the tables missing), then the page's SQL as printed
+# (the role's name is this test's), and simba runs as that role.
+grep -q '^GRANT USAGE ON SCHEMA "public" TO "simba";$' <<<"$grants" ||
+  fail "the grants no longer name the role simba: update this test"
+psql -X -q -v ON_ERROR_STOP=1 "${admin%/*}/postgres" -c "CREATE DATABASE $db3" \
+  -c "CREATE ROLE $role3 LOGIN PASSWORD 'SIMBA-PASSWORD'" >"$T/psql.out" 2>&1 ||
+  fail "cannot make the role and database: $(cat "$T/psql.out")"
+uri="postgres://$role3:SIMBA-PASSWORD@$hostport/$db3"
+assert_exit 69 "$SIMBA" run --backend "$uri" --mutex hello -- true
+grep -q "may not create simba's tables" "$T/err" || fail "the role could create: $(cat "$T/err")"
+sed -E 's/ TO "simba";$/ TO "'"$role3"'";/' <<<"$grants" >"$T/grants.sql"
+grep -qw simba_leases "$T/grants.sql" && ! grep -q '"simba"' "$T/grants.sql" ||
+  fail "the role's name was left: $(cat "$T/grants.sql")"
+sql_file "$db3" "$T/grants.sql"
+assert_exit 0 "$SIMBA" run --backend "$uri" --mutex hello -- echo "held without CREATE"
+assert_exit 0 "$SIMBA" run --backend "$uri" --mutex s --slots 2 -- true
+assert_exit 0 "$SIMBA" status --all --backend "$uri"
+grep -Eq '^hello +free ' "$T/out" || fail "status as the role: $(cat "$T/out")"

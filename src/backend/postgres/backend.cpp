@@ -7,9 +7,12 @@
 #include "backend/history.hpp"
 #include "backend/holder.hpp"
 #include "backend/net/deadline_io.hpp"
+#include "backend/postgres/catalog.hpp"
 #include "backend/postgres/connection.hpp"
+#include "backend/postgres/doctor.hpp"
 #include "backend/postgres/messages.hpp"
 #include "backend/postgres/rows.hpp"
+#include "backend/postgres/setup_sql.hpp"
 #include "backend/postgres/statements.hpp"
 #include "backend/postgres/wakeups.hpp"
 #include "backend/uri_parts.hpp"
@@ -59,9 +62,14 @@ public:
   explicit PostgresBackend(PostgresUri uri)
       : m_uri(std::move(uri)), m_sql(pg::make_statements(m_uri.schema, m_uri.prefix)),
         m_describe(describe_uri(m_uri)), m_quarantine(m_uri.quarantine ? "t" : "f"),
-        m_wakeups(m_uri, m_sql, [this](const std::string& mutex, const std::string& contender) {
-          return read_place(mutex, contender);
-        }) {}
+        m_wakeups(
+            m_uri, m_sql,
+            [this](const std::string& mutex, const std::string& contender) {
+              return read_place(mutex, contender);
+            },
+            [this](const std::string& channel, const std::string& payload) {
+              return call("SELECT pg_notify($1, $2)", {channel, payload}, m_uri.timeout_ms).ok;
+            }) {}
 
   void open(Access access);
 
@@ -216,6 +224,11 @@ public:
                timeout_ms);
   }
 
+  // simba doctor: on connections of its own (doctor.hpp).
+  void diagnose(Diagnosis& found, const DiagnoseOptions& options) override {
+    pg::diagnose(m_uri, found, options);
+  }
+
   int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
   std::string describe() const override { return m_describe; }
 
@@ -258,6 +271,7 @@ private:
   std::string ensure_tables(const std::string& state, int64_t deadline);
   std::string connect(int64_t deadline);
   std::string create_tables(int64_t deadline);
+  std::string may_not_create(const std::string& missing, int64_t deadline);
   std::string scrub(std::string msg) const;
   std::string failure(const Result& r) const;
 
@@ -458,21 +472,28 @@ std::string PostgresBackend::create_tables(int64_t deadline) {
     if (!m_conn.is_open()) return failure(Result{});
     Result probe = m_conn.query(m_sql.probe_schema, {}, deadline);
     if (probe.ok) return "";
-    if (attempt == 0) missing = pg::primary_message(probe.error);
+    if (attempt == 0)
+      missing = pg::missing_parts(m_conn, m_uri, deadline, pg::primary_message(probe.error));
     std::string sql = (with_schema ? schema : "") + m_sql.schema;
     Result r = m_conn.is_open() ? m_conn.script(sql, deadline) : Result{};
     if (r.ok) return "";
     bool retry = lost_create_race(r.sqlstate) || (r.sqlstate == "3F000" && !with_schema);
     if (r.sqlstate == "3F000") with_schema = true;
     if (attempt + 1 < k_schema_tries && retry && m_conn.is_open()) continue;
-    if (r.sqlstate == "42501")
-      return "the PostgreSQL role may not create simba's tables in schema " +
-             pg::quote_identifier(m_uri.schema) + " at " + m_uri.shown +
-             (missing.empty() ? "" : " (" + missing + ")") +
-             "; have an administrator run (man simba, POSTGRESQL): " + (with_schema ? schema : "") +
-             pg::schema_sql(m_uri.schema, m_uri.prefix);
+    if (r.sqlstate == "42501") return may_not_create(missing, deadline);
     return failure(r);
   }
+}
+
+// The role may not make what `missing` names: the SQL an administrator
+// runs, with the grants of this role (setup_sql.hpp).
+std::string PostgresBackend::may_not_create(const std::string& missing, int64_t deadline) {
+  std::string role = pg::current_role(m_conn, deadline);
+  return "the PostgreSQL role may not create simba's tables in schema " +
+         pg::quote_identifier(m_uri.schema) + " at " + m_uri.shown +
+         (missing.empty() ? "" : " (missing: " + missing + ")") +
+         "; have an administrator run (man simba, POSTGRESQL): " +
+         pg::setup_sql(m_uri.schema, m_uri.prefix, role.empty() ? "simba" : role);
 }
 
 // The tables are missing (`state`, the SQLSTATE of the statement that

@@ -112,12 +112,34 @@ int Connection::notifications() {
     close();
     return -1;
   }
-  int n = 0;
-  while (void* note = pq.notifies(m_conn)) {
+  int n = m_kept;
+  m_kept = 0;
+  while (PGnotify* note = pq.notifies(m_conn)) {
     pq.freemem(note);
     ++n;
   }
   return n;
+}
+
+bool Connection::await_payload(const std::string& payload, int64_t deadline) {
+  const Libpq& pq = libpq();
+  for (;;) {
+    if (!m_conn) return false;
+    if (!pq.consume_input(m_conn) || pq.status(m_conn) == k_connection_bad) {
+      close();
+      return false;
+    }
+    bool found = false;
+    while (PGnotify* note = pq.notifies(m_conn)) {
+      if (note->extra && payload == note->extra)
+        found = true;
+      else
+        ++m_kept;
+      pq.freemem(note);
+    }
+    if (found) return true;
+    if (!net::wait_for(pq.socket(m_conn), POLLIN, deadline)) return false;
+  }
 }
 
 bool Connection::stale() const { return m_conn && net::readable_now(libpq().socket(m_conn)); }
@@ -125,6 +147,7 @@ bool Connection::stale() const { return m_conn && net::readable_now(libpq().sock
 void Connection::close() {
   if (m_conn) libpq().finish(m_conn);
   m_conn = nullptr;
+  m_kept = 0;
 }
 
 std::string Connection::error_text() const {

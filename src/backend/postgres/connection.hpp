@@ -52,8 +52,13 @@ public:
   Result script(const std::string& sql, int64_t deadline);
 
   // A connection in LISTEN: reads what came without waiting. The number
-  // of notifications, or -1 when the connection is gone (then closed).
+  // of notifications (with those await_payload() kept), or -1 when the
+  // connection is gone (then closed).
   int notifications();
+  // Waits until a notification with the payload `payload` comes (true), or
+  // the deadline passes or the connection is lost (false). Others that
+  // come meanwhile are kept for notifications().
+  bool await_payload(const std::string& payload, int64_t deadline);
   int socket() const;
 
 private:
@@ -62,6 +67,7 @@ private:
   std::string error_text() const;
 
   PGconn* m_conn = nullptr;
+  int m_kept = 0; // notifications await_payload() read
 };
 
 } // namespace simba::backend::pg

@@ -13,6 +13,14 @@ namespace simba::backend::pg {
 struct PGconn;
 struct PGresult;
 using Oid = unsigned int;
+// A notification: the channel, the notifying session, the payload (libpq's
+// struct pgNotify since PostgreSQL 9.0; simba reads only the payload).
+struct PGnotify {
+  char* relname;
+  int be_pid;
+  char* extra;
+  PGnotify* next;
+};
 
 enum ConnStatus { k_connection_ok = 0, k_connection_bad = 1 };
 enum PollingStatus { k_polling_failed = 0, k_polling_reading, k_polling_writing, k_polling_ok };
@@ -46,7 +54,7 @@ struct Libpq {
   int (*get_is_null)(const PGresult*, int row, int field);
   void (*clear)(PGresult*);
   void (*finish)(PGconn*);
-  void* (*notifies)(PGconn*); // a PGnotify, whose fields simba never reads
+  PGnotify* (*notifies)(PGconn*);
   void (*freemem)(void*);
 };
 

@@ -7,6 +7,9 @@
 //   backend.cpp      the Backend: one statement per operation, the replies
 //   rows.*           the statements' rows read: leases, done records, status, history
 //   statements.*     the SQL: the schema, the statements
+//   setup_sql.*      the administrator's SQL (the schema and the GRANTs), the tables simba needs
+//   catalog.*        what the catalog says is missing, the role (on the paths of an error)
+//   doctor.*         simba doctor's checks: version, rights, tables, LISTEN
 //   quarantine_sql.cpp  the server run and its quarantine (sql_parts.hpp)
 //   slots_sql.*      the SQL of --slots N: the slots' rows and their marker
 //   sql_parts.hpp    the fragments those share (the clock, the answer)

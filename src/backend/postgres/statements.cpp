@@ -14,6 +14,7 @@
 #include "backend/postgres/statements.hpp"
 
 #include "backend/history.hpp"
+#include "backend/postgres/setup_sql.hpp"
 #include "backend/postgres/slots_sql.hpp"
 #include "backend/postgres/sql_parts.hpp"
 #include "backend/postgres/status_sql.hpp"
@@ -417,7 +418,8 @@ CREATE TABLE IF NOT EXISTS {Z} (
   mutex text NOT NULL, contender text NOT NULL, channel text NOT NULL,
   queued_at bigint NOT NULL, pid integer NOT NULL, PRIMARY KEY (mutex, contender));)" +
                   std::string(k_status_schema) + R"(
-INSERT INTO {S} SELECT 1, extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
+INSERT INTO {S} SELECT 1,
+  extract(epoch FROM pg_postmaster_start_time())::text, 0, 0
   WHERE NOT EXISTS (SELECT 1 FROM {L}) ON CONFLICT (id) DO NOTHING;)",
               table_name(schema, prefix, "leases"), table_name(schema, prefix, "server"),
               table_name(schema, prefix, "waiters"), table_name(schema, prefix, "history"));
@@ -458,7 +460,7 @@ Statements make_statements(const std::string& schema, const std::string& prefix)
   s.create_schema = create_schema_sql(schema);
   s.schema = schema_sql(schema, prefix);
   s.probe_leases = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
-  s.probe_schema = f(k_status_probe);
+  s.probe_schema = probe_sql(schema, required_tables_in(s.schema));
   s.acquire = f(with_counters(acquire_sql(limit)));
   std::string guard = k_guard;
   s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));

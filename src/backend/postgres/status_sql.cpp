@@ -14,12 +14,8 @@ CREATE TABLE IF NOT EXISTS {H} (
   mutex text NOT NULL, seq bigint NOT NULL, at bigint NOT NULL, event text NOT NULL,
   owner text NOT NULL, holder text, token bigint NOT NULL, exit_code integer, held_ms bigint,
   waited_ms bigint, PRIMARY KEY (mutex, seq));
-ALTER TABLE {H} ADD COLUMN IF NOT EXISTS reason text, ADD COLUMN IF NOT EXISTS by_owner text;)";
-
-const char* const k_status_probe = R"(SELECT 1 FROM (
-  SELECT l.holder, l.holder_token, l.history_seq, l.acquisitions, l.losses, l.lost_token,
-         l.lease_ms, l.once_period, l.once_offset, z.holder, h.reason, h.by_owner
-  FROM {L} l, {S} s, {Z} z, {H} h LIMIT 0) t)";
+ALTER TABLE {H} ADD COLUMN IF NOT EXISTS reason text,
+  ADD COLUMN IF NOT EXISTS by_owner text;)";
 
 const char* const k_old_row = R"(,
 old AS (SELECT owner AS o_owner, acquired_at AS o_acquired_at, transition_at AS o_transition_at,

@@ -23,10 +23,6 @@ namespace simba::backend::pg {
 // ALTER TABLE ... ADD COLUMN IF NOT EXISTS: tables made by an older simba
 // gain them).
 extern const char* const k_status_schema;
-// A read of every column k_status_schema adds, of every table (LIMIT 0:
-// no row): it fails when one is missing. Only the weakest lock is taken,
-// where the ALTERs take an exclusive one even when there is nothing to add.
-extern const char* const k_status_probe;
 
 // `ev`: a CTE (after `up`, the lease write, whose RETURNING has hseq, the
 // mutex's event count after it) of rows (seq, event, at, owner, holder,

@@ -3,6 +3,8 @@
 
 #include "sys/clock.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 namespace simba::backend::pg {
@@ -10,6 +12,9 @@ namespace {
 
 // A failed LISTEN is tried again at most this often.
 constexpr int64_t k_retry_ms = 1000;
+
+// check_listen() runs once per process: at the first wait of any waiter.
+bool g_listen_checked = false;
 
 } // namespace
 
@@ -36,11 +41,40 @@ int QueueListenWakeups::watch(const std::string& mutex, const std::string& conte
     m_contender = contender;
     m_retry_at = 0;
   }
+  if (m_deaf) return -1;
   int64_t deadline = sys::boottime_ms() + m_uri.timeout_ms;
   if (!m_conn.is_open() && !listen(deadline)) return -1;
   if (waiting && !m_queued) enqueue(deadline);
+  if (waiting && m_queued && !g_listen_checked) check_listen();
   if (!waiting && m_queued) leave_queue();
-  return m_conn.socket();
+  return m_deaf ? -1 : m_conn.socket();
+}
+
+// Through PgBouncer in transaction mode the LISTEN went back to the pool
+// with its server connection: no release would ever wake us, and each
+// hand-over would take until the lease's end. Found out only by a waiter
+// (nothing is sent on an uncontended run), once per process: a NOTIFY of
+// our own channel from the main connection, which must come back here
+// within the call's budget (at once on a direct connection). Not back:
+// said once, and the wait goes on without LISTEN and out of the queue.
+void QueueListenWakeups::check_listen() {
+  g_listen_checked = true;
+  const std::string payload = "simba-check-" + std::to_string(::getpid());
+  const int64_t start = sys::boottime_ms();
+  if (!m_notify(channel(m_uri, m_mutex, m_contender), payload)) return; // cannot tell
+  bool came = m_conn.await_payload(payload, start + m_uri.timeout_ms);
+  // A release's notification read meanwhile: look.
+  if (m_conn.is_open() && m_conn.notifications() > 0) m_look = true;
+  if (came || !m_conn.is_open()) return; // a lost connection tells nothing
+  m_warning = "LISTEN does not work at " + m_uri.shown +
+              " (PgBouncer in transaction mode?): hand-overs wait for the lease's end (~ttl) "
+              "-- connect directly or use session pooling, or give listen=off";
+  m_detail = "a NOTIFY to this waiter's channel, sent from simba's other connection, did not "
+             "come on its LISTEN connection within " +
+             std::to_string(m_uri.timeout_ms) + " ms";
+  leave_queue();
+  m_conn.close();
+  m_deaf = true;
 }
 
 // A new session: its LISTENs, and no queue entry yet (an older one's

@@ -9,7 +9,9 @@
 // NOTIFYs the mutex's channel: the owner, and every waiter. Through a
 // pooler in transaction mode LISTEN cannot work (the server connection
 // goes back to the pool): `listen=off` in the URI, and waiters wake on
-// their timers (docs/backends/postgres.md).
+// their timers (docs/backends/postgres.md). Given `listen=on` there, the
+// first wait of the process finds it out (check_listen(): a NOTIFY of its
+// own that never comes), says so once, and waits on its timers.
 #include "backend/postgres/connection.hpp"
 #include "backend/postgres/statements.hpp"
 #include "backend/uri.hpp"
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace simba::backend::pg {
 
@@ -35,15 +38,22 @@ public:
   // would then not see on its socket.
   using PlaceReader =
       std::function<std::optional<QueuePlace>(const std::string&, const std::string&)>;
+  // NOTIFYs channel $1 with payload $2 from the backend's main connection
+  // (another session than the LISTEN's, as a release is); false when it
+  // could not.
+  using Notifier = std::function<bool(const std::string&, const std::string&)>;
   // `uri` and `sql` must outlive this.
-  QueueListenWakeups(const PostgresUri& uri, const Statements& sql, PlaceReader place)
-      : m_uri(uri), m_sql(sql), m_place(std::move(place)) {}
+  QueueListenWakeups(const PostgresUri& uri, const Statements& sql, PlaceReader place,
+                     Notifier notify)
+      : m_uri(uri), m_sql(sql), m_place(std::move(place)), m_notify(std::move(notify)) {}
   // The queue entry goes with the backend (wakeups.hpp, 6.).
   ~QueueListenWakeups() override { leave_queue(); }
   QueueListenWakeups(const QueueListenWakeups&) = delete;
   QueueListenWakeups& operator=(const QueueListenWakeups&) = delete;
 
   bool look_after_queueing() const override { return m_look; }
+  std::string take_warning() override { return std::exchange(m_warning, std::string()); }
+  std::string take_detail() override { return std::exchange(m_detail, std::string()); }
   // Written with our place in a queue (status lists the waiters).
   void set_holder(const std::string& encoded) { m_holder = encoded; }
   // --slots: the statement that took (or renewed) a slot of `mutex` for
@@ -65,10 +75,12 @@ private:
   bool listen(int64_t deadline);
   void enqueue(int64_t deadline);
   void leave_queue();
+  void check_listen();
 
   const PostgresUri& m_uri;
   const Statements& m_sql;
   PlaceReader m_place;
+  Notifier m_notify;
   std::string m_holder; // set_holder()'s
   Connection m_conn;
   std::string m_mutex; // of the LISTEN
@@ -76,6 +88,10 @@ private:
   bool m_queued = false;  // in m_mutex's queue as m_contender
   bool m_look = true;     // see look_after_queueing()
   int64_t m_retry_at = 0; // after a failed LISTEN: not before then
+  // check_listen() found that notifications do not come: no LISTEN, no
+  // queue (the releases would wake us in vain, and not those behind us).
+  bool m_deaf = false;
+  std::string m_warning, m_detail; // for take_warning(), take_detail(): said once
 };
 
 } // namespace simba::backend::pg
