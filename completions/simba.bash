@@ -30,7 +30,7 @@ _simba_options() {
     --slots" ;;
   renew) echo "--lease --ttl $backend" ;;
   history) echo "--mutex --since $backend --json" ;;
-  doctor) echo "--backend --ttl --transition --json --init -h --help" ;;
+  doctor) echo "--backend --ttl --transition --json --init --sql -h --help" ;;
   esac
 }
 

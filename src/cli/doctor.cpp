@@ -3,6 +3,7 @@
 // own checks; then the findings, printed.
 #include "cli/doctor.hpp"
 
+#include "backend/postgres/setup_sql.hpp"
 #include "backend/redis/redis.hpp"
 #include "backend/uri.hpp"
 #include "cli/doctor_checks.hpp"
@@ -83,6 +84,9 @@ void shared_checks(backend::Backend& b, const Reading& first, const backend::Dia
   found.push_back(judge_quarantine(first.reply.observed));
 }
 
+void backend_checks(backend::Backend& b, const backend::DiagnoseOptions& d,
+                    backend::Diagnosis& found);
+
 // The checks, in order; a backend that cannot be opened ends them.
 backend::Diagnosis diagnose(const DoctorOptions& o, const backend::DiagnoseOptions& d,
                             std::string& shown) {
@@ -96,19 +100,55 @@ backend::Diagnosis diagnose(const DoctorOptions& o, const backend::DiagnoseOptio
   } catch (const Error& e) {
     // A malformed URI is a usage error, as for every command.
     if (!b && e.code() == exit_code::k_usage) throw;
-    found.push_back(finding("connection", Finding::Verdict::fail, e.what(),
-                            connection_fix(o.common.backend, e.what())));
+    if (!b) {
+      found.push_back(finding("connection", Finding::Verdict::fail, e.what(),
+                              connection_fix(o.common.backend, e.what())));
+      return found;
+    }
+    // Connected, but the first read was refused (PostgreSQL without
+    // simba's tables yet, a Redis whose settings simba refuses): the
+    // backend's own checks say whether that is a fault and what to do.
+    found.push_back(finding("connection", Finding::Verdict::ok, shown + " opened"));
+    std::string why = std::string("cannot read a lease: ") + e.what();
+    found.push_back(finding("clock", Finding::Verdict::warn, why, "see the checks below"));
+    found.push_back(finding("quarantine", Finding::Verdict::warn, why, "see the checks below"));
+    backend_checks(*b, d, found);
     return found;
   }
   found.push_back(finding("connection", Finding::Verdict::ok, shown + " opened"));
   shared_checks(*b, first, d, found);
+  backend_checks(*b, d, found);
+  return found;
+}
+
+// The backend's own checks (Backend::diagnose).
+void backend_checks(backend::Backend& b, const backend::DiagnoseOptions& d,
+                    backend::Diagnosis& found) {
   try {
-    b->diagnose(found, d);
+    b.diagnose(found, d);
   } catch (const std::exception& e) { // diagnose() should not throw: say so, keep the rest
     found.push_back(finding("backend", Finding::Verdict::fail,
                             std::string("its checks stopped: ") + e.what(), "report this"));
   }
-  return found;
+}
+
+// doctor --sql postgres: the tables and GRANTs, for the URI's schema,
+// prefix and role, else the defaults (public, simba_, simba).
+int print_sql(const DoctorOptions& o) {
+  if (o.sql != "postgres")
+    throw UsageError("--sql takes postgres (the one backend whose tables an administrator may "
+                     "make), not " + o.sql);
+  if (o.common.backend.empty()) {
+    std::cout << backend::pg::setup_sql("public", "simba_", "simba");
+    return 0;
+  }
+  backend::BackendUri uri = backend::parse_backend_uri(o.common.backend);
+  const auto* pg = std::get_if<backend::PostgresUri>(&uri);
+  if (!pg)
+    throw UsageError("--sql postgres prints the SQL of a PostgreSQL backend; " +
+                     backend::redact(o.common.backend) + " is none");
+  std::cout << backend::pg::setup_sql(*pg);
+  return 0;
 }
 
 } // namespace
@@ -116,7 +156,8 @@ backend::Diagnosis diagnose(const DoctorOptions& o, const backend::DiagnoseOptio
 CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   CLI::App* cmd = app.add_subcommand("doctor", k_doctor_description);
   cmd->footer("Usage: simba doctor [--backend URI] [--ttl D] [--transition D] [--json]\n"
-              "       simba doctor --init --backend redis://...");
+              "       simba doctor --init --backend redis://...\n"
+              "       simba doctor --sql postgres [--backend postgres://...]");
   add_backend_option(*cmd, o.common);
   cmd->add_option("--ttl", o.common.ttl,
                   "The lease time to live you run with (default 10s): the clock offset is judged "
@@ -127,6 +168,10 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   cmd->add_flag("--init", o.init,
                 "Instead of the checks: mark a Redis database you know is new, so that its "
                 "first lease waits no quarantine (refused where simba's keys are)");
+  cmd->add_option("--sql", o.sql,
+                  "Instead of the checks: print the SQL an administrator runs to make simba's "
+                  "tables and grant their rights (postgres; with a backend URI: its schema, "
+                  "prefix and role)");
   return cmd;
 }
 
@@ -152,7 +197,9 @@ int init_database(const DoctorOptions& o) {
 } // namespace
 
 int doctor_command(const DoctorOptions& o) {
+  if (o.init && !o.sql.empty()) throw UsageError("--init and --sql are two steps: one at a time");
   if (o.init) return init_database(o);
+  if (!o.sql.empty()) return print_sql(o);
   backend::DiagnoseOptions d;
   d.ttl_ms = core::parse_duration(o.common.ttl, "--ttl");
   d.transition_ms = core::parse_duration(o.common.transition, "--transition");

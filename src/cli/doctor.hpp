@@ -11,8 +11,10 @@ struct DoctorOptions {
   CommonOptions common; // --backend, and the --ttl, --transition judged against
   bool json = false;
   // The admin steps a backend may offer instead of its checks, each
-  // handled in doctor_command: --init marks a new Redis database as new.
+  // handled in doctor_command: --init marks a new Redis database as new;
+  // --sql postgres prints the SQL an admin runs for simba's tables.
   bool init = false;
+  std::string sql;
 };
 
 constexpr const char* k_doctor_description =

@@ -5,7 +5,8 @@
 # ok; on a server just restarted, where the first acquire started a
 # quarantine, the quarantine warns and says until when, and exit is not 0.
 # The server's own checks (persistence, eviction, ACL...) are
-# Backend::diagnose's, tested apart.
+# Backend::diagnose's, tested apart (tests/backend/redis_doctor.cpp); one of
+# them here, through the command: a policy that refuses every run.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 needs jq
@@ -55,3 +56,14 @@ bounded "$SIMBA" doctor --json >"$T/out" 2>"$T/err" || true
 assert_eq warn "$(shared_verdict quarantine)" "JSON quarantine"
 jq -r '.findings[] | select(.check == "quarantine") | .detail' "$T/out" | grep -q "until about" ||
   fail "JSON quarantine detail: $(cat "$T/out")"
+
+# A server whose eviction policy simba refuses: every run fails at its
+# first call, and doctor still gets to the server's own checks, which name
+# the setting and its fix (exit 69).
+redis_cmd CONFIG SET maxmemory 100mb >/dev/null
+redis_cmd CONFIG SET maxmemory-policy allkeys-lru >/dev/null
+assert_exit 69 bounded "$SIMBA" doctor --json
+assert_eq ok "$(shared_verdict connection)" "connection to an allkeys-lru server ($(cat "$T/out"))"
+assert_eq fail "$(shared_verdict maxmemory-policy)" "maxmemory-policy allkeys-lru ($(cat "$T/out"))"
+jq -r '.findings[] | select(.check == "maxmemory-policy") | .fix' "$T/out" | grep -q noeviction ||
+  fail "the eviction fix: $(cat "$T/out")"
