@@ -66,6 +66,15 @@ done
 # database, which it owns no less than anyone, only as a member).
 assert_exit 69 "$SIMBA" run --mutex m -- true
 grep -q "refusing the database directory $shared: its group" "$T/err" || fail "root: $(<"$T/err")"
+# A read-only status too, and the line says how root gets it: as a member
+# (issue 32 §1), which the hint's command then does.
+assert_exit 69 "$SIMBA" status --mutex m
+grep -q "run simba as a member, e.g. sg $E2E_GROUP -c 'simba status ...'" "$T/err" ||
+  fail "root's status refusal names no way: $(<"$T/err")"
+if command -v sg >/dev/null 2>&1; then
+  assert_exit 0 sg "$E2E_GROUP" -c "$(printf '%q ' "$SIMBA" status --mutex m)"
+  grep -q "^m " "$T/out" || fail "root's status as a member: $(<"$T/out")"
+fi
 
 # --- a user outside the group ---------------------------------------------------
 assert_exit 69 as_user "$C" "$SIMBA_ANY" run --mutex m -- true

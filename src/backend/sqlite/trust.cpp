@@ -50,7 +50,14 @@ std::string another_user(uid_t uid) {
 }
 
 std::string foreign_group(gid_t gid) {
-  return "its group (" + describe_group(gid) + "), which you are not in, can write it";
+  std::string why = "its group (" + describe_group(gid) + "), which you are not in, can write it";
+  // Root is refused too: a member could plant a link where SQLite writes
+  // (-wal, -shm), and root's write would land in any file. As a member,
+  // root trusts the directory as every member does.
+  if (geteuid() == 0)
+    why += "; root too, for its writes there could reach any file: run simba as a member, "
+           "e.g. sg " + group_name(gid) + " -c 'simba status ...'";
+  return why;
 }
 
 } // namespace
