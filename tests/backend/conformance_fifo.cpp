@@ -81,3 +81,25 @@ TEST_CASE("wake-up: fifo: no waiter queued, an expired lease is taken at once") 
   auto other = open_test_backend();
   CHECK(take(*other, m, "O").changed);
 }
+
+// A revoked lease (release --force: no owner, its transition kept) that
+// runs out is a timed end too: the waiter queued first takes it.
+TEST_CASE("wake-up: fifo: a revoked lease that ran out goes to the waiter queued first") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("fifo-revoked");
+  Reply h = take(*b, m, "H");
+  REQUIRE(h.changed);
+  auto w1 = open_test_backend(), w2 = open_test_backend();
+  REQUIRE_FALSE(take(*w1, m, "W1").changed);
+  REQUIRE(w1->wakeups(m, "W1").wait() >= 0);
+  REQUIRE_FALSE(take(*w2, m, "W2").changed);
+  REQUIRE(w2->wakeups(m, "W2").wait() >= 0);
+  Reply revoked = require_ok(b->force_release(m, h.observed.lease.fencing_token, k_timeout));
+  REQUIRE(revoked.changed);
+  REQUIRE(revoked.observed.lease.revoked_at(revoked.observed.now));
+  outlive(revoked);
+  CHECK_FALSE(take(*w2, m, "W2").changed);
+  Reply got = take(*w1, m, "W1");
+  CHECK(got.changed);
+  CHECK(got.observed.lease.fencing_token > h.observed.lease.fencing_token);
+}

@@ -128,8 +128,10 @@ mark AS (
 // FIFO on the timed path (core/fifo.hpp), for acquire and acquire_once,
 // after k_old_row (the row, locked) and q: fg.until_ms, the end of the
 // fallback when the contender $2 is refused, else 0. Gated only just after
-// a lease that ran out unreleased (an owner, its transition_at passed) or
-// the end of a quarantine (q.till passed), and only then is the queue
+// a lease that ran out unreleased (an owner, or a revocation's: ttl_at
+// before transition_at, which a release sets to its own time; its
+// transition_at passed) or the end of a quarantine (q.till passed), and
+// only then is the queue
 // read (CASE: in order), so a new or released row costs nothing more. A
 // live waiter queued before $2 (its session runs): refused. Only refuses
 // (DESIGN §2): the statements grant nothing more for it.
@@ -137,7 +139,8 @@ std::string fifo_gate() {
   const std::string fallback = std::to_string(core::k_fifo_fallback_ms);
   return R"(,
 fs AS (
-  SELECT greatest(CASE WHEN o.o_owner <> '' AND o.o_transition_at <= n.ms THEN o.o_transition_at
+  SELECT greatest(CASE WHEN (o.o_owner <> '' OR o.o_ttl_at < o.o_transition_at)
+                            AND o.o_transition_at <= n.ms THEN o.o_transition_at
                        ELSE 0 END,
                   CASE WHEN q.till > 0 AND q.till <= n.ms THEN q.till ELSE 0 END) AS since
   FROM old o CROSS JOIN n CROSS JOIN q),
