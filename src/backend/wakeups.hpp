@@ -34,7 +34,9 @@
 //
 // A waiter that died is skipped by the releases; one that is stuck delays
 // the others until their timed wake-up. A release wakes only the first live
-// waiter: one backend call per release however many wait.
+// waiter: one backend call per release however many wait. Where no release
+// comes (a lease that ran out, a quarantine's end), the acquisition itself
+// keeps the order: core/fifo.hpp.
 #include "backend/backend.hpp"
 
 #include <optional>

@@ -25,7 +25,9 @@ extern const char* const k_fields;
 // else 0. `notify`: an SQL expression for the channel NOTIFYed when `up`
 // changed the lease (at commit: the waiters look once it is visible); ""
 // none. `extra`: more columns (of r: then with `once`, the done record's).
+// `fifo`: acquire's and acquire_once's, with the CTE fg (statements.cpp:
+// fifo_gate).
 std::string answer(bool with_quarantine, const std::string& notify = "", const char* extra = "",
-                   bool once = false);
+                   bool once = false, bool fifo = false);
 
 } // namespace simba::backend::pg

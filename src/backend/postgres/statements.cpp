@@ -18,6 +18,7 @@
 #include "backend/postgres/slots_sql.hpp"
 #include "backend/postgres/sql_parts.hpp"
 #include "backend/postgres/status_sql.hpp"
+#include "core/fifo.hpp"
 
 #include <cstring>
 
@@ -51,16 +52,31 @@ FROM n {Q} LEFT JOIN (
 // `notify`: the channel NOTIFYed when `up` changed the lease (at commit:
 // the waiters look once it is visible); "" none.
 // `extra`: more columns (of r: then with `once`, the done record's).
-std::string answer(bool with_quarantine, const std::string& notify, const char* extra, bool once) {
+// `fifo`: the statement has the CTE fg (fifo_gate): a refused contender
+// is shown the row not free before the fallback ends (core::fifo_refusal:
+// it sleeps until then), and the first live waiter is told to look, as a
+// release would (its timer may fire later than ours).
+std::string answer(bool with_quarantine, const std::string& notify, const char* extra, bool once,
+                   bool fifo) {
   std::string a = k_answer;
   std::string fields = std::string(k_fields) + (once ? std::string(", ") + k_once_fields : "");
-  for (int i = 0; i < 2; ++i) a.replace(a.find("{FIELDS}"), 8, fields);
+  std::string shown = fields;
+  if (fifo)
+    shown.replace(shown.find("transition_at"), 13,
+                  "greatest(transition_at, coalesce((SELECT until_ms FROM fg), 0))");
+  a.replace(a.find("{FIELDS}"), 8, fields);
+  a.replace(a.find("{FIELDS}"), 8, shown);
   a.replace(a.find("{TILL}"), 6, with_quarantine ? "q.till" : "0");
   a.replace(a.find("{EXTRA}"), 7, extra);
   std::string joins = with_quarantine ? "CROSS JOIN q" : "";
   if (!notify.empty())
     joins += " CROSS JOIN (SELECT count(pg_notify(x.c, '')) FROM up CROSS JOIN (SELECT " + notify +
              " AS c) x WHERE x.c IS NOT NULL) w";
+  if (fifo)
+    joins += R"( CROSS JOIN (SELECT count(pg_notify(h.channel, '')) FROM fg CROSS JOIN LATERAL (
+      SELECT z.channel FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
+        AND EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))
+      ORDER BY z.queued_at LIMIT 1) h WHERE fg.until_ms > 0) fw)";
   a.replace(a.find("{Q}"), 3, joins);
   return a;
 }
@@ -110,6 +126,44 @@ mark AS (
     until_ms = greatest(s.until_ms, excluded.until_ms), longest = excluded.longest),
 )";
 
+// FIFO on the timed path (core/fifo.hpp), for acquire and acquire_once,
+// after k_old_row (the row, locked) and q: fg.until_ms, the end of the
+// fallback when the contender $2 is refused, else 0. Gated only just after
+// a lease that ran out unreleased (an owner, or a revocation's: ttl_at
+// before transition_at, which a release sets to its own time; its
+// transition_at passed) or the end of a quarantine (q.till passed), and
+// only then is the queue
+// read (CASE: in order), so a new or released row costs nothing more. A
+// live waiter queued before $2 (its session runs): refused. Only refuses
+// (DESIGN §2): the statements grant nothing more for it.
+std::string fifo_gate() {
+  const std::string fallback = std::to_string(core::k_fifo_fallback_ms);
+  return R"(,
+fs AS (
+  SELECT greatest(CASE WHEN (o.o_owner <> '' OR o.o_ttl_at < o.o_transition_at)
+                            AND o.o_transition_at <= n.ms THEN o.o_transition_at
+                       ELSE 0 END,
+                  CASE WHEN q.till > 0 AND q.till <= n.ms THEN q.till ELSE 0 END) AS since
+  FROM old o CROSS JOIN n CROSS JOIN q),
+fg AS (
+  SELECT CASE WHEN fs.since > 0 AND n.ms < fs.since + )" +
+         fallback + R"( THEN
+           CASE WHEN EXISTS (
+             SELECT 1 FROM {Z} z
+             WHERE z.mutex = $1 AND z.contender <> $2::text
+               AND z.queued_at < coalesce((SELECT y.queued_at FROM {Z} y
+                                           WHERE y.mutex = $1 AND y.contender = $2::text),
+                                          9223372036854775807)
+               AND EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid)))
+             THEN fs.since + )" +
+         fallback + R"( ELSE 0 END
+         ELSE 0 END AS until_ms
+  FROM fs CROSS JOIN n))";
+}
+
+// Whether the gate lets $2 in (an SQL boolean).
+constexpr const char* k_fifo_open = "coalesce((SELECT until_ms FROM fg), 0) = 0";
+
 // acquire: $1 mutex, $2 contender, $3 ttl_ms, $4 transition_ms, $5
 // quarantine (boolean). One INSERT ... ON CONFLICT DO UPDATE ... WHERE:
 // a new lease when the row is free (transition_at passed) and no
@@ -120,7 +174,7 @@ mark AS (
 // "" none), written with a new lease, and its history events.
 std::string acquire_sql(int64_t history) {
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + k_mark +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + fifo_gate() + k_mark +
          R"(
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
@@ -152,10 +206,11 @@ up AS (
     losses = CASE WHEN l.transition_at > excluded.acquired_at THEN l.losses
                   ELSE coalesce(l.losses, 0) + {EXPIRY_LOSS} END
   WHERE (l.transition_at > excluded.acquired_at AND l.owner = $2::text)
-     OR (l.transition_at <= excluded.acquired_at AND excluded.acquired_at >= (SELECT till FROM q))
+     OR (l.transition_at <= excluded.acquired_at AND excluded.acquired_at >= (SELECT till FROM q)
+         AND )" + std::string(k_fifo_open) + R"()
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.owner = $2::text AS changed, coalesce(l.history_seq, 0) AS hseq))" +
-         history_writes(acquired_events("$6"), history) + answer(true);
+         history_writes(acquired_events("$6"), history) + answer(true, "", "", false, true);
 }
 
 // The counters' expressions (status_sql.hpp) put in.
@@ -200,7 +255,8 @@ std::string once_terms(std::string sql) {
       {"{B}", "({MINE} AND NOT {OWNREC} AND {MAY})"},
       {"{C}", "({MINE} AND NOT {OWNREC} AND NOT {MAY})"},
       {"{D}", "(l.transition_at <= excluded.acquired_at AND {MAY} AND "
-              "excluded.acquired_at >= (SELECT till FROM q))"},
+              "excluded.acquired_at >= (SELECT till FROM q) AND {FIFO})"},
+      {"{FIFO}", k_fifo_open},
       {"{START}", "({B} OR {D})"}};
   // Terms hold terms ({MAY} holds {DIFFER}, which holds {NOW}): replace
   // until none is left, however deep they nest.
@@ -270,8 +326,9 @@ std::string acquire_once_sql(int64_t history) {
   once.replace(once.find("{WINDOW}"), std::strlen("{WINDOW}"),
                window_start_sql("n.ms", "$6::bigint", "$7::bigint"));
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + k_mark + once +
-         history_writes(acquired_events("$11"), history) + answer(true, "", k_once_columns, true);
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + fifo_gate() + k_mark +
+         once + history_writes(acquired_events("$11"), history) +
+         answer(true, "", k_once_columns, true, true);
 }
 
 // release_once: release's $1..$4, then $5 the exit code: the done record
@@ -432,18 +489,25 @@ std::string create_schema_sql(const std::string& schema) {
 }
 
 // The waiters' queue (wakeups.hpp): $1 mutex, $2 contender, $3 its
-// channel, $4 its holder ("" none). enqueue keeps the place of one
-// already queued, drops the dead (their session is gone), and answers
-// whether the waiter must look (no valid owner, whose release would wake it).
+// channel, $4 its holder ("" none), $5 when it first queued in this wait
+// (0: now). enqueue keeps the place of one already queued, drops the dead
+// (their session is gone), and answers whether the waiter must look (no
+// valid owner, whose release would wake it) and its queued_at. A waiter
+// whose session was lost (a restart: every session is) queues again with
+// its first queued_at, whoever comes back first: the queue keeps the order
+// of arrival (core/fifo.hpp).
 constexpr const char* k_enqueue = R"(,
 gone AS (DELETE FROM {Z} z WHERE z.mutex = $1 AND z.contender <> $2::text
            AND NOT EXISTS (SELECT 1 FROM pg_stat_get_activity(z.pid))),
 up AS (INSERT INTO {Z} (mutex, contender, channel, queued_at, pid, holder)
-       SELECT $1, $2::text, $3::text, n.us, pg_backend_pid(), NULLIF($4::text, '') FROM n
+       SELECT $1, $2::text, $3::text, CASE WHEN $5::bigint > 0 THEN $5::bigint ELSE n.us END,
+              pg_backend_pid(), NULLIF($4::text, '') FROM n
        ON CONFLICT (mutex, contender) DO UPDATE SET channel = excluded.channel,
                                                     pid = excluded.pid,
-                                                    holder = excluded.holder)
-SELECT NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND owner <> '' AND transition_at > n.ms)
+                                                    holder = excluded.holder
+       RETURNING queued_at)
+SELECT NOT EXISTS (SELECT 1 FROM {L} WHERE mutex = $1 AND owner <> '' AND transition_at > n.ms),
+       (SELECT queued_at FROM up)
 FROM n)";
 
 } // namespace

@@ -19,7 +19,7 @@ ALTER TABLE {H} ADD COLUMN IF NOT EXISTS reason text,
 
 const char* const k_old_row = R"(,
 old AS (SELECT owner AS o_owner, acquired_at AS o_acquired_at, transition_at AS o_transition_at,
-               token AS o_token
+               token AS o_token, ttl_at AS o_ttl_at
         FROM {L} WHERE mutex = $1 FOR UPDATE))";
 
 // A new lease replacing `l` (the row before the write): one more loss

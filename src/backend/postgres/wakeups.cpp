@@ -98,14 +98,18 @@ bool QueueListenWakeups::listen(int64_t deadline) {
 // socket will not show it; looking once does.
 void QueueListenWakeups::enqueue(int64_t deadline) {
   Result r = m_conn.query(m_sql.enqueue,
-                          {m_mutex, m_contender, channel(m_uri, m_mutex, m_contender), m_holder},
+                          {m_mutex, m_contender, channel(m_uri, m_mutex, m_contender), m_holder,
+                           m_queued_at.empty() ? "0" : m_queued_at},
                           deadline);
   m_queued = r.ok;
+  if (r.ok && r.rows.size() == 1 && r.rows[0].size() == 2 && m_queued_at.empty())
+    m_queued_at = r.rows[0][1];
   m_look = !r.ok || r.rows.size() != 1 || r.rows[0].empty() || r.rows[0][0] != "f";
   if (m_conn.is_open() && m_conn.notifications() > 0) m_look = true;
 }
 
 void QueueListenWakeups::leave_queue() {
+  m_queued_at.clear(); // the next wait is a new arrival
   if (!m_queued) return;
   m_queued = false;
   if (m_conn.is_open())

@@ -61,7 +61,10 @@ public:
   // that the next release wakes another and the waiters behind do not
   // count it: a wait() that follows joins the queue again. No I/O.
   void left_queue(const std::string& mutex, const std::string& contender) {
-    if (mutex == m_mutex && contender == m_contender) m_queued = false;
+    if (mutex == m_mutex && contender == m_contender) {
+      m_queued = false;
+      m_queued_at.clear();
+    }
   }
 
 private:
@@ -86,6 +89,9 @@ private:
   std::string m_mutex; // of the LISTEN
   std::string m_contender;
   bool m_queued = false;  // in m_mutex's queue as m_contender
+  // When we first queued in this wait (the server's µs, as text): queuing
+  // again after a lost session keeps it (statements.cpp: k_enqueue).
+  std::string m_queued_at;
   bool m_look = true;     // see look_after_queueing()
   int64_t m_retry_at = 0; // after a failed LISTEN: not before then
   // check_listen() found that notifications do not come: no LISTEN, no

@@ -25,7 +25,19 @@ constexpr int64_t k_queue_timeout_ms = 250;
 void PubSubWakeups::acquired(const std::string& mutex, const std::string& contender, const Reply& r,
                              int64_t ttl_ms, int64_t transition_ms) {
   // The script took the new owner out of the queue: no dequeue call.
-  if (r.ok() && r.changed && mutex == m_queued && contender == m_queued_as) m_queued.clear();
+  if (r.ok() && r.changed && mutex == m_queued && contender == m_queued_as) {
+    m_queued.clear();
+    m_score.clear();
+  }
+  // A quarantine: the server may have lost its data, our place in the
+  // queue with it. Queue again (the next watch()), with our first score,
+  // once per quarantine: when it ends, the first live waiter takes the
+  // mutex (lua/common_queue.lua: fifo_refuses), in the order of arrival.
+  const core::Lease& l = r.observed.lease;
+  if (r.ok() && l.quarantine && mutex == m_queued && l.transition_at != m_requeued_for) {
+    m_requeued_for = l.transition_at;
+    m_queued.clear();
+  }
   m_terms = {std::to_string(ttl_ms), std::to_string(transition_ms)};
 }
 
@@ -59,12 +71,19 @@ int PubSubWakeups::watch(const std::string& mutex, const std::string& contender,
     if (waiting && m_queued.empty()) {
       std::vector<std::string> args{contender};
       args.insert(args.end(), m_terms.begin(), m_terms.end());
+      // Queuing again in the same wait: with the first score (enqueue.lua).
+      bool again = !m_score.empty() && m_score_of == mutex + '\n' + contender;
       if (!m_terms.empty()) {
         args.push_back(m_holder);
         args.push_back(m_gives_up_at > 0 ? std::to_string(m_gives_up_at) : "");
+        if (again) args.push_back(m_score);
       }
       Reply r = m_client.run(lua::k_enqueue, mutex, args, k_queue_timeout_ms);
       if (r.ok()) m_queued = mutex;
+      if (r.ok() && !again) {
+        m_score = std::to_string(r.observed.now * 1000);
+        m_score_of = mutex + '\n' + contender;
+      }
       m_queued_as = contender;
       m_queued_terms = m_terms;
       // The script read the lease once we were queued.
@@ -78,6 +97,7 @@ int PubSubWakeups::watch(const std::string& mutex, const std::string& contender,
 }
 
 void PubSubWakeups::leave_queue() {
+  m_score.clear(); // the next wait is a new arrival
   if (m_queued.empty()) return;
   std::string mutex = std::move(m_queued);
   m_queued.clear();
@@ -204,6 +224,7 @@ void PubSubWakeups::take_grant_message(const std::string& text) {
   g.sent_at_ms = m_subscribed_at;
   m_grant = std::move(g);
   if (m_queued == m_sub_mutex) m_queued.clear();
+  m_score.clear();
 }
 
 // lua/common.lua: channel()

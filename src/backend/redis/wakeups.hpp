@@ -66,6 +66,11 @@ private:
   int64_t m_subscribed_at = 0;             // sys::boottime_ms(): when the SUBSCRIBE was sent
   std::vector<std::string> m_terms;        // ttl and transition of our last acquire
   std::vector<std::string> m_queued_terms; // those we queued with
+  // Our score in the queue while we wait (lua/enqueue.lua), and the mutex
+  // and contender it is of: queuing again in the same wait keeps it.
+  std::string m_score;
+  std::string m_score_of;
+  int64_t m_requeued_for = 0; // the end of the quarantine we queued again for
   std::optional<Grant> m_grant;            // see take_grant()
   int64_t m_resubscribe_at = 0;            // sys::boottime_ms()
   bool m_look = true;                      // see look_after_queueing()

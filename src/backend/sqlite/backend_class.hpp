@@ -21,6 +21,7 @@
 #include "backend/sqlite/slot_rows.hpp"
 #include "backend/sqlite/waiters.hpp"
 #include "core/error.hpp"
+#include "core/fifo.hpp"
 #include "core/slots.hpp"
 
 #include <sqlite3.h>
@@ -62,11 +63,14 @@ public:
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
+    bool gated = false;
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       if (cur.free_at(now) && held_before_reopen(mutex, contender, now))
         return Decision{false, m_before_reopen->lease}; // not before it would have ended
+      if ((gated = fifo_refuses(mutex, cur, now))) return Decision{false, fifo_shown(cur)};
       return decide_acquire(cur, now, contender, ttl_ms, transition_ms, m_clocks.now().wall);
     });
+    if (gated) wake_first_waiter(mutex);
     if (r.ok() && !r.changed) prepare_writes();
     return r;
   }
@@ -210,6 +214,24 @@ private:
     size_t hash = row.find('#');
     if (hash == std::string::npos) return m_waiters.notify(row);
     m_waiters.notify(row.substr(0, hash));
+  }
+
+  // FIFO on the timed path (core/fifo.hpp), inside the acquire's
+  // transaction: a lease that ran out unreleased (an owner left, or a
+  // revocation's transition ran out: a release leaves no owner and ends
+  // the transition at its own time) less than the fallback ago goes to the
+  // first live waiter only. Only refuses (DESIGN §2: the gate never grants).
+  // A released or new row is never gated: the uncontended acquire reads no
+  // queue. The refused caller then wakes that waiter (wake_first_waiter):
+  // its timer may fire later than ours.
+  bool fifo_refuses(const std::string& mutex, const core::Lease& cur, int64_t now) {
+    bool timed_end = !cur.owner_id.empty() || cur.ttl_at < cur.transition_at;
+    if (!cur.free_at(now) || !timed_end || !core::fifo_gate_due(cur.transition_at, now))
+      return false;
+    return !core::may_take_freed_lease(m_waiters.live_ahead(mutex, 1, {}), cur.transition_at, now);
+  }
+  static core::Lease fifo_shown(const core::Lease& cur) {
+    return core::fifo_refusal(cur, cur.transition_at);
   }
 
   // A waiter prepares the statements its acquisition will write with now,

@@ -90,9 +90,12 @@ Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& c
   if (std::optional<Reply> failed = prepare_done_table()) return *failed;
   std::optional<core::DoneRecord> record;
   int done_rc = SQLITE_OK;
+  bool gated = false;
   Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
     done_rc = select_done(m_db, mutex, record);
     if (done_rc != SQLITE_OK) return Decision{false, cur};
+    // FIFO on the timed path, as acquire's (backend_class.hpp).
+    if ((gated = fifo_refuses(mutex, cur, now))) return Decision{false, fifo_shown(cur)};
     int64_t wall_now = m_clocks.reply_now();
     bool start = false;
     Decision d = decide_acquire_once(cur, now, contender, ttl_ms, transition_ms,
@@ -109,6 +112,7 @@ Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& c
   });
   if (done_rc != SQLITE_OK) return fail_from_rc(done_rc);
   r.done = record;
+  if (gated) wake_first_waiter(mutex);
   // A lease of ours ended because its window may not run: the others look
   // (as after release_once; Redis's acquire_once notifies too).
   if (r.changed && !r.observed.lease.valid_at(r.observed.now)) m_waiters.notify(mutex);

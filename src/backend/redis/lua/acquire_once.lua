@@ -50,9 +50,13 @@ else
   if not may_run() then
     return once_reply(now, false, l, rec)
   end
-  local till = quarantine_end(KEYS[3], now, ttl + transition)
+  local till, ended = quarantine_end(KEYS[3], now, ttl + transition)
   if till then
     return once_reply(now, false, quarantined(l, now, till), rec)
+  end
+  local since = fifo_since(l, now, ended) -- FIFO, as acquire.lua
+  if fifo_refuses(KEYS[1], me, since, now) then
+    return once_reply(now, false, fifo_refusal(l, since), rec)
   end
   take_new_lease(KEYS[1], KEYS[2], l, me, ARGV[2], ARGV[3], now, now_us, ARGV[9])
   start_record()

@@ -210,7 +210,7 @@ local function quarantine_end(marker, now, lease_ms)
     redis.call('HSET', marker, 'run', SERVER_RUN, 'until', int(till), 'longest', int(known))
   end
   if now < till then return till end
-  return nil
+  return nil, till -- and when the last one ended (fifo_since, common_queue.lua)
 end
 
 -- What quarantine_end would answer, without writing (get, list).

@@ -274,3 +274,34 @@ local function wake_waiter(hash, free_slots)
     end
   end
 end
+
+-- FIFO on the timed paths (core/fifo.hpp: k_fifo_fallback_ms,
+-- may_take_freed_lease): a lease that ran out unreleased, or a quarantine
+-- that ended, less than the fallback ago, goes to the first live waiter
+-- only. `l`: the mutex's lease as read (a hash that exists but is free: it
+-- ran out; a released lease leaves no hash), `quarantine_ended`: when the
+-- last quarantine ended (quarantine_end's second answer; nil: none).
+-- Returns since when the mutex is free, when the gate is due, else nil:
+-- a mutex without a hash and out of a quarantine (the uncontended acquire)
+-- reads no queue.
+local function fifo_since(l, now, quarantine_ended)
+  local since = math.max(l.transition_at, quarantine_ended or 0)
+  if since > 0 and now < since + k_slot_fallback_ms then return since end
+  return nil
+end
+
+-- Whether `me` is refused the mutex free since `since` (fifo_since): a live
+-- waiter is queued before it. The gate only refuses (DESIGN §2): whoever
+-- it lets through gets what acquire's rule gives. alive() tells the first
+-- waiter to look, as a release would: its timer may fire later than ours.
+local function fifo_refuses(hash, me, since, now)
+  return since and now < since + k_slot_fallback_ms and live_ahead(hash, me, 1) >= 1
+end
+
+-- What a refused contender is shown: not free before the fallback ends
+-- (core::fifo_refusal).
+local function fifo_refusal(l, since)
+  l.transition_at = math.max(l.transition_at, since + k_slot_fallback_ms)
+  l.ttl_at = math.min(l.ttl_at, l.transition_at)
+  return l
+end
