@@ -1,0 +1,45 @@
+# shellcheck shell=bash disable=SC2016 # $vars in single quotes are for the sh -c CMDs
+# Shared by the FIFO tests (test_fifo_*.sh; issue 31 §4): a holder and
+# three waiters queued one after the other on a mutex; each waiter's CMD
+# appends its name to $ORDER, so that the test can say in which order they
+# ran. Source it after common.sh.
+#
+#   fifo_hold MUTEX ROUND   a holder whose CMD sleeps (its pid in
+#                           $T/holder.ROUND); its simba's pid in $holder
+#   fifo_queue MUTEX        w1 w2 w3 queued on MUTEX, in that order (status
+#                           shows each in the queue before the next starts);
+#                           their pids in ${pids[@]}
+#   fifo_ran_in_order WHAT  the waiters exited 0 and ran w1 w2 w3
+export ORDER
+fifo_terms=(--ttl 1s --transition 1s)
+
+fifo_hold() {
+  ORDER=$T/order.$2
+  "$SIMBA" run --mutex "$1" "${fifo_terms[@]}" -- \
+    sh -c 'echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300' "$T/holder.$2" \
+    2>>"$T/holder.err" &
+  holder=$!
+  wait_for 10 test -s "$T/holder.$2"
+}
+
+_fifo_queued() { # MUTEX N: N waiters in the queue
+  (($("$SIMBA" status --mutex "$1" --format json | grep -o '"position"' | wc -l) == $2))
+}
+
+fifo_queue() {
+  local w
+  pids=()
+  for w in 1 2 3; do
+    "$SIMBA" run --mutex "$1" "${fifo_terms[@]}" --timeout 30s -- \
+      sh -c 'echo "$0" >>"$ORDER"; sleep 0.2' "w$w" 2>>"$T/waiters.err" &
+    pids+=($!)
+    wait_for 10 _fifo_queued "$1" "$w"
+    sleep 0.1
+  done
+}
+
+fifo_ran_in_order() {
+  local p
+  for p in "${pids[@]}"; do wait "$p" || fail "a waiter exited $? ($1)"; done
+  assert_eq "w1 w2 w3 " "$(tr '\n' ' ' <"$ORDER")" "the order in which the waiters ran $1"
+}
