@@ -34,4 +34,5 @@ wait_for 4 pid_dead "$holder"
 rc=0
 wait "$holder" || rc=$?
 assert_eq 76 "$rc" "exit status of the simba whose lease was revoked by token"
-assert_eq revoked "$(mutex_state m)" "state after the forced release by token"
+# Its owner, its CMD gone, ended the revoked lease (issue 31 §4): free.
+assert_eq free "$(mutex_state m)" "state after the forced release by token and the owner's exit"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
 # backends: sqlite
-# A waiter's place in the queue (a file in <db>.notify/ ending in its pid)
+# A waiter's place in the queue (a file in <db>.notify/ named with its pid)
 # exists while it waits, and goes once it owns the mutex and its CMD has
 # started (simba leaves the queue a few milliseconds into CMD, off the path
 # from the reply to CMD's start). Kept for the whole run, a release by a
@@ -17,7 +17,8 @@ wait_file "$T/holding" 10
 "$SIMBA" run --mutex m -- sh -c 'sleep 0.3; ls "$1" >"$0"' "$T/later" "$notify" &
 waiter=$!
 
-places() { ls "$notify" 2>/dev/null | grep -c "\.w\..*\.$waiter\$" || true; }
+# "<hash>.w.<enqueue ns>.<pid>", and "~<ms>" when it gives up (--timeout).
+places() { ls "$notify" 2>/dev/null | grep -Ec "\.w\..*\.$waiter(~[0-9]+)?\$" || true; }
 queued() { test "$(places)" = 1; }
 wait_for 15 queued
 touch "$T/go"
@@ -26,7 +27,7 @@ wait "$waiter" || rc=$?
 assert_eq 0 "$rc" "waiter's exit status"
 wait "$holder"
 test -s "$T/later" || fail "the waiter's CMD did not list $notify"
-if grep -q "\.w\..*\.$waiter\$" "$T/later"; then
+if grep -Eq "\.w\..*\.$waiter(~[0-9]+)?\$" "$T/later"; then
   fail "the owner still held its place in the waiters' queue 300 ms into its CMD: $(tr '\n' ' ' <"$T/later")"
 fi
 assert_eq 0 "$(places)" "places of the waiter left after it exited"
