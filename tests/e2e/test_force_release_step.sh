@@ -10,14 +10,14 @@
 # lease: that made this overlap possible.)
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-handle=$("$SIMBA" acquire --mutex m --ttl 5s --transition 3s | sed -n 's/^SIMBA_LEASE=//p')
+handle=$("$SIMBA" acquire --mutex m --ttl 3s --transition 2s | sed -n 's/^SIMBA_LEASE=//p')
 [[ -n $handle ]] || fail "acquire gave no handle"
-"$SIMBA" run --lease "$handle" --kill-after 2500ms -- sh -c '
-  trap "sleep 1.5; date +%s%3N >\"\$0.stopped\"; exit 0" TERM
+"$SIMBA" run --lease "$handle" --kill-after 1500ms -- sh -c '
+  trap "sleep 1; date +%s%3N >\"\$0.stopped\"; exit 0" TERM
   echo $$ >"$0"; while :; do sleep 0.1; done' "$T/step1" 2>"$T/step1.err" &
 step1=$!
 wait_for 10 test -s "$T/step1"
-"$SIMBA" run --mutex m --ttl 5s --transition 3s -v -- sh -c 'date +%s%3N >"$0"' "$T/other.start" \
+"$SIMBA" run --mutex m --ttl 3s --transition 2s -v -- sh -c 'date +%s%3N >"$0"' "$T/other.start" \
   2>"$T/other.err" &
 other=$!
 wait_for 10 grep -q "waiting for m" "$T/other.err"
