@@ -1,0 +1,52 @@
+#pragma once
+// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), simba's own: SCRAM
+// needs nothing else from a crypto library, and simba loads none for it
+// (issue 33: no dlopen of system libraries for PostgreSQL). HmacSha256
+// keeps its key's inner and outer pads hashed once, so that each of
+// PBKDF2's thousands of rounds costs two compressions and nothing more.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace simba::backend::pg {
+
+using Digest = std::array<uint8_t, 32>;
+
+class Sha256 {
+public:
+  Sha256();
+  void update(const void* data, size_t size);
+  void update(std::string_view s) { update(s.data(), s.size()); }
+  Digest finish(); // the object is spent afterwards
+  static Digest of(std::string_view s);
+
+  // For HMAC's fast path: the state after whole 64-byte blocks, and one
+  // compression of a 32-byte message that follows exactly one block (what
+  // an HMAC of a digest is: pad block, then the digest).
+  Digest finish_after_pad(const Digest& message) const;
+
+private:
+  std::array<uint32_t, 8> m_state;
+  std::array<uint8_t, 64> m_block{};
+  size_t m_used = 0;    // bytes in m_block
+  uint64_t m_total = 0; // bytes hashed
+};
+
+class HmacSha256 {
+public:
+  explicit HmacSha256(std::string_view key);
+  Digest mac(std::string_view message) const;
+  // The MAC of a 32-byte message (PBKDF2's rounds): two compressions.
+  Digest mac(const Digest& message) const;
+
+private:
+  Sha256 m_inner; // after the key XOR ipad block
+  Sha256 m_outer; // after the key XOR opad block
+};
+
+inline std::string_view as_bytes(const Digest& d) {
+  return {reinterpret_cast<const char*>(d.data()), d.size()};
+}
+
+} // namespace simba::backend::pg
