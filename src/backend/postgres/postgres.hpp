@@ -17,6 +17,10 @@
 //   connection.*     one connection with deadlines (libpq's async API)
 //   wakeups.*        LISTEN/NOTIFY and the FIFO queue of waiters
 //   libpq.*          loading libpq.so.5 and the functions simba calls
+//   scram.*          SCRAM-SHA-256's client side, no I/O (RFC 5802, RFC 7677)
+//   scram_cache.*    the per-user cache of SCRAM's keys (PBKDF2 done once per password)
+//   sha256.*         SHA-256 and HMAC-SHA-256 of simba's own, for SCRAM
+//   base64.*         base64, as SCRAM writes salts, proofs and signatures
 //
 // The done records of --once-per and schedule's last run are columns of the
 // lease's row (statements.cpp).
