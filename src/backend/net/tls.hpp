@@ -25,6 +25,7 @@ struct TlsOptions {
   std::string cert_file; // a client certificate (and its key), or ""
   std::string key_file;
   bool insecure = false; // no verification of the server at all
+  bool check_name = true; // false: the chain only (PostgreSQL's sslmode=verify-ca)
 };
 
 class TlsSession {
