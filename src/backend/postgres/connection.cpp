@@ -78,11 +78,13 @@ std::string Connection::read_message(wire::Message& m, size_t max_body, int64_t 
       if (take_async(m, nullptr, found) == 0) return "";
       continue;
     }
+    // A server that says why, then hangs up (a TLS close_notify may come
+    // in the same read): what came before the end is read first.
+    if (!m_lost.empty()) return m_lost;
     if (m_pos > (1 << 16)) m_in.erase(0, m_pos), m_pos = 0;
     if (!net::wait_for(m_fd, POLLIN, deadline)) return net::k_timed_out;
     bool got = false;
-    why = receive(got);
-    if (!why.empty()) return why;
+    m_lost = receive(got);
   }
 }
 
@@ -166,6 +168,7 @@ void Connection::drop() {
   m_in.clear();
   m_pos = 0;
   m_kept = 0;
+  m_lost.clear();
 }
 
 void Connection::close() {
@@ -265,11 +268,18 @@ Result Connection::exchange(const std::string& out, int64_t deadline) {
       r.ok = !failed;
       if (fatal || (failed && r.sqlstate.empty())) drop();
       return r;
-    case '1': case '2': case '3': case 'C': case 'I': case 'n': case 's': case 't': break;
+    case '1':
+    case '2':
+    case '3':
+    case 'C':
+    case 'I':
+    case 'n':
+    case 's':
+    case 't': break;
     default: bad = true;
     }
     if (bad) {
-      if (!failed) r.error = unexpected(m.type) ;
+      if (!failed) r.error = unexpected(m.type);
       r.ok = false;
       drop();
       return r;

@@ -99,8 +99,9 @@ private:
   mutable std::string m_in; // received, not yet taken
   mutable size_t m_pos = 0; // where the next message starts in m_in
   mutable uint64_t m_received = 0;
-  int m_kept = 0;       // notifications read, not yet counted
-  int32_t m_pid = 0;    // BackendKeyData
+  std::string m_lost; // why the connection ended, once m_in is read
+  int m_kept = 0;     // notifications read, not yet counted
+  int32_t m_pid = 0;  // BackendKeyData
   int32_t m_secret = 0;
 };
 

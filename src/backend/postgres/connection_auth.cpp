@@ -110,8 +110,7 @@ std::string Connection::handshake(const Endpoint& e, const ConnInfo& ci, int64_t
     case 'Z':
       if (!a.done) return "the server said ready before authentication (not PostgreSQL?)";
       return "";
-    default:
-      return "an unexpected message during start-up (not PostgreSQL, or a broken server?)";
+    default: return "an unexpected message during start-up (not PostgreSQL, or a broken server?)";
     }
   }
 }
@@ -165,8 +164,7 @@ std::string Connection::answer_auth(const wire::Message& m, Auth& a, int64_t dea
   case k_scm_credentials:
     return "the server asks for SCM credentials authentication, which simba does not support";
   default:
-    return "an unknown authentication request (code " + std::to_string(code) +
-           ") from the server";
+    return "an unknown authentication request (code " + std::to_string(code) + ") from the server";
   }
 }
 
@@ -197,8 +195,7 @@ std::string Connection::answer_sasl(int code, wire::Reader& r, Auth& a, int64_t 
     return "a SASL message out of order from the server";
   ++a.sasl_step;
   if (code == k_sasl_final) {
-    if (!a.scram->verify_server_final(data, why))
-      return "SCRAM authentication failed: " + why + " (not the server that knows the password?)";
+    if (!a.scram->verify_server_final(data, why)) return "SCRAM authentication failed: " + why;
     return "";
   }
   std::string out;
@@ -222,8 +219,8 @@ std::string Connection::Auth::find_password(std::string& why) {
   if (!password.empty()) return password;
   password = ci.password;
   if (password.empty()) {
-    PassfileLookup p = passfile_password(ci.passfile, endpoint.host, endpoint.port,
-                                         ci.dbname, ci.user);
+    PassfileLookup p =
+        passfile_password(ci.passfile, endpoint.host, endpoint.port, ci.dbname, ci.user);
     password = p.password;
     password_from_file = !p.password.empty();
     if (password.empty())

@@ -37,11 +37,11 @@ void tune_tcp(int fd, const ConnInfo& ci) {
   if (ci.keepalives) {
     set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
     if (ci.keepalives_idle > 0) set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, ci.keepalives_idle);
-    if (ci.keepalives_interval > 0)
-      set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, ci.keepalives_interval);
+    if (ci.keepalives_interval > 0) set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, ci.keepalives_interval);
     if (ci.keepalives_count > 0) set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, ci.keepalives_count);
   }
-  if (ci.tcp_user_timeout_ms > 0) set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, ci.tcp_user_timeout_ms);
+  if (ci.tcp_user_timeout_ms > 0)
+    set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, ci.tcp_user_timeout_ms);
 }
 
 // A non-blocking connect to `addr`, finished by the deadline: the socket,
@@ -129,8 +129,9 @@ std::string Connection::negotiate_tls(const Endpoint& e, const ConnInfo& ci, boo
     refused = true;
     return "";
   }
-  if (answer != 'S') return "the server answered the SSL request with '" + std::string(1, answer) +
-                            "' (not PostgreSQL?)";
+  if (answer != 'S')
+    return "the server answered the SSL request with '" + std::string(1, answer) +
+           "' (not PostgreSQL?)";
   if (net::readable_now(m_fd)) return "the server sent unencrypted data after agreeing to TLS";
   net::TlsOptions o;
   o.host = e.address.empty() || e.host != e.address ? e.host : e.address;
@@ -170,17 +171,18 @@ std::string Connection::startup(const Endpoint& e, const ConnInfo& ci, int64_t d
 std::string Connection::check_session(const std::string& attrs, int64_t deadline) {
   if (attrs == "any") return "";
   bool by_recovery = attrs == "primary" || attrs == "standby";
-  Result r = script(by_recovery ? "SELECT pg_catalog.pg_is_in_recovery()"
-                                : "SHOW transaction_read_only",
-                    deadline);
+  Result r =
+      script(by_recovery ? "SELECT pg_catalog.pg_is_in_recovery()" : "SHOW transaction_read_only",
+             deadline);
   if (!r.ok || r.rows.size() != 1 || r.rows[0].size() != 1)
     return r.error.empty() ? "cannot check target_session_attrs" : r.error;
   bool yes = r.rows[0][0] == "t" || r.rows[0][0] == "on";
   bool wanted = attrs == "read-only" || attrs == "standby" ? yes : !yes;
   if (wanted) return "";
   close();
-  return "the server is " + std::string(by_recovery ? (yes ? "a standby" : "a primary")
-                                                    : (yes ? "read-only" : "read-write")) +
+  return "the server is " +
+         std::string(by_recovery ? (yes ? "a standby" : "a primary")
+                                 : (yes ? "read-only" : "read-write")) +
          ", not " + attrs;
 }
 

@@ -177,8 +177,7 @@ std::string os_user() {
   for (std::string line; std::getline(in, line);) {
     size_t a = line.find(':');
     size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b != std::string::npos && line.compare(b, uid.size(), uid) == 0)
-      return line.substr(0, a);
+    if (b != std::string::npos && line.compare(b, uid.size(), uid) == 0) return line.substr(0, a);
   }
   const char* env = std::getenv("USER");
   return env ? env : "";
@@ -195,8 +194,8 @@ std::string Endpoint::shown() const {
 // Defined in conninfo_values.cpp: the keyword values into `out`.
 std::string take_values(const std::map<std::string, std::string>& v, ConnInfo& out);
 
-std::string parse_conninfo(const std::string& uri, const std::map<std::string, std::string>& defaults,
-                           ConnInfo& out) {
+std::string parse_conninfo(const std::string& uri,
+                           const std::map<std::string, std::string>& defaults, ConnInfo& out) {
   Values from_uri;
   if (std::string why = parse_uri(uri, from_uri); !why.empty()) return "invalid URI: " + why;
   Values v = defaults;

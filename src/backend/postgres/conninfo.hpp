@@ -40,7 +40,7 @@ struct ConnInfo {
 // `uri` with `defaults` (keyword -> value) under it: the URI's own
 // keywords win over the defaults, the defaults over the environment. ""
 // or why the URI cannot be used (never holding the password).
-std::string parse_conninfo(const std::string& uri, const std::map<std::string, std::string>& defaults,
-                           ConnInfo& out);
+std::string parse_conninfo(const std::string& uri,
+                           const std::map<std::string, std::string>& defaults, ConnInfo& out);
 
 } // namespace simba::backend::pg

@@ -96,7 +96,7 @@ std::string home_file(const char* name) {
 }
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return !path.empty() && ::stat(path.c_str(), &st) == 0;
 }
 
@@ -125,8 +125,10 @@ std::string take_tls(const Values& v, ConnInfo& out) {
            "in ~/.postgresql/root.crt";
   out.sslcert = get(v, "sslcert");
   out.sslkey = get(v, "sslkey");
-  if (out.sslcert.empty() && exists(home_file("postgresql.crt"))) out.sslcert = home_file("postgresql.crt");
-  if (out.sslkey.empty() && exists(home_file("postgresql.key"))) out.sslkey = home_file("postgresql.key");
+  if (out.sslcert.empty() && exists(home_file("postgresql.crt")))
+    out.sslcert = home_file("postgresql.crt");
+  if (out.sslkey.empty() && exists(home_file("postgresql.key")))
+    out.sslkey = home_file("postgresql.key");
   if (out.sslcert.empty() || out.sslkey.empty()) out.sslcert.clear(), out.sslkey.clear();
   return "";
 }
@@ -137,12 +139,12 @@ std::string take_numbers(const Values& v, ConnInfo& out) {
     int* to;
   };
   int keepalives = 1;
-  for (const Number& n : {Number{"connect_timeout", &out.connect_timeout_s},
-                          Number{"keepalives", &keepalives},
-                          Number{"keepalives_idle", &out.keepalives_idle},
-                          Number{"keepalives_interval", &out.keepalives_interval},
-                          Number{"keepalives_count", &out.keepalives_count},
-                          Number{"tcp_user_timeout", &out.tcp_user_timeout_ms}}) {
+  for (const Number& n :
+       {Number{"connect_timeout", &out.connect_timeout_s}, Number{"keepalives", &keepalives},
+        Number{"keepalives_idle", &out.keepalives_idle},
+        Number{"keepalives_interval", &out.keepalives_interval},
+        Number{"keepalives_count", &out.keepalives_count},
+        Number{"tcp_user_timeout", &out.tcp_user_timeout_ms}}) {
     std::string s = get(v, n.key);
     if (!s.empty() && s[0] == '-') s = "0"; // libpq: negative is none
     if (!s.empty() && !to_int(s, 2147483647L, *n.to))

@@ -36,14 +36,15 @@ PassfileLookup passfile_password(const std::string& path, const std::string& hos
                                  const std::string& dbname, const std::string& user) {
   PassfileLookup found;
   if (path.empty()) return found;
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return found;
   if (st.st_mode & (S_IRWXG | S_IRWXO)) {
     found.ignored_for_mode = true;
     return found;
   }
   // libpq names the default socket directory "localhost" here.
-  std::string name = host == "/var/run/postgresql" || host == "/run/postgresql" ? "localhost" : host;
+  std::string name =
+      host == "/var/run/postgresql" || host == "/run/postgresql" ? "localhost" : host;
   std::ifstream in(path);
   std::string line;
   std::vector<std::string> f;

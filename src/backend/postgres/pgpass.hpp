@@ -8,7 +8,7 @@
 namespace simba::backend::pg {
 
 struct PassfileLookup {
-  std::string password;  // "" when no line matched
+  std::string password;          // "" when no line matched
   bool ignored_for_mode = false; // the file exists but group/world may read it
 };
 

@@ -41,8 +41,8 @@ int take(const std::string& in, size_t& pos, Message& m, size_t max_body, std::s
   if (in.size() - pos < 5) return 0;
   uint32_t len = be32(in.data() + pos + 1);
   if (len < 4 || len - 4 > max_body) {
-    why = "a malformed or oversized message from the server (type '" +
-          std::string(1, in[pos]) + "', " + std::to_string(len) + " bytes: a broken or hostile " +
+    why = "a malformed or oversized message from the server (type '" + std::string(1, in[pos]) +
+          "', " + std::to_string(len) + " bytes: a broken or hostile " +
           "server, or not PostgreSQL?)";
     return -1;
   }
