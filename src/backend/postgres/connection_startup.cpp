@@ -134,7 +134,7 @@ std::string Connection::negotiate_tls(const Endpoint& e, const ConnInfo& ci, boo
            "' (not PostgreSQL?)";
   if (net::readable_now(m_fd)) return "the server sent unencrypted data after agreeing to TLS";
   net::TlsOptions o;
-  o.host = e.address.empty() || e.host != e.address ? e.host : e.address;
+  o.host = e.host; // the name the certificate must carry (hostaddr only dials)
   o.ca_file = ci.sslrootcert == "system" ? "" : ci.sslrootcert;
   o.cert_file = ci.sslcert;
   o.key_file = ci.sslkey;
