@@ -45,6 +45,11 @@ private:
   Sha256 m_outer; // after the key XOR opad block
 };
 
+// Whether the CPU's SHA instructions are used (x86's SHA extensions, found
+// at the first hash; the portable code otherwise). Tests turn them off to
+// check the portable code too. Returns whether they are used now.
+bool use_sha_instructions(bool wanted);
+
 inline std::string_view as_bytes(const Digest& d) {
   return {reinterpret_cast<const char*>(d.data()), d.size()};
 }
