@@ -90,6 +90,12 @@ TEST_SUITE("backend::pg::sha256") {
     CHECK(
         hmac(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First") ==
         "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    // Keys of one block and one byte more (values from Python's hmac
+    // module): only a key longer than the block is hashed first.
+    CHECK(hmac(std::string(64, 'k'), "abc") ==
+          "ae0c0e4a2340cf50185eb46aaa8723f4769153661612e212fb0d1fa3170c6202");
+    CHECK(hmac(std::string(65, 'k'), "abc") ==
+          "ed378e5dfa30dc98814ba09b2e610d9b6af66054922ceef9480da094a3f11b2d");
     CHECK(hmac(std::string(131, '\xaa'),
                "This is a test using a larger than block-size key and a larger than block-size "
                "data. The key needs to be hashed before being used by the HMAC algorithm.") ==
