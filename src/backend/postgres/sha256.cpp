@@ -52,10 +52,12 @@ inline void round(uint32_t a, uint32_t b, uint32_t c, uint32_t& d, uint32_t e, u
   h = t1 + t2;
 }
 
-// §6.2.2: one 64-byte block into the state.
-void compress_portable(std::array<uint32_t, 8>& state, const uint8_t* block) {
+using State = std::array<uint32_t, 8>;
+
+// §6.2.2: one block, as 16 words, into the state.
+void compress_words(State& state, const uint32_t* block) {
   uint32_t w[64];
-  for (int t = 0; t < 16; ++t) w[t] = load_be(block + 4 * t);
+  for (int t = 0; t < 16; ++t) w[t] = block[t];
   for (int t = 16; t < 64; ++t) {
     uint32_t s0 = ror(w[t - 15], 7) ^ ror(w[t - 15], 18) ^ (w[t - 15] >> 3);
     uint32_t s1 = ror(w[t - 2], 17) ^ ror(w[t - 2], 19) ^ (w[t - 2] >> 10);
@@ -77,26 +79,59 @@ void compress_portable(std::array<uint32_t, 8>& state, const uint8_t* block) {
   state[4] += e, state[5] += f, state[6] += g, state[7] += h;
 }
 
+void compress_portable(State& state, const uint8_t* block) {
+  uint32_t w[16];
+  for (int t = 0; t < 16; ++t) w[t] = load_be(block + 4 * t);
+  compress_words(state, w);
+}
+
+// HMAC's rounds on a 32-byte message (chain()): the message, then the
+// padding of a 96-byte whole (one block of pad before it): 768 bits.
+State chain_portable(const State& inner, const State& outer, const State& u1, int count) {
+  uint32_t block[16] = {};
+  block[8] = 0x80000000;
+  block[15] = 768;
+  State u = u1, acc = u1;
+  for (int i = 1; i < count; ++i) {
+    std::copy(u.begin(), u.end(), block);
+    State s = inner;
+    compress_words(s, block);
+    std::copy(s.begin(), s.end(), block);
+    u = outer;
+    compress_words(u, block);
+    for (int k = 0; k < 8; ++k) acc[k] ^= u[k];
+  }
+  return acc;
+}
+
 #if defined(__x86_64__)
 // The same on x86's SHA extensions (SHA-NI: Intel since Goldmont and Ice
 // Lake, AMD since Zen), several times faster: sha256rnds2 does two rounds
 // on the state split as ABEF and CDGH, sha256msg1/msg2 the message
 // schedule's sigma0 and sigma1 parts, four words at a time.
-__attribute__((target("sha,sse4.1,ssse3"))) void compress_sha_ni(std::array<uint32_t, 8>& state,
-                                                                 const uint8_t* block) {
-  const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
-  __m128i abcd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[0]));
-  __m128i efgh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[4]));
-  abcd = _mm_shuffle_epi32(abcd, 0xB1);             // lanes B A D C
-  efgh = _mm_shuffle_epi32(efgh, 0x1B);             // lanes H G F E
-  __m128i abef = _mm_alignr_epi8(abcd, efgh, 8);    // lanes F E B A
-  __m128i cdgh = _mm_blend_epi16(efgh, abcd, 0xF0); // lanes H G D C
+#define SIMBA_SHA_NI __attribute__((target("sha,sse4.1,ssse3")))
+
+// The state, lanes A B C D and E F G H, as the instructions hold it:
+// ABEF (lanes F E B A) and CDGH (lanes H G D C).
+SIMBA_SHA_NI inline void to_abef(__m128i abcd, __m128i efgh, __m128i& abef, __m128i& cdgh) {
+  abcd = _mm_shuffle_epi32(abcd, 0xB1); // lanes B A D C
+  efgh = _mm_shuffle_epi32(efgh, 0x1B); // lanes H G F E
+  abef = _mm_alignr_epi8(abcd, efgh, 8);
+  cdgh = _mm_blend_epi16(efgh, abcd, 0xF0);
+}
+SIMBA_SHA_NI inline void from_abef(__m128i abef, __m128i cdgh, __m128i& abcd, __m128i& efgh) {
+  __m128i fe_ba = _mm_shuffle_epi32(abef, 0x1B); // lanes A B E F
+  __m128i dc_hg = _mm_shuffle_epi32(cdgh, 0xB1); // lanes G H C D
+  abcd = _mm_blend_epi16(fe_ba, dc_hg, 0xF0);
+  efgh = _mm_alignr_epi8(dc_hg, fe_ba, 8);
+}
+
+// One block, W[0..15] in w (lane 0 first), into the state.
+SIMBA_SHA_NI inline void compress_registers(__m128i& abef, __m128i& cdgh, __m128i w[4]) {
   const __m128i abef_in = abef, cdgh_in = cdgh;
-  __m128i w[4]; // W[4g..4g+3] of the last four groups, group g in w[g % 4]
-  for (int i = 0; i < 4; ++i)
-    w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i)),
-                            byte_swap);
-  for (int g = 0; g < 16; ++g) {
+  // Unrolled, so that w[] and the state stay in registers.
+#pragma GCC unroll 16
+  for (int g = 0; g < 16; ++g) { // W[4g..4g+3] replaces W[4g-16..4g-13] in w[g % 4]
     __m128i& cur = w[g % 4];
     if (g >= 4) { // W[t] = sigma1(W[t-2]) + W[t-7] + sigma0(W[t-15]) + W[t-16]
       const __m128i &w8 = w[(g + 2) % 4], &w4 = w[(g + 3) % 4];
@@ -111,10 +146,61 @@ __attribute__((target("sha,sse4.1,ssse3"))) void compress_sha_ni(std::array<uint
   }
   abef = _mm_add_epi32(abef, abef_in);
   cdgh = _mm_add_epi32(cdgh, cdgh_in);
-  __m128i fe_ba = _mm_shuffle_epi32(abef, 0x1B); // lanes A B E F
-  __m128i dc_hg = _mm_shuffle_epi32(cdgh, 0xB1); // lanes G H C D
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[0]), _mm_blend_epi16(fe_ba, dc_hg, 0xF0));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[4]), _mm_alignr_epi8(dc_hg, fe_ba, 8));
+}
+
+SIMBA_SHA_NI inline void load(const State& s, __m128i& abcd, __m128i& efgh) {
+  abcd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&s[0]));
+  efgh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&s[4]));
+}
+SIMBA_SHA_NI inline void store(State& s, __m128i abcd, __m128i efgh) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&s[0]), abcd);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&s[4]), efgh);
+}
+
+// The same as compress_portable() on x86's SHA extensions (SHA-NI: Intel
+// since Goldmont and Ice Lake, AMD since Zen): sha256rnds2 does two rounds,
+// sha256msg1/msg2 the message schedule's sigma0 and sigma1 parts, four
+// words at a time.
+SIMBA_SHA_NI void compress_sha_ni(State& state, const uint8_t* block) {
+  const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i abcd, efgh, abef, cdgh, w[4];
+  load(state, abcd, efgh);
+  to_abef(abcd, efgh, abef, cdgh);
+  for (int i = 0; i < 4; ++i)
+    w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i)),
+                            byte_swap);
+  compress_registers(abef, cdgh, w);
+  from_abef(abef, cdgh, abcd, efgh);
+  store(state, abcd, efgh);
+}
+
+// chain_portable() in registers: no round trip through memory a round.
+SIMBA_SHA_NI State chain_sha_ni(const State& inner, const State& outer, const State& u1,
+                                int count) {
+  __m128i in_abef, in_cdgh, out_abef, out_cdgh, u_lo, u_hi;
+  load(inner, u_lo, u_hi);
+  to_abef(u_lo, u_hi, in_abef, in_cdgh);
+  load(outer, u_lo, u_hi);
+  to_abef(u_lo, u_hi, out_abef, out_cdgh);
+  load(u1, u_lo, u_hi);
+  __m128i acc_lo = u_lo, acc_hi = u_hi;
+  const __m128i pad_lo = _mm_set_epi32(0, 0, 0, int(0x80000000)),
+                pad_hi = _mm_set_epi32(768, 0, 0, 0);
+  for (int i = 1; i < count; ++i) {
+    __m128i w[4] = {u_lo, u_hi, pad_lo, pad_hi};
+    __m128i abef = in_abef, cdgh = in_cdgh;
+    compress_registers(abef, cdgh, w);
+    from_abef(abef, cdgh, w[0], w[1]);
+    w[2] = pad_lo, w[3] = pad_hi;
+    abef = out_abef, cdgh = out_cdgh;
+    compress_registers(abef, cdgh, w);
+    from_abef(abef, cdgh, u_lo, u_hi);
+    acc_lo = _mm_xor_si128(acc_lo, u_lo);
+    acc_hi = _mm_xor_si128(acc_hi, u_hi);
+  }
+  State acc;
+  store(acc, acc_lo, acc_hi);
+  return acc;
 }
 
 bool cpu_has_sha_ni() {
@@ -124,22 +210,28 @@ bool cpu_has_sha_ni() {
 }
 #endif
 
-using Compress = void (*)(std::array<uint32_t, 8>&, const uint8_t*);
-
-Compress& chosen() {
+// The two implementations of the two hot functions.
+struct Implementation {
+  void (*compress)(State&, const uint8_t*);
+  State (*chain)(const State& inner, const State& outer, const State& u1, int count);
+};
+constexpr Implementation k_portable{compress_portable, chain_portable};
 #if defined(__x86_64__)
-  static Compress fn = cpu_has_sha_ni() ? compress_sha_ni : compress_portable;
-#else
-  static Compress fn = compress_portable;
+constexpr Implementation k_sha_ni{compress_sha_ni, chain_sha_ni};
 #endif
-  return fn;
+
+Implementation& chosen() {
+#if defined(__x86_64__)
+  static Implementation impl = cpu_has_sha_ni() ? k_sha_ni : k_portable;
+#else
+  static Implementation impl = k_portable;
+#endif
+  return impl;
 }
 
-inline void compress(std::array<uint32_t, 8>& state, const uint8_t* block) {
-  chosen()(state, block);
-}
+inline void compress(State& state, const uint8_t* block) { chosen().compress(state, block); }
 
-Digest output(const std::array<uint32_t, 8>& h) {
+Digest output(const State& h) {
   Digest d;
   for (int i = 0; i < 8; ++i) store_be(d.data() + 4 * i, h[i]);
   return d;
@@ -149,8 +241,8 @@ Digest output(const std::array<uint32_t, 8>& h) {
 
 bool use_sha_instructions(bool wanted) {
 #if defined(__x86_64__)
-  chosen() = wanted && cpu_has_sha_ni() ? compress_sha_ni : compress_portable;
-  return chosen() == compress_sha_ni;
+  chosen() = wanted && cpu_has_sha_ni() ? k_sha_ni : k_portable;
+  return chosen().chain == chain_sha_ni;
 #else
   (void)wanted;
   return false;
@@ -196,19 +288,6 @@ Digest Sha256::of(std::string_view s) {
   return h.finish();
 }
 
-// The padded block of a 32-byte message after one 64-byte block: 96 bytes
-// in all, 768 bits.
-Digest Sha256::finish_after_pad(const Digest& message) const {
-  uint8_t block[64] = {};
-  std::memcpy(block, message.data(), 32);
-  block[32] = 0x80;
-  block[62] = 768 >> 8;
-  block[63] = 768 & 0xff;
-  std::array<uint32_t, 8> h = m_state;
-  compress(h, block);
-  return output(h);
-}
-
 // RFC 2104 §2: a key longer than the block is hashed first; then
 // H(K ^ opad, H(K ^ ipad, text)). The two padded keys are one block each,
 // hashed here once.
@@ -230,11 +309,15 @@ HmacSha256::HmacSha256(std::string_view key) {
 Digest HmacSha256::mac(std::string_view message) const {
   Sha256 inner = m_inner;
   inner.update(message);
-  return m_outer.finish_after_pad(inner.finish());
+  Sha256 outer = m_outer;
+  outer.update(as_bytes(inner.finish()));
+  return outer.finish();
 }
 
-Digest HmacSha256::mac(const Digest& message) const {
-  return m_outer.finish_after_pad(m_inner.finish_after_pad(message));
+Digest HmacSha256::chain(const Digest& u1, int count) const {
+  State u;
+  for (int i = 0; i < 8; ++i) u[i] = load_be(u1.data() + 4 * i);
+  return output(chosen().chain(m_inner.m_state, m_outer.m_state, u, count));
 }
 
 } // namespace simba::backend::pg
