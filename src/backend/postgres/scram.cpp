@@ -84,13 +84,7 @@ std::string quoted(const std::string& text) {
 Digest salted_password(const std::string& password, const std::string& salt, int iterations) {
   const HmacSha256 prf(password);
   // U1 = HMAC(P, salt || INT(1)); Ui = HMAC(P, U(i-1)); the XOR of them all.
-  Digest u = prf.mac(salt + std::string("\0\0\0\1", 4));
-  Digest result = u;
-  for (int i = 1; i < iterations; ++i) {
-    u = prf.mac(u);
-    for (size_t k = 0; k < result.size(); ++k) result[k] ^= u[k];
-  }
-  return result;
+  return prf.chain(prf.mac(salt + std::string("\0\0\0\1", 4)), iterations);
 }
 
 Keys derive_keys(const std::string& password, const std::string& salt, int iterations) {

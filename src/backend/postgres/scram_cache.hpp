@@ -36,9 +36,16 @@ struct CacheKey {
   int iterations = 0;
 };
 
+// The keys for `key`, when the cache has them. Not a check of the password
+// the caller was given: the keys stand for it (no cheap function of the
+// password is kept, which would let a thief test guesses fast), so a local
+// password that no longer matches still logs in while the server's is
+// unchanged -- as anyone who can read the file could anyway.
 std::optional<scram::Keys> load(const CacheKey& key);
 // Replaces the server's and user's line (another salt or count there is
 // stale), written atomically (a temporary file renamed over the old one).
+// For the caller: after a miss, once the server said AuthenticationOk (so
+// that a wrong password's keys are never kept).
 void store(const CacheKey& key, const scram::Keys& keys);
 
 // The cache's directory: $XDG_CACHE_HOME/simba (when absolute, as the XDG

@@ -3,7 +3,8 @@
 // needs nothing else from a crypto library, and simba loads none for it
 // (issue 33: no dlopen of system libraries for PostgreSQL). HmacSha256
 // keeps its key's inner and outer pads hashed once, so that each of
-// PBKDF2's thousands of rounds costs two compressions and nothing more.
+// PBKDF2's thousands of rounds costs two compressions and nothing more
+// (chain(): on x86's SHA instructions, without leaving the registers).
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -21,12 +22,8 @@ public:
   Digest finish(); // the object is spent afterwards
   static Digest of(std::string_view s);
 
-  // For HMAC's fast path: the state after whole 64-byte blocks, and one
-  // compression of a 32-byte message that follows exactly one block (what
-  // an HMAC of a digest is: pad block, then the digest).
-  Digest finish_after_pad(const Digest& message) const;
-
 private:
+  friend class HmacSha256; // its chain() starts from the pads' states
   std::array<uint32_t, 8> m_state;
   std::array<uint8_t, 64> m_block{};
   size_t m_used = 0;    // bytes in m_block
@@ -37,13 +34,19 @@ class HmacSha256 {
 public:
   explicit HmacSha256(std::string_view key);
   Digest mac(std::string_view message) const;
-  // The MAC of a 32-byte message (PBKDF2's rounds): two compressions.
-  Digest mac(const Digest& message) const;
+  // PBKDF2's F (RFC 8018 §5.2) from its first U: U1 ^ U2 ^ ... ^ Ucount,
+  // where U(i+1) = mac(Ui). Two compressions a round.
+  Digest chain(const Digest& u1, int count) const;
 
 private:
   Sha256 m_inner; // after the key XOR ipad block
   Sha256 m_outer; // after the key XOR opad block
 };
+
+// Whether the CPU's SHA instructions are used (x86's SHA extensions, found
+// at the first hash; the portable code otherwise). Tests turn them off to
+// check the portable code too. Returns whether they are used now.
+bool use_sha_instructions(bool wanted);
 
 inline std::string_view as_bytes(const Digest& d) {
   return {reinterpret_cast<const char*>(d.data()), d.size()};
