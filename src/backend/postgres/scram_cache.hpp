@@ -37,10 +37,11 @@ struct CacheKey {
 };
 
 // The keys for `key`, when the cache has them. Not a check of the password
-// the caller was given: the keys stand for it (no cheap function of the
-// password is kept, which would let a thief test guesses fast), so a local
-// password that no longer matches still logs in while the server's is
-// unchanged -- as anyone who can read the file could anyway.
+// by itself: the connection (connection_auth.cpp) puts a salted SHA-256 of
+// the password it was given in `user`, so that keys cached for one
+// password never log in with another (a mistyped or outdated local one is
+// refused as without the cache); docs/backends/postgres.md says what that
+// digest costs a thief's guesses.
 std::optional<scram::Keys> load(const CacheKey& key);
 // Replaces the server's and user's line (another salt or count there is
 // stale), written atomically (a temporary file renamed over the old one).
