@@ -27,7 +27,7 @@ SIMBA_BUILD_PACKAGES=(build-essential cmake libcli11-dev libsqlite3-dev nlohmann
 SIMBA_TEST_PACKAGES=(
   redis-server                         # conformance/redis*, e2e-redis*, Sentinel, Cluster (and redis-cli)
   postgresql-15 postgresql-client-15   # the PostgreSQL tests' server, psql
-  pgbouncer libpq5                     # the PgBouncer tests; libpq, which simba loads for postgres URIs
+  pgbouncer                            # the PgBouncer tests
   openssl                              # tests/e2e/tls_pki.sh makes the TLS test certificates
   python3 python3-prometheus-client    # chaos harness, helpers; the OpenMetrics parser
   jq sqlite3                           # reading `simba status --json`, the SQLite file

@@ -74,13 +74,13 @@ struct RedisUri {
 constexpr const char* k_redis_password_env = "SIMBA_REDIS_PASSWORD";
 
 // postgres://[user[:password]@][host[:port][,...]][/dbname][?param=value&...]
-// (also postgresql://): everything libpq accepts in a URI (host lists, a
-// Unix socket directory as host=, sslmode, target_session_attrs...) goes
-// to libpq as it is, and so does libpq's environment (PGPASSWORD,
-// ~/.pgpass, PGSERVICE...). simba's own parameters are taken out first:
+// (also postgresql://): read as libpq reads it, with libpq's keywords (host
+// lists, a Unix socket directory as host=, sslmode, target_session_attrs...)
+// and its environment (PGPASSWORD, ~/.pgpass...: postgres/conninfo.hpp).
+// simba's own parameters are taken out first:
 // schema, prefix (of the table names), timeout, quarantine, listen.
 struct PostgresUri {
-  std::string conninfo; // for libpq; may hold a password: never printed
+  std::string conninfo; // for the connection (conninfo.hpp); may hold a password: never printed
   std::string shown;    // the same without any password (describe())
   std::string schema = "public";
   std::string prefix = "simba_";
@@ -89,8 +89,8 @@ struct PostgresUri {
   // LISTEN for releases (postgres/wakeups.hpp); off through a pooler in
   // transaction mode, where it cannot work.
   bool listen = true;
-  // The URI's secrets as written and decoded, to hide in libpq's messages
-  // (it may echo a part of a malformed URI).
+  // The URI's secrets as written and decoded, to hide in any message that
+  // might echo a part of a malformed URI.
   std::vector<std::string> secrets;
 };
 

@@ -1,5 +1,6 @@
-// PostgreSQL URIs: simba's own parameters taken out, the rest kept for
-// libpq, every secret remembered so that messages can hide it (uri.hpp).
+// PostgreSQL URIs: simba's own parameters taken out, the rest kept for the
+// connection (postgres/conninfo.hpp), every secret remembered so that
+// messages can hide it (uri.hpp).
 #include "backend/uri.hpp"
 #include "backend/uri_parts.hpp"
 
@@ -14,13 +15,13 @@ using namespace uri_parts;
 
 namespace {
 
-// A query item that holds a secret libpq accepts in the URI.
+// A query item that holds a secret the connection accepts in the URI.
 bool secret_parameter(const std::string& name) {
   return name == "password" || name == "sslpassword";
 }
 
 // The query of a postgres URI: simba's parameters into `u`, the rest kept
-// for libpq (in `kept`, and in `shown` with any secret hidden).
+// for the connection (in `kept`, and in `shown` with any secret hidden).
 void parse_postgres_query(const std::string& query, PostgresUri& u, std::string& kept,
                           std::string& shown_query, const std::string& shown) {
   for_each_query_item(
@@ -66,7 +67,7 @@ void parse_postgres_query(const std::string& query, PostgresUri& u, std::string&
 
 namespace uri_parts {
 
-// `rest` follows "postgres:" or "postgresql:"; libpq parses the rest.
+// `rest` follows "postgres:" or "postgresql:"; postgres/conninfo.cpp reads the rest.
 PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
                            const std::string& shown) {
   if (rest.rfind("//", 0) != 0) bad_uri(shown, "expected " + scheme + "://[USER@]HOST[:PORT]/DB");

@@ -99,7 +99,7 @@ void refuse_extras(const CLI::App& cmd) {
 }
 
 // The backends compiled in: the build defines SIMBA_HAVE_REDIS when it links
-// hiredis. PostgreSQL is always in (libpq is loaded when used).
+// hiredis. PostgreSQL is always in (simba's own client).
 #ifdef SIMBA_HAVE_REDIS
 constexpr const char* k_backends = "sqlite, redis, postgres";
 #else

@@ -23,14 +23,14 @@ no_secret "two '@'"
 
 assert_exit 69 run_with 'postgresql://admin:MyP%40ssw0rdSecret@127.0.0.1:1/db?timeout=1s'
 grep -q '127\.0\.0\.1:1/db' "$T/err" || fail "host or port masked: $(cat -- "$T/err")"
-grep -q 'libpq5' "$T/err" && skip "libpq is not installed (package libpq5)"
 no_secret "an encoded '@'"
 
 assert_exit 69 run_with 'postgres://127.0.0.1:1/db?timeout=1s'
 grep -q 'postgres://127\.0\.0\.1:1/db' "$T/err" || fail "port masked: $(cat -- "$T/err")"
 grep -q '\*\*\*' "$T/err" && fail "something masked without a password: $(cat -- "$T/err")"
 
-# user:secret without '@host': libpq takes the secret for a port; masked.
+# user:secret without '@host': the secret is read as a port (as libpq
+# reads it); masked.
 assert_exit 69 run_with 'postgres://u:ssw0rdSecret/db?timeout=1s'
 no_secret "a password without a host"
 true

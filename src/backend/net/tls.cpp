@@ -157,7 +157,7 @@ std::string TlsSession::start(int fd, const TlsOptions& o, int64_t deadline) {
   if (!address)
     a.SSL_ctrl(m_ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                const_cast<char*>(o.host.c_str()));
-  if (!o.insecure) {
+  if (!o.insecure && o.check_name) {
     int ok = address ? a.X509_VERIFY_PARAM_set1_ip_asc(a.SSL_get0_param(m_ssl), o.host.c_str())
                      : a.SSL_set1_host(m_ssl, o.host.c_str());
     if (ok != 1) return "TLS: cannot check the server's name " + o.host;

@@ -24,7 +24,8 @@ struct TlsOptions {
   std::string ca_file;   // "" = the system's store
   std::string cert_file; // a client certificate (and its key), or ""
   std::string key_file;
-  bool insecure = false; // no verification of the server at all
+  bool insecure = false;  // no verification of the server at all
+  bool check_name = true; // false: the chain only (PostgreSQL's sslmode=verify-ca)
 };
 
 class TlsSession {

@@ -1,245 +1,290 @@
-// A PostgreSQL connection with deadlines (connection.hpp).
+// A PostgreSQL connection with deadlines: bytes, messages, queries and
+// notifications (connection.hpp).
 #include "backend/postgres/connection.hpp"
 
 #include "backend/net/deadline_io.hpp"
 #include "sys/clock.hpp"
 
-#include <linux/tcp.h> // TCP_INFO's tcpi_bytes_received (glibc's tcp.h lacks it)
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
-
-#include <algorithm>
-#include <cstddef>
+#include <unistd.h>
 
 namespace simba::backend::pg {
 namespace {
 
-void ignore_notice(void*, const char*) {}
-
-// libpq's messages end with a newline and may span lines: one line.
-std::string one_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  std::replace(s.begin(), s.end(), '\t', ' ');
-  return s;
-}
-
-// libpq takes any message a server announces (a DataRow of 1 GB, read
-// into one buffer) and reads while bytes keep coming: what one statement
-// may receive is bounded here instead (issue 36 §6), as the Redis reply is
-// (redis/reply_bound.hpp), and the socket's buffer kept small enough that
-// libpq returns to us often.
+// What one statement may receive is bounded (issue 36 §6), as the Redis
+// reply is (redis/reply_bound.hpp): a server that announces a message
+// larger, or keeps sending, is refused, whatever it is.
 constexpr uint64_t k_max_result_bytes = uint64_t(256) << 20;
-constexpr int k_receive_buffer = 1 << 20;
-
-// The bytes received on TCP socket `fd` so far; 0 for a Unix socket (no
-// bound there: a local server is the host's own).
-uint64_t bytes_received(int fd) {
-  tcp_info info{};
-  socklen_t len = sizeof info;
-  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
-      len < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received)
-    return 0;
-  return info.tcpi_bytes_received;
-}
 
 std::string too_big() {
   return "a result larger than " + std::to_string(k_max_result_bytes >> 20) +
          " MiB (a broken or hostile server?)";
 }
 
-} // namespace
-
-std::string Connection::connect(const PostgresUri& uri, int64_t deadline) {
-  close();
-  const Libpq& pq = libpq();
-  std::string seconds = std::to_string(std::max<int64_t>(2, (uri.timeout_ms + 999) / 1000));
-  // Server-side bounds of a statement that outlives its client: set per
-  // session at start-up, not with SET (which a pooler would leak to others).
-  std::string ms = std::to_string(uri.timeout_ms);
-  std::string options =
-      "-c statement_timeout=" + ms + " -c idle_in_transaction_session_timeout=" + ms;
-  // Keywords are applied in order: the URI (dbname, expanded) comes last,
-  // so that whatever it says wins over these defaults.
-  const char* keys[] = {"connect_timeout",
-                        "keepalives",
-                        "keepalives_idle",
-                        "keepalives_interval",
-                        "keepalives_count",
-                        "fallback_application_name",
-                        "options",
-                        "dbname",
-                        nullptr};
-  const char* values[] = {seconds.c_str(),      "1",    "5", "2", "3", "simba", options.c_str(),
-                          uri.conninfo.c_str(), nullptr};
-  m_conn = pq.connect_start_params(keys, values, 1);
-  if (!m_conn) return "out of memory";
-  if (pq.status(m_conn) == k_connection_bad) {
-    std::string why = error_text();
-    close();
-    return why;
-  }
-  int state = k_polling_writing;
-  for (;;) {
-    if (state == k_polling_ok) break;
-    if (state == k_polling_failed) {
-      std::string why = error_text();
-      close();
-      return why;
-    }
-    short events = state == k_polling_reading ? POLLIN : POLLOUT;
-    if (!net::wait_for(pq.socket(m_conn), events, deadline)) {
-      close();
-      return net::k_timed_out;
-    }
-    state = pq.connect_poll(m_conn);
-  }
-  pq.set_nonblocking(m_conn, 1);
-  pq.set_notice_processor(m_conn, ignore_notice, nullptr);
-  net::set_cloexec(pq.socket(m_conn));
-  ::setsockopt(pq.socket(m_conn), SOL_SOCKET, SO_RCVBUF, &k_receive_buffer,
-               sizeof k_receive_buffer);
-  return "";
+std::string unexpected(char type) {
+  return std::string("an unexpected message '") + (type >= ' ' && type < 127 ? type : '?') +
+         "' from the server (not PostgreSQL, or a broken server?)";
 }
 
-int Connection::socket() const { return m_conn ? libpq().socket(m_conn) : -1; }
+void add_row(const std::string& body, Result& r, bool& bad) {
+  wire::Reader in(body);
+  int n = in.i16();
+  std::vector<std::string> row;
+  row.reserve(n > 0 ? static_cast<size_t>(n) : 0);
+  for (int i = 0; i < n && in.ok(); ++i) {
+    int32_t len = in.i32();
+    row.push_back(len < 0 ? std::string() : in.bytes(static_cast<size_t>(len)));
+  }
+  bad = !in.ok() || n < 0;
+  r.rows.push_back(std::move(row));
+}
+
+} // namespace
+
+std::string Connection::send(const std::string& out, int64_t deadline, size_t& sent) {
+  sent = 0;
+  return m_tls ? m_tls->send_all(m_fd, out, deadline, sent)
+               : net::send_all(m_fd, out, deadline, sent);
+}
+
+// One non-blocking read onto m_in; `got`: something came.
+std::string Connection::receive(bool& got) const {
+  got = false;
+  if (m_pos > 0 && m_pos == m_in.size()) m_in.clear(), m_pos = 0;
+  size_t before = m_in.size();
+  std::string err;
+  if (m_tls) {
+    err = m_tls->receive_some(m_fd, m_in, got);
+  } else {
+    char buf[65536];
+    size_t n = 0;
+    err = net::receive_some(m_fd, buf, sizeof buf, n);
+    m_in.append(buf, n);
+    got = n > 0;
+  }
+  m_received += m_in.size() - before;
+  return err;
+}
+
+// The next message that is not an asynchronous one (notices and parameter
+// changes are dropped, notifications counted), waiting until the deadline.
+std::string Connection::read_message(wire::Message& m, size_t max_body, int64_t deadline) {
+  for (;;) {
+    std::string why;
+    int r = wire::take(m_in, m_pos, m, max_body, why);
+    if (r < 0) return why;
+    if (r > 0) {
+      bool found = false;
+      if (take_async(m, nullptr, found) == 0) return "";
+      continue;
+    }
+    // A server that says why, then hangs up (a TLS close_notify may come
+    // in the same read): what came before the end is read first.
+    if (!m_lost.empty()) return m_lost;
+    if (m_pos > (1 << 16)) m_in.erase(0, m_pos), m_pos = 0;
+    if (!net::wait_for(m_fd, POLLIN, deadline)) return net::k_timed_out;
+    bool got = false;
+    m_lost = receive(got);
+  }
+}
+
+// 1 when `m` is asynchronous (taken here), else 0. A notification with
+// `payload` sets `found`; any other is kept for notifications().
+int Connection::take_async(const wire::Message& m, const std::string* payload, bool& found) {
+  if (m.type == 'N' || m.type == 'S') return 1;
+  if (m.type != 'A') return 0;
+  wire::Reader in(m.body);
+  in.i32();
+  in.str();
+  std::string said = in.str();
+  if (payload && said == *payload)
+    found = true;
+  else
+    ++m_kept;
+  return 1;
+}
+
+// Takes every complete message already received, all of which must be
+// asynchronous on an idle connection: 0, or -1 when the connection is
+// unusable (then closed).
+int Connection::drain(const std::string* payload, bool& found) {
+  for (;;) {
+    wire::Message m;
+    std::string why;
+    int r = wire::take(m_in, m_pos, m, 1 << 20, why);
+    if (r == 0) return 0;
+    if (r < 0 || take_async(m, payload, found) == 0) {
+      drop();
+      return -1;
+    }
+  }
+}
 
 int Connection::notifications() {
-  const Libpq& pq = libpq();
-  if (!m_conn) return -1;
-  if (!pq.consume_input(m_conn) || pq.status(m_conn) == k_connection_bad) {
-    close();
-    return -1;
+  if (m_fd < 0) return -1;
+  for (bool got = true; got;) {
+    std::string err = receive(got);
+    if (!err.empty()) {
+      drop();
+      return -1;
+    }
   }
+  bool found = false;
+  if (drain(nullptr, found) < 0) return -1;
   int n = m_kept;
   m_kept = 0;
-  while (PGnotify* note = pq.notifies(m_conn)) {
-    pq.freemem(note);
-    ++n;
-  }
   return n;
 }
 
 bool Connection::await_payload(const std::string& payload, int64_t deadline) {
-  const Libpq& pq = libpq();
   for (;;) {
-    if (!m_conn) return false;
-    if (!pq.consume_input(m_conn) || pq.status(m_conn) == k_connection_bad) {
-      close();
+    if (m_fd < 0) return false;
+    bool found = false;
+    if (drain(&payload, found) < 0) return false;
+    if (found) return true;
+    if (!net::wait_for(m_fd, POLLIN, deadline)) return false;
+    bool got = false;
+    if (!receive(got).empty()) {
+      drop();
       return false;
     }
-    bool found = false;
-    while (PGnotify* note = pq.notifies(m_conn)) {
-      if (note->extra && payload == note->extra)
-        found = true;
-      else
-        ++m_kept;
-      pq.freemem(note);
-    }
-    if (found) return true;
-    if (!net::wait_for(pq.socket(m_conn), POLLIN, deadline)) return false;
   }
 }
 
-bool Connection::stale() const { return m_conn && net::readable_now(libpq().socket(m_conn)); }
-
-void Connection::close() {
-  if (m_conn) libpq().finish(m_conn);
-  m_conn = nullptr;
-  m_kept = 0;
+bool Connection::stale() const {
+  if (m_fd < 0 || !net::readable_now(m_fd)) return false;
+  if (!m_tls) return true;
+  // A TLS 1.3 server sends its session tickets after the handshake: records
+  // for OpenSSL, nothing for us. Only data, an EOF or an error make it stale.
+  size_t before = m_in.size();
+  bool got = false;
+  return !receive(got).empty() || m_in.size() != before;
 }
 
-std::string Connection::error_text() const {
-  std::string s = m_conn ? one_line(libpq().error_message(m_conn)) : "";
-  return s.empty() ? "connection lost" : s;
+void Connection::drop() {
+  if (m_fd >= 0) ::close(m_fd);
+  m_fd = -1;
+  m_tls.reset();
+  m_in.clear();
+  m_pos = 0;
+  m_kept = 0;
+  m_lost.clear();
+}
+
+void Connection::close() {
+  if (m_fd >= 0) {
+    std::string bye;
+    wire::end(bye, wire::begin(bye, 'X'));
+    size_t sent = 0;
+    send(bye, sys::boottime_ms(), sent); // only if the socket takes it now
+  }
+  drop();
+}
+
+void Connection::leave() {
+  m_fd = -1;
+  (void)m_tls.release(); // nothing to free: the process exits
 }
 
 Result Connection::query(const std::string& sql, const std::vector<std::string>& params,
                          int64_t deadline) {
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const std::string& p : params) values.push_back(p.c_str());
-  bool sent = libpq().send_query_params(m_conn, sql.c_str(), static_cast<int>(values.size()),
-                                        nullptr, values.data(), nullptr, nullptr, 0) == 1;
-  return finish_query(sent, deadline);
+  std::string out;
+  size_t at = wire::begin(out, 'P'); // Parse: the unnamed statement, types inferred
+  wire::put_str(out, "");
+  wire::put_str(out, sql);
+  wire::put_i16(out, 0);
+  wire::end(out, at);
+  at = wire::begin(out, 'B'); // Bind: the unnamed portal, text in and out
+  wire::put_str(out, "");
+  wire::put_str(out, "");
+  wire::put_i16(out, 0);
+  wire::put_i16(out, static_cast<int>(params.size()));
+  for (const std::string& p : params) {
+    wire::put_i32(out, static_cast<int32_t>(p.size()));
+    out += p;
+  }
+  wire::put_i16(out, 0);
+  wire::end(out, at);
+  at = wire::begin(out, 'E'); // Execute: every row
+  wire::put_str(out, "");
+  wire::put_i32(out, 0);
+  wire::end(out, at);
+  wire::end(out, wire::begin(out, 'S')); // Sync: commit, then ReadyForQuery
+  return exchange(out, deadline);
 }
 
 Result Connection::script(const std::string& sql, int64_t deadline) {
-  return finish_query(libpq().send_query(m_conn, sql.c_str()) == 1, deadline);
+  std::string out;
+  size_t at = wire::begin(out, 'Q');
+  wire::put_str(out, sql);
+  wire::end(out, at);
+  return exchange(out, deadline);
 }
 
-// Flushes what was queued, then reads until the results are complete; at
-// the deadline the connection is closed (its answer, should it come, must
-// not be taken for the next statement's).
-Result Connection::finish_query(bool queued, int64_t deadline) {
-  const Libpq& pq = libpq();
+// Sends the request, then reads until ReadyForQuery: the rows of the last
+// statement that returned rows, or the first error. At the deadline the
+// connection is closed (its answer, should it come, must not be taken for
+// the next statement's); so it is after a FATAL error (the server ends the
+// session: 57P01 after pg_terminate_backend).
+Result Connection::exchange(const std::string& out, int64_t deadline) {
   Result r;
-  if (!queued) {
-    r.error = error_text();
-    close();
+  if (m_fd < 0) {
+    r.error = "not connected";
     return r;
   }
-  r.sent = true;
-  int fd = pq.socket(m_conn);
-  const uint64_t received_before = bytes_received(fd);
+  size_t sent = 0;
+  r.error = send(out, deadline, sent);
+  r.sent = sent > 0;
+  if (!r.error.empty()) {
+    drop();
+    return r;
+  }
+  const uint64_t before = m_received;
+  bool failed = false, fatal = false;
   for (;;) {
-    int left = pq.flush(m_conn);
-    if (left < 0) break;
-    if (left == 0) {
-      if (!pq.consume_input(m_conn)) break;
-      if (bytes_received(fd) - received_before > k_max_result_bytes) {
-        r.error = too_big();
-        close();
-        return r;
-      }
-      if (!pq.is_busy(m_conn)) return collect();
-      if (!net::wait_for(fd, POLLIN, deadline)) {
-        r.error = net::k_timed_out;
-        close();
-        return r;
-      }
-      continue;
-    }
-    if (!net::wait_for(fd, POLLIN | POLLOUT, deadline)) {
-      r.error = net::k_timed_out;
-      close();
+    wire::Message m;
+    std::string why = read_message(m, k_max_result_bytes, deadline);
+    if (why.empty() && m_received - before > k_max_result_bytes) why = too_big();
+    if (!why.empty()) {
+      if (!failed) r.error = why;
+      r.ok = false;
+      drop();
       return r;
     }
-    if (!pq.consume_input(m_conn)) break;
-  }
-  r.error = error_text();
-  close();
-  return r;
-}
-
-// Every result of the query, until libpq has none left; the last one with
-// rows is kept (the schema script has several).
-Result Connection::collect() {
-  const Libpq& pq = libpq();
-  Result r;
-  r.sent = true;
-  r.ok = true;
-  while (PGresult* res = pq.get_result(m_conn)) {
-    int status = pq.result_status(res);
-    if (status == k_tuples_ok) {
-      int n = pq.ntuples(res), fields = pq.nfields(res);
-      r.rows.assign(static_cast<size_t>(n), std::vector<std::string>(static_cast<size_t>(fields)));
-      for (int i = 0; i < n; ++i)
-        for (int f = 0; f < fields; ++f)
-          if (!pq.get_is_null(res, i, f)) r.rows[i][f] = pq.get_value(res, i, f);
-    } else if (status != k_command_ok && status != k_empty_query && r.ok) {
-      r.ok = false;
-      const char* state = pq.result_error_field(res, k_diag_sqlstate);
-      r.sqlstate = state ? state : "";
-      r.error = one_line(pq.result_error_message(res));
+    bool bad = false;
+    switch (m.type) {
+    case 'T': r.rows.clear(); break; // a new result's rows follow
+    case 'D': add_row(m.body, r, bad); break;
+    case 'E':
+      if (!failed) {
+        wire::ServerError e = wire::parse_error(m.body);
+        r.sqlstate = e.sqlstate;
+        r.error = wire::error_text(e);
+        fatal = e.severity == "FATAL" || e.severity == "PANIC";
+      }
+      failed = true;
+      break;
+    case 'Z':
+      r.ok = !failed;
+      if (fatal || (failed && r.sqlstate.empty())) drop();
+      return r;
+    case '1':
+    case '2':
+    case '3':
+    case 'C':
+    case 'I':
+    case 'n':
+    case 's':
+    case 't': break;
+    default: bad = true;
     }
-    pq.clear(res);
+    if (bad) {
+      if (!failed) r.error = unexpected(m.type);
+      r.ok = false;
+      drop();
+      return r;
+    }
   }
-  // Lost on the way, or the server ended the session with its refusal
-  // (57P01 after pg_terminate_backend): the next call connects again.
-  if (m_conn && (pq.status(m_conn) == k_connection_bad || (!r.ok && r.sqlstate.empty()))) close();
-  return r;
 }
 
 } // namespace simba::backend::pg
