@@ -66,6 +66,9 @@ if [[ ! -x $SIMBA ]]; then
 fi
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/simba-e2e.XXXXXX")
+# The SCRAM key cache (docs/backends/postgres.md) of this test alone, not
+# the user's: a line per test server would pile up in ~/.cache.
+export XDG_CACHE_HOME=$T/cache
 
 # A clean environment: nothing from an enclosing simba (re-entry detection),
 # nothing from the user's state directory.
