@@ -85,17 +85,6 @@ bool decode(const std::string& s, std::string& out) {
   return true;
 }
 
-// The comma-separated parts of `s` ("" is one empty part).
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> parts(1);
-  for (char c : s)
-    if (c == ',')
-      parts.emplace_back();
-    else
-      parts.back().push_back(c);
-  return parts;
-}
-
 // "host[:port],[v6]:port,..." of the URI's authority into host and port
 // lists as libpq's keywords hold them.
 std::string parse_hosts(const std::string& spec, Values& v) {
@@ -207,6 +196,16 @@ std::string parse_conninfo(const std::string& uri,
   if (!v.count("user")) v["user"] = os_user();
   if (!v.count("dbname")) v["dbname"] = v["user"];
   return take_values(v, out);
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> parts(1);
+  for (char c : s)
+    if (c == ',')
+      parts.emplace_back();
+    else
+      parts.back().push_back(c);
+  return parts;
 }
 
 } // namespace simba::backend::pg

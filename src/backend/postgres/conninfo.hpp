@@ -43,4 +43,8 @@ struct ConnInfo {
 std::string parse_conninfo(const std::string& uri,
                            const std::map<std::string, std::string>& defaults, ConnInfo& out);
 
+// The comma-separated parts of `s`, as libpq splits host, hostaddr and
+// port lists ("" is one empty part).
+std::vector<std::string> split_commas(const std::string& s);
+
 } // namespace simba::backend::pg

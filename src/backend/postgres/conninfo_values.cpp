@@ -28,20 +28,10 @@ bool to_int(const std::string& s, long max, int& out) {
   return true;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> parts(1);
-  for (char c : s)
-    if (c == ',')
-      parts.emplace_back();
-    else
-      parts.back().push_back(c);
-  return parts;
-}
-
 std::string take_endpoints(const Values& v, ConnInfo& out) {
-  std::vector<std::string> hosts = split(get(v, "host"));
-  std::vector<std::string> addrs = split(get(v, "hostaddr"));
-  std::vector<std::string> ports = split(get(v, "port"));
+  std::vector<std::string> hosts = split_commas(get(v, "host"));
+  std::vector<std::string> addrs = split_commas(get(v, "hostaddr"));
+  std::vector<std::string> ports = split_commas(get(v, "port"));
   if (get(v, "hostaddr").empty()) addrs.assign(hosts.size(), "");
   if (get(v, "host").empty() && !get(v, "hostaddr").empty()) hosts.assign(addrs.size(), "");
   if (addrs.size() != hosts.size())
