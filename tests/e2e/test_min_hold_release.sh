@@ -20,7 +20,10 @@ assert_exit 0 simba_bounded run --mutex m --no-wait -- touch "$T/ran"
 [[ -e $T/ran ]] || fail "the next run did not run CMD"
 
 # A lease whose CMD runs: revoked, not freed (its CMD is stopped first).
-"$SIMBA" run --mutex r --ttl 5s --transition 2s -- sh -c 'touch "$0"; exec sleep 60' "$T/held" &
+# CMD takes 2 s to stop: once it is gone its simba frees the mutex
+# (end_revoked), and the check below must come before that.
+"$SIMBA" run --mutex r --ttl 5s --transition 2s -- \
+  sh -c 'trap "sleep 2; exit 143" TERM; touch "$0"; sleep 60 & wait' "$T/held" &
 holder=$!
 wait_file "$T/held" 10
 assert_exit 0 simba_bounded release --force --mutex r
