@@ -62,7 +62,9 @@ TEST_SUITE("backend::accounts") {
 
   TEST_CASE("simba's user: its passwd name, else $USER") {
     auto me = accounts::user(geteuid());
-    if (me) CHECK(accounts::effective_user_name() == me->name);
-    else CHECK(accounts::effective_user_name() == (std::getenv("USER") ? std::getenv("USER") : ""));
+    if (me)
+      CHECK(accounts::effective_user_name() == me->name);
+    else
+      CHECK(accounts::effective_user_name() == (std::getenv("USER") ? std::getenv("USER") : ""));
   }
 }

@@ -43,8 +43,8 @@ std::string reply_to(const std::string& query, int flags, const std::vector<std:
 bool is_aaaa(const std::string& query) { return query[query.size() - 3] == 28; }
 
 const std::string k_v4 = {10, 0, 0, 5};
-const std::string k_v6 = {0x20, 0x01, 0x0d, static_cast<char>(0xb8), 0, 0, 0, 0,
-                          0,    0,    0,    0,                      0, 0, 0, 5};
+const std::string k_v6 = {0x20, 0x01, 0x0d, static_cast<char>(0xb8), 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                          0,    0,    5};
 
 // What the server sends back for one query (UDP, or TCP when `tcp`).
 using Behaviour = std::function<std::vector<std::string>(const std::string& query, bool tcp)>;
@@ -97,7 +97,8 @@ private:
     char buf[512];
     sockaddr_storage from;
     socklen_t len = sizeof from;
-    ssize_t n = ::recvfrom(m_udp.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
+    ssize_t n =
+        ::recvfrom(m_udp.get(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
     if (n <= 0) return;
     for (const std::string& r : m_behaviour(std::string(buf, size_t(n)), false))
       ::sendto(m_udp.get(), r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
@@ -172,11 +173,17 @@ TEST_SUITE("backend::net::dns_client") {
   }
 
   TEST_CASE("NXDOMAIN, no data and SERVFAIL are told apart") {
-    FakeDns nx([](const std::string& q, bool) { return std::vector<std::string>{reply_to(q, 0x8183, {})}; });
+    FakeDns nx([](const std::string& q, bool) {
+      return std::vector<std::string>{reply_to(q, 0x8183, {})};
+    });
     CHECK(ask(nx).kind == DnsAnswer::Kind::no_such_name);
-    FakeDns empty([](const std::string& q, bool) { return std::vector<std::string>{reply_to(q, 0x8180, {})}; });
+    FakeDns empty([](const std::string& q, bool) {
+      return std::vector<std::string>{reply_to(q, 0x8180, {})};
+    });
     CHECK(ask(empty).kind == DnsAnswer::Kind::no_data);
-    FakeDns broken([](const std::string& q, bool) { return std::vector<std::string>{reply_to(q, 0x8182, {})}; });
+    FakeDns broken([](const std::string& q, bool) {
+      return std::vector<std::string>{reply_to(q, 0x8182, {})};
+    });
     DnsAnswer a = ask(broken);
     CHECK(a.kind == DnsAnswer::Kind::failed);
     CHECK(a.why == "SERVFAIL");

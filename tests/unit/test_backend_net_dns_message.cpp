@@ -19,6 +19,8 @@ std::string bytes(std::initializer_list<int> b) {
   return s;
 }
 
+// The bytes are laid out as the RFC's diagrams are:
+// clang-format off
 // The query for db.example, type A, id 0x1234: header (id, flags RD, one
 // question), then the name as labels, QTYPE 1, QCLASS 1 (IN).
 const std::string k_query = bytes({
@@ -39,6 +41,7 @@ std::string answer(int id_low = 0x34, int flags_high = 0x81, int rcode = 0) {
       0xc0, 0x28, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x3c, 0x00, 0x04, // offset 45
       10, 0, 0, 5});
 }
+// clang-format on
 
 } // namespace
 

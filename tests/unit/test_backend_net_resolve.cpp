@@ -61,7 +61,8 @@ TEST_SUITE("backend::net::resolve") {
                               "#10.0.0.6 db.example\n"
                               "not-an-address db.example\n"
                               "10.0.0.7 other.example\n";
-    CHECK(shown(hosts_lookup(hosts, "localhost", 1)) == std::vector<std::string>{"127.0.0.1", "::1"});
+    CHECK(shown(hosts_lookup(hosts, "localhost", 1)) ==
+          std::vector<std::string>{"127.0.0.1", "::1"});
     CHECK(shown(hosts_lookup(hosts, "db", 1)) == std::vector<std::string>{"10.0.0.5"});
     CHECK(shown(hosts_lookup(hosts, "DB.Example.", 1)) == std::vector<std::string>{"10.0.0.5"});
     CHECK(hosts_lookup(hosts, "example", 1).empty());
@@ -93,7 +94,8 @@ TEST_SUITE("backend::net::resolve") {
     CHECK(c.ndots == 1);
     CHECK(c.timeout_s == 5);
     CHECK(c.attempts == 2);
-    c = parse_resolv_conf("search a.example\ndomain corp.example\noptions timeout:0 attempts:99 ndots:40\n");
+    c = parse_resolv_conf(
+        "search a.example\ndomain corp.example\noptions timeout:0 attempts:99 ndots:40\n");
     CHECK(c.search == std::vector<std::string>{"corp.example"});
     CHECK(c.timeout_s == 1);
     CHECK(c.attempts == 5);
@@ -122,6 +124,7 @@ TEST_SUITE("backend::net::resolve") {
       std::string t = address_text(a);
       CHECK((t.rfind("127.", 0) == 0 || t == "::1"));
     }
-    CHECK(resolve("db..example", 80, deadline, out).find("could not resolve host db..example: ") == 0);
+    CHECK(resolve("db..example", 80, deadline, out).find("could not resolve host db..example: ") ==
+          0);
   }
 }

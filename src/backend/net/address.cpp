@@ -45,8 +45,7 @@ bool parse_address(const std::string& text, int port, sockaddr_storage& out) {
   }
   auto* v6 = reinterpret_cast<sockaddr_in6*>(&out);
   if (inet_pton(AF_INET6, t.c_str(), &v6->sin6_addr) != 1) return false;
-  if (text.find('%') != std::string::npos && !parse_scope(scope, v6->sin6_scope_id))
-    return false;
+  if (text.find('%') != std::string::npos && !parse_scope(scope, v6->sin6_scope_id)) return false;
   v6->sin6_family = AF_INET6;
   v6->sin6_port = htons(static_cast<uint16_t>(port));
   return true;

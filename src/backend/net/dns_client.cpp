@@ -45,8 +45,8 @@ std::string read_exactly(int fd, size_t n, std::string& out, int64_t until) {
 std::string ask_tcp(const sockaddr_storage& server, const std::string& name, Question& q,
                     int64_t until) {
   int raw = -1;
-  std::string why = dial(reinterpret_cast<const sockaddr*>(&server), address_length(server),
-                         until, raw);
+  std::string why =
+      dial(reinterpret_cast<const sockaddr*>(&server), address_length(server), until, raw);
   sys::Fd fd(raw);
   if (!why.empty()) return "over TCP: " + why;
   std::string out;
@@ -57,7 +57,8 @@ std::string ask_tcp(const sockaddr_storage& server, const std::string& name, Que
   std::string len, msg;
   why = send_all(fd.get(), out, until, sent);
   if (why.empty()) why = read_exactly(fd.get(), 2, len, until);
-  if (why.empty()) why = read_exactly(fd.get(), size_t(uint8_t(len[0])) << 8 | uint8_t(len[1]), msg, until);
+  if (why.empty())
+    why = read_exactly(fd.get(), size_t(uint8_t(len[0])) << 8 | uint8_t(len[1]), msg, until);
   if (!why.empty()) return "over TCP: " + why;
   q.reply = decode_reply(msg, q.id, name, q.type);
   if (!q.reply.ours || q.reply.truncated) return "over TCP: an answer to another question";
@@ -87,11 +88,16 @@ DnsAnswer combine(const Question (&qs)[2], const std::string& failure) {
     else if (!broken)
       broken = true, a.why = rcode_text(q.reply.rcode);
   }
-  if (!a.addresses.empty()) a.kind = DnsAnswer::Kind::addresses;
-  else if (no_name) a.kind = DnsAnswer::Kind::no_such_name;
-  else if (broken) a.kind = DnsAnswer::Kind::failed;
-  else if (!failure.empty()) a.kind = DnsAnswer::Kind::failed, a.why = failure;
-  else a.kind = all ? DnsAnswer::Kind::no_data : DnsAnswer::Kind::no_answer;
+  if (!a.addresses.empty())
+    a.kind = DnsAnswer::Kind::addresses;
+  else if (no_name)
+    a.kind = DnsAnswer::Kind::no_such_name;
+  else if (broken)
+    a.kind = DnsAnswer::Kind::failed;
+  else if (!failure.empty())
+    a.kind = DnsAnswer::Kind::failed, a.why = failure;
+  else
+    a.kind = all ? DnsAnswer::Kind::no_data : DnsAnswer::Kind::no_answer;
   return a;
 }
 
@@ -100,7 +106,8 @@ DnsAnswer combine(const Question (&qs)[2], const std::string& failure) {
 DnsAnswer ask_server(const sockaddr_storage& server, const std::string& name, int64_t until) {
   Question qs[2] = {Question(k_dns_a), Question(k_dns_aaaa)};
   uint16_t ids[2] = {0, 0};
-  if (getrandom(ids, sizeof ids, 0) != sizeof ids) return {DnsAnswer::Kind::failed, {}, "no random id"};
+  if (getrandom(ids, sizeof ids, 0) != sizeof ids)
+    return {DnsAnswer::Kind::failed, {}, "no random id"};
   for (int i = 0; i < 2; ++i) {
     qs[i].id = ids[i];
     if (std::string why = encode_query(ids[i], name, qs[i].type, qs[i].query); !why.empty())
@@ -110,8 +117,8 @@ DnsAnswer ask_server(const sockaddr_storage& server, const std::string& name, in
   // drops datagrams from anyone but the server.
   sys::Fd fd(::socket(server.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   std::string failure;
-  if (!fd || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&server),
-                       address_length(server)) != 0)
+  if (!fd ||
+      ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&server), address_length(server)) != 0)
     return {DnsAnswer::Kind::failed, {}, std::strerror(errno)};
   for (const Question& q : qs)
     if (::send(fd.get(), q.query.data(), q.query.size(), MSG_NOSIGNAL) < 0)

@@ -133,8 +133,7 @@ std::string encode_query(uint16_t id, const std::string& name, uint16_t type, st
   return "";
 }
 
-DnsReply decode_reply(const std::string& m, uint16_t id, const std::string& name,
-                      uint16_t type) {
+DnsReply decode_reply(const std::string& m, uint16_t id, const std::string& name, uint16_t type) {
   DnsReply r;
   if (m.size() < k_header || get16(m, 0) != id) return r;
   uint16_t flags = get16(m, 2);

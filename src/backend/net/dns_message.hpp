@@ -26,7 +26,7 @@ struct DnsReply {
   // (name compared case-insensitively, type, class IN). Anything else is
   // ignored as if it never came (a late answer, a spoofing attempt).
   bool ours = false;
-  bool truncated = false;     // TC: ask again over TCP
+  bool truncated = false; // TC: ask again over TCP
   int rcode = k_rcode_no_error;
   // The A (4 bytes each) or AAAA (16) records of the name asked, or of the
   // end of the CNAME chain the answer section leads to from it.
@@ -35,7 +35,6 @@ struct DnsReply {
 
 // `msg` read as the answer to query `id` for `name` and `type`. A message
 // that cannot be parsed is not ours.
-DnsReply decode_reply(const std::string& msg, uint16_t id, const std::string& name,
-                      uint16_t type);
+DnsReply decode_reply(const std::string& msg, uint16_t id, const std::string& name, uint16_t type);
 
 } // namespace simba::backend::net

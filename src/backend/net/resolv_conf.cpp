@@ -15,8 +15,7 @@ constexpr size_t k_max_servers = 3; // as glibc's MAXNS
 constexpr size_t k_max_search = 6;
 
 // "name:N" as N, clamped into [low, high]; false when `option` is not `name:`.
-bool option_value(const std::string& option, const std::string& name, int low, int high,
-                  int& out) {
+bool option_value(const std::string& option, const std::string& name, int low, int high, int& out) {
   std::string prefix = name + ":";
   if (option.compare(0, prefix.size(), prefix) != 0) return false;
   int v = std::atoi(option.c_str() + prefix.size());

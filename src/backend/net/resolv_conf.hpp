@@ -11,9 +11,9 @@ namespace simba::backend::net {
 struct ResolvConf {
   std::vector<sockaddr_storage> servers; // port 53; 127.0.0.1 when none is named
   std::vector<std::string> search;       // domains tried after (or before) the name
-  int ndots = 1;     // a name with at least this many dots is tried as is first
-  int timeout_s = 5; // per try of one server, in seconds
-  int attempts = 2;  // rounds over all the servers
+  int ndots = 1;                         // a name with at least this many dots is tried as is first
+  int timeout_s = 5;                     // per try of one server, in seconds
+  int attempts = 2;                      // rounds over all the servers
 };
 
 ResolvConf parse_resolv_conf(const std::string& text);

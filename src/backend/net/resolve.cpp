@@ -53,7 +53,7 @@ std::string seconds(int64_t ms) {
 // What the servers said, for the one line when no address came.
 struct Outcomes {
   std::vector<std::string> silent; // servers that did not answer in time
-  std::string failure;             // "SERVFAIL from 10.0.0.1"
+  std::string failure;             // "no usable answer from 10.0.0.1 (SERVFAIL)"
   std::string no_name;             // "NXDOMAIN from ..."
   std::string no_data;
 
@@ -61,7 +61,7 @@ struct Outcomes {
     if (a.kind == DnsAnswer::Kind::no_answer) {
       if (std::find(silent.begin(), silent.end(), server) == silent.end()) silent.push_back(server);
     } else if (a.kind == DnsAnswer::Kind::failed) {
-      failure = a.why + " from " + server;
+      failure = "no usable answer from " + server + " (" + a.why + ")";
     } else if (a.kind == DnsAnswer::Kind::no_such_name) {
       no_name = "no such host (NXDOMAIN from " + server + ")";
     } else if (a.kind == DnsAnswer::Kind::no_data) {
@@ -72,7 +72,8 @@ struct Outcomes {
   std::string why(int64_t waited_ms, bool out_of_time) const {
     std::string names;
     for (const std::string& s : silent) names += (names.empty() ? "" : ", ") + s;
-    if (out_of_time && !silent.empty()) return "no answer from " + names + " within " + seconds(waited_ms);
+    if (out_of_time && !silent.empty())
+      return "no answer from " + names + " within " + seconds(waited_ms);
     if (!no_data.empty()) return no_data;
     if (!no_name.empty()) return no_name;
     if (!failure.empty()) return failure;

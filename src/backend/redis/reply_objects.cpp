@@ -61,8 +61,8 @@ void* create_integer(const redisReadTask* task, long long value) {
 
 void* create_nil(const redisReadTask* task) { return make(task, REDIS_REPLY_NIL); }
 
-redisReplyObjectFunctions g_functions = {create_string, create_array, create_integer,
-                                         create_nil, free_reply};
+redisReplyObjectFunctions g_functions = {create_string, create_array, create_integer, create_nil,
+                                         free_reply};
 
 } // namespace
 
