@@ -2,6 +2,8 @@
 // every scheme's parser shares (uri_parts.hpp); Redis URIs are parsed in
 // uri_redis.cpp, PostgreSQL URIs in uri_postgres.cpp (uri.hpp).
 #include "backend/uri.hpp"
+
+#include "backend/accounts.hpp"
 #include "backend/uri_parts.hpp"
 
 #include "core/duration.hpp"
@@ -13,7 +15,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -49,32 +51,14 @@ bool valid_scheme(const std::string& s) {
 
 // ---- sqlite ------------------------------------------------------------------------
 
-// The home directory of the real uid in /etc/passwd, "" if none. Read
-// here, not with getpwuid(): in a static binary that loads the host's NSS
-// modules, and crashed (issue 36 §10) for a uid without an entry.
-std::string passwd_home() {
-  std::ifstream in("/etc/passwd");
-  const std::string uid = std::to_string(getuid());
-  for (std::string line; std::getline(in, line);) {
-    // name:password:uid:gid:gecos:home:shell
-    std::vector<std::string> f;
-    for (size_t start = 0;;) {
-      size_t colon = line.find(':', start);
-      f.push_back(line.substr(start, colon - start));
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-    if (f.size() >= 7 && f[2] == uid) return f[5];
-  }
-  return "";
-}
-
 // $HOME, else the passwd entry's; absolute, or a usage error (64): a
 // relative HOME would put the database under whatever the working
 // directory is.
 std::string home_dir() {
   const char* h = std::getenv("HOME");
-  std::string home = h && *h ? h : passwd_home();
+  std::string home = h && *h ? h : "";
+  if (home.empty())
+    if (std::optional<accounts::User> u = accounts::user(getuid())) home = u->home;
   if (home.empty())
     throw UsageError("cannot find the default database: HOME is not set and uid " +
                      std::to_string(getuid()) +

@@ -2,20 +2,19 @@
 // sslmode asks (SSLRequest), the start-up message, authentication
 // (connection_auth.cpp), ReadyForQuery, then target_session_attrs
 // (connection.hpp).
+#include "backend/net/address.hpp"
 #include "backend/net/deadline_io.hpp"
+#include "backend/net/dial.hpp"
 #include "backend/postgres/connection.hpp"
 #include "sys/clock.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 namespace simba::backend::pg {
@@ -44,63 +43,26 @@ void tune_tcp(int fd, const ConnInfo& ci) {
     set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, ci.tcp_user_timeout_ms);
 }
 
-// A non-blocking connect to `addr`, finished by the deadline: the socket,
-// or -1 and why.
-int dial(const sockaddr* addr, socklen_t len, int family, int64_t deadline, std::string& why) {
-  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    why = std::strerror(errno);
-    return -1;
-  }
-  int r = ::connect(fd, addr, len);
-  if (r != 0 && errno != EINPROGRESS && errno != EAGAIN) {
-    why = std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  if (r != 0) {
-    if (!net::wait_for(fd, POLLOUT, deadline)) {
-      why = net::k_timed_out;
-      ::close(fd);
-      return -1;
-    }
-    int err = 0;
-    socklen_t elen = sizeof err;
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
-    if (err != 0) {
-      why = std::strerror(err);
-      ::close(fd);
-      return -1;
-    }
-  }
-  return fd;
-}
-
 } // namespace
 
 std::string Connection::open_socket(const Endpoint& e, const ConnInfo& ci, int64_t deadline) {
-  std::string why;
   if (e.unix_socket()) {
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
     std::string path = e.socket_path();
-    if (path.size() >= sizeof sa.sun_path) return "the socket path " + path + " is too long";
-    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-    m_fd = dial(reinterpret_cast<sockaddr*>(&sa), sizeof sa, AF_UNIX, deadline, why);
-    return m_fd < 0 ? why + " (no server listening on " + path + "?)" : "";
+    std::string why = net::dial_unix(path, deadline, m_fd);
+    if (m_fd >= 0 || why.rfind("the socket path", 0) == 0) return why;
+    return why + " (no server listening on " + path + "?)";
   }
-  addrinfo hints{}, *list = nullptr;
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  if (!e.address.empty()) hints.ai_flags = AI_NUMERICHOST;
-  const std::string& name = e.address.empty() ? e.host : e.address;
-  int rc = ::getaddrinfo(name.c_str(), std::to_string(e.port).c_str(), &hints, &list);
-  if (rc != 0) return "could not translate host name \"" + name + "\": " + gai_strerror(rc);
-  for (addrinfo* a = list; a && m_fd < 0; a = a->ai_next) {
-    m_fd = dial(a->ai_addr, a->ai_addrlen, a->ai_family, deadline, why);
-    if (why == net::k_timed_out) break;
+  // hostaddr is dialled as given (the host name is only for TLS); a host
+  // is resolved by simba's own resolver (net/resolve.hpp).
+  std::string why;
+  if (!e.address.empty()) {
+    sockaddr_storage a;
+    if (!net::parse_address(e.address, e.port, a))
+      return "hostaddr \"" + e.address + "\" is not an IPv4 or IPv6 address";
+    why = net::dial(reinterpret_cast<const sockaddr*>(&a), net::address_length(a), deadline, m_fd);
+  } else {
+    why = net::dial_host(e.host, e.port, deadline, m_fd);
   }
-  ::freeaddrinfo(list);
   if (m_fd < 0) return why;
   tune_tcp(m_fd, ci);
   set_int(m_fd, SOL_SOCKET, SO_RCVBUF, k_receive_buffer);

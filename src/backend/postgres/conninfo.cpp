@@ -1,8 +1,9 @@
 // Reading a postgres URI and libpq's environment (conninfo.hpp).
 #include "backend/postgres/conninfo.hpp"
 
+#include "backend/accounts.hpp"
+
 #include <cstdlib>
-#include <fstream>
 #include <unistd.h>
 
 namespace simba::backend::pg {
@@ -157,21 +158,6 @@ std::string parse_uri(const std::string& uri, Values& v) {
   return "";
 }
 
-// The effective user's name, libpq's default user: from /etc/passwd read
-// by hand (getpwuid() in a static binary loads the host's NSS modules:
-// issue 36 §10), else $USER.
-std::string os_user() {
-  std::ifstream in("/etc/passwd");
-  const std::string uid = ":" + std::to_string(geteuid()) + ":";
-  for (std::string line; std::getline(in, line);) {
-    size_t a = line.find(':');
-    size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b != std::string::npos && line.compare(b, uid.size(), uid) == 0) return line.substr(0, a);
-  }
-  const char* env = std::getenv("USER");
-  return env ? env : "";
-}
-
 } // namespace
 
 std::string Endpoint::shown() const {
@@ -193,7 +179,7 @@ std::string parse_conninfo(const std::string& uri,
     if (v.count(k) || !*env) continue;
     if (const char* e = std::getenv(env); e && *e) v[k] = e;
   }
-  if (!v.count("user")) v["user"] = os_user();
+  if (!v.count("user")) v["user"] = accounts::effective_user_name(); // libpq's default
   if (!v.count("dbname")) v["dbname"] = v["user"];
   return take_values(v, out);
 }

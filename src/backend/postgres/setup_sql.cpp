@@ -1,10 +1,11 @@
 // The administrator's SQL and the tables simba needs (setup_sql.hpp).
 #include "backend/postgres/setup_sql.hpp"
 
+#include "backend/accounts.hpp"
+
 #include "backend/postgres/statements.hpp"
 #include "backend/uri_parts.hpp"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -175,8 +176,8 @@ std::string uri_role(const PostgresUri& uri) {
     }
   }
   if (const char* env = std::getenv("PGUSER"); env && *env) return env;
-  if (const passwd* pw = ::getpwuid(::geteuid())) return pw->pw_name;
-  return "simba";
+  std::string me = accounts::effective_user_name();
+  return me.empty() ? "simba" : me;
 }
 
 std::vector<RequiredTable> required_tables(const std::string& schema, const std::string& prefix) {

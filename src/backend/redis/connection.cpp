@@ -2,25 +2,23 @@
 #include "backend/redis/connection.hpp"
 
 #include "backend/net/deadline_io.hpp"
-#include "sys/clock.hpp"
+#include "backend/net/dial.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 
 namespace simba::backend::redis {
 namespace {
 
+// A command as RESP: an array of bulk strings ("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n").
 void append_command(std::string& out, const Command& c) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
+  out += "*" + std::to_string(c.size()) + "\r\n";
   for (const std::string& a : c) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
+    out += "$" + std::to_string(a.size()) + "\r\n";
+    out += a;
+    out += "\r\n";
   }
-  char* cmd = nullptr;
-  int len = redisFormatCommandArgv(&cmd, static_cast<int>(c.size()), argv.data(), lens.data());
-  std::unique_ptr<char, void (*)(char*)> owned(cmd, redisFreeCommand);
-  if (len < 0 || !cmd) throw std::bad_alloc();
-  out.append(cmd, static_cast<size_t>(len));
 }
 
 // What a reply may cost is bounded (reply_bound.hpp): a server that
@@ -34,20 +32,22 @@ std::string too_big() {
 
 std::string Connection::connect(const RedisUri& e, int64_t deadline) {
   close();
-  timeval tv = net::to_timeval(deadline - sys::boottime_ms());
-  redisContext* c = e.unix_socket ? redisConnectUnixWithTimeout(e.path.c_str(), tv)
-                                  : redisConnectWithTimeout(e.host.c_str(), e.port, tv);
-  if (!c) return "out of memory";
-  decltype(m_ctx) ctx(c);
-  if (c->err) return c->errstr[0] ? c->errstr : "cannot connect";
-  // hiredis' connect timeout bounds the connect only. The calls below are
-  // bounded by polling against their deadline; the socket timeouts are a
-  // backstop for anything that would block anyway.
-  redisSetTimeout(c, net::to_timeval(e.timeout_ms));
-  // hiredis does not set close-on-exec: CMD must not inherit the sockets
-  // (a leftover holding the subscription would count as a listener).
-  net::set_cloexec(c->fd);
-  m_ctx = std::move(ctx);
+  // Non-blocking and close-on-exec (CMD must not inherit the sockets: a
+  // leftover holding the subscription would count as a listener).
+  int fd = -1;
+  std::string why = e.unix_socket ? net::dial_unix(e.path, deadline, fd)
+                                  : net::dial_host(e.host, e.port, deadline, fd);
+  if (fd < 0) return why;
+  m_fd.reset(fd);
+  if (!e.unix_socket) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  m_reader.reset(new_reader());
+  if (!m_reader) {
+    close();
+    return "out of memory";
+  }
   m_budget = ReplyBudget{};
   if (!e.tls) return "";
   std::string err = start_tls(e, deadline);
@@ -167,17 +167,17 @@ std::string Connection::receive_tls(bool all) {
 }
 
 std::string Connection::feed(const char* bytes, size_t n) {
-  if (!may_feed(m_ctx->reader, m_budget, n)) return too_big();
-  if (redisReaderFeed(m_ctx->reader, bytes, n) != REDIS_OK) return "out of memory";
+  if (!may_feed(m_reader.get(), m_budget, n)) return too_big();
+  if (redisReaderFeed(m_reader.get(), bytes, n) != REDIS_OK) return "out of memory";
   return "";
 }
 
 std::string Connection::take_buffered(ReplyPtr& reply) {
   void* r = nullptr;
-  bound_replies(m_ctx->reader, &m_budget);
-  if (redisReaderGetReply(m_ctx->reader, &r) != REDIS_OK) {
+  bound_replies(m_reader.get(), &m_budget);
+  if (redisReaderGetReply(m_reader.get(), &r) != REDIS_OK) {
     if (m_budget.exceeded) return too_big();
-    std::string why = m_ctx->reader->errstr[0] ? m_ctx->reader->errstr : "protocol error";
+    std::string why = m_reader->errstr[0] ? m_reader->errstr : "protocol error";
     return "not the Redis protocol (" + why + ")";
   }
   if (r) m_budget.used = 0; // a whole reply: the next one starts afresh

@@ -1,9 +1,10 @@
 #pragma once
 // One connection to a Redis server, every call bounded by a deadline.
 //
-// hiredis 0.14 does the connecting, the command formatting and the reply
-// parsing; the bytes go through net/deadline_io, polled against one deadline
-// per call. That way we know whether any byte of a request left: a request
+// The socket is dialled by net/dial (the host resolved by simba's own
+// resolver), commands are written here, hiredis 0.14's parser (read.c)
+// reads the replies; the bytes go through net/deadline_io, polled against
+// one deadline per call. That way we know whether any byte of a request left: a request
 // that never left is `failed` and may be retried, one that left and got no
 // answer is `indeterminate` (DESIGN §4: it may have been applied). Over
 // rediss:// the same bytes go through net/tls, with the same deadlines.
@@ -11,8 +12,9 @@
 #include "backend/redis/reply.hpp"
 #include "backend/redis/reply_bound.hpp"
 #include "backend/uri.hpp"
+#include "sys/fd.hpp"
 
-#include <hiredis/hiredis.h>
+#include <hiredis/read.h>
 
 #include <memory>
 #include <string>
@@ -39,11 +41,12 @@ struct Exchange {
 // carry the late answer, so it cannot be used again.
 class Connection {
 public:
-  bool is_open() const { return bool(m_ctx); }
-  int fd() const { return m_ctx ? m_ctx->fd : -1; }
+  bool is_open() const { return m_fd.valid(); }
+  int fd() const { return m_fd.get(); }
   void close() {
     m_tls.reset();
-    m_ctx.reset();
+    m_reader.reset();
+    m_fd.reset();
   }
 
   // rediss://: the TLS session (simba doctor reads the certificate's
@@ -82,10 +85,11 @@ private:
   // Feeds `n` received bytes to the parser; "" or why not (a reply too big).
   std::string feed(const char* bytes, size_t n);
 
-  struct ContextFree {
-    void operator()(redisContext* c) const { redisFree(c); }
+  struct ReaderFree {
+    void operator()(redisReader* r) const { redisReaderFree(r); }
   };
-  std::unique_ptr<redisContext, ContextFree> m_ctx;
+  sys::Fd m_fd;
+  std::unique_ptr<redisReader, ReaderFree> m_reader; // the reply parser
   std::unique_ptr<net::TlsSession> m_tls; // rediss://
   ReplyBudget m_budget;                   // of the reply being read (reply_bound.hpp)
 };

@@ -8,7 +8,7 @@
 //   redis.hpp        this factory, all that open_backend() sees
 //   backend.cpp      the Backend: the lease operations, forwarding the rest
 //   client.*         the main connection: requests, scripts, the key layout
-//   connection.*     one connection with deadlines (hiredis + net/), TLS or not
+//   connection.*     one connection with deadlines (net/ dials, hiredis parses), TLS or not
 //   server_check.*   what a connection sends first (or with its first script),
 //                    the server's checks
 //   sentinel.*       Redis Sentinel: asking the sentinels for the master
@@ -21,6 +21,7 @@
 //                    and --init; doctor_link.* how they reach the servers,
 //                    doctor_{acl,server,topology,marker}.cpp the checks
 //   reply.*          reading hiredis' replies
+//   reply_objects.*  the reply objects, made without hiredis.c (and its getaddrinfo)
 //   reply_bound.*    what one reply may cost (hiredis 0.14 has no limit)
 //   wakeups.*        watch(): pub/sub, the waiters' queue, grants
 //   listing.*        list(), inspect(), history(): the mutexes for `simba

@@ -1,6 +1,7 @@
 #pragma once
 // Reading what a Redis server answers: hiredis' reply objects, owned and
 // taken apart, and the password scrubbed from any text shown.
+#include "backend/redis/reply_objects.hpp"
 #include "core/lease.hpp"
 #include "core/once_per.hpp"
 
@@ -14,7 +15,7 @@
 namespace simba::backend::redis {
 
 struct ReplyFree {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
+  void operator()(redisReply* r) const { free_reply(r); }
 };
 using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
 

@@ -8,7 +8,8 @@ namespace {
 // redisReply and two allocation headers): an estimate that errs high.
 constexpr size_t k_object_bytes = sizeof(redisReply) + 32;
 
-// hiredis' own functions (every reader starts with the same table).
+// The reader's own object functions (reply_objects.hpp: every reader starts
+// with the same table).
 const redisReplyObjectFunctions* g_hiredis = nullptr;
 
 bool charge(const redisReadTask* task, size_t bytes) {

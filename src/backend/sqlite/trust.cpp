@@ -1,10 +1,12 @@
 // Whose files the SQLite backend trusts: the rules (trust.hpp).
 #include "backend/sqlite/trust.hpp"
 
+#include "backend/accounts.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <optional>
 #include <vector>
 
 namespace simba::backend::sqlite_trust {
@@ -21,27 +23,8 @@ bool in_group(gid_t gid) {
 
 bool trusted_owner(uid_t uid, const Caller& me) { return uid == me.uid || uid == 0; }
 
-// The name of `id` in /etc/passwd or /etc/group ("name:x:id:..."), or
-// empty. Read by hand: getpwuid/getgrgid in a static binary would load the
-// system's NSS libraries at run time (see README, "Speed").
-std::string name_in(const char* file, unsigned id) {
-  std::FILE* f = std::fopen(file, "re");
-  if (!f) return {};
-  std::string name;
-  char line[1024];
-  const std::string wanted = std::to_string(id);
-  while (name.empty() && std::fgets(line, sizeof line, f)) {
-    std::string l(line);
-    size_t a = l.find(':'), b = a == std::string::npos ? a : l.find(':', a + 1);
-    size_t c = b == std::string::npos ? b : l.find(':', b + 1);
-    if (c != std::string::npos && l.compare(b + 1, c - b - 1, wanted) == 0) name = l.substr(0, a);
-  }
-  std::fclose(f);
-  return name;
-}
-
-std::string named(const char* file, const char* what, unsigned id) {
-  std::string name = name_in(file, id);
+// "name, uid N", or "uid N" when unnamed.
+std::string named(const std::string& name, const char* what, unsigned id) {
   return (name.empty() ? "" : name + ", ") + what + " " + std::to_string(id);
 }
 
@@ -62,10 +45,13 @@ std::string foreign_group(gid_t gid) {
 
 } // namespace
 
-std::string describe_user(uid_t uid) { return named("/etc/passwd", "uid", uid); }
-std::string describe_group(gid_t gid) { return named("/etc/group", "gid", gid); }
+std::string describe_user(uid_t uid) {
+  std::optional<accounts::User> u = accounts::user(uid);
+  return named(u ? u->name : "", "uid", uid);
+}
+std::string describe_group(gid_t gid) { return named(accounts::group_name(gid), "gid", gid); }
 std::string group_name(gid_t gid) {
-  std::string name = name_in("/etc/group", gid);
+  std::string name = accounts::group_name(gid);
   return name.empty() ? std::to_string(gid) : name;
 }
 
