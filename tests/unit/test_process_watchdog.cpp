@@ -287,10 +287,14 @@ TEST_SUITE("process::Watchdog") {
     w.start();
     ExitStatus st;
     for (int round = 0; round < 2; ++round) {
-      Child c;
-      c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
+      // The deadline before the spawn, as the driver does: the watchdog may
+      // still be killing round 0's tree (under load, for a while), and what
+      // it kills is whatever runs below simba while round 0's deadline
+      // stands; a new deadline ends that mandate.
       int64_t t0 = simba::sys::boottime_ms();
       w.set_deadline(t0 + 100 + 100 * round); // the second one is later
+      Child c;
+      c.spawn("/bin/sleep", {"sleep", "30"}, base_env(), current_mask());
       w.set_group(c.pgid());
       CHECK(wait_until([&] { return c.reap(st); }, 3000));
       CHECK(simba::sys::boottime_ms() - t0 >= 99 + 100 * round);
