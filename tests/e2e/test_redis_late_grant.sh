@@ -22,13 +22,16 @@ ORDER=$T/order
   2>"$T/holder.err" &
 holder=$!
 wait_file "$T/held" 10
-for w in A B; do
-  "$SIMBA" run --mutex $m "${fifo_terms[@]}" --kill-after 100ms --contender-id "$w" \
-    --timeout 30s -v -- \
-    sh -c 'echo "$0" >>"$ORDER"; sleep 0.3' "$w" 2>"$T/$w.err" &
-  eval "pid_$w=$!"
-  wait_for 10 _fifo_queued $m "$([[ $w == A ]] && echo 1 || echo 2)"
-done
+waiter() { # NAME: queued behind those before it; its CMD appends NAME to $ORDER
+  "$SIMBA" run --mutex $m "${fifo_terms[@]}" --kill-after 100ms --contender-id "$1" \
+    --timeout 30s -v -- sh -c 'echo "$0" >>"$ORDER"; sleep 0.3' "$1" 2>"$T/$1.err" &
+}
+waiter A
+pid_A=$!
+wait_for 10 _fifo_queued $m 1
+waiter B
+pid_B=$!
+wait_for 10 _fifo_queued $m 2
 # Both stop; B stays queued and live (its subscription stays open). The
 # holder's release hands the mutex over to A, whose grant waits unread.
 kill -STOP "$pid_A" "$pid_B"
