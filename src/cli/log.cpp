@@ -124,7 +124,10 @@ std::string holder_text(const core::WaitNotice& n, int64_t wall_now, nlohmann::o
   if (n.revoked) {
     f["revoked"] = true;
     f["free_in_ms"] = n.free_in_ms;
-    return "its lease was revoked (release --force); free in " + for_people(n.free_in_ms);
+    // Also what a waiter refused by the FIFO gate is shown (core/fifo.hpp):
+    // a lease that ran out, kept for the first waiter until the fallback.
+    return "its lease was revoked (release --force) or ran out; free in " +
+           for_people(n.free_in_ms);
   }
   if (n.holder_id.empty()) return "";
   std::string label(core::label_of(n.holder_id));

@@ -7,13 +7,14 @@
 // moment, and the first acquire to arrive would win. The rule of --slots
 // (slots.hpp: may_take_free_slot) applies, with one slot: such a lease
 // goes to the first live waiter in the queue; anyone else, a waiter further
-// back or a latecomer, is refused ("busy", the lease unchanged) until the
+// back, a latecomer or the lapsed owner itself, is refused ("busy": the
+// lease unchanged, shown with no owner: fifo_refusal) until the
 // mutex has stayed free for k_fifo_fallback_ms, so that a head waiter that
 // is stuck (or whose notification failed) cannot block the rest for ever.
 //
 // Safety (DESIGN §2, §4): the gate only ever refuses. A contender it lets
 // through gets exactly what the acquisition rule gives it today; no lease
-// is granted, kept or extended by it. Its worst case is a delay of
+// is granted, kept or extended by it, nor shown so. Its worst case is a delay of
 // k_fifo_fallback_ms.
 //
 // The hot path: a backend asks the gate only of a lease that ended by its
@@ -46,8 +47,16 @@ inline bool may_take_freed_lease(int live_ahead, int64_t free_since, int64_t now
 
 // What a refused contender is shown: `l` not free before the fallback
 // ends, so that it sleeps until then unless a wake-up comes first (a free
-// lease shown would make it try again at once).
+// lease shown would make it try again at once) -- and owned by nobody.
+// The lease ran out: shown with its owner and a later transition_at, it
+// would be valid again for that owner, who may be the one refused (its
+// renewal came after the end: a grant delivered late, a slow link) and
+// would start CMD on a lease it no longer has while the first waiter
+// takes the mutex (chaos/sentinel, seed 1821674248). Shown so, it reads
+// as revoked: not free, nobody's.
 inline Lease fifo_refusal(Lease l, int64_t free_since) {
+  l.owner_id.clear();
+  l.holding = false;
   l.transition_at = std::max(l.transition_at, free_since + k_fifo_fallback_ms);
   l.ttl_at = std::min(l.ttl_at, l.transition_at);
   return l;

@@ -32,7 +32,11 @@ TEST_CASE("fifo: a refused contender is shown a lease that is not free before th
   l.transition_at = 3000;
   l.fencing_token = 7;
   Lease shown = fifo_refusal(l, l.transition_at);
-  CHECK(shown.owner_id == "dead");
+  // Nobody's: shown with its owner, the lapsed lease would be valid again
+  // for that owner, should it be the one refused (a renewal too late).
+  CHECK(shown.owner_id.empty());
+  CHECK_FALSE(shown.owned_by("dead", 3000));
+  CHECK(shown.revoked_at(3000));
   CHECK(shown.fencing_token == 7);
   CHECK(shown.transition_at == 3000 + k_fifo_fallback_ms);
   CHECK(shown.ttl_at == 2000);

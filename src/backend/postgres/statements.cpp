@@ -53,17 +53,23 @@ FROM n {Q} LEFT JOIN (
 // the waiters look once it is visible); "" none.
 // `extra`: more columns (of r: then with `once`, the done record's).
 // `fifo`: the statement has the CTE fg (fifo_gate): a refused contender
-// is shown the row not free before the fallback ends (core::fifo_refusal:
-// it sleeps until then), and the first live waiter is told to look, as a
-// release would (its timer may fire later than ours).
+// is shown the row not free before the fallback ends and with no owner
+// (core::fifo_refusal: it sleeps until then, and the owner whose lease ran
+// out never sees it valid again), and the first live waiter is told to
+// look, as a release would (its timer may fire later than ours).
 std::string answer(bool with_quarantine, const std::string& notify, const char* extra, bool once,
                    bool fifo) {
   std::string a = k_answer;
   std::string fields = std::string(k_fields) + (once ? std::string(", ") + k_once_fields : "");
   std::string shown = fields;
-  if (fifo)
+  if (fifo) {
     shown.replace(shown.find("transition_at"), 13,
                   "greatest(transition_at, coalesce((SELECT until_ms FROM fg), 0))");
+    shown.replace(shown.find("owner"), 5,
+                  "CASE WHEN coalesce((SELECT until_ms FROM fg), 0) > 0 THEN '' ELSE owner END");
+    shown.replace(shown.find("holding"), 7,
+                  "holding AND coalesce((SELECT until_ms FROM fg), 0) = 0");
+  }
   a.replace(a.find("{FIELDS}"), 8, fields);
   a.replace(a.find("{FIELDS}"), 8, shown);
   a.replace(a.find("{TILL}"), 6, with_quarantine ? "q.till" : "0");

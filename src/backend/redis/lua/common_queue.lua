@@ -298,9 +298,12 @@ local function fifo_refuses(hash, me, since, now)
   return since and now < since + k_slot_fallback_ms and live_ahead(hash, me, 1) >= 1
 end
 
--- What a refused contender is shown: not free before the fallback ends
--- (core::fifo_refusal).
+-- What a refused contender is shown: not free before the fallback ends,
+-- and nobody's (core::fifo_refusal: the owner whose lease ran out may be
+-- the one refused, and must not see that lease valid again).
 local function fifo_refusal(l, since)
+  l.owner = ''
+  l.holding = false
   l.transition_at = math.max(l.transition_at, since + k_slot_fallback_ms)
   l.ttl_at = math.min(l.ttl_at, l.transition_at)
   return l
