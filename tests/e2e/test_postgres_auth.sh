@@ -86,6 +86,18 @@ refused "postgres://u_clear:wrong-clear-secret-pw@$at?$q&sslmode=require" 'passw
 # TLS verification.
 ok "postgres://simba:$PG_PASSWORD@$at?$q&sslmode=verify-full&sslrootcert=$PKI/ca.crt"
 ok "postgres://simba:$PG_PASSWORD@$at?$q" PGSSLMODE=verify-full PGSSLROOTCERT="$PKI/ca.crt"
+# simba doctor names how sslmode checked the certificate, and warns of its
+# end: the test's certificate ends in 2 days.
+rc=0
+"$SIMBA" doctor --backend "postgres://simba:$PG_PASSWORD@$at?$q&sslmode=verify-full&sslrootcert=$PKI/ca.crt" \
+  >"$T/doctor.out" 2>&1 || rc=$?
+assert_eq 1 "$rc" "doctor's exit with a certificate that ends in 2 days"
+grep -q "the server's certificate is verified (against $PKI/ca.crt, and its name), but it expires .* (in 1 days)" \
+  "$T/doctor.out" || fail "doctor on the certificate: $(cat -- "$T/doctor.out")"
+! grep -qF "$PG_PASSWORD" "$T/doctor.out" || fail "doctor printed the password"
+"$SIMBA" doctor --backend "postgres://simba:$PG_PASSWORD@$at?$q&sslmode=require" >"$T/doctor.out" 2>&1 || true
+grep -q "the server's certificate is not verified (sslmode=require), but it expires" "$T/doctor.out" ||
+  fail "doctor on an unverified certificate: $(cat -- "$T/doctor.out")"
 refused "postgres://simba:$PG_PASSWORD@localhost:$PG_PORT/postgres?$q&sslmode=verify-full&sslrootcert=$PKI/ca.crt" \
   'hostname mismatch'
 ok "postgres://simba:$PG_PASSWORD@localhost:$PG_PORT/postgres?$q&sslmode=verify-ca&sslrootcert=$PKI/ca.crt"

@@ -67,6 +67,8 @@ public:
   // come meanwhile are kept for notifications().
   bool await_payload(const std::string& payload, int64_t deadline);
   int socket() const { return m_fd; }
+  // The connection's TLS, nullptr when it has none (doctor: the certificate).
+  const net::TlsSession* tls() const { return m_tls.get(); }
 
 private:
   struct Auth; // connection_auth.cpp

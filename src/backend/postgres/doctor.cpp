@@ -4,6 +4,8 @@
 // which any role may call; and one LISTEN/NOTIFY on a channel of its own.
 #include "backend/postgres/doctor.hpp"
 
+#include "backend/certificate_check.hpp"
+
 #include "backend/postgres/connection.hpp"
 #include "backend/postgres/setup_sql.hpp"
 #include "backend/postgres/statements.hpp"
@@ -228,6 +230,28 @@ void check_listen(Context& c, Diagnosis& found) {
       "connect directly or use session pooling, or give listen=off in the URI"));
 }
 
+// The server's certificate, when the connection speaks TLS: how sslmode
+// had it checked, and when it ends.
+void check_tls(Context& c, Diagnosis& found) {
+  const net::TlsSession* tls = c.conn.tls();
+  if (!tls) return;
+  ConnInfo ci;
+  parse_conninfo(c.uri.conninfo, {}, ci); // as connect() read it: it connected
+  std::string root = ci.sslrootcert.empty() ? std::string("the system's CAs") : ci.sslrootcert;
+  std::string how = ci.sslmode == "verify-full" ? "is verified (against " + root + ", and its name)"
+                    : ci.sslmode == "verify-ca"
+                        ? "is verified against " + root + ", but not its name (sslmode=verify-ca)"
+                        : "is not verified (sslmode=" + ci.sslmode + ")";
+  int64_t end = tls->peer_not_after();
+  if (end < 0) {
+    found.push_back(finding("tls", Verdict::fail, "cannot read the server's certificate",
+                            "check the server's ssl_cert_file"));
+    return;
+  }
+  found.push_back(certificate_finding("TLS: the server's certificate " + how, end,
+                                      "ssl_cert_file", sys::wall_ms() / 1000));
+}
+
 } // namespace
 
 void diagnose(const PostgresUri& uri, Diagnosis& found, const DiagnoseOptions& options) {
@@ -239,6 +263,7 @@ void diagnose(const PostgresUri& uri, Diagnosis& found, const DiagnoseOptions& o
     return;
   }
   check_version(c, found);
+  check_tls(c, found);
   State s;
   if (std::string why = read_state(c, s); !why.empty()) {
     found.push_back(finding("role-rights", Verdict::fail, "cannot read the catalog: " + why,

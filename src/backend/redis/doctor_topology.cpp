@@ -1,18 +1,17 @@
 // simba doctor on Redis: what lies around the server (doctor.hpp): the
 // sentinels' views of the master, a cluster's slots, the TLS certificate.
+#include "backend/certificate_check.hpp"
 #include "backend/redis/doctor_checks.hpp"
 #include "backend/redis/sentinel.hpp"
 #include "sys/clock.hpp"
 
 #include <algorithm>
-#include <ctime>
 #include <map>
 
 namespace simba::backend::redis {
 namespace {
 
 constexpr int k_slots = 16384;
-constexpr int64_t k_warn_days = 30;
 
 // The other sentinels `node` knows for the master (SENTINEL SENTINELS:
 // one flat array of names and values each), "host:port"; none when it
@@ -46,15 +45,6 @@ sentinels_known(const RedisUri& uri, const RedisSentinels::Node& node, int64_t d
 }
 
 std::string name_of(const RedisSentinels::Node& n) { return n.host + ":" + std::to_string(n.port); }
-
-std::string day_of(int64_t unix_s) {
-  std::time_t t = std::time_t(unix_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
-  return buf;
-}
 
 } // namespace
 
@@ -193,21 +183,12 @@ void check_tls(DoctorLink& link, Diagnosis& found, int64_t deadline) {
           "check the TLS set-up (docs/backends/redis.md \"TLS\")"));
       continue;
     }
-    int64_t now = sys::wall_ms() / 1000;
-    int64_t days = (end - now) / 86400;
     // The name checked is the host the connection went to.
     std::string verified = "the certificate of " + link.servers()[i] + " is verified (against " +
                            (uri.tls_ca.empty() ? std::string("the system's CAs") : uri.tls_ca) +
                            ", and its name)";
-    if (end - now < k_warn_days * 86400)
-      found.push_back(warn_finding("tls",
-                                   label + verified + ", but it expires " + day_of(end) + " (in " +
-                                       std::to_string(days) + " days)",
-                                   "renew the server's certificate (tls-cert-file) before " +
-                                       day_of(end) + ": then every connection fails"));
-    else
-      found.push_back(ok_finding("tls", label + verified + ", valid until " + day_of(end) + " (" +
-                                            std::to_string(days) + " days)"));
+    found.push_back(
+        certificate_finding(label + verified, end, "tls-cert-file", sys::wall_ms() / 1000));
   }
 }
 
