@@ -89,6 +89,11 @@ refused "if that port is plain Redis, not TLS, use redis://" \
   "rediss://localhost:$plain/0?cacert=$PKI/ca.crt&quarantine=off&timeout=500ms"
 refused "TLS: cannot read the CA file $T/nothing: No such file or directory$" \
   "rediss://localhost:$good/0?cacert=$T/nothing&quarantine=off"
+echo 'no certificate here' >"$T/not-pem"
+refused "TLS: cannot read the CA file $T/not-pem: no certificate or crl found$" \
+  "rediss://localhost:$good/0?cacert=$T/not-pem&quarantine=off"
+refused "TLS: cannot read the client key file $T/not-pem: " \
+  "$(uri localhost "$mtls" "&cert=$PKI/client.crt&key=$T/not-pem")"
 
 # The system's store, read as a hashed directory (SSL_CERT_DIR stands for
 # /etc/ssl/certs): our CA there is trusted without ?cacert.

@@ -21,6 +21,22 @@ namespace {
 constexpr uint64_t k_init = OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT |
                             OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | OPENSSL_INIT_NO_LOAD_SSL_STRINGS;
 
+// The texts of the libraries a set-up or a handshake can fail in, for a
+// message: skipped at start-up (k_init), and OpenSSL 3 has no public call
+// that loads them all once skipped. Loaded once.
+void load_texts() {
+  static const bool loaded = [] {
+    for (auto load : {ERR_load_ERR_strings, ERR_load_SSL_strings, ERR_load_X509_strings,
+                      ERR_load_X509V3_strings, ERR_load_PEM_strings, ERR_load_ASN1_strings,
+                      ERR_load_EVP_strings, ERR_load_BIO_strings, ERR_load_BUF_strings,
+                      ERR_load_EC_strings, ERR_load_RSA_strings, ERR_load_OBJ_strings,
+                      ERR_load_CRYPTO_strings, ERR_load_OSSL_STORE_strings})
+      load();
+    return true;
+  }();
+  (void)loaded;
+}
+
 } // namespace
 
 SSL_CTX* new_client_context(std::string& error) {
@@ -48,9 +64,7 @@ std::string openssl_error() {
   // carries errno below it, and has no reason string of OpenSSL's own.
   constexpr unsigned long k_system_flag = 0x80000000ul;
   if (first & k_system_flag) return std::strerror(int(first & ~k_system_flag));
-  // The texts were skipped at start-up (k_init): loaded now, for a message.
-  static bool texts = ERR_load_CRYPTO_strings() == 1 && ERR_load_SSL_strings() == 1;
-  (void)texts;
+  load_texts();
   const char* reason = ERR_reason_error_string(first);
   return reason ? reason : "error " + std::to_string(first);
 }
