@@ -17,9 +17,15 @@ namespace {
 // What OpenSSL's own start-up would do by default and a lock does not
 // need: read openssl.cnf (which may load engines and provider modules
 // with dlopen), load every error text (~1 M instructions), register an
-// atexit clean-up (simba ends with _exit).
+// atexit clean-up (simba ends with _exit), and fill the table of ciphers
+// by their old names (~2.3 M): TLS fetches its ciphers from the provider,
+// and only a key file in the old encrypted PEM format (DEK-Info) would look
+// one up there, for which simba has no passphrase anyway. The digests'
+// table stays: a certificate's signature is checked by its digest's old
+// name (without it every chain is refused, "digest algorithm too weak").
 constexpr uint64_t k_init = OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT |
-                            OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | OPENSSL_INIT_NO_LOAD_SSL_STRINGS;
+                            OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS |
+                            OPENSSL_INIT_NO_LOAD_SSL_STRINGS | OPENSSL_INIT_NO_ADD_ALL_CIPHERS;
 
 // The texts of the libraries a set-up or a handshake can fail in, for a
 // message: skipped at start-up (k_init), and OpenSSL 3 has no public call
