@@ -151,3 +151,33 @@ refused "cannot connect to Redis at localhost:$good: timed out" "$(uri localhost
 took=$(($(now_ms) - start))
 kill -CONT "$good_pid"
 ((took < 3000)) || fail "the handshake took ${took} ms against a timeout of 300 ms"
+
+# 7. A process's second connection to the same server (a waiter's
+# subscription, a holder's after 200 ms) resumes the first one's TLS
+# session; each process verifies the server in a full handshake of its
+# own (no session outlives the process). tls_resumption_proxy.py relays
+# to the server and logs each connection's ServerHello: "full" or
+# "resumed".
+command -v python3 >/dev/null 2>&1 || fail "needs python3 (scripts/test installs it)"
+python3 "$(dirname -- "${BASH_SOURCE[0]}")/tls_resumption_proxy.py" "$good" "$T/proxy.port" \
+  "$T/hellos" </dev/null >/dev/null 2>&1 &
+wait_for 10 test -s "$T/proxy.port"
+via=$(uri localhost "$(<"$T/proxy.port")")
+"$SIMBA" run --backend "$via" --mutex resume -- sh -c ': >"$0"; i=0
+  while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done' "$T/r-holding" "$T/r-go" &
+holder=$!
+wait_for 10 test -e "$T/r-holding"
+"$SIMBA" run --backend "$via" --mutex resume -- true &
+waiter=$!
+resume_queued() {
+  test "$(redis-cli --tls --cacert "$PKI/ca.crt" -h localhost -p "$good" ZCARD 'simba:{resume}:waiters')" = 1
+}
+wait_for 15 resume_queued
+sleep 0.3 # the holder's own second connection, 200 ms into its CMD
+touch "$T/r-go"
+wait "$holder" || fail "the holder failed"
+wait "$waiter" || fail "the waiter failed"
+full=$(grep -c '^full$' "$T/hellos" || true)
+resumed=$(grep -c '^resumed$' "$T/hellos" || true)
+assert_eq 2 "$full" "full handshakes through the proxy, one per process ($(tr '\n' ' ' <"$T/hellos"))"
+((resumed >= 1)) || fail "no connection resumed a session: $(tr '\n' ' ' <"$T/hellos")"

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <ctime>
 #include <dirent.h>
+#include <map>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/x509_vfy.h>
 #include <poll.h>
@@ -89,12 +91,69 @@ std::string load_client_certificate(SSL_CTX* ctx, const TlsOptions& o) {
   return "";
 }
 
+// The TLS session of the process's last verified connection to each
+// server, so that the next one within seconds (a waiter's subscription,
+// after its first call) resumes it instead of decoding and verifying the
+// certificates again (~5 M instructions). No weaker than keeping the first
+// connection open those seconds: a session is resumed only within
+// k_resume_s of its own full handshake, and only by a connection that
+// would have verified the same way (session_key()). In memory only: a
+// session file would be a ticket another local user could plant.
+constexpr int64_t k_resume_s = 10;
+
+std::map<std::string, SSL_SESSION*>& sessions() {
+  static std::map<std::string, SSL_SESSION*> kept;
+  return kept;
+}
+
+// Where a connection's key is, for remember_session().
+int key_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// OpenSSL's new-session callback (TLS 1.3 sends sessions after the
+// handshake, read with the first reply): 1, the session is ours to free.
+// Not a resumed connection's: its k_resume_s would start again without a
+// verification.
+int remember_session(SSL* ssl, SSL_SESSION* session) {
+  auto* key = static_cast<const std::string*>(SSL_get_ex_data(ssl, key_index()));
+  if (!key || SSL_session_reused(ssl)) return 0;
+  SSL_SESSION*& kept = sessions()[*key];
+  if (kept) SSL_SESSION_free(kept);
+  kept = session;
+  return 1;
+}
+
+std::string options_key(const TlsOptions& o) {
+  return o.ca_file + '\n' + o.cert_file + '\n' + o.key_file + (o.insecure ? "\n1" : "");
+}
+
+// The server a session belongs to, and how it was verified: the name
+// checked (or not), on this address and port.
+std::string session_key(int fd, const TlsOptions& o) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  char host[INET6_ADDRSTRLEN + 8] = "";
+  uint16_t port = 0;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0) {
+    const void* addr = peer.ss_family == AF_INET6
+                           ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr)
+                           : &reinterpret_cast<sockaddr_in*>(&peer)->sin_addr;
+    inet_ntop(peer.ss_family, addr, host, sizeof host);
+    port = ntohs(peer.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&peer)->sin6_port
+                                            : reinterpret_cast<sockaddr_in*>(&peer)->sin_port);
+  }
+  return options_key(o) + '\n' + o.host + (o.check_name ? "\nname" : "\nchain") + '\n' + host +
+         ':' + std::to_string(port);
+}
+
 // One context per process and options: every connection of a run has the
 // same, and the system's CA store is read once.
 std::string context(const TlsOptions& o, SSL_CTX*& out) {
   static std::string cached_key;
   static SSL_CTX* cached = nullptr;
-  std::string key = o.ca_file + '\n' + o.cert_file + '\n' + o.key_file + (o.insecure ? "\n1" : "");
+  std::string key = options_key(o);
   if (cached && key == cached_key) {
     out = cached;
     return "";
@@ -104,6 +163,8 @@ std::string context(const TlsOptions& o, SSL_CTX*& out) {
   if (!ctx) return err;
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(ctx, remember_session);
   err = load_verification(ctx, o);
   if (err.empty()) err = load_client_certificate(ctx, o);
   if (!err.empty()) {
@@ -149,6 +210,11 @@ std::string TlsSession::start(int fd, const TlsOptions& o, int64_t deadline) {
   if (!in || !out) return "TLS: out of memory";
   SSL_set_connect_state(m_ssl);
   SSL_set_ex_data(m_ssl, 0, &m_certificate_asked);
+  m_session_key = session_key(fd, o);
+  SSL_set_ex_data(m_ssl, key_index(), &m_session_key);
+  auto kept = sessions().find(m_session_key);
+  if (kept != sessions().end() && time(nullptr) - SSL_SESSION_get_time(kept->second) <= k_resume_s)
+    SSL_set_session(m_ssl, kept->second); // resumed if the server agrees
   bool address = is_address(o.host);
   // SNI carries names only; the certificate must name what we connected to.
   if (!address)

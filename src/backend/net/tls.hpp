@@ -63,6 +63,7 @@ private:
   std::string m_unsent;  // taken from m_out, not yet on the socket
   bool m_insecure = false;
   bool m_certificate_asked = false; // and we had none
+  std::string m_session_key; // the server and how it is verified (tls.cpp: sessions())
 };
 
 } // namespace simba::backend::net
