@@ -19,8 +19,8 @@
 # what the binary loads by tests/e2e/test_package.sh.
 
 # build-essential: the compiler, make, and the C and C++ library headers.
-# libssl-dev: only the headers (src/backend/net/openssl_api.hpp); the binary
-# loads libssl.so.3 at run time, when a rediss:// URI is used.
+# libssl-dev: OpenSSL's headers and its archives (libssl.a, libcrypto.a),
+# linked into simba for TLS; the binary needs no libssl3 at run time.
 SIMBA_BUILD_PACKAGES=(build-essential cmake libcli11-dev libsqlite3-dev nlohmann-json3-dev
   doctest-dev libhiredis-dev libssl-dev)
 

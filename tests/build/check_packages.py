@@ -63,6 +63,11 @@ def used_files(source, build):
     """{system file: [the sources that use it]} from depfiles and link lines."""
     used = {}
     objects = glob.glob(os.path.join(build, "**", "*.o"), recursive=True)
+    # A link to a system object is no object of the build's, but a file it
+    # uses: build/static-start/crtbeginT.o, gcc's crtbegin.o (CMakeLists.txt).
+    for o in [o for o in objects if os.path.islink(o)]:
+        objects.remove(o)
+        used.setdefault(os.path.realpath(o), []).append(f"the link {os.path.relpath(o, build)}")
     depfiles = glob.glob(os.path.join(build, "**", "*.o.d"), recursive=True)
     if not objects:
         sys.exit(f"FAIL: no object files under {build}: build every target first")

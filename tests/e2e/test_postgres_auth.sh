@@ -103,6 +103,15 @@ refused "postgres://simba:$PG_PASSWORD@localhost:$PG_PORT/postgres?$q&sslmode=ve
 ok "postgres://simba:$PG_PASSWORD@localhost:$PG_PORT/postgres?$q&sslmode=verify-ca&sslrootcert=$PKI/ca.crt"
 refused "postgres://simba:$PG_PASSWORD@$at?$q&sslmode=verify-full&sslrootcert=$PKI/other-ca.crt" 'not trusted'
 refused "postgres://simba:$PG_PASSWORD@$at?$q&sslmode=verify-full" 'needs a root certificate'
+# sslrootcert=system: the system's store as OpenSSL names it (SSL_CERT_DIR
+# a hashed directory, SSL_CERT_FILE a file), read by simba's own OpenSSL;
+# the machine's own store does not have our CA.
+mkdir -p -- "$PKI/store" && cp -- "$PKI/ca.crt" "$PKI/store/" &&
+  openssl rehash "$PKI/store" >/dev/null 2>&1 || fail "openssl rehash failed"
+system="postgres://simba:$PG_PASSWORD@$at?$q&sslmode=verify-full&sslrootcert=system"
+ok "$system" -u SSL_CERT_FILE SSL_CERT_DIR="$PKI/store"
+ok "$system" -u SSL_CERT_DIR SSL_CERT_FILE="$PKI/ca.crt"
+refused "$system" 'not trusted: unable to get local issuer certificate' -u SSL_CERT_FILE -u SSL_CERT_DIR
 
 # ~/.pgpass: ignored while group or others may read it, as libpq does.
 printf '127.0.0.1:%s:postgres:simba:%s\n' "$PG_PORT" "$PG_PASSWORD" >"$HOME/.pgpass"

@@ -1,7 +1,7 @@
 #pragma once
 // net/: what a network backend needs that is no server's protocol: a
 // connected socket's I/O bounded by one deadline per call (this file), TLS
-// on top of it (tls.hpp), and OpenSSL, loaded only for TLS (openssl_api.hpp).
+// on top of it (tls.hpp), and OpenSSL, set up only for TLS (openssl_setup.hpp).
 //
 // A call is bounded as a whole by polling against its deadline before each
 // send()/recv() (SO_RCVTIMEO would bound each read() only); a write to a

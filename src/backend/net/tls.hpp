@@ -8,7 +8,7 @@
 // plain one, including the count of what left (a TLS record reaches the
 // server whole or not at all). Each receive decrypts every complete record:
 // nothing decrypted waits inside OpenSSL, so polling the socket tells the
-// truth. OpenSSL itself is loaded on first use (openssl_api.hpp).
+// truth. OpenSSL is set up on first use (openssl_setup.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,8 +16,6 @@
 struct ssl_st;
 
 namespace simba::backend::net {
-
-struct OpenSslApi;
 
 struct TlsOptions {
   std::string host;      // the name (or address) checked in the certificate; SNI
@@ -59,13 +57,13 @@ private:
   std::string take_in(int fd, bool& got);
   std::string failure(int ret, const char* during);
 
-  const OpenSslApi* m_api = nullptr;
   ssl_st* m_ssl = nullptr;
   void* m_in = nullptr;  // BIO*: what came from the socket, not yet decrypted
   void* m_out = nullptr; // BIO*: what OpenSSL wrote, not yet sent
   std::string m_unsent;  // taken from m_out, not yet on the socket
   bool m_insecure = false;
   bool m_certificate_asked = false; // and we had none
+  std::string m_session_key; // the server and how it is verified (tls.cpp: sessions())
 };
 
 } // namespace simba::backend::net
