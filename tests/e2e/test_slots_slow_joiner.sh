@@ -6,8 +6,11 @@
 # once. A release skips waiters that an earlier release woke, and told them
 # by a file mtime later than the name's: the slow joiner's own write made
 # it look woken, the release woke nobody, and the waiter slept until its
-# --timeout (CI on a loaded host: e2e/test_slots_acquire).
-# SIMBA_TEST_QUEUE_PAUSE_MS=150 is that preemption.
+# --timeout (CI on a loaded host: e2e/test_slots_acquire). And a slot
+# freed while a waiter joins (after its acquire found both held, before its
+# file is in the queue) woke nobody; the waiter looks once queued. It did
+# not: the look after queueing looked at the mutex's marker, held while
+# any slot is. SIMBA_TEST_QUEUE_PAUSE_MS is that preemption.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 acquire() { "$SIMBA" acquire --mutex jobs --slots 2 --ttl 30s "$@"; }
@@ -30,5 +33,20 @@ wait_line "$T/c.done" 10
 assert_eq 0 "$(<"$T/c.done")" "the slow joiner's acquire (stderr: $(<"$T/c.err"))"
 took=$(($(now_ms) - released_at))
 ((took < 4000)) || fail "the slow joiner took ${took} ms after the release: not woken"
-(set -a && . "$T/a.env" && "$SIMBA" release --lease "$SIMBA_LEASE") || fail "release of job A"
+
+# Job D: its acquire finds both slots held (A's, C's), and job C ends while
+# D joins the queue (800 ms of it).
+(
+  rc=0
+  SIMBA_TEST_QUEUE_PAUSE_MS=800 acquire --timeout 8s --env-file "$T/d.env" 2>"$T/d.err" || rc=$?
+  echo "$rc" >"$T/d.done"
+) &
+wait_for 10 grep -q "waiting for jobs" "$T/d.err"
+released_at=$(now_ms)
 (set -a && . "$T/c.env" && "$SIMBA" release --lease "$SIMBA_LEASE") || fail "release of job C"
+wait_line "$T/d.done" 10
+assert_eq 0 "$(<"$T/d.done")" "the acquire of the job that was joining (stderr: $(<"$T/d.err"))"
+took=$(($(now_ms) - released_at))
+((took < 4000)) || fail "the joining job took ${took} ms after the release: no look once queued"
+(set -a && . "$T/a.env" && "$SIMBA" release --lease "$SIMBA_LEASE") || fail "release of job A"
+(set -a && . "$T/d.env" && "$SIMBA" release --lease "$SIMBA_LEASE") || fail "release of job D"
