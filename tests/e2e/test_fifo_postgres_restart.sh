@@ -8,13 +8,16 @@
 # CMDs run in the order w1 w2 w3. A server of the test's own.
 #
 # The order holds among the waiters queued again (docs/design.md §3): one
-# still in its back-off (at most 5 s apart) or its LISTEN's retry (each
-# second) when the quarantine ends, or when w1's release wakes the next, is
-# passed over. With fifo_terms the quarantine (ttl + transition + 1 s) was
-# 3 s, shorter than that: a waiter that reached the server late ran after
-# the one behind it ("w1 w3 w2", CI on a loaded host). So the holder takes
-# a lease whose quarantine (8 s) outlasts them, and the test sees all three
-# queued again, in their first order, before anyone takes the mutex.
+# still in its back-off (at most 5 s apart) when the quarantine ends, or
+# when w1's release wakes the next, is passed over. With fifo_terms the
+# quarantine (ttl + transition + 1 s) was 3 s, shorter than that: a waiter
+# that reached the server late ran after the one behind it ("w1 w3 w2", CI
+# on a loaded host). So the holder takes a lease whose ttl (8 s) outlasts
+# the waiters' back-off, and the test sees all three queued again, in their
+# first order, while that lease still runs: a waiter queues again as soon
+# as it reaches the server again (it waited for its LISTEN's retry, and so
+# for its next timed try, at the lease's end: pg/wakeups.hpp
+# server_answered).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 needs jq
@@ -23,21 +26,21 @@ export SIMBA_BACKEND="$PG_URI?timeout=500ms"
 
 source "$(dirname -- "${BASH_SOURCE[0]}")/fifo_common.sh"
 
-# MUTEX: nobody has taken it since the restart, and the waiters' simbas
-# are queued in the order they first came (${pids[@]}).
+# MUTEX: still held by the killed holder's lease, and the waiters' simbas
+# queued in the order they first came (${pids[@]}).
 queued_again_in_order() {
   "$SIMBA" status --mutex "$1" --format json >"$T/status.json" || return 1
   local state queue
   state=$(jq -r '.mutexes[0].state' "$T/status.json")
   queue=$(jq -r '.mutexes[0].waiters // [] | sort_by(.position) | map(.pid) | join(" ")' \
     "$T/status.json")
-  [[ $state == quarantine || $state == transition || $state == revoked ]] || return 1
-  [[ $queue == "${pids[*]}" ]]
+  echo "state $state, queue [$queue], waiters [${pids[*]}]"
+  [[ $state == held && $queue == "${pids[*]}" ]]
 }
 
 "$SIMBA" run --mutex warm "${fifo_terms[@]}" -- true
 for round in 1 2; do
-  fifo_hold "restart$round" "$round" --ttl 6s --transition 1s
+  fifo_hold "restart$round" "$round" --ttl 8s --transition 1s
   fifo_queue "restart$round"
   kill -KILL "$holder"
   { wait "$holder"; } 2>/dev/null || true # no "Killed" job notice
