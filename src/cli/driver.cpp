@@ -299,8 +299,10 @@ private:
     m_listening = true;
     listen();
     // A release may have happened before the queueing: look once now, unless
-    // the backend saw the mutex held after queueing us (a waiter).
-    bool look = !waiting() || wakeups().look_after_queueing();
+    // the backend saw the mutex held after queueing us (a waiter). --slots:
+    // always; the backends look at the mutex's marker, held while any slot
+    // is, and a slot freed before the queueing woke nobody.
+    bool look = !waiting() || m_config.slots > 1 || wakeups().look_after_queueing();
     if (m_notify_fd >= 0 && look) feed(m_contender.on_notify(sys::boottime_ms()));
   }
 

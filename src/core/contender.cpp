@@ -183,6 +183,10 @@ std::optional<int64_t> Contender::wake_at() const {
 }
 
 Actions Contender::on_notify(int64_t now) {
+  // The call in flight answers for the wake-up: the driver makes one call
+  // at a time and reads wake-ups only between calls, so a call in flight
+  // here is one it deferred until after this poll (driver.cpp: feed),
+  // sent once the wake-up was read: its reply shows what woke us.
   if (m_in_flight) return {};
   if (const auto* w = std::get_if<Waiting>(&m_state)) {
     // While the backend fails, a wake-up does not cut the back-off short: a

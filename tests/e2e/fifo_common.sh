@@ -4,8 +4,10 @@
 # appends its name to $ORDER, so that the test can say in which order they
 # ran. Source it after common.sh.
 #
-#   fifo_hold MUTEX ROUND   a holder whose CMD sleeps (its pid in
-#                           $T/holder.ROUND); its simba's pid in $holder
+#   fifo_hold MUTEX ROUND [TERMS...]
+#                           a holder whose CMD sleeps (its pid in
+#                           $T/holder.ROUND); its simba's pid in $holder;
+#                           TERMS instead of ${fifo_terms[@]}
 #   fifo_queue MUTEX        w1 w2 w3 queued on MUTEX, in that order (status
 #                           shows each in the queue before the next starts);
 #                           their pids in ${pids[@]}
@@ -15,7 +17,9 @@ fifo_terms=(--ttl 1s --transition 1s)
 
 fifo_hold() {
   ORDER=$T/order.$2
-  "$SIMBA" run --mutex "$1" "${fifo_terms[@]}" -- \
+  local terms=("${fifo_terms[@]}")
+  (($# > 2)) && terms=("${@:3}")
+  "$SIMBA" run --mutex "$1" "${terms[@]}" -- \
     sh -c 'echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300' "$T/holder.$2" \
     2>>"$T/holder.err" &
   holder=$!

@@ -6,21 +6,47 @@
 # whoever reconnects first, and when the quarantine of the new server run
 # ends only the first live waiter may take the mutex (core/fifo.hpp): the
 # CMDs run in the order w1 w2 w3. A server of the test's own.
+#
+# The order holds among the waiters queued again (docs/design.md §3): one
+# still in its back-off (at most 5 s apart) when the quarantine ends, or
+# when w1's release wakes the next, is passed over. With fifo_terms the
+# quarantine (ttl + transition + 1 s) was 3 s, shorter than that: a waiter
+# that reached the server late ran after the one behind it ("w1 w3 w2", CI
+# on a loaded host). So the holder takes a lease whose ttl (8 s) outlasts
+# the waiters' back-off, and the test sees all three queued again, in their
+# first order, while that lease still runs: a waiter queues again as soon
+# as it reaches the server again (it waited for its LISTEN's retry, and so
+# for its next timed try, at the lease's end: pg/wakeups.hpp
+# server_answered).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
+needs jq
 start_own_postgres
 export SIMBA_BACKEND="$PG_URI?timeout=500ms"
 
 source "$(dirname -- "${BASH_SOURCE[0]}")/fifo_common.sh"
 
+# MUTEX: still held by the killed holder's lease, and the waiters' simbas
+# queued in the order they first came (${pids[@]}).
+queued_again_in_order() {
+  "$SIMBA" status --mutex "$1" --format json >"$T/status.json" || return 1
+  local state queue
+  state=$(jq -r '.mutexes[0].state' "$T/status.json")
+  queue=$(jq -r '.mutexes[0].waiters // [] | sort_by(.position) | map(.pid) | join(" ")' \
+    "$T/status.json")
+  echo "state $state, queue [$queue], waiters [${pids[*]}]"
+  [[ $state == held && $queue == "${pids[*]}" ]]
+}
+
 "$SIMBA" run --mutex warm "${fifo_terms[@]}" -- true
 for round in 1 2; do
-  fifo_hold "restart$round" "$round"
+  fifo_hold "restart$round" "$round" --ttl 8s --transition 1s
   fifo_queue "restart$round"
   kill -KILL "$holder"
   { wait "$holder"; } 2>/dev/null || true # no "Killed" job notice
   kill -KILL "$PG_PID"
   wait "$PG_PID" 2>/dev/null || true
   pg_server_spawn || fail "cannot restart PostgreSQL"
+  wait_for 12 queued_again_in_order "restart$round"
   fifo_ran_in_order "after the restart, round $round"
 done

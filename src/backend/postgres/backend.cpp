@@ -378,6 +378,7 @@ Reply PostgresBackend::run(const std::string& sql, const std::vector<std::string
                                               : Reply::Status::failed;
     return Reply::failure(s, r.error);
   }
+  m_wakeups.server_answered();
   const size_t columns = retry ? 12 : 0;
   if (r.rows.size() != 1 || (r.rows[0].size() != 9 && r.rows[0].size() != 10 &&
                              r.rows[0].size() != 9 + k_done_columns && r.rows[0].size() != columns))

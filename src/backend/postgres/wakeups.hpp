@@ -54,6 +54,15 @@ public:
   bool look_after_queueing() const override { return m_look; }
   std::string take_warning() override { return std::exchange(m_warning, std::string()); }
   std::string take_detail() override { return std::exchange(m_detail, std::string()); }
+  // A statement on the backend's main connection was answered: a LISTEN
+  // session lost meanwhile (a restart) is set up again, and the waiter
+  // queued again, at the next wait() instead of after the retry period.
+  // The queue keeps its order only among those queued (core/fifo.hpp): a
+  // waiter back from its back-off must not stay out of it for a second
+  // more. No I/O.
+  void server_answered() {
+    if (!m_conn.is_open()) m_retry_at = 0;
+  }
   // Written with our place in a queue (status lists the waiters).
   void set_holder(const std::string& encoded) { m_holder = encoded; }
   // --slots: the statement that took (or renewed) a slot of `mutex` for

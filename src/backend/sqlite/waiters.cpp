@@ -31,6 +31,20 @@ namespace {
 // is the fallback.
 constexpr int64_t k_look_timeout_ms = 100;
 
+// Test hook: SIMBA_TEST_QUEUE_PAUSE_MS makes a waiter pause between
+// naming its file (the time in the name) and writing it, as a waiter that
+// a busy host preempted there (e2e/test_slots_slow_joiner).
+void pause_for_tests() {
+  static const int ms = [] {
+    const char* v = std::getenv("SIMBA_TEST_QUEUE_PAUSE_MS");
+    return v ? std::atoi(v) % 1000 : 0;
+  }();
+  if (ms > 0) {
+    timespec pause{0, long(ms) * 1000000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
 std::string fnv1a_hex(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : s) {
@@ -247,6 +261,9 @@ void Waiters::watch_again() {
   if (m_waiting) join_queue();
 }
 
+// The file is made ready under a name no release reads ("<hash>.j.",
+// not ".w."), then renamed into the queue: a release that sees us can wake
+// us (the watch is set), and sees no wake in its mtime.
 void Waiters::join_queue() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts); // one host: one clock orders the queue
@@ -257,7 +274,10 @@ void Waiters::join_queue() {
   // strtol stops (so it reads the pid and the order as before).
   if (m_gives_up_at > 0 && n > 0 && size_t(n) < sizeof name)
     snprintf(name + n, sizeof name - size_t(n), "~%lld", (long long)m_gives_up_at);
-  sys::Fd fd = open_in_notify(name, O_CREAT | O_EXCL | O_RDWR);
+  std::string ready = name;
+  std::string making = ready;
+  making[m_watch_name.size() + 1] = 'j';
+  sys::Fd fd = open_in_notify(making, O_CREAT | O_EXCL | O_RDWR);
   if (!fd) { // the timed wake-up remains
     warn_no_notification();
     return;
@@ -265,14 +285,29 @@ void Waiters::join_queue() {
   // Held while we wait: the kernel drops it the instant we die, which is
   // how a releaser tells a live waiter from a dead one (a pid may be reused).
   flock(fd.get(), LOCK_EX);
+  pause_for_tests();
   // Who waits, for status: one write, while waiting (not on a hand-over).
   std::string who = m_contender + '\n' + m_holder;
   ssize_t ignored = write(fd.get(), who.data(), who.size());
   (void)ignored;
-  // IN_ATTRIB: a releaser touched it (our turn).
+  // The mtime is the name's time, not the write's: a slot's release
+  // (wake_next_waiter) reads a later mtime as a wake, and a joiner that a
+  // busy host preempted before its write looked woken already and was
+  // skipped: its hand-over lost.
+  const timespec times[2] = {{0, UTIME_OMIT}, ts};
+  futimens(fd.get(), times);
+  // IN_ATTRIB: a releaser touched it (our turn). (A rename raises none.)
   m_waiter_wd = watch_fd(fd.get(), IN_ATTRIB);
+  if (renameat(m_notify_fd.get(), making.c_str(), m_notify_fd.get(), ready.c_str()) != 0) {
+    m_notify_problem = m_files.notify_dir() + "/" + ready + ": " + errno_text(errno);
+    unlinkat(m_notify_fd.get(), making.c_str(), 0);
+    if (m_waiter_wd >= 0) inotify_rm_watch(m_watch_fd.get(), m_waiter_wd);
+    m_waiter_wd = -1;
+    warn_no_notification();
+    return;
+  }
   m_waiter_fd = std::move(fd);
-  m_waiter_file = name;
+  m_waiter_file = ready;
 }
 
 void Waiters::leave_queue() {
@@ -359,8 +394,8 @@ bool Waiters::wake_next_waiter(const std::string& mutex) {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts); // the clock of the names and of mtime
   const int64_t now = int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-  // A file's mtime is its joining's (the holder written) until a wake sets
-  // it: later by more than the coarse clock's step is a wake.
+  // A file's mtime is the time in its name (join_queue sets it) until a
+  // wake sets it: later by more than a file system's timestamp step is a wake.
   constexpr int64_t k_joined_slack_ns = 20000000;
   for (const std::string& w : waiters) {
     long pid = std::strtol(w.c_str() + w.rfind('.') + 1, nullptr, 10);

@@ -10,7 +10,8 @@
 // mutex's hash (touched by a forced release: the owner hears of it) and one
 // file per waiter, "<hash>.w.<enqueue ns>.<pid>[~<gives up at, epoch
 // ms>]" (older simba's readers stop at the "~"): the FIFO of waiters,
-// each holding its owner id and holder ("<owner id>\n<holder.hpp>"). A
+// each holding its owner id and holder ("<owner id>\n<holder.hpp>"),
+// made ready as "<hash>.j...." and renamed into the queue (join_queue). A
 // release touches only the first live waiter's file. Each contender watches
 // the files, not the directory: a directory watch would wake every waiter
 // for every other waiter's turn and every departure.
