@@ -31,6 +31,14 @@ public:
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
                     int64_t timeout_ms) override;
   Reply get(const std::string& mutex, int64_t timeout_ms) override;
+  // Not yet on etcd (docs/backends/etcd.md): refused, so that simba ends
+  // with 69 and says why instead of trying again.
+  Reply acquire_once(const std::string&, const std::string&, int64_t, int64_t,
+                     const core::OncePer&, const std::string&, const std::string&,
+                     int64_t) override {
+    return Reply::failure(Reply::Status::refused, describe() + ": --once-per is not supported "
+                                                               "on etcd yet");
+  }
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
   void set_holder(const Holder& h) override;
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override;
@@ -45,27 +53,50 @@ private:
     bool owner = false;     // the last reply showed the mutex ours
     uint64_t token = 0;     // of the ownership acquired_at belongs to
     int64_t acquired_at = 0;
+    int64_t until = 0;      // boot clock: the end of the lease last shown ours
   };
 
   // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
   // calendar once per process, so that times read as epoch milliseconds.
   int64_t now() const;
+  // The reply of a call that ended lease `token`: free now.
+  Reply freed(uint64_t token) const;
+  // The lease `token` of our place `key` ran out as we showed it to our
+  // owner (etcd may keep the key a little longer).
+  bool ran_out(const std::string& key, uint64_t token) const;
   int64_t at(int64_t boottime) const { return boottime + m_boot_to_wall; }
 
+  // guard, and extend's guard (`never_earlier`: ttl_at and transition_at
+  // stay where they were when that is later).
+  Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, bool never_earlier, int64_t timeout_ms);
   Reply acquire_once_more(const std::string& mutex, const std::string& contender,
                           int64_t length_ms, int64_t transition_ms, int64_t deadline);
   // The lease of `mine`, ours, proved by a grant or keep-alive sent at
-  // `sent_at` (boot clock) that gave `ttl_s`.
+  // `sent_at` (boot clock) that gave `ttl_s`; `acquiring`: by an acquire
+  // (a new ownership starts now, unless `p` knows it).
   core::Observed ours(const Kv& mine, Place& p, int64_t sent_at, int64_t ttl_s, int64_t length_ms,
-                      int64_t transition_ms) const;
-  // Someone else's lease (or a revoked one), as `oldest` shows it; no later
-  // than `cap` (0: none), and never free (its key is there).
-  core::Observed theirs(const std::optional<Kv>& oldest, int64_t left_ms, int64_t cap) const;
+                      int64_t transition_ms, bool acquiring = false) const;
+  // Writes the times of `o` (ours) into our key `mine`, keeping its
+  // lease, unless the key changed since it was read (a forced release):
+  // false then.
+  bool publish(const Kv& mine, const core::Observed& o, int64_t deadline);
+  // Someone else's lease (or a revoked one), as `oldest` shows it at `now`
+  // (the backend's clock), ending in `left_ms` (0: unknown); no later than
+  // `cap` (0: none), and never free (its key is there).
+  core::Observed theirs(const std::optional<Kv>& oldest, int64_t now, int64_t left_ms,
+                        int64_t cap) const;
+  // How long the lease of `kv` has left as its owner counts it, from
+  // etcd's time to live (whole seconds) less the extra second granted.
+  int64_t left_ms(const Kv& kv, int64_t deadline);
   // The lease moved onto a new lease of `length_ms` (hold, a step's start):
   // the only way to change how long etcd keeps a key.
   Reply relet(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t length_ms, int64_t transition_ms, bool holding, bool only_if_holding,
               int64_t timeout_ms);
+  // EtcdWakeups::Join: a place in the queue on a lease as long as the
+  // last acquire asked for (10 s before any).
+  bool join(const std::string& mutex, const std::string& contender);
   Reply end_forced(const std::string& mutex, uint64_t token, bool by_owner, int64_t timeout_ms);
   Reply unchanged(const Seen& s, int64_t deadline);
   static Reply failure(const Call& c) { return Reply::failure(c.status, c.error); }
@@ -78,6 +109,7 @@ private:
   int64_t m_boot_to_wall = 0;
   std::string m_holder; // encode_holder()'s
   int64_t m_gives_up = 0;
+  int64_t m_length_ms = 10000; // the last acquire's ttl + transition
   std::map<std::string, Place> m_places; // by key
   EtcdWakeups m_wakeups;
 };

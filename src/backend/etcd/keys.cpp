@@ -42,6 +42,9 @@ std::string encode_entry(const Entry& e) {
   if (e.gives_up) j["g"] = e.gives_up;
   if (e.revoked) j["x"] = 1;
   if (e.holding) j["k"] = 1;
+  if (e.acquired) j["a"] = e.acquired;
+  if (e.ttl_at) j["l"] = e.ttl_at;
+  if (e.until) j["u"] = e.until;
   return j.dump();
 }
 
@@ -56,6 +59,9 @@ Entry decode_entry(const std::string& value) {
   e.length_ms = number(j, "t");
   e.revoked = number(j, "x") != 0;
   e.holding = number(j, "k") != 0;
+  e.acquired = number(j, "a");
+  e.ttl_at = number(j, "l");
+  e.until = number(j, "u");
   return e;
 }
 

@@ -26,6 +26,13 @@ struct Entry {
   int64_t length_ms = 0;  // the lease it asked for (ttl + transition, or a hold)
   bool revoked = false;   // simba release --force: nobody owns it, CMD is being stopped
   bool holding = false;   // only held (Lease::holding)
+  // The lease as its owner last counted it (acquired_at, ttl_at,
+  // transition_at on the owner's backend clock: README.md "Timing"),
+  // published with each acquisition and renewal so that others see it;
+  // 0: not published (a waiter's key).
+  int64_t acquired = 0;
+  int64_t ttl_at = 0;
+  int64_t until = 0;
 };
 
 // One key as a range answer shows it.

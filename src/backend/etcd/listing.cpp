@@ -41,9 +41,14 @@ Listing EtcdBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     }
     MutexLease m;
     m.mutex = name;
-    int64_t left = m_store.seconds_left(kv.lease, deadline);
-    m.lease = theirs(kv, left > 0 ? left * 1000 : 0, 0).lease;
+    int64_t left = kv.entry.until > out.now ? 0 : left_ms(kv, deadline);
+    m.lease = theirs(kv, out.now, left, 0).lease;
     if (!kv.entry.revoked) m.holder = holder;
+    out.mutexes.push_back(std::move(m));
+  }
+  if (!mutex.empty() && out.mutexes.empty()) { // never held, or free now
+    MutexLease m;
+    m.mutex = mutex;
     out.mutexes.push_back(std::move(m));
   }
   std::sort(out.mutexes.begin(), out.mutexes.end(),

@@ -53,10 +53,11 @@ Call Store::revoke(const std::string& id, int64_t deadline) {
   return m_client.call("/v3/lease/revoke", {{"ID", id}}, true, deadline);
 }
 
-int64_t Store::seconds_left(const std::string& id, int64_t deadline) {
+int64_t Store::seconds_left(const std::string& id, int64_t deadline, int64_t* granted) {
   Call c = m_client.call("/v3/lease/timetolive", {{"ID", id}}, false, deadline);
   if (!c.ok()) return 0;
   int64_t ttl = number(c.json, "TTL");
+  if (granted) *granted = number(c.json, "grantedTTL");
   return ttl < 0 ? -1 : ttl;
 }
 

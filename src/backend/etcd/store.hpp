@@ -36,8 +36,9 @@ public:
   LeaseCall grant(int64_t ttl_s, int64_t deadline);
   LeaseCall keep_alive(const std::string& id, int64_t deadline);
   Call revoke(const std::string& id, int64_t deadline);
-  // The seconds the lease has left (etcd rounds down), -1 when it is gone.
-  int64_t seconds_left(const std::string& id, int64_t deadline);
+  // The seconds the lease has left (etcd rounds down; -1 when it is gone,
+  // 0 when unknown) and the TTL it was granted.
+  int64_t seconds_left(const std::string& id, int64_t deadline, int64_t* granted = nullptr);
 
   // Reads `key` (when not "") and the oldest key of `mutex` at one revision.
   Seen read(const std::string& mutex, const std::string& key, int64_t deadline);

@@ -40,7 +40,9 @@ int EtcdWakeups::start(const std::string& mutex, const std::string& contender, b
   m_look = true;
   const std::string mine = queue_key(m_store.prefix(), mutex, contender);
   Seen s = m_store.read(mutex, mine, deadline);
-  if (!s.call.ok() || !s.mine) return -1; // not queued (yet): the timers
+  if (s.call.ok() && !s.mine && waiting && m_join(mutex, contender))
+    s = m_store.read(mutex, mine, deadline);
+  if (!s.call.ok() || !s.mine) return -1; // not queued: the timers
   std::string watched = mine;
   if (waiting) {
     if (s.mine_is_oldest()) return -1; // ours to take: look_after_queueing()

@@ -11,6 +11,7 @@
 #include "backend/etcd/store.hpp"
 #include "backend/wakeups.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,7 +20,11 @@ namespace simba::backend::etcd {
 
 class EtcdWakeups final : public QueueWakeups {
 public:
-  explicit EtcdWakeups(Store& store) : m_store(store) {}
+  // Puts `contender` in the queue of `mutex` (a key on a lease of its own)
+  // when it is not there yet: the driver acquires before it waits, but a
+  // waiter may also queue first. False when it could not.
+  using Join = std::function<bool(const std::string& mutex, const std::string& contender)>;
+  EtcdWakeups(Store& store, Join join) : m_store(store), m_join(std::move(join)) {}
   bool look_after_queueing() const override { return m_look; }
 
 private:
@@ -31,6 +36,7 @@ private:
   void stop();
 
   Store& m_store;
+  Join m_join;
   std::unique_ptr<HttpConnection> m_stream;
   std::string m_mutex, m_contender;
   bool m_waiting = false;
