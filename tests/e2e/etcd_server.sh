@@ -12,6 +12,9 @@
 #                           false when it cannot
 #   etcd_member_spawn I     start member I again (after a kill of ETCD_PIDS[I])
 #   etcd_cluster_stop       SIGTERM, then SIGKILL
+#   etcd_single_start DIR [ARGS...]  one member of its own (the same
+#                           settings, ARGS added), for tests that change
+#                           the cluster (auth, TLS): the same variables
 #
 # The processes are background jobs of the caller.
 
@@ -23,7 +26,7 @@ _etcd_port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 _etcd_healthy() {
   local reply=''
   reply=$(
-    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    { exec 3<>"/dev/tcp/127.0.0.1/$1"; } 2>/dev/null || exit 1
     printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
     timeout 1 cat <&3
   ) 2>/dev/null || return 1
@@ -48,6 +51,34 @@ etcd_member_spawn() {
     --heartbeat-interval 50 --election-timeout 500 --logger zap --log-level error \
     </dev/null >>"$ETCD_DIR/m$i.log" 2>&1 &
   ETCD_PIDS[i]=$!
+}
+
+etcd_single_start() {
+  local dir=$1 p i
+  shift
+  ETCD_DIR=$dir
+  mkdir -p -- "$dir" || return 1
+  for ((i = 0; i < 20; i++)); do
+    ETCD_CLIENT_PORTS=($((20000 + RANDOM % 40000))) ETCD_PEER_PORTS=($((20000 + RANDOM % 40000)))
+    _etcd_port_taken "${ETCD_CLIENT_PORTS[0]}" || _etcd_port_taken "${ETCD_PEER_PORTS[0]}" || break
+  done
+  etcd --name s --data-dir "$dir/s" \
+    --listen-client-urls "${ETCD_LISTEN:-http}://127.0.0.1:${ETCD_CLIENT_PORTS[0]}" \
+    --advertise-client-urls "${ETCD_LISTEN:-http}://127.0.0.1:${ETCD_CLIENT_PORTS[0]}" \
+    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
+    --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
+    --initial-cluster "s=http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
+    --heartbeat-interval 50 --election-timeout 500 --logger zap --log-level error "$@" \
+    </dev/null >>"$dir/s.log" 2>&1 &
+  ETCD_PIDS=($!)
+  ETCD_URI="etcd://127.0.0.1:${ETCD_CLIENT_PORTS[0]}"
+  for ((i = 0; i < 200; i++)); do
+    [[ -n ${ETCD_LISTEN:-} ]] && _etcd_port_taken "${ETCD_CLIENT_PORTS[0]}" && return 0
+    _etcd_healthy "${ETCD_CLIENT_PORTS[0]}" && return 0
+    kill -0 "${ETCD_PIDS[0]}" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
 }
 
 etcd_cluster_start() {

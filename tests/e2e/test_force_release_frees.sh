@@ -41,5 +41,8 @@ else
   :
 fi
 
-events=$("$SIMBA" history --mutex m --json | jq -c '[.events[] | .event]')
-[[ $events == '["acquired","forced","lost",'* ]] || fail "history: $events"
+# etcd keeps no history yet (docs/backends/etcd.md).
+if [[ ${SIMBA_E2E_BACKEND:-} != etcd ]]; then
+  events=$("$SIMBA" history --mutex m --json | jq -c '[.events[] | .event]')
+  [[ $events == '["acquired","forced","lost",'* ]] || fail "history: $events"
+fi

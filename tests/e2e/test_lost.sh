@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres
 # The holder that loses its lease says so in the history once its CMD is
 # stopped ("lost", with the reason, CMD's status and how long it held it),
 # and the counters acquisitions and losses (status --json, OpenMetrics)

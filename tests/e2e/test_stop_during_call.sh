@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres
 # A stop signal that comes while a call is in flight wins over the reply that
 # comes after it (man simba, SIGNALS): behind a slow server, SIGTERM while a
 # plain run's acquire is in flight -> CMD never starts, the lease the reply
