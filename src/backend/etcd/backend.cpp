@@ -168,8 +168,18 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
     if (!c.ok()) return failure(c);
     p = Place{};
   }
-  Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
-  if (p.lease.empty()) {
+  bool created = false;
+  Seen s;
+  if (!p.lease.empty()) {
+    // Queued already (woken, or trying again): a read, no write, on the
+    // way from a release to CMD.
+    s = m_store.read(mutex, k, deadline);
+    if (!s.call.ok()) return failure(s.call);
+    if (!s.mine) { // its lease ran out meanwhile: acquire() queues anew
+      m_places.erase(k);
+      return Reply::failure(Reply::Status::failed, "our place in the etcd queue ran out");
+    }
+  } else {
     LeaseCall g = m_store.grant(grant_seconds(length_ms), deadline);
     if (!g.call.ok()) {
       m_places.erase(k);
@@ -180,18 +190,18 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
     lease_sent = g.call.sent_at;
     // The times of the lease should the key be the oldest (it then owns
     // the mutex at once, and nothing else needs writing).
+    Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
     Place copy = p;
     core::Lease l = ours(Kv{}, copy, lease_sent, g.ttl_s, length_ms, transition_ms, true).lease;
     e.acquired = l.acquired_at;
     e.ttl_at = l.ttl_at;
     e.until = l.transition_at;
-  }
-  bool created = false;
-  Seen s = m_store.enqueue(mutex, k, e, p.lease, created, deadline);
-  if (!s.call.ok()) {
-    // A lease that ran out takes no key: the next try grants a new one.
-    if (s.call.error.find("lease not found") != std::string::npos) m_places.erase(k);
-    return failure(s.call);
+    s = m_store.enqueue(mutex, k, e, p.lease, created, deadline);
+    if (!s.call.ok()) {
+      // A lease that ran out takes no key: the next try grants a new one.
+      if (s.call.error.find("lease not found") != std::string::npos) m_places.erase(k);
+      return failure(s.call);
+    }
   }
   if (!s.mine) return Reply::failure(Reply::Status::failed, "our key in etcd vanished at once");
   if (s.mine->lease != p.lease) { // made by an earlier call whose answer we missed
@@ -216,8 +226,10 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
       return relet(mutex, contender, s.mine->create_revision, length_ms, transition_ms, false,
                    false, std::max<int64_t>(deadline - sys::boottime_ms(), 1));
     r.observed = ours(*s.mine, p, lease_sent, p.granted_s, length_ms, transition_ms, true);
-    if (!created && !publish(*s.mine, r.observed, deadline))
-      return unchanged(m_store.read(mutex, "", deadline), deadline);
+    // An acquisition from the queue publishes its times with its first
+    // guard: a write here would be on the way from the release to CMD (and
+    // one at settle() on the way from CMD's end to the release). Until
+    // then others see etcd's time to live (unchanged()).
     r.changed = true;
     return r;
   }

@@ -110,9 +110,25 @@ Call Client::call(const std::string& path, const nlohmann::json& body, bool writ
         relogged = true;
         continue;
       }
+      // A member without a leader, or too slow to commit: the next call
+      // goes to another member (a read, whose retry is harmless, at once).
+      int code = c.ok() ? 0 : int(number(nlohmann::json::parse(a.body, nullptr, false), "code"));
+      if (code == k_grpc_unavailable || code == k_grpc_deadline_exceeded) {
+        next_member();
+        if (!write) {
+          last = c.error;
+          ++tried;
+          continue;
+        }
+      }
       return c;
     }
-    if (a.sent && write) return Call{Reply::Status::indeterminate, {}, a.error, sent_at};
+    if (a.sent && write) {
+      // It may have been applied; a member that took it and went silent
+      // (stopped, cut off) gets no more calls for now.
+      next_member();
+      return Call{Reply::Status::indeterminate, {}, a.error, sent_at};
+    }
     const HttpTarget t = target_of(m_current);
     last = t.host + ":" + std::to_string(t.port) + ": " + a.error;
     next_member();

@@ -57,7 +57,9 @@ private:
 // gRPC's status codes the gateway reports in its error bodies.
 constexpr int k_grpc_invalid_argument = 3;
 constexpr int k_grpc_not_found = 5; // e.g. a put on a lease that ran out
+constexpr int k_grpc_deadline_exceeded = 4;
 constexpr int k_grpc_permission_denied = 7;
+constexpr int k_grpc_unavailable = 14;
 constexpr int k_grpc_unauthenticated = 16;
 
 // int64 fields come as strings ("42"), sometimes as numbers; absent: 0.
