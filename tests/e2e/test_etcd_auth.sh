@@ -40,3 +40,11 @@ grep -q "SIMBA_ETCD_PASSWORD" "$T/err" || fail "no word of SIMBA_ETCD_PASSWORD: 
 
 # status as the user, through the same login
 assert_exit 0 bounded "$SIMBA" status --backend "$ETCD_URI?user=simba" --all
+
+# simba doctor: the members, their leader, and the user's rights on the prefix
+assert_exit 0 bounded "$SIMBA" doctor --backend "$ETCD_URI?user=simba"
+grep -q '^ok *leader' "$T/out" || fail "doctor: no leader check: $(<"$T/out")"
+grep -q '^ok *rights' "$T/out" || fail "doctor: the user's rights: $(<"$T/out")"
+SIMBA_ETCD_PASSWORD=other-pw-e2e assert_exit 69 bounded "$SIMBA" doctor --backend "$ETCD_URI?user=other"
+grep -q '^fail *rights.*permission denied' "$T/out" || fail "doctor: no refusal of rights: $(<"$T/out")"
+! grep -q "other-pw-e2e" "$T/out" "$T/err" || fail "doctor printed the password"

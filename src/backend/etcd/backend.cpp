@@ -3,6 +3,7 @@
 // on a lease of its own; the oldest key owns the mutex.
 #include "backend/etcd/backend_class.hpp"
 
+#include "backend/etcd/doctor.hpp"
 #include "backend/holder.hpp"
 #include "sys/clock.hpp"
 
@@ -50,6 +51,10 @@ bool EtcdBackend::ran_out(const std::string& key, uint64_t token) const {
 }
 
 int64_t EtcdBackend::now() const { return at(sys::boottime_ms()); }
+
+void EtcdBackend::diagnose(Diagnosis& found, const DiagnoseOptions& options) {
+  etcd::diagnose(m_uri, m_store.client(), found, options);
+}
 
 void EtcdBackend::set_holder(const Holder& h) {
   m_holder = encode_holder(h);

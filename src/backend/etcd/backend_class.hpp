@@ -42,6 +42,7 @@ public:
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
   void set_holder(const Holder& h) override;
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override;
+  void diagnose(Diagnosis& found, const DiagnoseOptions& options) override;
   int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
   std::string describe() const override { return etcd_describe(m_uri); }
 

@@ -7,6 +7,7 @@
 //   backend.cpp   the Backend: the queue of keys, the lease operations
 //   listing.cpp   inspect(): the mutexes, their holders and waiters
 //   wakeups.*     a waiter watches its predecessor's key; an owner its own
+//   doctor.*      simba doctor's checks: members, leader, versions, rights
 //   store.*       the etcd calls the backend makes, typed
 //   keys.*        the key layout and values, the requests' JSON (no I/O)
 //   client.*      the JSON gateway: members in turn, the login, errors sorted
