@@ -54,29 +54,31 @@ etcd_member_spawn() {
 }
 
 etcd_single_start() {
-  local dir=$1 p i
+  local dir=$1 attempt i
   shift
   ETCD_DIR=$dir
   mkdir -p -- "$dir" || return 1
-  for ((i = 0; i < 20; i++)); do
+  for ((attempt = 0; attempt < 5; attempt++)); do # a port taken meanwhile: others
     ETCD_CLIENT_PORTS=($((20000 + RANDOM % 40000))) ETCD_PEER_PORTS=($((20000 + RANDOM % 40000)))
-    _etcd_port_taken "${ETCD_CLIENT_PORTS[0]}" || _etcd_port_taken "${ETCD_PEER_PORTS[0]}" || break
-  done
-  etcd --name s --data-dir "$dir/s" \
-    --listen-client-urls "${ETCD_LISTEN:-http}://127.0.0.1:${ETCD_CLIENT_PORTS[0]}" \
-    --advertise-client-urls "${ETCD_LISTEN:-http}://127.0.0.1:${ETCD_CLIENT_PORTS[0]}" \
-    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
-    --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
-    --initial-cluster "s=http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
-    --heartbeat-interval 50 --election-timeout 500 --logger zap --log-level error "$@" \
-    </dev/null >>"$dir/s.log" 2>&1 &
-  ETCD_PIDS=($!)
-  ETCD_URI="etcd://127.0.0.1:${ETCD_CLIENT_PORTS[0]}"
-  for ((i = 0; i < 200; i++)); do
-    [[ -n ${ETCD_LISTEN:-} ]] && _etcd_port_taken "${ETCD_CLIENT_PORTS[0]}" && return 0
-    _etcd_healthy "${ETCD_CLIENT_PORTS[0]}" && return 0
-    kill -0 "${ETCD_PIDS[0]}" 2>/dev/null || return 1
-    sleep 0.05
+    _etcd_port_taken "${ETCD_CLIENT_PORTS[0]}" || _etcd_port_taken "${ETCD_PEER_PORTS[0]}" && continue
+    rm -rf -- "$dir/s"
+    etcd --name s --data-dir "$dir/s" \
+      --listen-client-urls "${ETCD_LISTEN:-http}://127.0.0.1:${ETCD_CLIENT_PORTS[0]}" \
+      --advertise-client-urls "${ETCD_LISTEN:-http}://127.0.0.1:${ETCD_CLIENT_PORTS[0]}" \
+      --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
+      --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
+      --initial-cluster "s=http://127.0.0.1:${ETCD_PEER_PORTS[0]}" \
+      --heartbeat-interval 50 --election-timeout 500 --logger zap --log-level error "$@" \
+      </dev/null >>"$dir/s.log" 2>&1 &
+    ETCD_PIDS=($!)
+    ETCD_URI="etcd://127.0.0.1:${ETCD_CLIENT_PORTS[0]}"
+    for ((i = 0; i < 200; i++)); do
+      [[ -n ${ETCD_LISTEN:-} ]] && _etcd_port_taken "${ETCD_CLIENT_PORTS[0]}" && return 0
+      _etcd_healthy "${ETCD_CLIENT_PORTS[0]}" && return 0
+      kill -0 "${ETCD_PIDS[0]}" 2>/dev/null || break
+      sleep 0.05
+    done
+    etcd_cluster_stop
   done
   return 1
 }

@@ -160,6 +160,25 @@ Reply EtcdBackend::acquire(const std::string& mutex, const std::string& contende
   return r;
 }
 
+Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender, Place& p,
+                          int64_t length_ms, int64_t transition_ms, bool& created,
+                          int64_t& lease_sent, int64_t deadline) {
+  LeaseCall g = m_store.grant(grant_seconds(length_ms), deadline);
+  if (!g.call.ok()) return Seen{g.call, {}, {}, 0};
+  p.lease = g.id;
+  p.granted_s = g.ttl_s;
+  lease_sent = g.call.sent_at;
+  // The times of the lease should the key be the oldest (it then owns the
+  // mutex at once, and nothing else needs writing).
+  Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
+  Place copy = p;
+  core::Lease l = ours(Kv{}, copy, lease_sent, g.ttl_s, length_ms, transition_ms, true).lease;
+  e.acquired = l.acquired_at;
+  e.ttl_at = l.ttl_at;
+  e.until = l.transition_at;
+  return m_store.enqueue(mutex, key(mutex, contender), e, p.lease, created, deadline);
+}
+
 Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string& contender,
                                      int64_t length_ms, int64_t transition_ms, int64_t deadline) {
   const std::string k = key(mutex, contender);
@@ -185,26 +204,11 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
       return Reply::failure(Reply::Status::failed, "our place in the etcd queue ran out");
     }
   } else {
-    LeaseCall g = m_store.grant(grant_seconds(length_ms), deadline);
-    if (!g.call.ok()) {
-      m_places.erase(k);
-      return failure(g.call);
-    }
-    p.lease = g.id;
-    p.granted_s = g.ttl_s;
-    lease_sent = g.call.sent_at;
-    // The times of the lease should the key be the oldest (it then owns
-    // the mutex at once, and nothing else needs writing).
-    Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
-    Place copy = p;
-    core::Lease l = ours(Kv{}, copy, lease_sent, g.ttl_s, length_ms, transition_ms, true).lease;
-    e.acquired = l.acquired_at;
-    e.ttl_at = l.ttl_at;
-    e.until = l.transition_at;
-    s = m_store.enqueue(mutex, k, e, p.lease, created, deadline);
+    s = enqueue(mutex, contender, p, length_ms, transition_ms, created, lease_sent, deadline);
     if (!s.call.ok()) {
       // A lease that ran out takes no key: the next try grants a new one.
-      if (s.call.error.find("lease not found") != std::string::npos) m_places.erase(k);
+      if (p.lease.empty() || s.call.error.find("lease not found") != std::string::npos)
+        m_places.erase(k);
       return failure(s.call);
     }
   }
@@ -374,7 +378,10 @@ Reply EtcdBackend::relet(const std::string& mutex, const std::string& contender,
   bool done = false;
   Call w = m_store.rewrite(k, s.mine->mod_revision, e, g.id, done, deadline);
   if (!done) {
-    m_store.revoke(g.id, deadline);
+    // A rewrite that may have been applied may have moved the key onto the
+    // new lease: revoking it would delete the key under a running CMD.
+    // Only one surely not applied frees the new lease at once.
+    if (w.status != Reply::Status::indeterminate) m_store.revoke(g.id, deadline);
     if (!w.ok()) return failure(w);
     return unchanged(m_store.read(mutex, k, deadline), deadline);
   }

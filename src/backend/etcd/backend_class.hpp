@@ -71,6 +71,12 @@ private:
   // stay where they were when that is later).
   Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t ttl_ms, int64_t transition_ms, bool never_earlier, int64_t timeout_ms);
+  // A new place in the queue of `mutex`: a lease granted (`lease_sent`:
+  // when its request left), the key made on it with the times it would
+  // have as the owner's (`created`: it was made now).
+  Seen enqueue(const std::string& mutex, const std::string& contender, Place& p,
+               int64_t length_ms, int64_t transition_ms, bool& created, int64_t& lease_sent,
+               int64_t deadline);
   Reply acquire_once_more(const std::string& mutex, const std::string& contender,
                           int64_t length_ms, int64_t transition_ms, int64_t deadline);
   // The lease of `mine`, ours, proved by a grant or keep-alive sent at
