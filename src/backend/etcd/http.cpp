@@ -85,7 +85,7 @@ std::string HttpConnection::connect(int64_t deadline) {
     m_tls = std::make_unique<net::TlsSession>();
     if (std::string e = m_tls->start(m_fd, m_target.tls_options, deadline); !e.empty()) {
       close();
-      return "TLS: " + e;
+      return e;
     }
   }
   return "";
