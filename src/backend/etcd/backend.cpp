@@ -362,7 +362,8 @@ Reply EtcdBackend::relet(const std::string& mutex, const std::string& contender,
       !s.mine_is_oldest() || (only_if_holding && !s.mine->entry.holding))
     return unchanged(s, deadline);
   // A hold needs no waiter's extra second: whole seconds, rounded up.
-  LeaseCall g = m_store.grant(holding ? (length_ms + 999) / 1000 : grant_seconds(length_ms),
+  LeaseCall g = m_store.grant(holding ? std::max<int64_t>((length_ms + 999) / 1000, 1)
+                                      : grant_seconds(length_ms),
                               deadline);
   if (!g.call.ok()) return failure(g.call);
   Place& p = m_places[k];
