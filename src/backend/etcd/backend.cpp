@@ -243,7 +243,11 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
     return r;
   }
   p.owner = false;
-  int64_t cap = revoked ? 0 : at(lease_sent) + p.granted_s * 1000 - k_keep_alive_margin_ms;
+  if (revoked) { // ours, revoked: no keep-alive was sent, and none is needed
+    r.observed = theirs(s.oldest, now(), 0, 0);
+    return r;
+  }
+  int64_t cap = at(lease_sent) + p.granted_s * 1000 - k_keep_alive_margin_ms;
   r.observed = theirs(s.oldest, at(lease_sent), 0, cap);
   return r;
 }
