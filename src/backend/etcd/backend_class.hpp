@@ -18,6 +18,8 @@ public:
                 int64_t transition_ms, int64_t timeout_ms) override;
   Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override;
+  Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, bool record, int64_t timeout_ms) override;
   Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
              int64_t hold_ms, int64_t timeout_ms) override;
   Reply begin_step(const std::string& mutex, const std::string& contender, uint64_t token,
