@@ -28,7 +28,7 @@ if [[ -z ${SIMBA_TEST_ETCD_URI:-} ]]; then
 fi
 export SIMBA_TEST_BACKEND="$SIMBA_TEST_ETCD_URI/conf-$(date +%s)-$$"
 echo "conformance against $SIMBA_TEST_BACKEND" >&2
-not_yet='*slots*,*acquire_once*,*release_once*,lost:*,counters*,skipped:*,once-per*,end_revoked ends*'
+not_yet='*slots*,*slot?s row*,*acquire_once*,*release_once*,lost:*,counters*,skipped:*,once-per*,end_revoked ends*'
 differs='acquire: after transition_at*,release: only the owner releases*,force_release revokes*,hold: *'
 differs+=',fencing tokens strictly increase across*,list: all mutexes*,wake-up: a release by another*'
 differs+=',wake-up: a release wakes only*,wake-up: queued behind*,wake-up: fifo:*,inspect: acquire stores*'
