@@ -28,6 +28,7 @@ SIMBA_TEST_PACKAGES=(
   redis-server                         # conformance/redis*, e2e-redis*, Sentinel, Cluster (and redis-cli)
   postgresql-15 postgresql-client-15   # the PostgreSQL tests' server, psql
   pgbouncer                            # the PgBouncer tests
+  etcd-server etcd-client              # the etcd tests' cluster, etcdctl
   openssl                              # tests/e2e/tls_pki.sh makes the TLS test certificates
   python3 python3-prometheus-client    # chaos harness, helpers; the OpenMetrics parser
   jq sqlite3                           # reading `simba status --json`, the SQLite file
@@ -42,5 +43,5 @@ declare -A SIMBA_TOOL_PACKAGES=(
   [ps]=procps [setpriv]=util-linux [unshare]=util-linux [nsenter]=util-linux
   [script]=bsdutils [mount]=mount [useradd]=passwd [ip]=iproute2 [groff]=groff
   [zsh]=zsh [fish]=fish [cmake]=cmake [cpack]=cmake [dpkg-deb]=dpkg
-  [systemd-analyze]=systemd
+  [systemd-analyze]=systemd [etcd]=etcd-server [etcdctl]=etcd-client
 )

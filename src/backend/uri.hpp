@@ -94,7 +94,31 @@ struct PostgresUri {
   std::vector<std::string> secrets;
 };
 
-using BackendUri = std::variant<SqliteUri, RedisUri, PostgresUri>;
+// etcd://HOST[:PORT][,HOST[:PORT]...][/PREFIX][?timeout=...&user=...]
+// (port 2379 by default), the members asked in this order; etcds:// the
+// same over TLS, plus ?cacert=FILE, ?cert=FILE&key=FILE. The password of
+// ?user= comes from SIMBA_ETCD_PASSWORD only (etcd/etcd.hpp).
+struct EtcdUri {
+  struct Node {
+    std::string host;
+    int port = 2379;
+  };
+  std::vector<Node> endpoints;
+  std::string prefix = "simba/"; // every key's; ends with '/'
+  int64_t timeout_ms = 2000;
+  std::string user;
+  std::string password; // never printed
+  bool tls = false;
+  std::string tls_ca, tls_cert, tls_key;
+};
+
+// The environment variable the password of an etcd user comes from.
+constexpr const char* k_etcd_password_env = "SIMBA_ETCD_PASSWORD";
+
+// The URI as simba names the backend: canonical, never a password.
+std::string etcd_describe(const EtcdUri& u);
+
+using BackendUri = std::variant<SqliteUri, RedisUri, PostgresUri, EtcdUri>;
 
 // Parses `uri` ("" names the default SQLite file: $SIMBA_HOME/simba.db, else
 // ${XDG_STATE_HOME:-$HOME/.local/state}/simba/simba.db). Throws UsageError for

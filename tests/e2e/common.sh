@@ -155,7 +155,7 @@ needs_root() {
   ((EUID == 0)) || skip "needs root: $*"
 }
 
-# needs_backend redis|redis-cluster|postgres|pgbouncer...: scripts/test
+# needs_backend redis|redis-cluster|postgres|pgbouncer|etcd...: scripts/test
 # starts these servers and exports their URIs.
 needs_backend() {
   local b var
@@ -165,6 +165,7 @@ needs_backend() {
     redis-cluster) var=SIMBA_TEST_REDIS_CLUSTER_URI ;;
     postgres) var=SIMBA_TEST_POSTGRES_URI ;;
     pgbouncer) var=SIMBA_TEST_PGBOUNCER_URI ;;
+    etcd) var=SIMBA_TEST_ETCD_URI ;;
     *) fail "needs_backend: unknown backend $b" ;;
     esac
     [[ -n ${!var:-} ]] || skip "needs the $b server of scripts/test: $var is not set (scripts/test starts it and sets it)"
@@ -370,4 +371,10 @@ fi
 if [[ ${SIMBA_E2E_BACKEND:-sqlite} == postgres || ${SIMBA_E2E_BACKEND:-} == pgbouncer ]]; then
   source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
   use_test_postgres "$SIMBA_E2E_BACKEND"
+fi
+# ... and "etcd" on the etcd cluster of scripts/test, under a key prefix
+# of this test's own.
+if [[ ${SIMBA_E2E_BACKEND:-sqlite} == etcd ]]; then
+  needs_backend etcd
+  export SIMBA_BACKEND="$SIMBA_TEST_ETCD_URI/e2e-$$-$RANDOM$RANDOM"
 fi

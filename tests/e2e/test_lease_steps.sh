@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres
+# backends: sqlite redis postgres etcd
 # The split-phase lease of a CI job, each step its own process, the handle
 # passed through an env file: acquire in one process, three steps (the
 # second longer than the ttl) in three others, release in a fifth. A second

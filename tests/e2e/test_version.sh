@@ -25,3 +25,6 @@ fi
 # PostgreSQL is always compiled in: a server that is not there is 69.
 [[ $backends == *postgres* ]] || fail "postgres is not listed: [$backends]"
 assert_exit 69 "$SIMBA" status --backend "postgres://127.0.0.1:1/db?timeout=2s"
+# etcd too (simba's own client): nobody listening is 69.
+[[ $backends == *etcd* ]] || fail "etcd is not listed: [$backends]"
+assert_exit 69 "$SIMBA" status --backend "etcd://127.0.0.1:1?timeout=2s"

@@ -1,0 +1,134 @@
+#pragma once
+// The etcd Backend's class (backend.cpp; inspect() in listing.cpp).
+#include "backend/etcd/etcd.hpp"
+#include "backend/etcd/store.hpp"
+#include "backend/etcd/wakeups.hpp"
+
+#include <map>
+#include <string>
+
+namespace simba::backend::etcd {
+
+class EtcdBackend final : public Backend {
+public:
+  explicit EtcdBackend(EtcdUri uri);
+  ~EtcdBackend() override;
+
+  Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                int64_t transition_ms, int64_t timeout_ms) override;
+  Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override;
+  Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, bool record, int64_t timeout_ms) override;
+  Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
+             int64_t hold_ms, int64_t timeout_ms) override;
+  Reply begin_step(const std::string& mutex, const std::string& contender, uint64_t token,
+                   int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override;
+  Reply extend(const std::string& mutex, const std::string& contender, uint64_t token,
+               int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override;
+  Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
+                int64_t timeout_ms) override;
+  Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override;
+  Reply release_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms) override;
+  Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
+                    int64_t timeout_ms) override;
+  Reply get(const std::string& mutex, int64_t timeout_ms) override;
+  // Not yet on etcd (docs/backends/etcd.md): refused, so that simba ends
+  // with 69 and says why instead of trying again.
+  Reply acquire_once(const std::string&, const std::string&, int64_t, int64_t,
+                     const core::OncePer&, const std::string&, const std::string&,
+                     int64_t) override {
+    return Reply::failure(Reply::Status::refused, describe() + ": --once-per is not supported "
+                                                               "on etcd yet");
+  }
+  Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
+  void set_holder(const Holder& h) override;
+  Wakeups& wakeups(const std::string& mutex, const std::string& contender) override;
+  void diagnose(Diagnosis& found, const DiagnoseOptions& options) override;
+  int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
+  std::string describe() const override { return etcd_describe(m_uri); }
+
+private:
+  // This process's place in a mutex's queue: its key's lease.
+  struct Place {
+    std::string lease;
+    int64_t granted_s = 0;  // the lease's TTL as etcd granted it
+    bool owner = false;     // the last reply showed the mutex ours
+    uint64_t token = 0;     // of the ownership acquired_at belongs to
+    int64_t acquired_at = 0;
+    int64_t until = 0;      // boot clock: the end of the lease last shown ours
+  };
+
+  // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
+  // calendar once per process, so that times read as epoch milliseconds.
+  int64_t now() const;
+  // The reply of a call that ended lease `token`: free now.
+  Reply freed(uint64_t token) const;
+  // The lease `token` of our place `key` ran out as we showed it to our
+  // owner (etcd may keep the key a little longer).
+  bool ran_out(const std::string& key, uint64_t token) const;
+  int64_t at(int64_t boottime) const { return boottime + m_boot_to_wall; }
+
+  // guard, and extend's guard (`never_earlier`: ttl_at and transition_at
+  // stay where they were when that is later).
+  Reply renew(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t ttl_ms, int64_t transition_ms, bool never_earlier, int64_t timeout_ms);
+  // A new place in the queue of `mutex`: a lease granted (`lease_sent`:
+  // when its request left), the key made on it with the times it would
+  // have as the owner's (`created`: it was made now).
+  Seen enqueue(const std::string& mutex, const std::string& contender, Place& p,
+               int64_t length_ms, int64_t transition_ms, bool& created, int64_t& lease_sent,
+               int64_t deadline);
+  Reply acquire_once_more(const std::string& mutex, const std::string& contender,
+                          int64_t length_ms, int64_t transition_ms, int64_t deadline);
+  // The lease of `mine`, ours, proved by a grant or keep-alive sent at
+  // `sent_at` (boot clock) that gave `ttl_s`; `acquiring`: by an acquire
+  // (a new ownership starts now, unless `p` knows it).
+  core::Observed ours(const Kv& mine, Place& p, int64_t sent_at, int64_t ttl_s, int64_t length_ms,
+                      int64_t transition_ms, bool acquiring = false) const;
+  // Writes the times of `o` (ours) into our key `mine`, keeping its
+  // lease, unless the key changed since it was read (a forced release):
+  // false then.
+  bool publish(const Kv& mine, const core::Observed& o, int64_t deadline);
+  // Someone else's lease (or a revoked one), as `oldest` shows it at `now`
+  // (the backend's clock), ending in `left_ms` (0: unknown); no later than
+  // `cap` (0: none), and never free (its key is there).
+  core::Observed theirs(const std::optional<Kv>& oldest, int64_t now, int64_t left_ms,
+                        int64_t cap) const;
+  // How long the lease of `kv` has left as its owner counts it, from
+  // etcd's time to live (whole seconds) less the extra second granted.
+  int64_t left_ms(const Kv& kv, int64_t deadline);
+  // The lease moved onto a new lease of `length_ms` (hold, a step's start):
+  // the only way to change how long etcd keeps a key.
+  Reply relet(const std::string& mutex, const std::string& contender, uint64_t token,
+              int64_t length_ms, int64_t transition_ms, bool holding, bool only_if_holding,
+              int64_t timeout_ms);
+  // EtcdWakeups::Join: a place in the queue on a lease as long as the
+  // last acquire asked for (10 s before any).
+  bool join(const std::string& mutex, const std::string& contender);
+  Reply end_forced(const std::string& mutex, uint64_t token, bool by_owner, int64_t timeout_ms);
+  Reply unchanged(const Seen& s, int64_t deadline);
+  static Reply failure(const Call& c) { return Reply::failure(c.status, c.error); }
+  std::string key(const std::string& mutex, const std::string& contender) const {
+    return queue_key(m_uri.prefix, mutex, contender);
+  }
+
+  EtcdUri m_uri;
+  Store m_store;
+  int64_t m_boot_to_wall = 0;
+  std::string m_holder; // encode_holder()'s
+  int64_t m_gives_up = 0;
+  int64_t m_length_ms = 10000; // the last acquire's ttl + transition
+  std::map<std::string, Place> m_places; // by key
+  EtcdWakeups m_wakeups;
+};
+
+// A lease asked for `length_ms` is granted whole seconds, one more than
+// needed: a waiter keeps its place alive when it tries again, which the
+// jitter may put up to a second after the holder's lease was shown to end.
+int64_t grant_seconds(int64_t length_ms);
+// A waiter is shown the holder's lease ending this long before its own
+// place's lease could, so that it tries again (and keeps it alive) in time.
+constexpr int64_t k_keep_alive_margin_ms = 1300;
+
+} // namespace simba::backend::etcd

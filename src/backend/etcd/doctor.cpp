@@ -1,0 +1,102 @@
+// simba doctor on etcd (doctor.hpp): each member's /v3/maintenance/status,
+// and one read of simba's prefix through the backend's client.
+#include "backend/etcd/doctor.hpp"
+
+#include "backend/etcd/keys.hpp"
+#include "sys/clock.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace simba::backend::etcd {
+namespace {
+
+using Verdict = Finding::Verdict;
+
+Finding finding(const char* check, Verdict v, std::string detail, std::string fix = "") {
+  return Finding{check, v, std::move(detail), std::move(fix)};
+}
+
+struct MemberStatus {
+  std::string where;
+  std::string error; // "" when it answered
+  std::string version;
+  int64_t id = 0;
+  int64_t leader = 0;
+};
+
+MemberStatus status_of(const EtcdUri& uri, size_t i, const std::string& token, int64_t deadline) {
+  const EtcdUri::Node& n = uri.endpoints[i];
+  HttpTarget t{n.host, n.port, uri.tls, {}};
+  t.tls_options.host = n.host;
+  t.tls_options.ca_file = uri.tls_ca;
+  t.tls_options.cert_file = uri.tls_cert;
+  t.tls_options.key_file = uri.tls_key;
+  MemberStatus s;
+  s.where = n.host + ":" + std::to_string(n.port);
+  HttpConnection conn(t);
+  HttpAnswer a = conn.post("/v3/maintenance/status", "{}", token, deadline);
+  nlohmann::json j = nlohmann::json::parse(a.body, nullptr, false);
+  if (a.status != 200 || !j.is_object()) {
+    s.error = a.status ? "HTTP status " + std::to_string(a.status) : a.error;
+    return s;
+  }
+  s.version = j.value("version", "?");
+  s.leader = number(j, "leader");
+  if (j.contains("header")) s.id = number(j["header"], "member_id");
+  return s;
+}
+
+void check_members(const std::vector<MemberStatus>& all, Diagnosis& found) {
+  std::set<std::string> versions;
+  std::set<int64_t> leaders;
+  for (const MemberStatus& s : all) {
+    if (!s.error.empty()) {
+      found.push_back(finding("members", Verdict::warn, s.where + " does not answer: " + s.error,
+                              "start the member, or take it out of the URI"));
+      continue;
+    }
+    found.push_back(finding("members", Verdict::ok, s.where + ": etcd " + s.version));
+    versions.insert(s.version);
+    if (s.leader) leaders.insert(s.leader);
+  }
+  if (leaders.size() == 1)
+    found.push_back(finding("leader", Verdict::ok, "the members agree on a leader"));
+  else if (leaders.empty())
+    found.push_back(finding("leader", Verdict::fail, "no member knows a leader (no quorum?)",
+                            "bring a majority of the members back"));
+  else
+    found.push_back(finding("leader", Verdict::warn, "the members name different leaders",
+                            "wait for the election to settle; check the members' network"));
+  if (versions.size() > 1)
+    found.push_back(finding("versions", Verdict::warn, "the members run different etcd versions",
+                            "finish the upgrade"));
+}
+
+} // namespace
+
+void diagnose(const EtcdUri& uri, Client& client, Diagnosis& found,
+              const DiagnoseOptions& options) {
+  int64_t budget = std::max<int64_t>(options.timeout_ms, 1000);
+  std::string token = client.token(sys::boottime_ms() + budget);
+  std::vector<MemberStatus> all;
+  for (size_t i = 0; i < uri.endpoints.size(); ++i)
+    all.push_back(status_of(uri, i, token, sys::boottime_ms() + budget));
+  check_members(all, found);
+  nlohmann::json r = range_all(uri.prefix, "");
+  r["limit"] = "1";
+  r["keys_only"] = true;
+  Call c = client.call("/v3/kv/range", r, false, sys::boottime_ms() + budget);
+  if (c.ok())
+    found.push_back(finding("rights", Verdict::ok, "simba's prefix " + uri.prefix + " can be read" +
+                                                       (uri.user.empty() ? "" : " by " + uri.user)));
+  else
+    found.push_back(finding("rights", Verdict::fail, "cannot read " + uri.prefix + ": " + c.error,
+                            "grant the user readwrite on the prefix (docs/backends/etcd.md)"));
+  found.push_back(finding("lease-clock", Verdict::ok,
+                          "clock offsets are irrelevant: etcd times leases on its leader's "
+                          "monotonic clock, simba on this host's"));
+}
+
+} // namespace simba::backend::etcd

@@ -1,0 +1,116 @@
+// The backend's etcd calls, typed (store.hpp).
+#include "backend/etcd/store.hpp"
+
+namespace simba::backend::etcd {
+namespace {
+
+// The keys of the n-th response of a txn answer (a response_range).
+std::vector<Kv> kvs_at(const nlohmann::json& txn, size_t n) {
+  if (!txn.contains("responses") || !txn["responses"].is_array() || txn["responses"].size() <= n)
+    return {};
+  const nlohmann::json& r = txn["responses"][n];
+  return r.contains("response_range") ? kvs_of(r["response_range"]) : std::vector<Kv>{};
+}
+
+std::optional<Kv> first(std::vector<Kv> kvs) {
+  if (kvs.empty()) return std::nullopt;
+  return std::move(kvs.front());
+}
+
+int64_t revision_of(const nlohmann::json& j) {
+  return j.contains("header") ? number(j["header"], "revision") : 0;
+}
+
+} // namespace
+
+LeaseCall Store::grant(int64_t ttl_s, int64_t deadline) {
+  LeaseCall l;
+  l.call = m_client.call("/v3/lease/grant", {{"TTL", std::to_string(ttl_s)}}, true, deadline);
+  if (!l.call.ok()) return l;
+  l.id = std::to_string(number(l.call.json, "ID"));
+  l.ttl_s = number(l.call.json, "TTL");
+  if (l.ttl_s <= 0 || l.id == "0") {
+    l.call.status = Reply::Status::failed;
+    l.call.error = "etcd granted no lease: " + l.call.json.value("error", std::string("?"));
+  }
+  return l;
+}
+
+LeaseCall Store::keep_alive(const std::string& id, int64_t deadline) {
+  LeaseCall l;
+  l.id = id;
+  // A stream of keep-alives in gRPC; through the gateway one request, one
+  // answer: {"result": {"ID", "TTL"}} (no TTL: the lease is gone).
+  l.call = m_client.call("/v3/lease/keepalive", {{"ID", id}}, true, deadline);
+  if (l.call.ok()) {
+    const nlohmann::json& r = l.call.json.contains("result") ? l.call.json["result"] : l.call.json;
+    l.ttl_s = number(r, "TTL");
+  }
+  return l;
+}
+
+Call Store::revoke(const std::string& id, int64_t deadline) {
+  return m_client.call("/v3/lease/revoke", {{"ID", id}}, true, deadline);
+}
+
+int64_t Store::seconds_left(const std::string& id, int64_t deadline, int64_t* granted) {
+  Call c = m_client.call("/v3/lease/timetolive", {{"ID", id}}, false, deadline);
+  if (!c.ok()) return 0;
+  int64_t ttl = number(c.json, "TTL");
+  if (granted) *granted = number(c.json, "grantedTTL");
+  return ttl < 0 ? -1 : ttl;
+}
+
+Seen Store::read(const std::string& mutex, const std::string& key, int64_t deadline) {
+  nlohmann::json ops = nlohmann::json::array();
+  ops.push_back({{"request_range", range_oldest(prefix(), mutex)}});
+  if (!key.empty()) ops.push_back({{"request_range", range_one(key)}});
+  Seen s;
+  s.call = m_client.call("/v3/kv/txn", {{"success", ops}}, false, deadline);
+  if (!s.call.ok()) return s;
+  s.revision = revision_of(s.call.json);
+  s.oldest = first(kvs_at(s.call.json, 0));
+  if (!key.empty()) s.mine = first(kvs_at(s.call.json, 1));
+  return s;
+}
+
+Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entry& entry,
+                    const std::string& lease, bool& created, int64_t deadline) {
+  nlohmann::json put = {{"key", base64(key)}, {"value", base64(encode_entry(entry))},
+                        {"lease", lease}};
+  nlohmann::json txn = {
+      {"compare", {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(key)},
+                    {"create_revision", "0"}}}},
+      {"success", {{{"request_put", put}},
+                   {{"request_range", range_oldest(prefix(), mutex)}},
+                   {{"request_range", range_one(key)}}}},
+      {"failure", {{{"request_range", range_oldest(prefix(), mutex)}},
+                   {{"request_range", range_one(key)}}}}};
+  Seen s;
+  s.call = m_client.call("/v3/kv/txn", txn, true, deadline);
+  if (!s.call.ok()) return s;
+  created = s.call.json.value("succeeded", false);
+  size_t at = created ? 1 : 0;
+  s.revision = revision_of(s.call.json);
+  s.oldest = first(kvs_at(s.call.json, at));
+  s.mine = first(kvs_at(s.call.json, at + 1));
+  return s;
+}
+
+Call Store::rewrite(const std::string& key, int64_t mod_revision, const Entry& entry,
+                    const std::string& lease, bool& done, int64_t deadline) {
+  nlohmann::json put = {{"key", base64(key)}, {"value", base64(encode_entry(entry))}};
+  if (lease.empty())
+    put["ignore_lease"] = true;
+  else
+    put["lease"] = lease;
+  nlohmann::json txn = {
+      {"compare", {{{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(key)},
+                    {"mod_revision", std::to_string(mod_revision)}}}},
+      {"success", {{{"request_put", put}}}}};
+  Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
+  done = c.ok() && c.json.value("succeeded", false);
+  return c;
+}
+
+} // namespace simba::backend::etcd

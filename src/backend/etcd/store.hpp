@@ -1,0 +1,63 @@
+#pragma once
+// The few etcd calls the backend makes, typed: leases (grant, keep-alive,
+// revoke, time to live), one read of a contender's key and its mutex's
+// oldest key in one transaction, and the transactions that write them.
+#include "backend/etcd/client.hpp"
+#include "backend/etcd/keys.hpp"
+
+#include <optional>
+#include <string>
+
+namespace simba::backend::etcd {
+
+// A lease call: `ttl_s` what etcd says the lease lasts from the call (0:
+// the lease is gone), `call.sent_at` when the request left.
+struct LeaseCall {
+  Call call;
+  std::string id;
+  int64_t ttl_s = 0;
+};
+
+// What one read transaction saw.
+struct Seen {
+  Call call;
+  std::optional<Kv> mine;   // the contender's key
+  std::optional<Kv> oldest; // the mutex's owner (or revoked lease)
+  int64_t revision = 0;     // the store's revision at the read
+  bool mine_is_oldest() const {
+    return mine && oldest && mine->create_revision == oldest->create_revision;
+  }
+};
+
+class Store {
+public:
+  explicit Store(const EtcdUri& uri) : m_client(uri) {}
+
+  LeaseCall grant(int64_t ttl_s, int64_t deadline);
+  LeaseCall keep_alive(const std::string& id, int64_t deadline);
+  Call revoke(const std::string& id, int64_t deadline);
+  // The seconds the lease has left (etcd rounds down; -1 when it is gone,
+  // 0 when unknown) and the TTL it was granted.
+  int64_t seconds_left(const std::string& id, int64_t deadline, int64_t* granted = nullptr);
+
+  // Reads `key` (when not "") and the oldest key of `mutex` at one revision.
+  Seen read(const std::string& mutex, const std::string& key, int64_t deadline);
+  // Creates `key` with `entry` on lease `lease` unless it exists, and reads
+  // it and the oldest key of `mutex` in the same transaction (the
+  // `etcdctl lock` recipe). `created` says whether it made the key.
+  Seen enqueue(const std::string& mutex, const std::string& key, const Entry& entry,
+               const std::string& lease, bool& created, int64_t deadline);
+  // Writes `entry` into `key` if its mod revision is still `mod_revision`,
+  // keeping its lease, or moving it to `lease` when not "". False with an
+  // ok call: the key changed meanwhile.
+  Call rewrite(const std::string& key, int64_t mod_revision, const Entry& entry,
+               const std::string& lease, bool& done, int64_t deadline);
+
+  Client& client() { return m_client; }
+  const std::string& prefix() const { return m_client.uri().prefix; }
+
+private:
+  Client m_client;
+};
+
+} // namespace simba::backend::etcd

@@ -1,0 +1,93 @@
+// Checks that only concern the etcd backend (src/backend/etcd/README.md,
+// "Where it differs"): how its queue answers where the lease-row backends'
+// cases of conformance*.cpp are left out (tests/backend/conformance_etcd.sh).
+// They run when the suite runs against etcd (SIMBA_TEST_BACKEND=etcd...)
+// and are skipped otherwise.
+#include "support.hpp"
+
+#include "core/lease.hpp"
+
+#include <doctest/doctest.h>
+
+using simba::backend::Reply;
+using namespace simba::test;
+
+namespace {
+
+bool on_etcd() { return backend_uri().rfind("etcd", 0) == 0; }
+
+} // namespace
+
+TEST_CASE("etcd: a lease that ran out goes when etcd's lease of its key ends, to the next in line") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto b = open_test_backend();
+  auto m = unique_mutex("etcd-expiry");
+  Reply got = require_ok(a->acquire(m, "A", 300, 200, k_timeout));
+  REQUIRE(got.changed);
+  int64_t t0 = mono_ms();
+  Reply busy = require_ok(b->acquire(m, "B", 300, 200, k_timeout)); // B queues
+  CHECK_FALSE(busy.changed);
+  CHECK(busy.observed.lease.owner_id == "A");
+  // A never renews (killed): B gets the mutex once etcd's lease (1 s, one
+  // more than asked) ends, and with a larger token; never before A's
+  // lease as shown ran out.
+  Reply r;
+  do {
+    sleep_ms(100);
+    r = require_ok(b->acquire(m, "B", 300, 200, k_timeout));
+  } while (!r.changed && mono_ms() - t0 < 5000);
+  REQUIRE(r.changed);
+  CHECK(mono_ms() - t0 >= 500);
+  CHECK(r.observed.lease.fencing_token > got.observed.lease.fencing_token);
+  MESSAGE("the next owner after " << mono_ms() - t0 << " ms (the lease shown: 500 ms)");
+}
+
+TEST_CASE("etcd: a waiter at the head whose place was revoked is shown the revocation on its own "
+          "clock, and queues anew once its key is gone") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto w = open_test_backend();
+  auto m = unique_mutex("etcd-head-revoked");
+  REQUIRE(require_ok(a->acquire(m, "A", 10000, 1000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(w->acquire(m, "W", 300, 200, k_timeout)).changed); // W queues
+  REQUIRE(require_ok(a->release(m, "A", 0, k_timeout)).changed); // W's key is the oldest now
+  // An admin's force release of whatever holds m: W's place, before W knew.
+  REQUIRE(require_ok(a->force_release(m, 0, k_timeout)).changed);
+  Reply r = require_ok(w->acquire(m, "W", 300, 200, k_timeout));
+  CHECK_FALSE(r.changed);
+  CHECK(simba::core::window_at(r.observed.lease, r.observed.now) == simba::core::Window::revoked);
+  int64_t delay = r.observed.lease.transition_at - r.observed.now;
+  CHECK(delay > 0);
+  CHECK(delay <= 5000); // not the host's uptime
+  // W's revoked key is no longer kept alive: it goes with its lease, and
+  // W's next acquire queues anew (a new token).
+  int64_t t0 = mono_ms();
+  do {
+    sleep_ms(200);
+    r = require_ok(w->acquire(m, "W", 300, 200, k_timeout));
+  } while (!r.changed && mono_ms() - t0 < 6000);
+  CHECK(r.changed);
+}
+
+TEST_CASE("etcd: a busy contender that goes leaves the queue (its process's end)") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto m = unique_mutex("etcd-leave");
+  REQUIRE(require_ok(a->acquire(m, "A", 10000, 1000, k_timeout)).changed);
+  {
+    auto b = open_test_backend();
+    CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed);
+    simba::backend::Listing l = a->inspect(m, k_timeout);
+    REQUIRE(l.ok);
+    REQUIRE(l.mutexes.size() == 1);
+    CHECK(l.mutexes[0].waiters.size() == 1);
+  } // b's backend goes: its place too
+  simba::backend::Listing l = a->inspect(m, k_timeout);
+  REQUIRE(l.ok);
+  REQUIRE(l.mutexes.size() == 1);
+  CHECK(l.mutexes[0].waiters.empty());
+  REQUIRE(require_ok(a->release(m, "A", 0, k_timeout)).changed);
+  auto c = open_test_backend();
+  CHECK(require_ok(c->acquire(m, "C", 10000, 1000, k_timeout)).changed); // nobody ahead
+}
