@@ -2,12 +2,12 @@
 #include "backend/etcd/http.hpp"
 
 #include "backend/net/deadline_io.hpp"
+#include "backend/net/dial.hpp"
 #include "sys/clock.hpp"
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,36 +17,6 @@
 
 namespace simba::backend::etcd {
 namespace {
-
-// A non-blocking connect finished by the deadline: the socket, or -1 and why.
-int dial(const addrinfo& a, int64_t deadline, std::string& why) {
-  int fd = ::socket(a.ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    why = std::strerror(errno);
-    return -1;
-  }
-  if (::connect(fd, a.ai_addr, a.ai_addrlen) != 0 && errno != EINPROGRESS) {
-    why = std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  if (!net::wait_for(fd, POLLOUT, deadline)) {
-    why = net::k_timed_out;
-    ::close(fd);
-    return -1;
-  }
-  int err = 0;
-  socklen_t len = sizeof err;
-  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-  if (err != 0) {
-    why = std::strerror(err);
-    ::close(fd);
-    return -1;
-  }
-  int one = 1; // a request is one write: no Nagle delay behind it
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
-}
 
 bool header_is(const std::string& line, const char* name, std::string& value) {
   size_t n = std::strlen(name);
@@ -68,19 +38,10 @@ void HttpConnection::close() {
 
 std::string HttpConnection::connect(int64_t deadline) {
   close();
-  addrinfo hints{}, *list = nullptr;
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  int rc = ::getaddrinfo(m_target.host.c_str(), std::to_string(m_target.port).c_str(), &hints,
-                         &list);
-  if (rc != 0) return "cannot resolve " + m_target.host + ": " + gai_strerror(rc);
-  std::string why = "no address";
-  for (addrinfo* a = list; a && m_fd < 0; a = a->ai_next) {
-    m_fd = dial(*a, deadline, why);
-    if (why == net::k_timed_out) break;
-  }
-  ::freeaddrinfo(list);
-  if (m_fd < 0) return why;
+  if (std::string why = net::dial_host(m_target.host, m_target.port, deadline, m_fd); !why.empty())
+    return why;
+  int one = 1; // a request is one write: no Nagle delay behind it
+  ::setsockopt(m_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (m_target.tls) {
     m_tls = std::make_unique<net::TlsSession>();
     if (std::string e = m_tls->start(m_fd, m_target.tls_options, deadline); !e.empty()) {
