@@ -5,7 +5,9 @@
 # another member (src/backend/etcd/client.cpp). On a 3-member cluster of
 # the test's own, the member a holder talks to is stopped for 4 s: the
 # holder's guards get through elsewhere and its CMD runs to its end (exit
-# 0); a waiter starts only after it, with a larger token.
+# 0); a waiter starts only after it, with a larger token. A 3 s lease: a
+# guard that times out (500 ms) must still have time for another member
+# on a loaded machine.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 needs etcd
 source "$(dirname -- "${BASH_SOURCE[0]}")/etcd_server.sh"
@@ -16,10 +18,10 @@ export SIMBA_BACKEND="etcd://127.0.0.1:${p[0]},127.0.0.1:${p[1]},127.0.0.1:${p[2
 # CMD: the start and end (ms) and the token in FILE.start/.end/.token
 # shellcheck disable=SC2016 # for sh -c
 cmd='date +%s%3N >"$0.start"; echo "$SIMBA_FENCING_TOKEN" >"$0.token"; sleep "$1"; date +%s%3N >"$0.end"'
-"$SIMBA" run --mutex m --ttl 1s --transition 2s -- sh -c "$cmd" "$T/a" 4 2>"$T/a.err" &
+"$SIMBA" run --mutex m --ttl 3s --transition 2s -- sh -c "$cmd" "$T/a" 4 2>"$T/a.err" &
 a=$!
 wait_file "$T/a.start" 10
-"$SIMBA" run --mutex m --ttl 1s --transition 2s --timeout 30s -- sh -c "$cmd" "$T/b" 0 2>"$T/b.err" &
+"$SIMBA" run --mutex m --ttl 3s --transition 2s --timeout 30s -- sh -c "$cmd" "$T/b" 0 2>"$T/b.err" &
 b=$!
 sleep 0.3
 kill -STOP "${ETCD_PIDS[0]}" # the member both talk to first
