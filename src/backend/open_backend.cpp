@@ -2,6 +2,7 @@
 // URI is parsed in uri.cpp; each backend is one line here.
 #include "backend/open_backend.hpp"
 
+#include "backend/mysql/mysql.hpp"
 #include "backend/postgres/postgres.hpp"
 #include "backend/redis/redis.hpp"
 #include "backend/sqlite/sqlite_backend.hpp"
@@ -23,6 +24,10 @@ std::unique_ptr<Backend> open_uri(RedisUri&& u, Access) { return open_redis(std:
 
 std::unique_ptr<Backend> open_uri(PostgresUri&& u, Access access) {
   return open_postgres(std::move(u), access);
+}
+
+std::unique_ptr<Backend> open_uri(MysqlUri&& u, Access access) {
+  return open_mysql(std::move(u), access);
 }
 
 } // namespace

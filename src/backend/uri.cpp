@@ -1,6 +1,7 @@
 // Backend URIs: the scheme, the SQLite URI, redaction and the helpers
 // every scheme's parser shares (uri_parts.hpp); Redis URIs are parsed in
-// uri_redis.cpp, PostgreSQL URIs in uri_postgres.cpp (uri.hpp).
+// uri_redis.cpp, PostgreSQL URIs in uri_postgres.cpp, MySQL URIs in
+// uri_mysql.cpp (uri.hpp).
 #include "backend/uri.hpp"
 #include "backend/uri_parts.hpp"
 
@@ -37,7 +38,7 @@ namespace {
 
 constexpr const char* k_expected =
     "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB], rediss://..., "
-    "redis+unix:///PATH.sock or postgres://[USER@]HOST[:PORT]/DB";
+    "redis+unix:///PATH.sock, postgres://[USER@]HOST[:PORT]/DB or mysql://USER@HOST[:PORT]/DB";
 
 bool valid_scheme(const std::string& s) {
   if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
@@ -241,6 +242,7 @@ BackendUri parse_backend_uri(const std::string& uri) {
   if (scheme == "redis+cluster") return parse_cluster(false, rest, shown);
   if (scheme == "rediss+cluster") return parse_cluster(true, rest, shown);
   if (scheme == "postgres" || scheme == "postgresql") return parse_postgres(scheme, rest, shown);
+  if (scheme == "mysql" || scheme == "mariadb") return parse_mysql(scheme, rest, shown);
   throw UsageError("unknown backend '" + scheme + "' in '" + shown + "': " + k_expected);
 }
 

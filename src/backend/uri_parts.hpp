@@ -36,4 +36,7 @@ RedisUri parse_cluster(bool tls, const std::string& rest, const std::string& sho
 PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
                            const std::string& shown);
 
+// `rest` follows "mysql:" or "mariadb:".
+MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const std::string& shown);
+
 } // namespace simba::backend::uri_parts

@@ -3,6 +3,7 @@
 // (connection_auth.cpp), ReadyForQuery, then target_session_attrs
 // (connection.hpp).
 #include "backend/net/deadline_io.hpp"
+#include "backend/net/dial.hpp"
 #include "backend/postgres/connection.hpp"
 #include "sys/clock.hpp"
 
@@ -44,38 +45,6 @@ void tune_tcp(int fd, const ConnInfo& ci) {
     set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, ci.tcp_user_timeout_ms);
 }
 
-// A non-blocking connect to `addr`, finished by the deadline: the socket,
-// or -1 and why.
-int dial(const sockaddr* addr, socklen_t len, int family, int64_t deadline, std::string& why) {
-  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    why = std::strerror(errno);
-    return -1;
-  }
-  int r = ::connect(fd, addr, len);
-  if (r != 0 && errno != EINPROGRESS && errno != EAGAIN) {
-    why = std::strerror(errno);
-    ::close(fd);
-    return -1;
-  }
-  if (r != 0) {
-    if (!net::wait_for(fd, POLLOUT, deadline)) {
-      why = net::k_timed_out;
-      ::close(fd);
-      return -1;
-    }
-    int err = 0;
-    socklen_t elen = sizeof err;
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
-    if (err != 0) {
-      why = std::strerror(err);
-      ::close(fd);
-      return -1;
-    }
-  }
-  return fd;
-}
-
 } // namespace
 
 std::string Connection::open_socket(const Endpoint& e, const ConnInfo& ci, int64_t deadline) {
@@ -86,7 +55,7 @@ std::string Connection::open_socket(const Endpoint& e, const ConnInfo& ci, int64
     std::string path = e.socket_path();
     if (path.size() >= sizeof sa.sun_path) return "the socket path " + path + " is too long";
     std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
-    m_fd = dial(reinterpret_cast<sockaddr*>(&sa), sizeof sa, AF_UNIX, deadline, why);
+    m_fd = net::dial(reinterpret_cast<sockaddr*>(&sa), sizeof sa, AF_UNIX, deadline, why);
     return m_fd < 0 ? why + " (no server listening on " + path + "?)" : "";
   }
   addrinfo hints{}, *list = nullptr;
@@ -97,7 +66,7 @@ std::string Connection::open_socket(const Endpoint& e, const ConnInfo& ci, int64
   int rc = ::getaddrinfo(name.c_str(), std::to_string(e.port).c_str(), &hints, &list);
   if (rc != 0) return "could not translate host name \"" + name + "\": " + gai_strerror(rc);
   for (addrinfo* a = list; a && m_fd < 0; a = a->ai_next) {
-    m_fd = dial(a->ai_addr, a->ai_addrlen, a->ai_family, deadline, why);
+    m_fd = net::dial(a->ai_addr, a->ai_addrlen, a->ai_family, deadline, why);
     if (why == net::k_timed_out) break;
   }
   ::freeaddrinfo(list);

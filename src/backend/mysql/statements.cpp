@@ -1,0 +1,306 @@
+// The SQL of the MySQL backend (statements.hpp).
+//
+// Tables: "<prefix>leases", one row per mutex, never deleted (the row
+// keeps the last fencing token when the lease ends: owner '' and
+// transition_at at the end), and "<prefix>history", one row per event.
+// The rules are those of the PostgreSQL backend (postgres/statements.cpp;
+// keep them alike): DESIGN §2's owner-or-expired acquisition, owner and
+// token compared together in every compare-and-set, tokens above the last
+// one and never below the clock in microseconds.
+//
+// Atomicity: the query's first write (touch) takes the row's exclusive
+// lock, which the transaction keeps to its COMMIT; every later statement
+// of the query decides on the row as it then is, and nobody else writes
+// it meanwhile. Each UPDATE's condition is its WHERE, read before any of
+// its assignments; the assignments read only columns that no earlier
+// assignment of the same statement wrote (was_*, now_us), so they mean the
+// same whether the server assigns left to right (MySQL, MariaDB's default)
+// or all at once (MariaDB's SIMULTANEOUS_ASSIGNMENT).
+#include "backend/mysql/statements.hpp"
+
+#include "backend/history.hpp"
+#include "backend/mysql/packets.hpp"
+
+#include <vector>
+
+namespace simba::backend::mysql {
+
+const char* const k_now_us = "FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000)";
+const char* const k_now_ms = "FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000)";
+
+namespace {
+
+// The call's clock, as the touch noted it in the row.
+constexpr const char* k_n = "(now_us DIV 1000)";
+
+std::string n() { return k_n; }
+std::string num(int64_t v) { return std::to_string(v); }
+std::string unum(uint64_t v) { return std::to_string(v); }
+
+std::string schema_sql(const std::string& leases, const std::string& history) {
+  return "CREATE TABLE IF NOT EXISTS " + leases + R"( (
+  mutex VARBINARY(255) NOT NULL PRIMARY KEY, owner VARBINARY(255) NOT NULL DEFAULT '',
+  acquired_at BIGINT NOT NULL DEFAULT 0, ttl_at BIGINT NOT NULL DEFAULT 0,
+  transition_at BIGINT NOT NULL DEFAULT 0, token BIGINT NOT NULL DEFAULT 0,
+  holding TINYINT NOT NULL DEFAULT 0, holder BLOB NULL, holder_token BIGINT NOT NULL DEFAULT 0,
+  acquisitions BIGINT NOT NULL DEFAULT 0, losses BIGINT NOT NULL DEFAULT 0,
+  lost_token BIGINT NULL, history_seq BIGINT NOT NULL DEFAULT 0, last_run_at BIGINT NULL,
+  now_us BIGINT NOT NULL DEFAULT 0, wrote TINYINT NOT NULL DEFAULT 0,
+  was_owner VARBINARY(255) NOT NULL DEFAULT '', was_acquired_at BIGINT NOT NULL DEFAULT 0,
+  was_ttl_at BIGINT NOT NULL DEFAULT 0, was_transition_at BIGINT NOT NULL DEFAULT 0,
+  was_token BIGINT NOT NULL DEFAULT 0, was_holding TINYINT NOT NULL DEFAULT 0,
+  was_last_run_at BIGINT NULL) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS )" +
+         history + R"( (
+  mutex VARBINARY(255) NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL,
+  event VARBINARY(32) NOT NULL, owner VARBINARY(255) NOT NULL, holder BLOB NULL,
+  token BIGINT NOT NULL, exit_code INT NULL, held_ms BIGINT NULL, waited_ms BIGINT NULL,
+  reason VARBINARY(64) NULL, by_owner VARBINARY(255) NULL,
+  PRIMARY KEY (mutex, seq)) ENGINE=InnoDB)";
+}
+
+} // namespace
+
+Statements::Statements(const std::string& prefix)
+    : m_leases("`" + prefix + "leases`"), m_history("`" + prefix + "history`"),
+      m_schema(schema_sql(m_leases, m_history)) {}
+
+// The row locked, the clock and the lease as it was noted. `insert`
+// (acquire): a new mutex gets a free row (no owner, token 0); the others
+// write only a row that exists.
+std::string Statements::touch(const std::string& mutex, bool insert) const {
+  const std::string was = "wrote = 0, was_owner = owner, was_acquired_at = acquired_at, "
+                          "was_ttl_at = ttl_at, was_transition_at = transition_at, "
+                          "was_token = token, was_holding = holding";
+  if (insert)
+    return "INSERT INTO " + m_leases + " (mutex, now_us) VALUES (" + mutex + ", " + k_now_us +
+           ") ON DUPLICATE KEY UPDATE now_us = VALUES(now_us), " + was;
+  return "UPDATE " + m_leases + " SET now_us = " + k_now_us + ", " + was + " WHERE mutex = " +
+         mutex;
+}
+
+// One history event of the row `mutex` when the call wrote it (`values`:
+// the SELECT list over the row: seq, at, event, owner, holder, token,
+// exit_code, held_ms, waited_ms, reason, by_owner).
+std::string Statements::event(const std::string& mutex, const std::string& values) const {
+  return "SELECT mutex, " + values + " FROM " + m_leases + " WHERE mutex = " + mutex +
+         " AND wrote = 1";
+}
+
+// The query: the session's clock zone and the isolation level set by the
+// query itself, the transaction, the touch, `body` (`statements` of them),
+// the events (a SELECT or a UNION of them: written and trimmed to
+// history_limit()), the answer, COMMIT.
+Query Statements::wrap(const std::string& mutex, const std::string& body, int statements,
+                       const std::string& events, const std::string& extra) const {
+  std::string sql = "SET time_zone = '+00:00';SET TRANSACTION ISOLATION LEVEL READ COMMITTED;"
+                    "START TRANSACTION;" +
+                    touch(mutex, false) + ";" + body + ";";
+  size_t index = 4 + static_cast<size_t>(statements);
+  const int64_t limit = history_limit();
+  if (!events.empty() && limit > 0) {
+    sql += "REPLACE INTO " + m_history +
+           " (mutex, seq, at, event, owner, holder, token, exit_code, held_ms, waited_ms, "
+           "reason, by_owner) " +
+           events + ";DELETE h FROM " + m_history + " h JOIN " + m_leases +
+           " l ON l.mutex = h.mutex WHERE h.mutex = " + mutex +
+           " AND l.wrote = 1 AND h.seq <= l.history_seq - " + num(limit) + ";";
+    index += 2;
+  }
+  sql += "SELECT COALESCE(l.now_us DIV 1000, " + std::string(k_now_ms) +
+         "), COALESCE(l.wrote, 0), COALESCE(l.owner, ''), COALESCE(l.acquired_at, 0), "
+         "COALESCE(l.ttl_at, 0), COALESCE(l.transition_at, 0), COALESCE(l.token, 0), "
+         "COALESCE(l.holding, 0)" +
+         extra + " FROM (SELECT 1) d LEFT JOIN " + m_leases + " l ON l.mutex = " + mutex +
+         ";COMMIT";
+  return {sql, index};
+}
+
+// DESIGN §2: the valid owner renews (acquired_at and the token stay); a
+// row whose lease ran out (or a new one) takes a new lease, its token
+// above the last and the clock in microseconds; anyone else changes
+// nothing. The first UPDATE's renewal leaves the lease valid, so the
+// second's condition (ran out) excludes it: at most one of them writes.
+Query Statements::acquire(const Call& c) const {
+  const std::string ttl = num(c.ttl_ms), lease = num(c.ttl_ms + c.transition_ms);
+  std::string renew = "UPDATE " + m_leases + " SET ttl_at = " + n() + " + " + ttl +
+                      ", transition_at = " + n() + " + " + lease +
+                      ", holding = 0, wrote = 1 WHERE mutex = " + c.mutex +
+                      " AND owner = " + c.contender + " AND owner <> '' AND transition_at > " + n();
+  // A lease that ran out unreleased is one loss, unless it was only held
+  // or its holder's lost event counted it (lost_token).
+  std::string take =
+      "UPDATE " + m_leases +
+      " SET losses = losses + IF(was_owner <> '' AND was_holding = 0 AND "
+      "NOT (lost_token <=> was_token), 1, 0), history_seq = history_seq + IF(was_owner <> '', "
+      "2, 1), acquisitions = acquisitions + 1, token = GREATEST(was_token + 1, now_us), "
+      "holder_token = GREATEST(was_token + 1, now_us), holder = " +
+      c.holder + ", owner = " + c.contender + ", acquired_at = " + n() + ", ttl_at = " + n() +
+      " + " + ttl + ", transition_at = " + n() + " + " + lease +
+      ", holding = 0, wrote = 1 WHERE mutex = " + c.mutex +
+      " AND wrote = 0 AND transition_at <= " + n();
+  // Events only of a new lease: "expired" for the one it replaces when
+  // that still had an owner, then "acquired".
+  std::string events =
+      event(c.mutex, "history_seq - 1, was_transition_at, 'expired', was_owner, NULL, "
+                     "was_token, NULL, was_transition_at - was_acquired_at, NULL, NULL, NULL") +
+      " AND token <> was_token AND was_owner <> '' UNION ALL " +
+      event(c.mutex, "history_seq, " + n() +
+                         ", 'acquired', owner, holder, token, NULL, NULL, 0, NULL, NULL") +
+      " AND token <> was_token";
+  Query q = wrap(c.mutex, renew + ";" + take, 2, events);
+  // The touch of acquire makes the row of a new mutex.
+  q.sql.replace(q.sql.find(touch(c.mutex, false)), touch(c.mutex, false).size(),
+                touch(c.mutex, true));
+  return q;
+}
+
+namespace {
+
+// guard's assignments by mode (statements.hpp).
+std::string guard_set(const std::string& mode, int64_t ttl_ms, int64_t transition_ms) {
+  const std::string ttl = num(ttl_ms), lease = num(ttl_ms + transition_ms);
+  const std::string N = n();
+  if (mode == "keep") {
+    // A lease only held is kept to now + ttl + transition; a guarded one
+    // never shortened.
+    const std::string ttl_at = "GREATEST(" + N + " + " + ttl + ", was_ttl_at)";
+    return "ttl_at = IF(was_holding = 1, " + N + " + " + lease + ", " + ttl_at +
+           "), transition_at = IF(was_holding = 1, " + N + " + " + lease + ", GREATEST(" +
+           ttl_at + " + " + num(transition_ms) + ", was_transition_at))";
+  }
+  return "ttl_at = " + N + " + " + ttl + ", transition_at = " + N + " + " + lease +
+         ", holding = " + (mode == "hold" ? "1" : "0");
+}
+
+} // namespace
+
+Query Statements::guard(const Call& c, const std::string& mode) const {
+  return wrap(c.mutex,
+              "UPDATE " + m_leases + " SET " + guard_set(mode, c.ttl_ms, c.transition_ms) +
+                  ", wrote = 1 WHERE mutex = " + c.mutex + " AND owner = " + c.contender +
+                  " AND owner <> '' AND token = " + unum(c.token) + " AND transition_at > " + n() +
+                  (mode == "step" ? " AND holding = 1" : ""),
+              1, "");
+}
+
+Query Statements::guard_mark(const Call& c, bool record) const {
+  return wrap(c.mutex,
+              "UPDATE " + m_leases + " SET " + guard_set("guard", c.ttl_ms, c.transition_ms) +
+                  ", was_last_run_at = last_run_at, last_run_at = " +
+                  (record ? n() : std::string("last_run_at")) + ", wrote = 1 WHERE mutex = " +
+                  c.mutex + " AND owner = " + c.contender + " AND owner <> '' AND token = " +
+                  unum(c.token) + " AND transition_at > " + n(),
+              1, "", ", IF(l.wrote = 1, l.was_last_run_at, NULL)");
+}
+
+// The lease ends now; the row keeps the token. token 0: whatever lease
+// the contender owns.
+Query Statements::release(const Call& c, const std::string& exit_code) const {
+  std::string sql = "UPDATE " + m_leases +
+                    " SET history_seq = history_seq + 1, owner = '', holding = 0, ttl_at = "
+                    "LEAST(was_ttl_at, " +
+                    n() + "), transition_at = " + n() + ", wrote = 1 WHERE mutex = " + c.mutex +
+                    " AND owner = " + c.contender + " AND owner <> '' AND (" + unum(c.token) +
+                    " = 0 OR token = " + unum(c.token) + ") AND transition_at > " + n();
+  return wrap(c.mutex, sql, 1,
+              event(c.mutex, "history_seq, " + n() + ", 'released', was_owner, NULL, token, " +
+                                 exit_code + ", " + n() +
+                                 " - acquired_at, NULL, NULL, NULL"));
+}
+
+// A lease only held ends now; one whose CMD may run is revoked: no owner,
+// transition_at kept (backend.hpp). by_owner (release --lease): a lease
+// only held ends as a release, no loss. c.holder: who forces it.
+Query Statements::force_release(const Call& c, bool by_owner) const {
+  const std::string own = by_owner ? "1" : "0";
+  std::string sql =
+      "UPDATE " + m_leases +
+      " SET history_seq = history_seq + 1, losses = losses + IF(NOT (lost_token <=> was_token) "
+      "AND NOT (" +
+      own + " = 1 AND was_holding = 1), 1, 0), owner = '', ttl_at = LEAST(was_ttl_at, " + n() +
+      "), transition_at = IF(was_holding = 1, " + n() +
+      ", was_transition_at), holding = 0, wrote = 1 WHERE mutex = " + c.mutex +
+      " AND owner <> '' AND transition_at > " + n() + " AND (" + unum(c.token) +
+      " = 0 OR token = " + unum(c.token) + ")";
+  const std::string released = "(" + own + " = 1 AND transition_at <= " + n() + ")";
+  return wrap(c.mutex, sql, 1,
+              event(c.mutex, "history_seq, " + n() + ", IF(" + released +
+                                 ", 'released', 'forced'), was_owner, IF(" + released +
+                                 ", NULL, " + c.holder + "), was_token, NULL, " + n() +
+                                 " - was_acquired_at, NULL, NULL, NULL"));
+}
+
+// The lease revoked by force_release with token c.token ends now. No
+// event: the revocation wrote 'forced', the owner 'lost'.
+Query Statements::end_revoked(const Call& c) const {
+  return wrap(c.mutex,
+              "UPDATE " + m_leases + " SET holding = 0, ttl_at = LEAST(was_ttl_at, " + n() +
+                  "), transition_at = " + n() + ", wrote = 1 WHERE mutex = " + c.mutex +
+                  " AND owner = '' AND " + unum(c.token) + " <> 0 AND token = " + unum(c.token) +
+                  " AND transition_at > " + n(),
+              1, "");
+}
+
+Query Statements::get(const std::string& mutex) const {
+  return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
+              ", 0, COALESCE(l.owner, ''), COALESCE(l.acquired_at, 0), COALESCE(l.ttl_at, 0), "
+              "COALESCE(l.transition_at, 0), COALESCE(l.token, 0), COALESCE(l.holding, 0) "
+              "FROM (SELECT 1) d LEFT JOIN " +
+              m_leases + " l ON l.mutex = " + mutex,
+          1};
+}
+
+// History only (backend.hpp): the row's event count, losses and
+// lost_token; never its lease. A loss when the row still shows the lease
+// as the contender's (valid or run out: noted) or has no trace of it.
+Query Statements::record_lost(const Call& c, const std::string& exit_code, int64_t held_ms,
+                              const std::string& reason, const std::string& by) const {
+  const std::string token = unum(c.token);
+  const std::string mine =
+      "(owner = " + c.contender + " AND owner <> '' AND token = " + token + ")";
+  std::string sql = "UPDATE " + m_leases +
+                    " SET history_seq = history_seq + 1, losses = losses + IF(" + mine +
+                    " OR token < " + token + ", 1, 0), lost_token = IF(" + mine + ", " + token +
+                    ", lost_token), wrote = 1 WHERE mutex = " + c.mutex;
+  return wrap(c.mutex, sql, 1,
+              event(c.mutex, "history_seq, " + n() + ", 'lost', " + c.contender + ", " +
+                                 c.holder + ", " + token + ", " + exit_code + ", " +
+                                 num(held_ms) + ", NULL, " + reason + ", " + by));
+}
+
+Query Statements::record_skipped(const Call& c, const std::string& exit_code,
+                                 const std::string& held_ms, const std::string& reason,
+                                 const std::string& by, int64_t waited_ms) const {
+  return wrap(c.mutex,
+              "UPDATE " + m_leases + " SET history_seq = history_seq + 1, wrote = 1 WHERE mutex = " +
+                  c.mutex,
+              1,
+              event(c.mutex, "history_seq, " + n() + ", 'skipped', " + c.contender + ", " +
+                                 c.holder + ", " + unum(c.token) + ", " + exit_code + ", " +
+                                 held_ms + ", " + num(waited_ms) + ", " + reason + ", " + by));
+}
+
+Query Statements::inspect(const std::string& mutex) const {
+  std::string where = mutex.empty() ? "" : " AND mutex = " + wire::hex_literal(mutex);
+  return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
+              ";SELECT mutex, owner, acquired_at, ttl_at, transition_at, token, holding, "
+              "IF(holder_token = token, holder, NULL), acquisitions, losses FROM " +
+              m_leases + " WHERE token > 0" + where + " ORDER BY mutex",
+          2};
+}
+
+Query Statements::history(const std::string& mutex, int64_t since_ms) const {
+  std::string where;
+  if (!mutex.empty())
+    where = " AND (mutex = " + wire::hex_literal(mutex) + " OR LEFT(mutex, " +
+            num(static_cast<int64_t>(mutex.size()) + 1) + ") = " + wire::hex_literal(mutex + "#") +
+            ")";
+  return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
+              ";SELECT mutex, at, event, owner, holder, token, exit_code, held_ms, waited_ms, "
+              "reason, by_owner FROM " +
+              m_history + " WHERE at >= " + num(since_ms) + where + " ORDER BY at, mutex, seq",
+          2};
+}
+
+} // namespace simba::backend::mysql

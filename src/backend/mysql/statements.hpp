@@ -1,0 +1,83 @@
+#pragma once
+// The SQL of the MySQL backend: the schema, and one query per operation.
+// Each query is one round trip: several statements sent at once
+// (CLIENT_MULTI_STATEMENTS), a transaction of its own, that set everything
+// they read from the session themselves (no session state kept between
+// queries). Strings go in as hex literals (packets.hpp: hex_literal), so no
+// sql_mode or character set changes what a statement means.
+//
+// The lease row is the statements' scratch space too: the first write
+// locks it and notes the server's clock once (now_us, from SYSDATE(6):
+// NOW() would be the statement's start) and the lease as it was (was_*);
+// the statements after it read both from the row, so every statement of
+// the query sees one clock and one "before" (statements.cpp).
+//
+// Every write query answers one row (Query::answer says which result):
+//
+//   now_ms, changed, owner, acquired_at, ttl_at, transition_at, token, holding
+//
+// (guard_mark: and the last run's start before the call).
+#include <cstdint>
+#include <string>
+
+namespace simba::backend::mysql {
+
+struct Query {
+  std::string sql;
+  size_t answer = 0; // the index of the statement whose rows answer
+};
+
+// One mutex's operation, its values already SQL literals.
+struct Call {
+  std::string mutex, contender; // hex literals
+  std::string holder;           // hex literal or NULL
+  int64_t ttl_ms = 0, transition_ms = 0;
+  uint64_t token = 0;
+};
+
+class Statements {
+public:
+  explicit Statements(const std::string& prefix);
+
+  // CREATE TABLE ... IF NOT EXISTS, the administrator's SQL too.
+  const std::string& schema() const { return m_schema; }
+  // The tables, for messages.
+  std::string leases() const { return m_leases; }
+  std::string history_table() const { return m_history; }
+
+  Query acquire(const Call& c) const;
+  // mode: "guard", "hold" (--min-hold), "step" (begin_step), "keep" (extend).
+  Query guard(const Call& c, const std::string& mode) const;
+  // guard's, and the start of the last run (record: this one's now).
+  Query guard_mark(const Call& c, bool record) const;
+  Query release(const Call& c, const std::string& exit_code) const;
+  Query force_release(const Call& c, bool by_owner) const;
+  Query end_revoked(const Call& c) const;
+  Query get(const std::string& mutex) const;
+  Query record_lost(const Call& c, const std::string& exit_code, int64_t held_ms,
+                    const std::string& reason, const std::string& by) const;
+  Query record_skipped(const Call& c, const std::string& exit_code, const std::string& held_ms,
+                       const std::string& reason, const std::string& by,
+                       int64_t waited_ms) const;
+  // The clock (answer - 1) and the leases (answer): mutex, owner,
+  // acquired_at, ttl_at, transition_at, token, holding, holder, acquisitions,
+  // losses. `mutex` "" all.
+  Query inspect(const std::string& mutex) const;
+  // The clock (answer - 1) and the events: mutex, at, event, owner, holder,
+  // token, exit_code, held_ms, waited_ms, reason, by_owner.
+  Query history(const std::string& mutex, int64_t since_ms) const;
+
+private:
+  std::string touch(const std::string& mutex, bool insert) const;
+  Query wrap(const std::string& mutex, const std::string& body, int statements,
+             const std::string& events, const std::string& extra = "") const;
+  std::string event(const std::string& mutex, const std::string& values) const;
+
+  std::string m_leases, m_history, m_schema;
+};
+
+// The server's clock in microseconds and milliseconds (SQL expressions).
+extern const char* const k_now_us;
+extern const char* const k_now_ms;
+
+} // namespace simba::backend::mysql
