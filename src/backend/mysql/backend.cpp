@@ -51,6 +51,23 @@ core::Lease read_lease(const Row& row, size_t at) {
   return l;
 }
 
+// The done record's 10 columns (statements.hpp) from `at`.
+constexpr size_t k_done_columns = 10;
+core::DoneRecord read_done(const Row& row, size_t at) {
+  core::DoneRecord d;
+  d.window_start = number(row[at]);
+  d.label = row[at + 1];
+  d.host = row[at + 2];
+  d.token = static_cast<uint64_t>(number(row[at + 3]));
+  d.started_at = number(row[at + 4]);
+  d.finished = row[at + 5] == "1";
+  d.exit_code = static_cast<int>(number(row[at + 6]));
+  d.finished_at = number(row[at + 7]);
+  d.period_ms = number(row[at + 8]);
+  d.offset_ms = number(row[at + 9]);
+  return d;
+}
+
 std::string or_null(const std::string& s) { return s.empty() ? "NULL" : hex_literal(s); }
 
 class MysqlBackend final : public Backend {
@@ -104,6 +121,21 @@ public:
   }
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
     return run(m_sql.get(hex_literal(mutex)), timeout_ms);
+  }
+
+  Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                     int64_t transition_ms, const core::OncePer& once, const std::string& label,
+                     const std::string& host, int64_t timeout_ms) override {
+    return run(m_sql.acquire_once(call(mutex, contender, 0, ttl_ms, transition_ms), once, label,
+                                  host),
+               timeout_ms);
+  }
+  Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int exit_code, int64_t timeout_ms) override {
+    return run(m_sql.release_once(call(mutex, contender, token), exit_code), timeout_ms);
+  }
+  Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
+    return run(m_sql.done_record(hex_literal(mutex)), timeout_ms);
   }
 
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
@@ -268,7 +300,8 @@ Reply MysqlBackend::run(const Query& q, int64_t timeout_ms) {
   out.observed.now = number(row[0]);
   out.changed = row[1] == "1";
   out.observed.lease = read_lease(row, 2);
-  if (row.size() > 8 && !row[8].empty()) out.last_run_at = number(row[8]);
+  if (row.size() == 9 && !row[8].empty()) out.last_run_at = number(row[8]);
+  if (row.size() == 8 + k_done_columns && !row[8].empty()) out.done = read_done(row, 8);
   return out;
 }
 

@@ -36,6 +36,15 @@ constexpr const char* k_n = "(now_us DIV 1000)";
 std::string n() { return k_n; }
 std::string num(int64_t v) { return std::to_string(v); }
 std::string unum(uint64_t v) { return std::to_string(v); }
+std::string hex_or_empty(const std::string& s) { return wire::hex_literal(s); }
+
+// Where statement `n` (0-based) of `sql` ends: its ';'. Strings in the
+// queries are hex literals and never hold one.
+size_t nth_statement_end(const std::string& sql, int n) {
+  size_t at = 0;
+  for (int i = 0; i <= n; ++i) at = sql.find(';', at) + 1;
+  return at;
+}
 
 std::string schema_sql(const std::string& leases, const std::string& history) {
   return "CREATE TABLE IF NOT EXISTS " + leases + R"( (
@@ -49,7 +58,11 @@ std::string schema_sql(const std::string& leases, const std::string& history) {
   was_owner VARBINARY(255) NOT NULL DEFAULT '', was_acquired_at BIGINT NOT NULL DEFAULT 0,
   was_ttl_at BIGINT NOT NULL DEFAULT 0, was_transition_at BIGINT NOT NULL DEFAULT 0,
   was_token BIGINT NOT NULL DEFAULT 0, was_holding TINYINT NOT NULL DEFAULT 0,
-  was_last_run_at BIGINT NULL) ENGINE=InnoDB;
+  was_last_run_at BIGINT NULL, once_window BIGINT NULL, once_label VARBINARY(255) NULL,
+  once_host VARBINARY(255) NULL, once_token BIGINT NULL, once_started_at BIGINT NULL,
+  once_finished TINYINT NULL, once_exit_code INT NULL, once_finished_at BIGINT NULL,
+  once_period BIGINT NULL, once_offset BIGINT NULL, once_case TINYINT NOT NULL DEFAULT 0
+) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS )" +
          history + R"( (
   mutex VARBINARY(255) NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL,
@@ -116,42 +129,148 @@ Query Statements::wrap(const std::string& mutex, const std::string& body, int st
   return {sql, index};
 }
 
-// DESIGN §2: the valid owner renews (acquired_at and the token stay); a
-// row whose lease ran out (or a new one) takes a new lease, its token
-// above the last and the clock in microseconds; anyone else changes
-// nothing. The first UPDATE's renewal leaves the lease valid, so the
-// second's condition (ran out) excludes it: at most one of them writes.
-Query Statements::acquire(const Call& c) const {
+namespace {
+
+std::string renew_sql(const std::string& leases, const Call& c, const std::string& where) {
+  return "UPDATE " + leases + " SET ttl_at = " + n() + " + " + num(c.ttl_ms) +
+         ", transition_at = " + n() + " + " + num(c.ttl_ms + c.transition_ms) +
+         ", holding = 0, wrote = 1 WHERE mutex = " + c.mutex + " AND " + where;
+}
+
+// A new lease on the row (`where`: when), its token above the last one
+// and the clock in microseconds. A lease that ran out unreleased is one
+// loss, unless it was only held or its holder's lost event counted it
+// (lost_token).
+std::string take_sql(const std::string& leases, const Call& c, const std::string& where) {
   const std::string ttl = num(c.ttl_ms), lease = num(c.ttl_ms + c.transition_ms);
-  std::string renew = "UPDATE " + m_leases + " SET ttl_at = " + n() + " + " + ttl +
-                      ", transition_at = " + n() + " + " + lease +
-                      ", holding = 0, wrote = 1 WHERE mutex = " + c.mutex +
-                      " AND owner = " + c.contender + " AND owner <> '' AND transition_at > " + n();
-  // A lease that ran out unreleased is one loss, unless it was only held
-  // or its holder's lost event counted it (lost_token).
-  std::string take =
-      "UPDATE " + m_leases +
+  return "UPDATE " + leases +
       " SET losses = losses + IF(was_owner <> '' AND was_holding = 0 AND "
       "NOT (lost_token <=> was_token), 1, 0), history_seq = history_seq + IF(was_owner <> '', "
       "2, 1), acquisitions = acquisitions + 1, token = GREATEST(was_token + 1, now_us), "
       "holder_token = GREATEST(was_token + 1, now_us), holder = " +
       c.holder + ", owner = " + c.contender + ", acquired_at = " + n() + ", ttl_at = " + n() +
       " + " + ttl + ", transition_at = " + n() + " + " + lease +
-      ", holding = 0, wrote = 1 WHERE mutex = " + c.mutex +
-      " AND wrote = 0 AND transition_at <= " + n();
-  // Events only of a new lease: "expired" for the one it replaces when
-  // that still had an owner, then "acquired".
-  std::string events =
+      ", holding = 0, wrote = 1 WHERE mutex = " + c.mutex + " AND " + where;
+}
+
+} // namespace
+
+// Events only of a new lease: "expired" for the one it replaces when that
+// still had an owner, then "acquired".
+std::string Statements::acquired_events(const Call& c) const {
+  return
       event(c.mutex, "history_seq - 1, was_transition_at, 'expired', was_owner, NULL, "
                      "was_token, NULL, was_transition_at - was_acquired_at, NULL, NULL, NULL") +
       " AND token <> was_token AND was_owner <> '' UNION ALL " +
       event(c.mutex, "history_seq, " + n() +
                          ", 'acquired', owner, holder, token, NULL, NULL, 0, NULL, NULL") +
       " AND token <> was_token";
-  Query q = wrap(c.mutex, renew + ";" + take, 2, events);
-  // The touch of acquire makes the row of a new mutex.
-  q.sql.replace(q.sql.find(touch(c.mutex, false)), touch(c.mutex, false).size(),
-                touch(c.mutex, true));
+}
+
+// DESIGN §2: the valid owner renews (acquired_at and the token stay); a
+// row whose lease ran out (or a new one) takes a new lease, its token
+// above the last and the clock in microseconds; anyone else changes
+// nothing. The first UPDATE's renewal leaves the lease valid, so the
+// second's condition (ran out) excludes it: at most one of them writes.
+Query Statements::acquire(const Call& c) const {
+  std::string renew = renew_sql(m_leases, c,
+                                "owner = " + c.contender + " AND owner <> '' AND transition_at > " +
+                                    n());
+  std::string take = take_sql(m_leases, c, "wrote = 0 AND transition_at <= " + n());
+  return creating(c.mutex, wrap(c.mutex, renew + ";" + take, 2, acquired_events(c)));
+}
+
+// The touch of an acquisition makes the row of a new mutex.
+Query Statements::creating(const std::string& mutex, Query q) const {
+  q.sql.replace(q.sql.find(touch(mutex, false)), touch(mutex, false).size(), touch(mutex, true));
+  return q;
+}
+
+namespace {
+
+// The done record's columns in an answer.
+constexpr const char* k_done_columns =
+    ", l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at, "
+    "l.once_finished, l.once_exit_code, l.once_finished_at, l.once_period, l.once_offset";
+
+// Terms of acquire_once's decision, spelled out as the PostgreSQL
+// backend's (postgres/statements.cpp, once_terms; core::judge_window and
+// core::may_run): DIFFER, the record's run had other terms and its window
+// lasts (simba then exits 64); MAY, the contender's window W may run (an
+// unfinished record of it counts as failed).
+std::string may_run_sql(const core::OncePer& o, const std::string& w) {
+  const std::string p = num(o.period_ms), off = num(o.offset_ms);
+  const std::string differ = "COALESCE(once_period > 0 AND (once_period <> " + p +
+                             " OR once_offset <> " + off + ") AND " + n() +
+                             " < once_window + once_period, 0)";
+  return "(NOT " + differ + " AND (once_window IS NULL OR once_window < " + w +
+         " OR (once_window = " + w + " AND " + (o.retry_failed ? "1" : "0") +
+         " = 1 AND NOT COALESCE(once_finished = 1 AND once_exit_code = 0, 0))))";
+}
+
+} // namespace
+
+std::string window_start_sql(const std::string& now, const std::string& period,
+                             const std::string& offset) {
+  // MOD keeps the dividend's sign: the distance from the window's start is
+  // made non-negative before it is taken off (times before the epoch
+  // floor, as in C++).
+  return "(" + now + " - MOD(MOD(" + now + " - " + offset + ", " + period + ") + " + period +
+         ", " + period + "))";
+}
+
+// The decision first (once_case, a column of the row: 1 our lease without
+// its record, the window may run: the record starts; 2 the same but it may
+// not: our lease ends now; 3 free and it may run: a new lease and its
+// record; 4 our lease with its record: a renewal; 0 nothing), then one
+// statement per case.
+Query Statements::acquire_once(const Call& c, const core::OncePer& o, const std::string& label,
+                               const std::string& host) const {
+  const std::string w =
+      o.window != 0 ? num(o.window)
+                    : window_start_sql(n(), num(o.period_ms), num(o.offset_ms));
+  const std::string may = may_run_sql(o, w);
+  std::string decide =
+      "UPDATE " + m_leases + " SET once_case = CASE WHEN transition_at > " + n() +
+      " AND owner = " + c.contender +
+      " AND owner <> '' THEN IF(once_window IS NOT NULL AND once_token = token, 4, IF(" + may +
+      ", 1, 2)) WHEN transition_at <= " + n() + " AND " + may +
+      " THEN 3 ELSE 0 END WHERE mutex = " + c.mutex;
+  std::string end = "UPDATE " + m_leases + " SET owner = '', ttl_at = LEAST(was_ttl_at, " + n() +
+                    "), transition_at = " + n() + ", holding = 0, wrote = 1 WHERE mutex = " +
+                    c.mutex + " AND once_case = 2";
+  std::string record = "UPDATE " + m_leases + " SET once_window = " + w +
+                       ", once_label = " + hex_or_empty(label) + ", once_host = " +
+                       hex_or_empty(host) + ", once_token = token, once_started_at = " + n() +
+                       ", once_finished = 0, once_exit_code = 0, once_finished_at = 0, "
+                       "once_period = " + num(o.period_ms) + ", once_offset = " +
+                       num(o.offset_ms) + " WHERE mutex = " + c.mutex + " AND once_case IN (1, 3)";
+  std::string body = decide + ";" + renew_sql(m_leases, c, "once_case IN (1, 4)") + ";" + end +
+                     ";" + take_sql(m_leases, c, "once_case = 3") + ";" + record;
+  return creating(c.mutex, wrap(c.mutex, body, 5, acquired_events(c), k_done_columns));
+}
+
+// release, and the done record of the run that ends (the one with its
+// token) gets the exit code and the time.
+Query Statements::release_once(const Call& c, int exit_code) const {
+  Query q = release(c, std::to_string(exit_code));
+  const std::string finish = "UPDATE " + m_leases +
+                             " SET once_finished = 1, once_exit_code = " +
+                             std::to_string(exit_code) + ", once_finished_at = " + n() +
+                             " WHERE mutex = " + c.mutex + " AND wrote = 1 AND once_token = token";
+  // After the release's UPDATE (statement 4), before its events.
+  size_t at = nth_statement_end(q.sql, 4);
+  q.sql.insert(at, finish + ";");
+  q.answer += 1;
+  size_t select = q.sql.rfind(";SELECT COALESCE(l.now_us");
+  size_t from = q.sql.find(" FROM (SELECT 1) d", select);
+  q.sql.insert(from, k_done_columns);
+  return q;
+}
+
+Query Statements::done_record(const std::string& mutex) const {
+  Query q = get(mutex);
+  q.sql.insert(q.sql.find(" FROM (SELECT 1) d"), k_done_columns);
   return q;
 }
 

@@ -17,6 +17,8 @@
 //   now_ms, changed, owner, acquired_at, ttl_at, transition_at, token, holding
 //
 // (guard_mark: and the last run's start before the call).
+#include "core/once_per.hpp"
+
 #include <cstdint>
 #include <string>
 
@@ -54,6 +56,14 @@ public:
   Query force_release(const Call& c, bool by_owner) const;
   Query end_revoked(const Call& c) const;
   Query get(const std::string& mutex) const;
+  // --once-per (core/once_per.hpp): acquire's rule, but a new lease only
+  // when the contender's window may run, its done record written in the
+  // same query; the answer has the record's 10 columns after the lease's 8
+  // (once_window NULL: none).
+  Query acquire_once(const Call& c, const core::OncePer& once, const std::string& label,
+                     const std::string& host) const;
+  Query release_once(const Call& c, int exit_code) const;
+  Query done_record(const std::string& mutex) const;
   Query record_lost(const Call& c, const std::string& exit_code, int64_t held_ms,
                     const std::string& reason, const std::string& by) const;
   Query record_skipped(const Call& c, const std::string& exit_code, const std::string& held_ms,
@@ -72,9 +82,18 @@ private:
   Query wrap(const std::string& mutex, const std::string& body, int statements,
              const std::string& events, const std::string& extra = "") const;
   std::string event(const std::string& mutex, const std::string& values) const;
+  std::string acquired_events(const Call& c) const;
+  Query creating(const std::string& mutex, Query q) const;
 
   std::string m_leases, m_history, m_schema;
 };
+
+// --once-per: the start of the window that holds `now` (SQL expressions
+// of integers) -- core::window_start, mirrored (keep them alike;
+// tests/backend/conformance_window.cpp runs one table of boundary cases
+// against each backend's).
+std::string window_start_sql(const std::string& now, const std::string& period,
+                             const std::string& offset);
 
 // The server's clock in microseconds and milliseconds (SQL expressions).
 extern const char* const k_now_us;
