@@ -684,12 +684,8 @@ int main(int argc, char** argv) {
       simba::test::backend_uri().find("listen=off") != std::string::npos)
     ctx.addFilter("test-case-exclude", "wake-up:*");
   // MySQL (docs/backends/mysql.md, "Not yet"): no wake-up channel, waiters
-  // poll; no --slots above 1.
-  if (simba::test::backend_is_mysql()) {
-    ctx.addFilter("test-case-exclude", "wake-up:*");
-    ctx.addFilter("test-case-exclude",
-                  "slots:*,on a slot's row too:*,counters of a mutex with slots*");
-  }
+  // poll.
+  if (simba::test::backend_is_mysql()) ctx.addFilter("test-case-exclude", "wake-up:*");
   return ctx.run();
 }
 

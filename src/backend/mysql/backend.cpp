@@ -8,6 +8,7 @@
 #include "backend/mysql/packets.hpp"
 #include "backend/mysql/statements.hpp"
 #include "backend/net/deadline_io.hpp"
+#include "backend/slot_listing.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/slots.hpp"
@@ -68,6 +69,12 @@ core::DoneRecord read_done(const Row& row, size_t at) {
   return d;
 }
 
+// A slot's row ("m#k", core/slots.hpp) and its number.
+bool is_slot_row(const std::string& name) { return name.find('#') != std::string::npos; }
+int slot_of(const std::string& row) {
+  return static_cast<int>(std::strtol(row.c_str() + row.find('#') + 1, nullptr, 10));
+}
+
 std::string or_null(const std::string& s) { return s.empty() ? "NULL" : hex_literal(s); }
 
 class MysqlBackend final : public Backend {
@@ -82,43 +89,56 @@ public:
   }
   Reply guard(const std::string& mutex, const std::string& contender, uint64_t token,
               int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
-    return run(m_sql.guard(call(mutex, contender, token, ttl_ms, transition_ms), "guard"),
-               timeout_ms);
+    return write(mutex, m_sql.guard(call(mutex, contender, token, ttl_ms, transition_ms), "guard"),
+                 timeout_ms);
   }
   Reply begin_step(const std::string& mutex, const std::string& contender, uint64_t token,
                    int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
-    return run(m_sql.guard(call(mutex, contender, token, ttl_ms, transition_ms), "step"),
-               timeout_ms);
+    return write(mutex, m_sql.guard(call(mutex, contender, token, ttl_ms, transition_ms), "step"),
+                 timeout_ms);
   }
   Reply hold(const std::string& mutex, const std::string& contender, uint64_t token,
              int64_t hold_ms, int64_t timeout_ms) override {
-    return run(m_sql.guard(call(mutex, contender, token, hold_ms, 0), "hold"), timeout_ms);
+    return write(mutex, m_sql.guard(call(mutex, contender, token, hold_ms, 0), "hold"),
+                 timeout_ms);
   }
   Reply extend(const std::string& mutex, const std::string& contender, uint64_t token,
                int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
-    return run(m_sql.guard(call(mutex, contender, token, ttl_ms, transition_ms), "keep"),
-               timeout_ms);
+    return write(mutex, m_sql.guard(call(mutex, contender, token, ttl_ms, transition_ms), "keep"),
+                 timeout_ms);
   }
   Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
                    int64_t ttl_ms, int64_t transition_ms, bool record,
                    int64_t timeout_ms) override {
-    return run(m_sql.guard_mark(call(mutex, contender, token, ttl_ms, transition_ms), record),
-               timeout_ms);
+    return write(mutex,
+                 m_sql.guard_mark(call(mutex, contender, token, ttl_ms, transition_ms), record),
+                 timeout_ms);
   }
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return run(m_sql.release(call(mutex, contender, token), m_exit_code), timeout_ms);
+    return write(mutex, m_sql.release(call(mutex, contender, token), m_exit_code), timeout_ms);
   }
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
                     int64_t timeout_ms) override {
+    if (is_slot_row(mutex))
+      return Reply::failure(Reply::Status::failed, "a slot's revoked lease runs out");
     return run(m_sql.end_revoked(call(mutex, contender, token)), timeout_ms);
   }
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return run(m_sql.force_release(call(mutex, "", token), false), timeout_ms);
+    return write(mutex, m_sql.force_release(call(mutex, "", token), false), timeout_ms);
   }
   Reply release_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return run(m_sql.force_release(call(mutex, "", token), true), timeout_ms);
+    return write(mutex, m_sql.force_release(call(mutex, "", token), true), timeout_ms);
   }
+  // --slots N (slots_sql.cpp); N = 1 is the plain acquire.
+  bool has_slots() const override { return true; }
+  Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                     int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
+    if (slots == 1) return acquire(mutex, contender, ttl_ms, transition_ms, timeout_ms);
+    return run(m_sql.acquire_slot(call(mutex, contender, 0, ttl_ms, transition_ms), mutex, slots),
+               timeout_ms);
+  }
+
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
     return run(m_sql.get(hex_literal(mutex)), timeout_ms);
   }
@@ -189,6 +209,15 @@ private:
     return c;
   }
 
+  // A write of `mutex`: a slot's row keeps its marker (slots_sql.cpp).
+  Reply write(const std::string& mutex, Query q, int64_t timeout_ms) {
+    if (is_slot_row(mutex)) {
+      Reply r = run(m_sql.on_slot_row(std::move(q), mutex), timeout_ms);
+      if (r.ok()) r.observed.lease.slot = slot_of(mutex);
+      return r;
+    }
+    return run(q, timeout_ms);
+  }
   Reply run(const Query& q, int64_t timeout_ms);
   Result call_sql(const std::string& sql, int64_t timeout_ms);
   Result send(const std::string& sql, int64_t deadline);
@@ -302,6 +331,10 @@ Reply MysqlBackend::run(const Query& q, int64_t timeout_ms) {
   out.observed.lease = read_lease(row, 2);
   if (row.size() == 9 && !row[8].empty()) out.last_run_at = number(row[8]);
   if (row.size() == 8 + k_done_columns && !row[8].empty()) out.done = read_done(row, 8);
+  if (row.size() == 10) {
+    out.observed.lease.slot = static_cast<int>(number(row[8]));
+    out.slots_recorded = static_cast<int>(number(row[9]));
+  }
   return out;
 }
 
@@ -329,6 +362,7 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     m.losses = number(row[9]);
     out.mutexes.push_back(std::move(m));
   }
+  group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.
   if (!mutex.empty() && out.mutexes.empty()) {
     MutexLease free;

@@ -20,6 +20,7 @@
 
 #include "backend/history.hpp"
 #include "backend/mysql/packets.hpp"
+#include "backend/mysql/sql_parts.hpp"
 
 #include <vector>
 
@@ -28,14 +29,12 @@ namespace simba::backend::mysql {
 const char* const k_now_us = "FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000)";
 const char* const k_now_ms = "FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000)";
 
-namespace {
-
-// The call's clock, as the touch noted it in the row.
-constexpr const char* k_n = "(now_us DIV 1000)";
-
-std::string n() { return k_n; }
+std::string n() { return "(now_us DIV 1000)"; }
 std::string num(int64_t v) { return std::to_string(v); }
 std::string unum(uint64_t v) { return std::to_string(v); }
+
+namespace {
+
 std::string hex_or_empty(const std::string& s) { return wire::hex_literal(s); }
 
 // Where statement `n` (0-based) of `sql` ends: its ';'. Strings in the
@@ -61,8 +60,9 @@ std::string schema_sql(const std::string& leases, const std::string& history) {
   was_last_run_at BIGINT NULL, once_window BIGINT NULL, once_label VARBINARY(255) NULL,
   once_host VARBINARY(255) NULL, once_token BIGINT NULL, once_started_at BIGINT NULL,
   once_finished TINYINT NULL, once_exit_code INT NULL, once_finished_at BIGINT NULL,
-  once_period BIGINT NULL, once_offset BIGINT NULL, once_case TINYINT NOT NULL DEFAULT 0
-) ENGINE=InnoDB;
+  once_period BIGINT NULL, once_offset BIGINT NULL, once_case TINYINT NOT NULL DEFAULT 0,
+  slot_act TINYINT NOT NULL DEFAULT 0, slot_pick INT NOT NULL DEFAULT -1,
+  slot_token BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS )" +
          history + R"( (
   mutex VARBINARY(255) NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL,
@@ -129,29 +129,38 @@ Query Statements::wrap(const std::string& mutex, const std::string& body, int st
   return {sql, index};
 }
 
+// The lease renewed: `target` is what follows UPDATE (the table, or a
+// join whose row to write is `p`, its alias and a dot).
+std::string renew_sql(const std::string& target, const Call& c, const std::string& where,
+                      const std::string& p) {
+  const std::string now = "(" + p + "now_us DIV 1000)";
+  return "UPDATE " + target + " SET " + p + "ttl_at = " + now + " + " + num(c.ttl_ms) + ", " + p +
+         "transition_at = " + now + " + " + num(c.ttl_ms + c.transition_ms) + ", " + p +
+         "holding = 0, " + p + "wrote = 1 WHERE " + where;
+}
+
+// A new lease on the row (`where`: when), its token `token` (above the
+// last one and the clock in microseconds). A lease that ran out
+// unreleased is one loss, unless it was only held or its holder's lost
+// event counted it (lost_token).
+std::string take_sql(const std::string& target, const Call& c, const std::string& where,
+                     const std::string& p, const std::string& token) {
+  const std::string now = "(" + p + "now_us DIV 1000)";
+  const std::string ttl = num(c.ttl_ms), lease = num(c.ttl_ms + c.transition_ms);
+  return "UPDATE " + target + " SET " + p + "losses = " + p + "losses + IF(" + p +
+         "was_owner <> '' AND " + p + "was_holding = 0 AND NOT (" + p + "lost_token <=> " + p +
+         "was_token), 1, 0), " + p + "history_seq = " + p + "history_seq + IF(" + p +
+         "was_owner <> '', 2, 1), " + p + "acquisitions = " + p + "acquisitions + 1, " + p +
+         "token = " + token + ", " + p + "holder_token = " + token + ", " + p +
+         "holder = " + c.holder + ", " + p + "owner = " + c.contender + ", " + p +
+         "acquired_at = " + now + ", " + p + "ttl_at = " + now + " + " + ttl + ", " + p +
+         "transition_at = " + now + " + " + lease + ", " + p + "holding = 0, " + p +
+         "wrote = 1 WHERE " + where;
+}
+
 namespace {
 
-std::string renew_sql(const std::string& leases, const Call& c, const std::string& where) {
-  return "UPDATE " + leases + " SET ttl_at = " + n() + " + " + num(c.ttl_ms) +
-         ", transition_at = " + n() + " + " + num(c.ttl_ms + c.transition_ms) +
-         ", holding = 0, wrote = 1 WHERE mutex = " + c.mutex + " AND " + where;
-}
-
-// A new lease on the row (`where`: when), its token above the last one
-// and the clock in microseconds. A lease that ran out unreleased is one
-// loss, unless it was only held or its holder's lost event counted it
-// (lost_token).
-std::string take_sql(const std::string& leases, const Call& c, const std::string& where) {
-  const std::string ttl = num(c.ttl_ms), lease = num(c.ttl_ms + c.transition_ms);
-  return "UPDATE " + leases +
-      " SET losses = losses + IF(was_owner <> '' AND was_holding = 0 AND "
-      "NOT (lost_token <=> was_token), 1, 0), history_seq = history_seq + IF(was_owner <> '', "
-      "2, 1), acquisitions = acquisitions + 1, token = GREATEST(was_token + 1, now_us), "
-      "holder_token = GREATEST(was_token + 1, now_us), holder = " +
-      c.holder + ", owner = " + c.contender + ", acquired_at = " + n() + ", ttl_at = " + n() +
-      " + " + ttl + ", transition_at = " + n() + " + " + lease +
-      ", holding = 0, wrote = 1 WHERE mutex = " + c.mutex + " AND " + where;
-}
+constexpr const char* k_next_token = "GREATEST(was_token + 1, now_us)";
 
 } // namespace
 
@@ -173,10 +182,12 @@ std::string Statements::acquired_events(const Call& c) const {
 // nothing. The first UPDATE's renewal leaves the lease valid, so the
 // second's condition (ran out) excludes it: at most one of them writes.
 Query Statements::acquire(const Call& c) const {
-  std::string renew = renew_sql(m_leases, c,
-                                "owner = " + c.contender + " AND owner <> '' AND transition_at > " +
-                                    n());
-  std::string take = take_sql(m_leases, c, "wrote = 0 AND transition_at <= " + n());
+  const std::string row = "mutex = " + c.mutex + " AND ";
+  std::string renew = renew_sql(
+      m_leases, c, row + "owner = " + c.contender + " AND owner <> '' AND transition_at > " + n(),
+      "");
+  std::string take =
+      take_sql(m_leases, c, row + "wrote = 0 AND transition_at <= " + n(), "", k_next_token);
   return creating(c.mutex, wrap(c.mutex, renew + ";" + take, 2, acquired_events(c)));
 }
 
@@ -245,8 +256,10 @@ Query Statements::acquire_once(const Call& c, const core::OncePer& o, const std:
                        ", once_finished = 0, once_exit_code = 0, once_finished_at = 0, "
                        "once_period = " + num(o.period_ms) + ", once_offset = " +
                        num(o.offset_ms) + " WHERE mutex = " + c.mutex + " AND once_case IN (1, 3)";
-  std::string body = decide + ";" + renew_sql(m_leases, c, "once_case IN (1, 4)") + ";" + end +
-                     ";" + take_sql(m_leases, c, "once_case = 3") + ";" + record;
+  const std::string row = "mutex = " + c.mutex + " AND ";
+  std::string body = decide + ";" + renew_sql(m_leases, c, row + "once_case IN (1, 4)", "") +
+                     ";" + end + ";" + take_sql(m_leases, c, row + "once_case = 3", "", k_next_token) +
+                     ";" + record;
   return creating(c.mutex, wrap(c.mutex, body, 5, acquired_events(c), k_done_columns));
 }
 
@@ -401,7 +414,11 @@ Query Statements::record_skipped(const Call& c, const std::string& exit_code,
 }
 
 Query Statements::inspect(const std::string& mutex) const {
-  std::string where = mutex.empty() ? "" : " AND mutex = " + wire::hex_literal(mutex);
+  // One mutex: its slots' rows too (core/slots.hpp), a range of the key.
+  std::string where = mutex.empty() ? ""
+                                    : " AND (mutex = " + wire::hex_literal(mutex) + " OR (mutex > " +
+                                          wire::hex_literal(mutex + "#") + " AND mutex < " +
+                                          wire::hex_literal(mutex + "$") + "))";
   return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
               ";SELECT mutex, owner, acquired_at, ttl_at, transition_at, token, holding, "
               "IF(holder_token = token, holder, NULL), acquisitions, losses FROM " +

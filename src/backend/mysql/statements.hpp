@@ -64,6 +64,13 @@ public:
                      const std::string& host) const;
   Query release_once(const Call& c, int exit_code) const;
   Query done_record(const std::string& mutex) const;
+  // --slots N > 1 (slots_sql.cpp): `mutex` as given (c.mutex its
+  // literal); the answer has two columns more: the slot, and the N of a
+  // marker that refused (0: none).
+  Query acquire_slot(const Call& c, const std::string& mutex, int slots) const;
+  // A plain write query (guard, release, force_release...) of a slot's
+  // row `row` ("m#k"), its marker kept in the same transaction.
+  Query on_slot_row(Query q, const std::string& row) const;
   Query record_lost(const Call& c, const std::string& exit_code, int64_t held_ms,
                     const std::string& reason, const std::string& by) const;
   Query record_skipped(const Call& c, const std::string& exit_code, const std::string& held_ms,
