@@ -98,7 +98,7 @@ struct PostgresUri {
 // mariadb://): simba's own client (mysql/README.md). Parameters: socket
 // (a Unix socket's path instead of TCP), tls
 // (disable|prefer|require|verify-ca|verify-full), cacert, timeout, prefix
-// (of the table names). The password may come from SIMBA_MYSQL_PASSWORD
+// (of the table names), quarantine (on|off). The password may come from SIMBA_MYSQL_PASSWORD
 // instead (when the URI has none).
 struct MysqlUri {
   enum class Tls { disable, prefer, require, verify_ca, verify_full };
@@ -112,6 +112,10 @@ struct MysqlUri {
   std::string cacert; // "": the system's store (verify-ca, verify-full)
   int64_t timeout_ms = 2000;
   std::string prefix = "simba_";
+  // No new lease after a server restart that may have lost a running one
+  // (mysql/statements.cpp, quarantine_sql). Off only for a server that
+  // cannot lose writes, or for tests that restart their own.
+  bool quarantine = true;
   std::string shown; // the URI without its password (describe())
   // The URI's secrets as written and decoded, to hide in any message.
   std::vector<std::string> secrets;

@@ -46,9 +46,12 @@ void parse_mysql_query(const std::string& query, MysqlUri& u, const std::string&
               }))
             bad_uri(shown, "the prefix may hold only letters, digits and '_' (at most 40)");
           u.prefix = value;
+        } else if (name == "quarantine") {
+          if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
+          u.quarantine = value == "on";
         } else {
           bad_uri(shown, "unknown parameter '" + name +
-                             "' (socket, tls, cacert, timeout and prefix are known)");
+                             "' (socket, tls, cacert, timeout, prefix and quarantine are known)");
         }
       });
 }

@@ -26,7 +26,10 @@ void race(int racer, const std::string& base, int go, int out) {
   std::string me = "racer-" + std::to_string(racer);
   for (int r = 0; r < k_rounds; ++r) {
     Reply got = b->acquire(base + "/" + std::to_string(r), me, 5000, 500, k_timeout);
-    if (!got.ok()) _exit(2);
+    if (!got.ok()) {
+      std::fprintf(stderr, "racer %d: %s\n", racer, got.error.c_str());
+      _exit(2);
+    }
     bool won = got.changed && got.observed.lease.owner_id == me;
     std::string line = std::to_string(r) + " " + (won ? "1 " : "0 ") +
                        std::to_string(got.observed.lease.fencing_token) + "\n";

@@ -75,6 +75,16 @@ int slot_of(const std::string& row) {
   return static_cast<int>(std::strtol(row.c_str() + row.find('#') + 1, nullptr, 10));
 }
 
+// A quarantine in force (till > now) shows on a free lease: no owner, free
+// at its end (as the PostgreSQL backend shows it: postgres/rows.cpp).
+void show_quarantine(core::Lease& l, int64_t now, int64_t till) {
+  if (till <= now || !l.free_at(now)) return;
+  l.owner_id.clear();
+  l.ttl_at = now;
+  l.transition_at = std::max(l.transition_at, till);
+  l.quarantine = true;
+}
+
 std::string or_null(const std::string& s) { return s.empty() ? "NULL" : hex_literal(s); }
 
 class MysqlBackend final : public Backend {
@@ -192,7 +202,7 @@ public:
   int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
   std::string describe() const override {
     return m_uri.shown + (m_uri.shown.find('?') == std::string::npos ? "?" : "&") +
-           "prefix=" + m_uri.prefix;
+           "prefix=" + m_uri.prefix + (m_uri.quarantine ? "" : "&quarantine=off");
   }
   void leave() override { m_conn.leave(); }
 
@@ -206,6 +216,7 @@ private:
     c.token = token;
     c.ttl_ms = ttl_ms;
     c.transition_ms = transition_ms;
+    c.quarantine = m_uri.quarantine;
     return c;
   }
 
@@ -321,14 +332,17 @@ Reply MysqlBackend::run(const Query& q, int64_t timeout_ms) {
     return Reply::failure(s, r.error);
   }
   if (r.sets.size() <= q.answer || r.sets[q.answer].rows.size() != 1 ||
-      r.sets[q.answer].rows[0].size() < 8)
+      r.sets[q.answer].rows[0].size() < 9)
     return Reply::failure(Reply::Status::failed, "unexpected answer from MySQL");
-  const Row& row = r.sets[q.answer].rows[0];
+  Row row = r.sets[q.answer].rows[0];
+  const int64_t till = number(row.back()); // statements.hpp: the last column
+  row.pop_back();
   Reply out;
   out.status = Reply::Status::ok;
   out.observed.now = number(row[0]);
   out.changed = row[1] == "1";
   out.observed.lease = read_lease(row, 2);
+  show_quarantine(out.observed.lease, out.observed.now, till);
   if (row.size() == 9 && !row[8].empty()) out.last_run_at = number(row[8]);
   if (row.size() == 8 + k_done_columns && !row[8].empty()) out.done = read_done(row, 8);
   if (row.size() == 10) {
@@ -347,7 +361,9 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     out.error = r.ok ? "unexpected answer from MySQL" : r.error;
     return out;
   }
-  out.now = number(r.sets[q.answer - 1].rows[0][0]);
+  const Row& clock = r.sets[q.answer - 1].rows[0];
+  out.now = number(clock[0]);
+  const int64_t till = clock.size() > 1 ? number(clock[1]) : 0;
   for (const Row& row : r.sets[q.answer].rows) {
     if (row.size() != 10) {
       out.error = "unexpected answer from MySQL";
@@ -357,6 +373,7 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     MutexLease m;
     m.mutex = row[0];
     m.lease = read_lease(row, 1);
+    show_quarantine(m.lease, out.now, till);
     if (!row[7].empty()) m.holder = decode_holder(row[7]);
     m.acquisitions = number(row[8]);
     m.losses = number(row[9]);
@@ -368,6 +385,7 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     MutexLease free;
     free.mutex = mutex;
     free.acquisitions = free.losses = 0;
+    show_quarantine(free.lease, out.now, till);
     out.mutexes.push_back(std::move(free));
   }
   out.ok = true;
@@ -440,11 +458,11 @@ void MysqlBackend::open(Access access) {
 std::string mysql_setup_sql(const std::string& database, const std::string& prefix,
                             const std::string& user) {
   mysql::Statements s(prefix);
-  std::string db = "`" + database + "`";
-  std::string who = "'" + user + "'@'%'";
-  return s.schema() + "; GRANT SELECT, INSERT, UPDATE, DELETE ON " + db + "." + s.leases() +
-         " TO " + who + "; GRANT SELECT, INSERT, UPDATE, DELETE ON " + db + "." +
-         s.history_table() + " TO " + who + ";";
+  std::string grants;
+  for (const char* table : {"leases", "server", "run", "history"})
+    grants += " GRANT SELECT, INSERT, UPDATE, DELETE ON `" + database + "`.`" + prefix + table +
+              "` TO '" + user + "'@'%';";
+  return s.schema() + ";" + grants;
 }
 
 std::unique_ptr<Backend> open_mysql(MysqlUri uri, Access access) {

@@ -100,7 +100,7 @@ Query Statements::acquire_slot(const Call& c, const std::string& mutex, int slot
       ") x) d SET mk.slot_act = CASE WHEN mk.transition_at > " + N +
       " AND mk.owner <> '' AND mk.owner <> " + own + " THEN 3 WHEN mk.owner = '' AND "
       "mk.transition_at > " + N + " THEN 4 WHEN d.mine IS NOT NULL THEN 1 WHEN d.free_k IS NOT "
-      "NULL THEN 2 ELSE 0 END, mk.slot_pick = COALESCE(d.mine, d.free_k, -1), mk.slot_token = "
+      "NULL AND " + N + " >= mk.q_till THEN 2 ELSE 0 END, mk.slot_pick = COALESCE(d.mine, d.free_k, -1), mk.slot_token = "
       "GREATEST(COALESCE(d.top, 0), mk.token) WHERE mk.mutex = " + marker;
   const std::string join = m_leases + " s JOIN " + m_leases + " mk ON mk.mutex = " + marker;
   const std::string picked = "s.mutex = CONCAT(" + marker + ", '#', mk.slot_pick)";
@@ -115,6 +115,7 @@ Query Statements::acquire_slot(const Call& c, const std::string& mutex, int slot
       "mk.slot_act IN (1, 2)");
   std::string body = ensure + ";" + touch_slots + ";" + decide + ";" + renew + ";" + take + ";" +
                      cover;
+  if (c.quarantine) body = quarantine_sql(marker, c.ttl_ms + c.transition_ms) + ";" + body;
   std::string events =
       "SELECT mutex, history_seq - 1, was_transition_at, 'expired', was_owner, NULL, was_token, "
       "NULL, was_transition_at - was_acquired_at, NULL, NULL, NULL FROM " + m_leases +
@@ -130,14 +131,15 @@ Query Statements::acquire_slot(const Call& c, const std::string& mutex, int slot
   std::string answer =
       ", " + slot_number("s.mutex", mutex) + ", IF(mk.slot_act = 3, " + slots_of("mk.owner") +
       ", 0)";
-  Query q = wrap(marker, body, 6, events, answer);
+  Query q = wrap(marker, body, 6 + (c.quarantine ? k_quarantine_statements : 0), events, answer);
   // The answer of wrap reads the marker's row: it reads the slot's here.
   size_t select = q.sql.rfind(";SELECT COALESCE(l.now_us");
   q.sql.replace(select + 1, std::string::npos,
                 "SELECT mk.now_us DIV 1000, IF(mk.slot_act IN (1, 2), 1, 0), " + col("owner") +
                     ", " + col("acquired_at") + ", " + col("ttl_at") + ", " +
                     col("transition_at") + ", " + col("token") + ", " + col("holding") + answer +
-                    " FROM " + m_leases + " mk JOIN " + m_leases + " s ON s.mutex IN " + list +
+                    ", mk.q_till FROM " + m_leases + " mk JOIN " + m_leases + " s ON s.mutex IN " +
+                    list +
                     " WHERE mk.mutex = " + marker + " ORDER BY (" + picked +
                     ") DESC, s.transition_at, s.mutex LIMIT 1;COMMIT");
   return creating(marker, q);

@@ -7,6 +7,9 @@
 
 namespace simba::backend::mysql {
 
+// How many statements Statements::quarantine_sql is.
+constexpr int k_quarantine_statements = 6;
+
 // The call's clock, as the touch noted it in the row: "(now_us DIV 1000)".
 std::string n();
 std::string num(int64_t v);

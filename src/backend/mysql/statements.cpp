@@ -45,7 +45,19 @@ size_t nth_statement_end(const std::string& sql, int n) {
   return at;
 }
 
-std::string schema_sql(const std::string& leases, const std::string& history) {
+// The server run (quarantine_sql below): @@server_id and the id in the
+// MEMORY table "<prefix>run", which a restart empties (a new run makes a
+// new id).
+std::string run_sql(const std::string& run) {
+  return "CONCAT(@@server_id, '/', (SELECT id FROM " + run + " WHERE one = 1))";
+}
+std::string new_run_sql(const std::string& run) {
+  return "INSERT INTO " + run + " SELECT 1, UUID() FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM " +
+         run + " WHERE one = 1)";
+}
+
+std::string schema_sql(const std::string& leases, const std::string& server,
+                       const std::string& run, const std::string& history) {
   return "CREATE TABLE IF NOT EXISTS " + leases + R"( (
   mutex VARBINARY(255) NOT NULL PRIMARY KEY, owner VARBINARY(255) NOT NULL DEFAULT '',
   acquired_at BIGINT NOT NULL DEFAULT 0, ttl_at BIGINT NOT NULL DEFAULT 0,
@@ -62,7 +74,16 @@ std::string schema_sql(const std::string& leases, const std::string& history) {
   once_finished TINYINT NULL, once_exit_code INT NULL, once_finished_at BIGINT NULL,
   once_period BIGINT NULL, once_offset BIGINT NULL, once_case TINYINT NOT NULL DEFAULT 0,
   slot_act TINYINT NOT NULL DEFAULT 0, slot_pick INT NOT NULL DEFAULT -1,
-  slot_token BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
+  slot_token BIGINT NOT NULL DEFAULT 0, lease_ms BIGINT NOT NULL DEFAULT 0,
+  q_till BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS )" + server + R"( (
+  id TINYINT NOT NULL PRIMARY KEY, run VARBINARY(100) NOT NULL, until_ms BIGINT NOT NULL,
+  longest BIGINT NOT NULL) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS )" + run + R"( (
+  one TINYINT NOT NULL PRIMARY KEY, id VARBINARY(64) NOT NULL) ENGINE=MEMORY;
+)" + new_run_sql(run) + R"(;
+INSERT IGNORE INTO )" + server + " SELECT 1, " + run_sql(run) + R"(, 0, 0 FROM DUAL
+  WHERE NOT EXISTS (SELECT 1 FROM )" + leases + R"();
 CREATE TABLE IF NOT EXISTS )" +
          history + R"( (
   mutex VARBINARY(255) NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL,
@@ -75,14 +96,49 @@ CREATE TABLE IF NOT EXISTS )" +
 } // namespace
 
 Statements::Statements(const std::string& prefix)
-    : m_leases("`" + prefix + "leases`"), m_history("`" + prefix + "history`"),
-      m_schema(schema_sql(m_leases, m_history)) {}
+    : m_leases("`" + prefix + "leases`"), m_server("`" + prefix + "server`"),
+      m_run("`" + prefix + "run`"), m_history("`" + prefix + "history`"),
+      m_schema(schema_sql(m_leases, m_server, m_run, m_history)) {}
+
+// The server run and its quarantine (as the PostgreSQL backend's,
+// postgres/quarantine_sql.cpp: keep them alike). A server that restarted
+// after losing its last writes, or a replica promoted before it got them,
+// may have lost a lease whose CMD still runs. The marker (the row of
+// "<prefix>server") holds the run that last granted a lease (@@server_id
+// and the id a restart empties: run_sql), the end of the quarantine in force and
+// the length of the last one. A missing marker or another run: no new
+// lease for the longest lease that may still run + 1 s from then. Tables
+// simba has just made get a marker of the current run. The marker is only
+// written when a loss shows (an UPDATE whose row does not match does not
+// wait for it under READ COMMITTED); its end is noted in the lease row
+// (q_till) for the statements after, which take no lease before it. The
+// marker and the run are read without a lock (a plain SELECT into user
+// variables, which the query sets before it reads them: nothing of an
+// earlier query's is read), so acquires of other mutexes never wait for
+// each other on the marker's row.
+std::string Statements::quarantine_sql(const std::string& mutex, int64_t lease_ms) const {
+  const std::string now = std::string("(SELECT now_us DIV 1000 FROM ") + m_leases +
+                          " WHERE mutex = " + mutex + ")";
+  const std::string longest = "GREATEST(" + num(lease_ms) + ", (SELECT COALESCE(MAX(lease_ms), 0) FROM " +
+                              m_leases + " WHERE owner <> ''))";
+  const std::string run = run_sql(m_run);
+  const std::string till = now + " + " + longest + " + 1000";
+  return "INSERT IGNORE INTO " + m_run + " VALUES (1, UUID());SELECT " + run + ", (SELECT run FROM " +
+         m_server + " WHERE id = 1) INTO @simba_run, @simba_marker;UPDATE " + m_server +
+         " SET until_ms = GREATEST(until_ms, " + till + "), longest = " + longest +
+         ", run = @simba_run WHERE id = 1 AND run <> @simba_run;INSERT INTO " + m_server +
+         " SELECT 1, @simba_run, " + till + ", " + longest +
+         " FROM DUAL WHERE @simba_marker IS NULL ON DUPLICATE KEY UPDATE until_ms = "
+         "GREATEST(until_ms, VALUES(until_ms));SELECT COALESCE((SELECT until_ms FROM " +
+         m_server + " WHERE id = 1), 0) INTO @simba_till;UPDATE " + m_leases +
+         " SET q_till = @simba_till WHERE mutex = " + mutex;
+}
 
 // The row locked, the clock and the lease as it was noted. `insert`
 // (acquire): a new mutex gets a free row (no owner, token 0); the others
 // write only a row that exists.
 std::string Statements::touch(const std::string& mutex, bool insert) const {
-  const std::string was = "wrote = 0, was_owner = owner, was_acquired_at = acquired_at, "
+  const std::string was = "wrote = 0, q_till = 0, was_owner = owner, was_acquired_at = acquired_at, "
                           "was_ttl_at = ttl_at, was_transition_at = transition_at, "
                           "was_token = token, was_holding = holding";
   if (insert)
@@ -124,8 +180,8 @@ Query Statements::wrap(const std::string& mutex, const std::string& body, int st
          "), COALESCE(l.wrote, 0), COALESCE(l.owner, ''), COALESCE(l.acquired_at, 0), "
          "COALESCE(l.ttl_at, 0), COALESCE(l.transition_at, 0), COALESCE(l.token, 0), "
          "COALESCE(l.holding, 0)" +
-         extra + " FROM (SELECT 1) d LEFT JOIN " + m_leases + " l ON l.mutex = " + mutex +
-         ";COMMIT";
+         extra + ", COALESCE(l.q_till, 0) FROM (SELECT 1) d LEFT JOIN " + m_leases +
+         " l ON l.mutex = " + mutex + ";COMMIT";
   return {sql, index};
 }
 
@@ -136,7 +192,8 @@ std::string renew_sql(const std::string& target, const Call& c, const std::strin
   const std::string now = "(" + p + "now_us DIV 1000)";
   return "UPDATE " + target + " SET " + p + "ttl_at = " + now + " + " + num(c.ttl_ms) + ", " + p +
          "transition_at = " + now + " + " + num(c.ttl_ms + c.transition_ms) + ", " + p +
-         "holding = 0, " + p + "wrote = 1 WHERE " + where;
+         "holding = 0, " + p + "lease_ms = " + num(c.ttl_ms + c.transition_ms) + ", " + p +
+         "wrote = 1 WHERE " + where;
 }
 
 // A new lease on the row (`where`: when), its token `token` (above the
@@ -155,7 +212,7 @@ std::string take_sql(const std::string& target, const Call& c, const std::string
          "holder = " + c.holder + ", " + p + "owner = " + c.contender + ", " + p +
          "acquired_at = " + now + ", " + p + "ttl_at = " + now + " + " + ttl + ", " + p +
          "transition_at = " + now + " + " + lease + ", " + p + "holding = 0, " + p +
-         "wrote = 1 WHERE " + where;
+         "lease_ms = " + lease + ", " + p + "wrote = 1 WHERE " + where;
 }
 
 namespace {
@@ -186,9 +243,17 @@ Query Statements::acquire(const Call& c) const {
   std::string renew = renew_sql(
       m_leases, c, row + "owner = " + c.contender + " AND owner <> '' AND transition_at > " + n(),
       "");
-  std::string take =
-      take_sql(m_leases, c, row + "wrote = 0 AND transition_at <= " + n(), "", k_next_token);
-  return creating(c.mutex, wrap(c.mutex, renew + ";" + take, 2, acquired_events(c)));
+  std::string take = take_sql(m_leases, c,
+                              row + "wrote = 0 AND transition_at <= " + n() + " AND " + n() +
+                                  " >= q_till",
+                              "", k_next_token);
+  if (!c.quarantine)
+    return creating(c.mutex, wrap(c.mutex, renew + ";" + take, 2, acquired_events(c)));
+  return creating(c.mutex,
+                  wrap(c.mutex,
+                       quarantine_sql(c.mutex, c.ttl_ms + c.transition_ms) + ";" + renew + ";" +
+                           take,
+                       2 + k_quarantine_statements, acquired_events(c)));
 }
 
 // The touch of an acquisition makes the row of a new mutex.
@@ -245,7 +310,7 @@ Query Statements::acquire_once(const Call& c, const core::OncePer& o, const std:
       "UPDATE " + m_leases + " SET once_case = CASE WHEN transition_at > " + n() +
       " AND owner = " + c.contender +
       " AND owner <> '' THEN IF(once_window IS NOT NULL AND once_token = token, 4, IF(" + may +
-      ", 1, 2)) WHEN transition_at <= " + n() + " AND " + may +
+      ", 1, 2)) WHEN transition_at <= " + n() + " AND " + n() + " >= q_till AND " + may +
       " THEN 3 ELSE 0 END WHERE mutex = " + c.mutex;
   std::string end = "UPDATE " + m_leases + " SET owner = '', ttl_at = LEAST(was_ttl_at, " + n() +
                     "), transition_at = " + n() + ", holding = 0, wrote = 1 WHERE mutex = " +
@@ -260,7 +325,9 @@ Query Statements::acquire_once(const Call& c, const core::OncePer& o, const std:
   std::string body = decide + ";" + renew_sql(m_leases, c, row + "once_case IN (1, 4)", "") +
                      ";" + end + ";" + take_sql(m_leases, c, row + "once_case = 3", "", k_next_token) +
                      ";" + record;
-  return creating(c.mutex, wrap(c.mutex, body, 5, acquired_events(c), k_done_columns));
+  if (c.quarantine) body = quarantine_sql(c.mutex, c.ttl_ms + c.transition_ms) + ";" + body;
+  return creating(c.mutex, wrap(c.mutex, body, 5 + (c.quarantine ? k_quarantine_statements : 0),
+                                acquired_events(c), k_done_columns));
 }
 
 // release, and the done record of the run that ends (the one with its
@@ -276,14 +343,13 @@ Query Statements::release_once(const Call& c, int exit_code) const {
   q.sql.insert(at, finish + ";");
   q.answer += 1;
   size_t select = q.sql.rfind(";SELECT COALESCE(l.now_us");
-  size_t from = q.sql.find(" FROM (SELECT 1) d", select);
-  q.sql.insert(from, k_done_columns);
+  q.sql.insert(q.sql.find(", COALESCE(l.q_till, 0)", select), k_done_columns);
   return q;
 }
 
 Query Statements::done_record(const std::string& mutex) const {
   Query q = get(mutex);
-  q.sql.insert(q.sql.find(" FROM (SELECT 1) d"), k_done_columns);
+  q.sql.insert(q.sql.find(", COALESCE((SELECT until_ms"), k_done_columns);
   return q;
 }
 
@@ -297,12 +363,13 @@ std::string guard_set(const std::string& mode, int64_t ttl_ms, int64_t transitio
     // A lease only held is kept to now + ttl + transition; a guarded one
     // never shortened.
     const std::string ttl_at = "GREATEST(" + N + " + " + ttl + ", was_ttl_at)";
-    return "ttl_at = IF(was_holding = 1, " + N + " + " + lease + ", " + ttl_at +
+    return "lease_ms = GREATEST(lease_ms, " + lease + "), ttl_at = IF(was_holding = 1, " + N +
+           " + " + lease + ", " + ttl_at +
            "), transition_at = IF(was_holding = 1, " + N + " + " + lease + ", GREATEST(" +
            ttl_at + " + " + num(transition_ms) + ", was_transition_at))";
   }
   return "ttl_at = " + N + " + " + ttl + ", transition_at = " + N + " + " + lease +
-         ", holding = " + (mode == "hold" ? "1" : "0");
+         ", lease_ms = " + lease + ", holding = " + (mode == "hold" ? "1" : "0");
 }
 
 } // namespace
@@ -377,9 +444,10 @@ Query Statements::end_revoked(const Call& c) const {
 Query Statements::get(const std::string& mutex) const {
   return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
               ", 0, COALESCE(l.owner, ''), COALESCE(l.acquired_at, 0), COALESCE(l.ttl_at, 0), "
-              "COALESCE(l.transition_at, 0), COALESCE(l.token, 0), COALESCE(l.holding, 0) "
-              "FROM (SELECT 1) d LEFT JOIN " +
-              m_leases + " l ON l.mutex = " + mutex,
+              "COALESCE(l.transition_at, 0), COALESCE(l.token, 0), COALESCE(l.holding, 0), "
+              "COALESCE((SELECT until_ms FROM " +
+              m_server + " WHERE id = 1), 0) FROM (SELECT 1) d LEFT JOIN " + m_leases +
+              " l ON l.mutex = " + mutex,
           1};
 }
 
@@ -420,6 +488,7 @@ Query Statements::inspect(const std::string& mutex) const {
                                           wire::hex_literal(mutex + "#") + " AND mutex < " +
                                           wire::hex_literal(mutex + "$") + "))";
   return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
+              ", COALESCE((SELECT until_ms FROM " + m_server + " WHERE id = 1), 0)" +
               ";SELECT mutex, owner, acquired_at, ttl_at, transition_at, token, holding, "
               "IF(holder_token = token, holder, NULL), acquisitions, losses FROM " +
               m_leases + " WHERE token > 0" + where + " ORDER BY mutex",

@@ -14,9 +14,12 @@
 //
 // Every write query answers one row (Query::answer says which result):
 //
-//   now_ms, changed, owner, acquired_at, ttl_at, transition_at, token, holding
+//   now_ms, changed, owner, acquired_at, ttl_at, transition_at, token, holding,
+//   [extra columns,] quarantine_till
 //
-// (guard_mark: and the last run's start before the call).
+// (extra: guard_mark's last run's start before the call, --once-per's done
+// record, a slot's number and refusal); quarantine_till is the end of the
+// quarantine in force (0: none; statements.cpp, quarantine_sql).
 #include "core/once_per.hpp"
 
 #include <cstdint>
@@ -35,6 +38,7 @@ struct Call {
   std::string holder;           // hex literal or NULL
   int64_t ttl_ms = 0, transition_ms = 0;
   uint64_t token = 0;
+  bool quarantine = true; // the URI's (statements.cpp: quarantine_sql)
 };
 
 class Statements {
@@ -86,13 +90,14 @@ public:
 
 private:
   std::string touch(const std::string& mutex, bool insert) const;
+  std::string quarantine_sql(const std::string& mutex, int64_t lease_ms) const;
   Query wrap(const std::string& mutex, const std::string& body, int statements,
              const std::string& events, const std::string& extra = "") const;
   std::string event(const std::string& mutex, const std::string& values) const;
   std::string acquired_events(const Call& c) const;
   Query creating(const std::string& mutex, Query q) const;
 
-  std::string m_leases, m_history, m_schema;
+  std::string m_leases, m_server, m_run, m_history, m_schema;
 };
 
 // --once-per: the start of the window that holds `now` (SQL expressions
