@@ -294,7 +294,9 @@ TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced r
     return f.ok() && f.changed && !f.observed.lease.revoked_at(f.observed.now);
   });
   CHECK(status == 0);
-  if (fd >= 0) CHECK(wait_for_wakeup(w->wakeups(m, "W"), fd, 1000));
+  // MySQL's hint is a lock of the holder's session: only the holder's own
+  // release wakes (mysql/wakeups.hpp; mysql_specific.cpp tests it).
+  if (fd >= 0 && !backend_is_mysql()) CHECK(wait_for_wakeup(w->wakeups(m, "W"), fd, 1000));
   Reply got = require_ok(w->acquire(m, "W", 10000, 1000, k_timeout));
   CHECK(got.observed.lease.owner_id == "W");
   CHECK(got.observed.lease.fencing_token > token);
@@ -683,9 +685,14 @@ int main(int argc, char** argv) {
   if (simba::test::backend_is_postgres() &&
       simba::test::backend_uri().find("listen=off") != std::string::npos)
     ctx.addFilter("test-case-exclude", "wake-up:*");
-  // MySQL (docs/backends/mysql.md, "Not yet"): no wake-up channel, waiters
-  // poll.
-  if (simba::test::backend_is_mysql()) ctx.addFilter("test-case-exclude", "wake-up:*");
+  // MySQL's hint channel is a named lock of the holder's session
+  // (mysql/wakeups.hpp): a release from another process than the holder's
+  // wakes nobody (its waiters wake on their timers), and there is no queue
+  // of waiters for the FIFO of the timed path; mysql_specific.cpp has its
+  // own cases of the hand-over.
+  if (simba::test::backend_is_mysql())
+    ctx.addFilter("test-case-exclude",
+                  "wake-up:*,two processes given one label are two owners*");
   return ctx.run();
 }
 

@@ -6,6 +6,7 @@
 
 #include "backend/backend.hpp"
 
+#include <csignal>
 #include <set>
 #include <vector>
 
@@ -102,4 +103,67 @@ TEST_CASE("mysql race: processes taking over an expired lease at once: exactly o
     require_ok(b->acquire(base + "/" + std::to_string(r), "gone", 50, 0, k_timeout));
   sleep_ms(100); // every one of them ran out
   check_race(base);
+}
+
+TEST_CASE("mysql hint: the holder's release wakes the waiter at once; a release that changes "
+          "nothing, or of another mutex, wakes nobody") {
+  auto owner = open_test_backend();
+  auto m = unique_mutex("hint");
+  auto other = unique_mutex("hint-other");
+  require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+  require_ok(owner->acquire(other, "A", 10000, 1000, k_timeout));
+  auto waiter = open_test_backend();
+  simba::backend::Wakeups& wake = waiter->wakeups(m, "W");
+  int fd = wake.wait();
+  REQUIRE(fd >= 0);
+  CHECK_FALSE(wait_for_wakeup(wake, fd, 100));
+  require_ok(owner->release(other, "A", 0, k_timeout));
+  CHECK_FALSE(wait_for_wakeup(wake, fd, 100));
+  CHECK_FALSE(require_ok(owner->release(m, "B", 0, k_timeout)).changed);
+  CHECK_FALSE(wait_for_wakeup(wake, fd, 100));
+  int64_t t0 = mono_ms();
+  CHECK(require_ok(owner->release(m, "A", 0, k_timeout)).changed);
+  REQUIRE(wait_for_wakeup(wake, fd, 1000));
+  MESSAGE("woken " << mono_ms() - t0 << " ms after the release");
+  Reply got = require_ok(waiter->acquire(m, "W", 10000, 1000, k_timeout));
+  CHECK(got.observed.lease.owner_id == "W");
+  // The woken waiter holds the hint now; its own release passes it on.
+  auto next = open_test_backend();
+  simba::backend::Wakeups& wake2 = next->wakeups(m, "X");
+  int fd2 = wake2.wait();
+  REQUIRE(fd2 >= 0);
+  waiter->wakeups(m, "W").own();
+  CHECK_FALSE(wait_for_wakeup(wake2, fd2, 100));
+  CHECK(require_ok(waiter->release(m, "W", 0, k_timeout)).changed);
+  CHECK(wait_for_wakeup(wake2, fd2, 1000));
+}
+
+TEST_CASE("mysql hint: a holder that dies lets its waiter look at once") {
+  auto m = unique_mutex("hint-dies");
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto b = open_test_backend();
+    bool ok = b->acquire(m, "dying", 300, 200, k_timeout).changed;
+    char c = ok ? 'y' : 'n';
+    if (write(ready[1], &c, 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  REQUIRE(c == 'y');
+  auto waiter = open_test_backend();
+  simba::backend::Wakeups& wake = waiter->wakeups(m, "W");
+  int fd = wake.wait();
+  REQUIRE(fd >= 0);
+  CHECK_FALSE(wait_for_wakeup(wake, fd, 100));
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  CHECK(wait_for_wakeup(wake, fd, 1000)); // a look: the lease itself runs out at its time
+  close(ready[0]);
+  close(ready[1]);
 }

@@ -7,6 +7,7 @@
 #include "backend/mysql/connection.hpp"
 #include "backend/mysql/packets.hpp"
 #include "backend/mysql/statements.hpp"
+#include "backend/mysql/wakeups.hpp"
 #include "backend/net/deadline_io.hpp"
 #include "backend/slot_listing.hpp"
 #include "core/duration.hpp"
@@ -89,7 +90,8 @@ std::string or_null(const std::string& s) { return s.empty() ? "NULL" : hex_lite
 
 class MysqlBackend final : public Backend {
 public:
-  explicit MysqlBackend(MysqlUri uri) : m_uri(std::move(uri)), m_sql(m_uri.prefix) {}
+  explicit MysqlBackend(MysqlUri uri)
+      : m_uri(std::move(uri)), m_sql(m_uri.prefix), m_wakeups(m_uri) {}
 
   void open(Access access);
 
@@ -126,7 +128,10 @@ public:
   }
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
-    return write(mutex, m_sql.release(call(mutex, contender, token), m_exit_code), timeout_ms);
+    Reply r =
+        write(mutex, m_sql.release(call(mutex, contender, token), m_exit_code), timeout_ms);
+    m_wakeups.release_hint(mutex);
+    return r;
   }
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
                     int64_t timeout_ms) override {
@@ -162,7 +167,9 @@ public:
   }
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
                      int exit_code, int64_t timeout_ms) override {
-    return run(m_sql.release_once(call(mutex, contender, token), exit_code), timeout_ms);
+    Reply r = run(m_sql.release_once(call(mutex, contender, token), exit_code), timeout_ms);
+    m_wakeups.release_hint(mutex);
+    return r;
   }
   Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
     return run(m_sql.done_record(hex_literal(mutex)), timeout_ms);
@@ -204,7 +211,16 @@ public:
     return m_uri.shown + (m_uri.shown.find('?') == std::string::npos ? "?" : "&") +
            "prefix=" + m_uri.prefix + (m_uri.quarantine ? "" : "&quarantine=off");
   }
-  void leave() override { m_conn.leave(); }
+  // The hint channel of named locks (wakeups.hpp).
+  Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
+    m_wakeups.target(mutex, contender);
+    return m_wakeups;
+  }
+
+  void leave() override {
+    m_conn.leave();
+    m_wakeups.leave();
+  }
 
 private:
   Call call(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -217,6 +233,7 @@ private:
     c.ttl_ms = ttl_ms;
     c.transition_ms = transition_ms;
     c.quarantine = m_uri.quarantine;
+    if (!is_slot_row(mutex)) c.hint = hex_literal(mysql::hint_name(m_uri, mutex));
     return c;
   }
 
@@ -229,6 +246,16 @@ private:
     }
     return run(q, timeout_ms);
   }
+  // The server gives up a row lock it waits for within the call's budget
+  // (whole seconds, at least 1: innodb_lock_wait_timeout), as the client
+  // does: a statement the client gave up on is never applied late (a
+  // lost event after the next holder's). Set by the query's own first SET.
+  std::string bounded(const std::string& sql) const {
+    static const std::string first = "SET time_zone = '+00:00'";
+    if (sql.rfind(first, 0) != 0) return sql;
+    return first + ", innodb_lock_wait_timeout = " + std::to_string((m_budget_ms + 999) / 1000) +
+           sql.substr(first.size());
+  }
   Reply run(const Query& q, int64_t timeout_ms);
   Result call_sql(const std::string& sql, int64_t timeout_ms);
   Result send(const std::string& sql, int64_t deadline);
@@ -240,6 +267,7 @@ private:
   MysqlUri m_uri;
   mysql::Statements m_sql;
   mysql::Connection m_conn;
+  mysql::HintWakeups m_wakeups; // reads m_uri
   int64_t m_budget_ms = 0;
   std::string m_holder;
   std::string m_exit_code = "NULL";
@@ -307,13 +335,13 @@ Result MysqlBackend::send(const std::string& sql, int64_t deadline) {
 Result MysqlBackend::call_sql(const std::string& sql, int64_t timeout_ms) {
   m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_uri.timeout_ms));
   int64_t deadline = sys::boottime_ms() + m_budget_ms;
-  Result r = send(sql, deadline);
+  Result r = send(bounded(sql), deadline);
   if (!r.ok && r.code == k_no_such_table && !m_tables_checked) {
     m_tables_checked = true;
     std::string why = ensure_tables(deadline);
     if (!why.empty() && !m_answered) throw UnavailableError(why);
     if (why.empty())
-      r = send(sql, deadline);
+      r = send(bounded(sql), deadline);
     else
       r.error = why;
   }

@@ -110,11 +110,35 @@ Result Connection::query(const std::string& sql, int64_t deadline) {
     return r;
   }
   m_sequence = 0;
-  m_received = 0;
   size_t sent = 0;
   std::string why = send_packet(std::string(1, static_cast<char>(k_com_query)) + sql, deadline, &sent);
-  r.sent = sent > 0;
-  for (bool more = why.empty(); more;) {
+  if (!why.empty()) {
+    r.sent = sent > 0;
+    r.error = why;
+    drop();
+    return r;
+  }
+  return answer(deadline);
+}
+
+std::string Connection::send(const std::string& sql, int64_t deadline) {
+  if (m_fd < 0) return "not connected";
+  m_sequence = 0;
+  std::string why = send_packet(std::string(1, static_cast<char>(k_com_query)) + sql, deadline);
+  if (!why.empty()) drop();
+  return why;
+}
+
+Result Connection::answer(int64_t deadline) {
+  Result r;
+  r.sent = true;
+  m_received = 0;
+  std::string why;
+  if (m_fd < 0) {
+    r.error = "not connected";
+    return r;
+  }
+  for (bool more = true; more;) {
     std::string p;
     if (why = read_packet(p, deadline); !why.empty()) break;
     uint8_t kind = p.empty() ? 0xff : static_cast<uint8_t>(p[0]);

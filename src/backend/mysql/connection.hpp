@@ -63,6 +63,12 @@ public:
   // One COM_QUERY (several statements separated by ';' may be sent at
   // once): every statement's answer, in order.
   Result query(const std::string& sql, int64_t deadline);
+  // query() in two halves, for a query whose answer comes later (a
+  // GET_LOCK that waits: wakeups.hpp): send() then, once the socket is
+  // readable, answer(). "" or why the query could not be sent.
+  std::string send(const std::string& sql, int64_t deadline);
+  Result answer(int64_t deadline);
+  int socket() const { return m_fd; }
 
   const std::string& server_version() const { return m_version; }
   bool tls() const { return m_tls != nullptr; }

@@ -247,13 +247,38 @@ Query Statements::acquire(const Call& c) const {
                               row + "wrote = 0 AND transition_at <= " + n() + " AND " + n() +
                                   " >= q_till",
                               "", k_next_token);
-  if (!c.quarantine)
-    return creating(c.mutex, wrap(c.mutex, renew + ";" + take, 2, acquired_events(c)));
-  return creating(c.mutex,
-                  wrap(c.mutex,
-                       quarantine_sql(c.mutex, c.ttl_ms + c.transition_ms) + ";" + renew + ";" +
-                           take,
-                       2 + k_quarantine_statements, acquired_events(c)));
+  std::string body = renew + ";" + take;
+  if (c.quarantine) body = quarantine_sql(c.mutex, c.ttl_ms + c.transition_ms) + ";" + body;
+  return taking_hint(c, m_leases,
+                     creating(c.mutex, wrap(c.mutex, body,
+                                            2 + (c.quarantine ? k_quarantine_statements : 0),
+                                            acquired_events(c))));
+}
+
+// The hint lock (wakeups.hpp): an acquisition that granted (or renewed) a
+// lease takes it on this session, unless the session has it already
+// (GET_LOCK would count it twice); before the COMMIT, so that no waiter
+// is woken by a lock let go in between.
+Query Statements::taking_hint(const Call& c, const std::string& leases, Query q) {
+  if (c.hint.empty()) return q;
+  size_t commit = q.sql.rfind(";COMMIT");
+  q.sql.insert(commit, ";SELECT IF(wrote = 1 AND owner = " + c.contender +
+                           " AND NOT (IS_USED_LOCK(" + c.hint + ") <=> CONNECTION_ID()), GET_LOCK(" +
+                           c.hint + ", 0), NULL) FROM " + leases + " WHERE mutex = " + c.mutex);
+  return q;
+}
+
+// A release lets the hint lock go after its COMMIT: the waiter it wakes
+// finds the mutex free.
+Query Statements::leaving_hint(const Call& c, const std::string& leases, Query q) {
+  if (c.hint.empty()) return q;
+  // Whether this release ended the lease, noted before the COMMIT (a
+  // release that changed nothing keeps the lock of a lease it still has).
+  size_t commit = q.sql.rfind(";COMMIT");
+  q.sql.insert(commit, ";SELECT COALESCE((SELECT wrote FROM " + leases + " WHERE mutex = " +
+                           c.mutex + "), 0) INTO @simba_released");
+  q.sql += ";DO IF(@simba_released = 1, RELEASE_LOCK(" + c.hint + "), 0)";
+  return q;
 }
 
 // The touch of an acquisition makes the row of a new mutex.
@@ -326,8 +351,10 @@ Query Statements::acquire_once(const Call& c, const core::OncePer& o, const std:
                      ";" + end + ";" + take_sql(m_leases, c, row + "once_case = 3", "", k_next_token) +
                      ";" + record;
   if (c.quarantine) body = quarantine_sql(c.mutex, c.ttl_ms + c.transition_ms) + ";" + body;
-  return creating(c.mutex, wrap(c.mutex, body, 5 + (c.quarantine ? k_quarantine_statements : 0),
-                                acquired_events(c), k_done_columns));
+  return taking_hint(
+      c, m_leases,
+      creating(c.mutex, wrap(c.mutex, body, 5 + (c.quarantine ? k_quarantine_statements : 0),
+                             acquired_events(c), k_done_columns)));
 }
 
 // release, and the done record of the run that ends (the one with its
@@ -402,10 +429,11 @@ Query Statements::release(const Call& c, const std::string& exit_code) const {
                     n() + "), transition_at = " + n() + ", wrote = 1 WHERE mutex = " + c.mutex +
                     " AND owner = " + c.contender + " AND owner <> '' AND (" + unum(c.token) +
                     " = 0 OR token = " + unum(c.token) + ") AND transition_at > " + n();
-  return wrap(c.mutex, sql, 1,
+  return leaving_hint(
+      c, m_leases,
+      wrap(c.mutex, sql, 1,
               event(c.mutex, "history_seq, " + n() + ", 'released', was_owner, NULL, token, " +
-                                 exit_code + ", " + n() +
-                                 " - acquired_at, NULL, NULL, NULL"));
+                                 exit_code + ", " + n() + " - acquired_at, NULL, NULL, NULL")));
 }
 
 // A lease only held ends now; one whose CMD may run is revoked: no owner,

@@ -39,6 +39,7 @@ struct Call {
   int64_t ttl_ms = 0, transition_ms = 0;
   uint64_t token = 0;
   bool quarantine = true; // the URI's (statements.cpp: quarantine_sql)
+  std::string hint;        // the hint lock's name, a literal (wakeups.hpp); "" none
 };
 
 class Statements {
@@ -96,6 +97,8 @@ private:
   std::string event(const std::string& mutex, const std::string& values) const;
   std::string acquired_events(const Call& c) const;
   Query creating(const std::string& mutex, Query q) const;
+  static Query taking_hint(const Call& c, const std::string& leases, Query q);
+  static Query leaving_hint(const Call& c, const std::string& leases, Query q);
 
   std::string m_leases, m_server, m_run, m_history, m_schema;
 };
