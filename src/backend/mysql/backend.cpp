@@ -91,7 +91,7 @@ std::string or_null(const std::string& s) { return s.empty() ? "NULL" : hex_lite
 class MysqlBackend final : public Backend {
 public:
   explicit MysqlBackend(MysqlUri uri)
-      : m_uri(std::move(uri)), m_sql(m_uri.prefix), m_wakeups(m_uri) {}
+      : m_uri(std::move(uri)), m_sql(m_uri.prefix), m_wakeups(m_uri, m_sql) {}
 
   void open(Access access);
 
@@ -178,7 +178,10 @@ public:
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
   History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
 
-  void set_holder(const Holder& h) override { m_holder = encode_holder(h); }
+  void set_holder(const Holder& h) override {
+    m_holder = encode_holder(h);
+    m_wakeups.set_holder(m_holder);
+  }
   void set_exit_code(int code) override { m_exit_code = std::to_string(code); }
 
   Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
@@ -384,7 +387,7 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
   Query q = m_sql.inspect(mutex);
   Result r = call_sql(q.sql, timeout_ms);
   Listing out;
-  out.holders_kept = true;
+  out.holders_kept = out.waiters_kept = true;
   if (!r.ok || r.sets.size() <= q.answer || r.sets[q.answer - 1].rows.size() != 1) {
     out.error = r.ok ? "unexpected answer from MySQL" : r.error;
     return out;
@@ -407,6 +410,27 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     m.losses = number(row[9]);
     out.mutexes.push_back(std::move(m));
   }
+  // The live waiters, in queue order, under their mutex (listed or not).
+  if (r.sets.size() > q.answer + 1)
+    for (const Row& row : r.sets[q.answer + 1].rows) {
+      if (row.size() != 4) continue;
+      auto at = std::find_if(out.mutexes.begin(), out.mutexes.end(),
+                             [&](const MutexLease& m) { return m.mutex == row[0]; });
+      if (at == out.mutexes.end()) {
+        MutexLease free;
+        free.mutex = row[0];
+        free.acquisitions = free.losses = 0;
+        show_quarantine(free.lease, out.now, till);
+        at = out.mutexes.insert(std::upper_bound(out.mutexes.begin(), out.mutexes.end(), free,
+                                                 [](const MutexLease& a, const MutexLease& b) {
+                                                   return a.mutex < b.mutex;
+                                                 }),
+                                std::move(free));
+      }
+      std::optional<Holder> holder;
+      if (!row[3].empty()) holder = decode_holder(row[3]);
+      at->waiters.push_back({row[1], number(row[2]), std::move(holder), {}});
+    }
   group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.
   if (!mutex.empty() && out.mutexes.empty()) {

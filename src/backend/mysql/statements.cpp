@@ -57,7 +57,8 @@ std::string new_run_sql(const std::string& run) {
 }
 
 std::string schema_sql(const std::string& leases, const std::string& server,
-                       const std::string& run, const std::string& history) {
+                       const std::string& run, const std::string& waiters,
+                       const std::string& history) {
   return "CREATE TABLE IF NOT EXISTS " + leases + R"( (
   mutex VARBINARY(255) NOT NULL PRIMARY KEY, owner VARBINARY(255) NOT NULL DEFAULT '',
   acquired_at BIGINT NOT NULL DEFAULT 0, ttl_at BIGINT NOT NULL DEFAULT 0,
@@ -84,6 +85,9 @@ CREATE TABLE IF NOT EXISTS )" + run + R"( (
 )" + new_run_sql(run) + R"(;
 INSERT IGNORE INTO )" + server + " SELECT 1, " + run_sql(run) + R"(, 0, 0 FROM DUAL
   WHERE NOT EXISTS (SELECT 1 FROM )" + leases + R"();
+CREATE TABLE IF NOT EXISTS )" + waiters + R"( (
+  mutex VARBINARY(255) NOT NULL, contender VARBINARY(255) NOT NULL, queued_at BIGINT NOT NULL,
+  conn_id BIGINT NOT NULL, holder BLOB NULL, PRIMARY KEY (mutex, contender)) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS )" +
          history + R"( (
   mutex VARBINARY(255) NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL,
@@ -97,8 +101,27 @@ CREATE TABLE IF NOT EXISTS )" +
 
 Statements::Statements(const std::string& prefix)
     : m_leases("`" + prefix + "leases`"), m_server("`" + prefix + "server`"),
-      m_run("`" + prefix + "run`"), m_history("`" + prefix + "history`"),
-      m_schema(schema_sql(m_leases, m_server, m_run, m_history)) {}
+      m_run("`" + prefix + "run`"), m_waiters("`" + prefix + "waiters`"),
+      m_history("`" + prefix + "history`"),
+      m_schema(schema_sql(m_leases, m_server, m_run, m_waiters, m_history)) {}
+
+// The waiters' queue (wakeups.hpp), on the waiter's own connection: its
+// row names that connection, so that status lists only the waiters whose
+// session still runs; the rows of the dead are dropped by the next to
+// queue. Each statement commits on its own.
+std::string Statements::enqueue(const std::string& mutex, const std::string& contender,
+                                const std::string& holder) const {
+  return "SET time_zone = '+00:00';DELETE FROM " + m_waiters + " WHERE mutex = " + mutex +
+         " AND contender <> " + contender +
+         " AND conn_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST);INSERT INTO " +
+         m_waiters + " (mutex, contender, queued_at, conn_id, holder) VALUES (" + mutex + ", " +
+         contender + ", " + k_now_us + ", CONNECTION_ID(), " + holder +
+         ") ON DUPLICATE KEY UPDATE conn_id = VALUES(conn_id), holder = VALUES(holder)";
+}
+
+std::string Statements::dequeue(const std::string& mutex, const std::string& contender) const {
+  return "DELETE FROM " + m_waiters + " WHERE mutex = " + mutex + " AND contender = " + contender;
+}
 
 // The server run and its quarantine (as the PostgreSQL backend's,
 // postgres/quarantine_sql.cpp: keep them alike). A server that restarted
@@ -221,6 +244,14 @@ constexpr const char* k_next_token = "GREATEST(was_token + 1, now_us)";
 
 } // namespace
 
+// How long the contender waited in the queue (waited_ms of "acquired"): 0
+// when it never queued.
+std::string Statements::waited(const Call& c) const {
+  return "GREATEST(0, " + n() + " - COALESCE((SELECT z.queued_at DIV 1000 FROM " + m_waiters +
+         " z WHERE z.mutex = " + c.mutex + " AND z.contender = " + c.contender + "), " + n() +
+         "))";
+}
+
 // Events only of a new lease: "expired" for the one it replaces when that
 // still had an owner, then "acquired".
 std::string Statements::acquired_events(const Call& c) const {
@@ -229,7 +260,8 @@ std::string Statements::acquired_events(const Call& c) const {
                      "was_token, NULL, was_transition_at - was_acquired_at, NULL, NULL, NULL") +
       " AND token <> was_token AND was_owner <> '' UNION ALL " +
       event(c.mutex, "history_seq, " + n() +
-                         ", 'acquired', owner, holder, token, NULL, NULL, 0, NULL, NULL") +
+                         ", 'acquired', owner, holder, token, NULL, NULL, " + waited(c) +
+                         ", NULL, NULL") +
       " AND token <> was_token";
 }
 
@@ -519,7 +551,12 @@ Query Statements::inspect(const std::string& mutex) const {
               ", COALESCE((SELECT until_ms FROM " + m_server + " WHERE id = 1), 0)" +
               ";SELECT mutex, owner, acquired_at, ttl_at, transition_at, token, holding, "
               "IF(holder_token = token, holder, NULL), acquisitions, losses FROM " +
-              m_leases + " WHERE token > 0" + where + " ORDER BY mutex",
+              m_leases + " WHERE token > 0" + where +
+              " ORDER BY mutex;SELECT z.mutex, z.contender, z.queued_at DIV 1000, z.holder FROM " +
+              m_waiters + " z WHERE EXISTS (SELECT 1 FROM information_schema.PROCESSLIST p WHERE "
+              "p.ID = z.conn_id)" +
+              (mutex.empty() ? "" : " AND z.mutex = " + wire::hex_literal(mutex)) +
+              " ORDER BY z.mutex, z.queued_at",
           2};
 }
 

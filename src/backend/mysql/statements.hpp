@@ -81,9 +81,15 @@ public:
   Query record_skipped(const Call& c, const std::string& exit_code, const std::string& held_ms,
                        const std::string& reason, const std::string& by,
                        int64_t waited_ms) const;
-  // The clock (answer - 1) and the leases (answer): mutex, owner,
+  // The waiters' queue (wakeups.hpp): joining it (literals; holder NULL
+  // or a literal), leaving it.
+  std::string enqueue(const std::string& mutex, const std::string& contender,
+                      const std::string& holder) const;
+  std::string dequeue(const std::string& mutex, const std::string& contender) const;
+  // The clock (answer - 1), the leases (answer): mutex, owner,
   // acquired_at, ttl_at, transition_at, token, holding, holder, acquisitions,
-  // losses. `mutex` "" all.
+  // losses; and the live waiters (answer + 1): mutex, contender,
+  // queued_at (ms), holder, in queue order. `mutex` "" all.
   Query inspect(const std::string& mutex) const;
   // The clock (answer - 1) and the events: mutex, at, event, owner, holder,
   // token, exit_code, held_ms, waited_ms, reason, by_owner.
@@ -96,11 +102,12 @@ private:
              const std::string& events, const std::string& extra = "") const;
   std::string event(const std::string& mutex, const std::string& values) const;
   std::string acquired_events(const Call& c) const;
+  std::string waited(const Call& c) const;
   Query creating(const std::string& mutex, Query q) const;
   static Query taking_hint(const Call& c, const std::string& leases, Query q);
   static Query leaving_hint(const Call& c, const std::string& leases, Query q);
 
-  std::string m_leases, m_server, m_run, m_history, m_schema;
+  std::string m_leases, m_server, m_run, m_waiters, m_history, m_schema;
 };
 
 // --once-per: the start of the window that holds `now` (SQL expressions

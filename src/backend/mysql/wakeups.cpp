@@ -31,12 +31,11 @@ std::string hint_name(const MysqlUri& uri, const std::string& mutex) {
 }
 
 void HintWakeups::reset() {
-  m_conn.close();
-  m_pending = m_holding = false;
+  m_conn.close(); // the queue's row, of a gone connection, is no longer listed
+  m_pending = m_holding = m_queued = false;
 }
 
 int HintWakeups::watch(const std::string& mutex, const std::string& contender, bool waiting) {
-  (void)contender;
   std::string name = hint_name(m_uri, mutex);
   if (name != m_name) {
     reset();
@@ -47,6 +46,12 @@ int HintWakeups::watch(const std::string& mutex, const std::string& contender, b
     // GET_LOCK still queued would be granted to a process that no longer
     // waits, and hold up the next waiter: the connection goes.
     if (m_pending) reset();
+    if (m_queued && !m_conn.query(m_sql.dequeue(wire::hex_literal(m_mutex),
+                                                wire::hex_literal(m_contender)),
+                                  sys::boottime_ms() + m_uri.timeout_ms)
+                         .ok)
+      reset();
+    m_queued = false;
     return -1;
   }
   if (m_holding) return -1; // woken, the mutex taken after all: its timer
@@ -56,6 +61,15 @@ int HintWakeups::watch(const std::string& mutex, const std::string& contender, b
     if (!m_conn.is_open() && !m_conn.connect(m_uri, now + m_uri.timeout_ms).empty()) {
       m_retry_at = now + k_retry_ms;
       return -1;
+    }
+    if (!m_queued || m_mutex != mutex || m_contender != contender) {
+      m_mutex = mutex;
+      m_contender = contender;
+      m_queued = m_conn.query(m_sql.enqueue(wire::hex_literal(mutex), wire::hex_literal(contender),
+                                            m_holder.empty() ? "NULL" : wire::hex_literal(m_holder)),
+                              now + m_uri.timeout_ms)
+                     .ok;
+      if (!m_conn.is_open()) return -1;
     }
     if (!m_conn.send("SELECT GET_LOCK(" + wire::hex_literal(m_name) + ", " +
                          std::to_string(k_wait_seconds) + ")",

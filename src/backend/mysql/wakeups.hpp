@@ -15,8 +15,11 @@
 // it lets it go after its own release (release_hint); when its look finds
 // the mutex taken after all, it keeps it and waits for its timer, so a
 // lock passed on at every failed look never makes the waiters spin.
-// One server call per release, however many wait.
+// One server call per release, however many wait. The waiter's row in
+// "<prefix>waiters" (its connection's id: status lists the live ones)
+// shows the queue; the order is the server's.
 #include "backend/mysql/connection.hpp"
+#include "backend/mysql/statements.hpp"
 #include "backend/uri.hpp"
 #include "backend/wakeups.hpp"
 
@@ -31,7 +34,9 @@ std::string hint_name(const MysqlUri& uri, const std::string& mutex);
 
 class HintWakeups final : public QueueWakeups {
 public:
-  explicit HintWakeups(const MysqlUri& uri) : m_uri(uri) {}
+  HintWakeups(const MysqlUri& uri, const Statements& sql) : m_uri(uri), m_sql(sql) {}
+  // Who waits, for status (backend/holder.hpp's string; "" none).
+  void set_holder(const std::string& holder) { m_holder = holder; }
 
   // After a release of `mutex` (committed): the hint lock this connection
   // holds, if any, goes to the next waiter.
@@ -48,7 +53,11 @@ private:
   void reset();
 
   const MysqlUri& m_uri;
+  const Statements& m_sql;
   Connection m_conn;
+  std::string m_holder;
+  std::string m_mutex, m_contender; // of the row in the waiters' queue, when m_queued
+  bool m_queued = false;
   std::string m_name;     // the hint lock of the mutex watched
   bool m_pending = false; // a GET_LOCK was sent, no answer yet
   bool m_holding = false; // this connection holds m_name
