@@ -5,6 +5,7 @@
 #include "backend/history.hpp"
 #include "backend/holder.hpp"
 #include "backend/mysql/connection.hpp"
+#include "backend/mysql/doctor.hpp"
 #include "backend/mysql/packets.hpp"
 #include "backend/mysql/statements.hpp"
 #include "backend/mysql/wakeups.hpp"
@@ -209,10 +210,18 @@ public:
     return r;
   }
 
+  // simba doctor: on a connection of its own (doctor.hpp).
+  void diagnose(Diagnosis& found, const DiagnoseOptions& options) override {
+    mysql::diagnose(m_uri, found, options);
+  }
+
   int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
   std::string describe() const override {
-    return m_uri.shown + (m_uri.shown.find('?') == std::string::npos ? "?" : "&") +
-           "prefix=" + m_uri.prefix + (m_uri.quarantine ? "" : "&quarantine=off");
+    // The URI as given, with the prefix it names or the default one.
+    const bool named = m_uri.shown.find("prefix=") != std::string::npos;
+    return m_uri.shown +
+           (named ? "" : (m_uri.shown.find('?') == std::string::npos ? "?" : "&") +
+                             std::string("prefix=") + m_uri.prefix);
   }
   // The hint channel of named locks (wakeups.hpp).
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override {
