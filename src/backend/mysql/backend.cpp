@@ -1,5 +1,8 @@
 // The MySQL Backend: each operation one query (statements.cpp) on one
 // connection, its answer read into a Reply.
+// Over 500 lines: one class, whose every operation is a few lines of the
+// same shape, and the readers of its answers; the SQL, the connection and
+// the wake-ups live apart.
 #include "backend/mysql/mysql.hpp"
 
 #include "backend/history.hpp"

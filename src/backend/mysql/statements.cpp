@@ -1,4 +1,7 @@
-// The SQL of the MySQL backend (statements.hpp).
+// The SQL of the MySQL backend (statements.hpp). Over 500 lines: the
+// statements share their fragments (the touch, the history, the answer,
+// the quarantine) and are kept side by side so that they stay alike, as in
+// postgres/statements.cpp; --slots have theirs in slots_sql.cpp.
 //
 // Tables: "<prefix>leases", one row per mutex, never deleted (the row
 // keeps the last fencing token when the lease ends: owner '' and
