@@ -500,8 +500,15 @@ std::string MysqlBackend::ensure_tables(int64_t deadline) {
   if (m_access == Access::inspect)
     return "MySQL at " + m_uri.shown + " has no simba tables (" + m_sql.leases() +
            " in database " + m_uri.database + "): nothing was locked there yet";
-  Result r = send(m_sql.schema(), deadline);
-  if (r.ok) return "";
+  // Many first uses at once: each looks before it makes them (another
+  // may have), and tries again when it lost a race for a lock.
+  Result r;
+  for (int tries = 0; tries < 6 && sys::boottime_ms() < deadline; ++tries) {
+    if (send(m_sql.probe(), deadline).ok) return "";
+    r = send(m_sql.schema(), deadline);
+    if (r.ok) return "";
+    if (!lost_lock(r.code) && r.code != 1050 && r.code != 1062) break;
+  }
   if (denied(r.code))
     return scrub("the MySQL user may not create simba's tables in database " + m_uri.database +
                  " at " + m_uri.shown + " (" + r.error.substr(r.error.find("ERROR")) +

@@ -24,6 +24,7 @@
 #include "backend/history.hpp"
 #include "backend/mysql/packets.hpp"
 #include "backend/mysql/sql_parts.hpp"
+#include "core/fifo.hpp"
 
 #include <vector>
 
@@ -79,15 +80,12 @@ std::string schema_sql(const std::string& leases, const std::string& server,
   once_period BIGINT NULL, once_offset BIGINT NULL, once_case TINYINT NOT NULL DEFAULT 0,
   slot_act TINYINT NOT NULL DEFAULT 0, slot_pick INT NOT NULL DEFAULT -1,
   slot_token BIGINT NOT NULL DEFAULT 0, lease_ms BIGINT NOT NULL DEFAULT 0,
-  q_till BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
+  q_till BIGINT NOT NULL DEFAULT 0, gate_till BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS )" + server + R"( (
   id TINYINT NOT NULL PRIMARY KEY, run VARBINARY(100) NOT NULL, until_ms BIGINT NOT NULL,
   longest BIGINT NOT NULL) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS )" + run + R"( (
   one TINYINT NOT NULL PRIMARY KEY, id VARBINARY(64) NOT NULL) ENGINE=MEMORY;
-)" + new_run_sql(run) + R"(;
-INSERT IGNORE INTO )" + server + " SELECT 1, " + run_sql(run) + R"(, 0, 0 FROM DUAL
-  WHERE NOT EXISTS (SELECT 1 FROM )" + leases + R"();
 CREATE TABLE IF NOT EXISTS )" + waiters + R"( (
   mutex VARBINARY(255) NOT NULL, contender VARBINARY(255) NOT NULL, queued_at BIGINT NOT NULL,
   conn_id BIGINT NOT NULL, holder BLOB NULL, PRIMARY KEY (mutex, contender)) ENGINE=InnoDB;
@@ -97,7 +95,11 @@ CREATE TABLE IF NOT EXISTS )" +
   event VARBINARY(32) NOT NULL, owner VARBINARY(255) NOT NULL, holder BLOB NULL,
   token BIGINT NOT NULL, exit_code INT NULL, held_ms BIGINT NULL, waited_ms BIGINT NULL,
   reason VARBINARY(64) NULL, by_owner VARBINARY(255) NULL,
-  PRIMARY KEY (mutex, seq)) ENGINE=InnoDB)";
+  PRIMARY KEY (mutex, seq)) ENGINE=InnoDB;
+)" + new_run_sql(run) + R"(;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+INSERT IGNORE INTO )" + server + " SELECT 1, " + run_sql(run) + R"(, 0, 0 FROM DUAL
+  WHERE NOT EXISTS (SELECT 1 FROM )" + leases + ")";
 }
 
 } // namespace
@@ -107,6 +109,12 @@ Statements::Statements(const std::string& prefix)
       m_run("`" + prefix + "run`"), m_waiters("`" + prefix + "waiters`"),
       m_history("`" + prefix + "history`"),
       m_schema(schema_sql(m_leases, m_server, m_run, m_waiters, m_history)) {}
+
+// Fails unless every table is there.
+std::string Statements::probe() const {
+  return "SELECT 1 FROM " + m_leases + ", " + m_server + ", " + m_run + ", " + m_waiters + ", " +
+         m_history + " LIMIT 0";
+}
 
 // The waiters' queue (wakeups.hpp), on the waiter's own connection: its
 // row names that connection, so that status lists only the waiters whose
@@ -164,7 +172,7 @@ std::string Statements::quarantine_sql(const std::string& mutex, int64_t lease_m
 // (acquire): a new mutex gets a free row (no owner, token 0); the others
 // write only a row that exists.
 std::string Statements::touch(const std::string& mutex, bool insert) const {
-  const std::string was = "wrote = 0, q_till = 0, was_owner = owner, was_acquired_at = acquired_at, "
+  const std::string was = "wrote = 0, q_till = 0, gate_till = 0, was_owner = owner, was_acquired_at = acquired_at, "
                           "was_ttl_at = ttl_at, was_transition_at = transition_at, "
                           "was_token = token, was_holding = holding";
   if (insert)
@@ -204,7 +212,8 @@ Query Statements::wrap(const std::string& mutex, const std::string& body, int st
   }
   sql += "SELECT COALESCE(l.now_us DIV 1000, " + std::string(k_now_ms) +
          "), COALESCE(l.wrote, 0), COALESCE(l.owner, ''), COALESCE(l.acquired_at, 0), "
-         "COALESCE(l.ttl_at, 0), COALESCE(l.transition_at, 0), COALESCE(l.token, 0), "
+         "COALESCE(LEAST(l.ttl_at, GREATEST(l.transition_at, l.gate_till)), 0), "
+         "COALESCE(GREATEST(l.transition_at, l.gate_till), 0), COALESCE(l.token, 0), "
          "COALESCE(l.holding, 0)" +
          extra + ", COALESCE(l.q_till, 0) FROM (SELECT 1) d LEFT JOIN " + m_leases +
          " l ON l.mutex = " + mutex + ";COMMIT";
@@ -247,6 +256,24 @@ constexpr const char* k_next_token = "GREATEST(was_token + 1, now_us)";
 
 } // namespace
 
+// First come, first served (core/fifo.hpp): for k_fifo_fallback_ms after
+// the lease ended (ran out, or released: a newcomer must not take what the
+// release's hint woke the first waiter for, mysql/wakeups.hpp), a
+// contender with a live waiter queued before it is refused, and shown the
+// mutex busy until then (gate_till). Only refuses; the queue is read only
+// in that second.
+std::string Statements::fifo_gate(const Call& c) const {
+  const std::string fallback = num(core::k_fifo_fallback_ms);
+  return "UPDATE " + m_leases + " SET gate_till = was_transition_at + " + fallback +
+         " WHERE mutex = " + c.mutex + " AND was_token > 0 AND was_transition_at <= " + n() +
+         " AND " + n() + " < was_transition_at + " + fallback + " AND EXISTS (SELECT 1 FROM " +
+         m_waiters + " z WHERE z.mutex = " + c.mutex + " AND z.contender <> " + c.contender +
+         " AND z.queued_at < COALESCE((SELECT y.queued_at FROM " + m_waiters +
+         " y WHERE y.mutex = " + c.mutex + " AND y.contender = " + c.contender +
+         "), 9223372036854775807) AND z.conn_id IN (SELECT ID FROM "
+         "information_schema.PROCESSLIST))";
+}
+
 // How long the contender waited in the queue (waited_ms of "acquired"): 0
 // when it never queued.
 std::string Statements::waited(const Call& c) const {
@@ -280,13 +307,13 @@ Query Statements::acquire(const Call& c) const {
       "");
   std::string take = take_sql(m_leases, c,
                               row + "wrote = 0 AND transition_at <= " + n() + " AND " + n() +
-                                  " >= q_till",
+                                  " >= q_till AND " + n() + " >= gate_till",
                               "", k_next_token);
-  std::string body = renew + ";" + take;
+  std::string body = fifo_gate(c) + ";" + renew + ";" + take;
   if (c.quarantine) body = quarantine_sql(c.mutex, c.ttl_ms + c.transition_ms) + ";" + body;
   return taking_hint(c, m_leases,
                      creating(c.mutex, wrap(c.mutex, body,
-                                            2 + (c.quarantine ? k_quarantine_statements : 0),
+                                            3 + (c.quarantine ? k_quarantine_statements : 0),
                                             acquired_events(c))));
 }
 

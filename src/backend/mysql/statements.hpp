@@ -48,6 +48,7 @@ public:
 
   // CREATE TABLE ... IF NOT EXISTS, the administrator's SQL too.
   const std::string& schema() const { return m_schema; }
+  std::string probe() const; // fails unless every table is there
   // The tables, for messages.
   std::string leases() const { return m_leases; }
   std::string history_table() const { return m_history; }
@@ -103,6 +104,7 @@ private:
   std::string event(const std::string& mutex, const std::string& values) const;
   std::string acquired_events(const Call& c) const;
   std::string waited(const Call& c) const;
+  std::string fifo_gate(const Call& c) const;
   Query creating(const std::string& mutex, Query q) const;
   static Query taking_hint(const Call& c, const std::string& leases, Query q);
   static Query leaving_hint(const Call& c, const std::string& leases, Query q);
