@@ -18,11 +18,13 @@
 #                         my_server_stop or a kill -9 of MY_PID)
 #   my_server_sql SQL     runs SQL as the server's root (the mariadb client
 #                         over the socket)
+#   MY_EXTRA_OPTIONS      more options of mariadbd (an array)
 #
 # Its start-up (install-db about 3 s, the server well under 1 s) runs in
 # the background: scripts/test starts it before the build and waits after.
 
 MY_PASSWORD=simba-test-mysql-pw
+MY_EXTRA_OPTIONS=() # more options of mariadbd (e.g. TLS), set before my_server_start
 MY_DIR='' MY_PORT='' MY_PID='' MY_URI='' MY_SOCKET=''
 
 my_bin() { command -v mariadbd 2>/dev/null || { [[ -x /usr/sbin/mariadbd ]] && echo /usr/sbin/mariadbd; }; }
@@ -47,6 +49,7 @@ _my_options() {
     --innodb-buffer-pool-size=32M --innodb-flush-log-at-trx-commit=0 --skip-log-bin \
     --performance-schema=OFF --max-connections=400 --log-error="$MY_DIR/error.log" \
     --pid-file="$MY_DIR/mariadbd.pid" --init-file="$MY_DIR/init.sql"
+  ((${#MY_EXTRA_OPTIONS[@]} == 0)) || printf '%s\n' "${MY_EXTRA_OPTIONS[@]}"
 }
 
 my_server_spawn() {
