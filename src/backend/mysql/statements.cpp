@@ -264,6 +264,14 @@ constexpr const char* k_next_token = "GREATEST(was_token + 1, now_us)";
 // in that second.
 std::string Statements::fifo_gate(const Call& c) const {
   const std::string fallback = num(core::k_fifo_fallback_ms);
+  // The waiter the release's hint woke holds the hint lock now (the server
+  // gives it to one at a time, not always in the order of queued_at): it
+  // goes through.
+  const std::string woken =
+      c.hint.empty() ? ""
+                     : " AND NOT EXISTS (SELECT 1 FROM " + m_waiters + " w WHERE w.mutex = " +
+                           c.mutex + " AND w.contender = " + c.contender +
+                           " AND w.conn_id <=> IS_USED_LOCK(" + c.hint + "))";
   return "UPDATE " + m_leases + " SET gate_till = was_transition_at + " + fallback +
          " WHERE mutex = " + c.mutex + " AND was_token > 0 AND was_transition_at <= " + n() +
          " AND " + n() + " < was_transition_at + " + fallback + " AND EXISTS (SELECT 1 FROM " +
@@ -271,7 +279,7 @@ std::string Statements::fifo_gate(const Call& c) const {
          " AND z.queued_at < COALESCE((SELECT y.queued_at FROM " + m_waiters +
          " y WHERE y.mutex = " + c.mutex + " AND y.contender = " + c.contender +
          "), 9223372036854775807) AND z.conn_id IN (SELECT ID FROM "
-         "information_schema.PROCESSLIST))";
+         "information_schema.PROCESSLIST))" + woken;
 }
 
 // How long the contender waited in the queue (waited_ms of "acquired"): 0
