@@ -3,6 +3,7 @@
 
 #include "backend/mysql/packets.hpp"
 #include "backend/mysql/sha1.hpp"
+#include "backend/net/deadline_io.hpp"
 #include "core/slots.hpp"
 #include "sys/clock.hpp"
 
@@ -42,10 +43,14 @@ int HintWakeups::watch(const std::string& mutex, const std::string& contender, b
     m_name = name;
   }
   if (!waiting) {
-    // An owner hears nothing here (its guard finds a forced release). A
-    // GET_LOCK still queued would be granted to a process that no longer
-    // waits, and hold up the next waiter: the connection goes.
-    if (m_pending) reset();
+    // An owner hears nothing here (its guard finds a forced release). Its
+    // GET_LOCK may have been granted already (the lock let go as it
+    // acquired): then it holds the hint, which its release passes on. One
+    // still queued stays until the release (release_hint), which cancels
+    // it: closing it now could let the lock go to the next waiter while
+    // this one owns the mutex, and nobody would hear its release.
+    if (m_pending && net::readable_now(m_conn.socket())) drain_wakeups();
+    if (m_pending) return -1;
     if (m_queued && !m_conn.query(m_sql.dequeue(wire::hex_literal(m_mutex),
                                                 wire::hex_literal(m_contender)),
                                   sys::boottime_ms() + m_uri.timeout_ms)
@@ -98,7 +103,14 @@ bool HintWakeups::drain_wakeups() {
 }
 
 void HintWakeups::release_hint(const std::string& mutex) {
-  if (!m_holding || hint_name(m_uri, mutex) != m_name) return;
+  if (hint_name(m_uri, mutex) != m_name) return;
+  if (m_pending) {
+    // Still queued for the lock: the connection goes, and with it the
+    // lock if the server granted it meanwhile.
+    reset();
+    return;
+  }
+  if (!m_holding) return;
   m_holding = false;
   if (!m_conn.query("DO RELEASE_LOCK(" + wire::hex_literal(m_name) + ")",
                     sys::boottime_ms() + m_uri.timeout_ms)
