@@ -29,6 +29,7 @@ SIMBA_TEST_PACKAGES=(
   postgresql-15 postgresql-client-15   # the PostgreSQL tests' server, psql
   pgbouncer                            # the PgBouncer tests
   etcd-server etcd-client              # the etcd tests' cluster, etcdctl
+  mariadb-server mariadb-client        # the MySQL tests' server (MariaDB 10.11), the mariadb client
   openssl                              # tests/e2e/tls_pki.sh makes the TLS test certificates
   python3 python3-prometheus-client    # chaos harness, helpers; the OpenMetrics parser
   jq sqlite3                           # reading `simba status --json`, the SQLite file
@@ -39,7 +40,7 @@ SIMBA_TEST_PACKAGES=(
 
 declare -A SIMBA_TOOL_PACKAGES=(
   [redis-server]=redis-server [redis-cli]=redis-server [psql]=postgresql-client-15
-  [pgbouncer]=pgbouncer [openssl]=openssl [python3]=python3 [jq]=jq [sqlite3]=sqlite3
+  [pgbouncer]=pgbouncer [mariadbd]=mariadb-server [mariadb]=mariadb-client [openssl]=openssl [python3]=python3 [jq]=jq [sqlite3]=sqlite3
   [ps]=procps [setpriv]=util-linux [unshare]=util-linux [nsenter]=util-linux
   [script]=bsdutils [mount]=mount [useradd]=passwd [ip]=iproute2 [groff]=groff
   [zsh]=zsh [fish]=fish [cmake]=cmake [cpack]=cmake [dpkg-deb]=dpkg

@@ -3,6 +3,7 @@
 #include "backend/open_backend.hpp"
 
 #include "backend/etcd/etcd.hpp"
+#include "backend/mysql/mysql.hpp"
 #include "backend/postgres/postgres.hpp"
 #include "backend/redis/redis.hpp"
 #include "backend/sqlite/sqlite_backend.hpp"
@@ -27,6 +28,9 @@ std::unique_ptr<Backend> open_uri(PostgresUri&& u, Access access) {
 }
 
 std::unique_ptr<Backend> open_uri(EtcdUri&& u, Access) { return open_etcd(std::move(u)); }
+std::unique_ptr<Backend> open_uri(MysqlUri&& u, Access access) {
+  return open_mysql(std::move(u), access);
+}
 
 } // namespace
 

@@ -1,6 +1,7 @@
 // Backend URIs: the scheme, the SQLite URI, redaction and the helpers
 // every scheme's parser shares (uri_parts.hpp); Redis URIs are parsed in
-// uri_redis.cpp, PostgreSQL URIs in uri_postgres.cpp, etcd URIs in uri_etcd.cpp (uri.hpp).
+// uri_redis.cpp, PostgreSQL URIs in uri_postgres.cpp, etcd URIs in uri_etcd.cpp,
+// MySQL URIs in uri_mysql.cpp (uri.hpp).
 #include "backend/uri.hpp"
 
 #include "backend/accounts.hpp"
@@ -39,7 +40,8 @@ namespace {
 
 constexpr const char* k_expected =
     "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, redis://HOST[:PORT][/DB], rediss://..., "
-    "redis+unix:///PATH.sock, postgres://[USER@]HOST[:PORT]/DB or etcd://HOST[:PORT][,...]";
+    "redis+unix:///PATH.sock, postgres://[USER@]HOST[:PORT]/DB, etcd://HOST[:PORT][,...] or "
+    "mysql://USER@HOST[:PORT]/DB";
 
 bool valid_scheme(const std::string& s) {
   if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
@@ -226,6 +228,7 @@ BackendUri parse_backend_uri(const std::string& uri) {
   if (scheme == "rediss+cluster") return parse_cluster(true, rest, shown);
   if (scheme == "postgres" || scheme == "postgresql") return parse_postgres(scheme, rest, shown);
   if (scheme == "etcd" || scheme == "etcds") return parse_etcd(scheme == "etcds", rest, shown);
+  if (scheme == "mysql" || scheme == "mariadb") return parse_mysql(scheme, rest, shown);
   throw UsageError("unknown backend '" + scheme + "' in '" + shown + "': " + k_expected);
 }
 

@@ -118,7 +118,37 @@ constexpr const char* k_etcd_password_env = "SIMBA_ETCD_PASSWORD";
 // The URI as simba names the backend: canonical, never a password.
 std::string etcd_describe(const EtcdUri& u);
 
-using BackendUri = std::variant<SqliteUri, RedisUri, PostgresUri, EtcdUri>;
+// mysql://[user[:password]@]host[:port]/database[?param=value&...] (also
+// mariadb://): simba's own client (mysql/README.md). Parameters: socket
+// (a Unix socket's path instead of TCP), tls
+// (disable|prefer|require|verify-ca|verify-full), cacert, timeout, prefix
+// (of the table names), quarantine (on|off). The password may come from SIMBA_MYSQL_PASSWORD
+// instead (when the URI has none).
+struct MysqlUri {
+  enum class Tls { disable, prefer, require, verify_ca, verify_full };
+  std::string host = "127.0.0.1";
+  int port = 3306;
+  std::string socket; // a Unix socket instead of host:port
+  std::string user;
+  std::string password; // never printed
+  std::string database;
+  Tls tls = Tls::prefer;
+  std::string cacert; // "": the system's store (verify-ca, verify-full)
+  int64_t timeout_ms = 2000;
+  std::string prefix = "simba_";
+  // No new lease after a server restart that may have lost a running one
+  // (mysql/statements.cpp, quarantine_sql). Off only for a server that
+  // cannot lose writes, or for tests that restart their own.
+  bool quarantine = true;
+  std::string shown; // the URI without its password (describe())
+  // The URI's secrets as written and decoded, to hide in any message.
+  std::vector<std::string> secrets;
+};
+
+// The environment variable a MySQL password may come from.
+constexpr const char* k_mysql_password_env = "SIMBA_MYSQL_PASSWORD";
+
+using BackendUri = std::variant<SqliteUri, RedisUri, PostgresUri, EtcdUri, MysqlUri>;
 
 // Parses `uri` ("" names the default SQLite file: $SIMBA_HOME/simba.db, else
 // ${XDG_STATE_HOME:-$HOME/.local/state}/simba/simba.db). Throws UsageError for

@@ -38,5 +38,7 @@ PostgresUri parse_postgres(const std::string& scheme, const std::string& rest,
 
 // `rest` follows "etcd:" or "etcds:".
 EtcdUri parse_etcd(bool tls, const std::string& rest, const std::string& shown);
+// `rest` follows "mysql:" or "mariadb:".
+MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const std::string& shown);
 
 } // namespace simba::backend::uri_parts

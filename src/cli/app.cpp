@@ -99,11 +99,11 @@ void refuse_extras(const CLI::App& cmd) {
 }
 
 // The backends compiled in: the build defines SIMBA_HAVE_REDIS when it links
-// hiredis. PostgreSQL and etcd are always in (simba's own clients).
+// hiredis. PostgreSQL, etcd and MySQL are always in (simba's own clients).
 #ifdef SIMBA_HAVE_REDIS
-constexpr const char* k_backends = "sqlite, redis, postgres, etcd";
+constexpr const char* k_backends = "sqlite, redis, postgres, etcd, mysql";
 #else
-constexpr const char* k_backends = "sqlite, postgres, etcd";
+constexpr const char* k_backends = "sqlite, postgres, etcd, mysql";
 #endif
 
 // Everything after the first "--" is CMD, untouched by option parsing;

@@ -72,9 +72,9 @@ void add_backend_option(CLI::App& cmd, CommonOptions& o) {
                  "Backend URI: sqlite:///path.db, sqlite:rel.db, redis://[[user]:password@]"
                  "host[:port][/db], rediss://... (TLS), redis+unix:///path.sock, "
                  "redis+sentinel://s1,s2,s3/master, redis+cluster://n1,n2,n3, "
-                 "postgres://[user@]host[:port]/db, etcd://host[:port][,...][/prefix], "
-                 "etcds://... (TLS) (see man simba, BACKENDS; default: "
-                 "$SIMBA_HOME/simba.db "
+                 "postgres://[user@]host[:port]/db, mysql://user@host[:port]/db, "
+                 "etcd://host[:port][,...][/prefix], etcds://... (TLS) (see man simba, "
+                 "BACKENDS; default: $SIMBA_HOME/simba.db "
                  "or ~/.local/state/simba/simba.db)")
       ->envname("SIMBA_BACKEND");
 }

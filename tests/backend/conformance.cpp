@@ -283,8 +283,9 @@ TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced r
 
   auto w = open_test_backend();
   int fd = w->wakeups(m, "W").wait();
-  // PostgreSQL's waiters poll (no wake-up channel yet): the rest holds.
-  REQUIRE((fd >= 0 || backend_is_postgres()));
+  // PostgreSQL's waiters through PgBouncer and MySQL's poll (no wake-up
+  // channel): the rest holds.
+  REQUIRE((fd >= 0 || backend_is_postgres() || backend_is_mysql()));
   // From another process, as `simba release --force` is: freed (or handed
   // over to the waiter), not revoked, since nothing runs under it.
   int status = run_in_child([&] {
@@ -293,7 +294,9 @@ TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced r
     return f.ok() && f.changed && !f.observed.lease.revoked_at(f.observed.now);
   });
   CHECK(status == 0);
-  if (fd >= 0) CHECK(wait_for_wakeup(w->wakeups(m, "W"), fd, 1000));
+  // MySQL's hint is a lock of the holder's session: only the holder's own
+  // release wakes (mysql/wakeups.hpp; mysql_specific.cpp tests it).
+  if (fd >= 0 && !backend_is_mysql()) CHECK(wait_for_wakeup(w->wakeups(m, "W"), fd, 1000));
   Reply got = require_ok(w->acquire(m, "W", 10000, 1000, k_timeout));
   CHECK(got.observed.lease.owner_id == "W");
   CHECK(got.observed.lease.fencing_token > token);
@@ -675,11 +678,21 @@ int main(int argc, char** argv) {
   if (!cluster) ctx.addFilter("source-file-exclude", "*/tests/backend/cluster*");
   if (simba::test::backend_uri().rfind("postgres", 0) != 0)
     ctx.addFilter("source-file-exclude", "*/tests/backend/postgres*");
+  if (!simba::test::backend_is_mysql())
+    ctx.addFilter("source-file-exclude", "*/tests/backend/mysql*");
   // PostgreSQL with listen=off (through PgBouncer): no wake-ups at all,
   // waiters poll (docs/backends/postgres.md).
   if (simba::test::backend_is_postgres() &&
       simba::test::backend_uri().find("listen=off") != std::string::npos)
     ctx.addFilter("test-case-exclude", "wake-up:*");
+  // MySQL's hint channel is a named lock of the holder's session
+  // (mysql/wakeups.hpp): a release from another process than the holder's
+  // wakes nobody (its waiters wake on their timers), and there is no queue
+  // of waiters for the FIFO of the timed path; mysql_specific.cpp has its
+  // own cases of the hand-over.
+  if (simba::test::backend_is_mysql())
+    ctx.addFilter("test-case-exclude",
+                  "wake-up:*,two processes given one label are two owners*");
   return ctx.run();
 }
 

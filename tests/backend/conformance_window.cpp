@@ -9,6 +9,8 @@
 #include "support.hpp"
 
 #include "../common/window_cases.hpp"
+#include "backend/mysql/connection.hpp"
+#include "backend/mysql/statements.hpp"
 #include "backend/postgres/connection.hpp"
 #include "backend/postgres/statements.hpp"
 #include "backend/redis/lua_scripts.hpp"
@@ -116,6 +118,23 @@ WindowRule sql_rule(const backend::PostgresUri& u) {
   };
 }
 
+// MySQL's: the expression of backend/mysql/statements.cpp, on the server.
+WindowRule mysql_rule(const backend::MysqlUri& u) {
+  auto conn = std::make_shared<backend::mysql::Connection>();
+  std::string err = conn->connect(u, simba::sys::boottime_ms() + 10000);
+  REQUIRE_MESSAGE(err.empty(), err);
+  return [conn](int64_t now, int64_t period, int64_t offset) -> int64_t {
+    std::string sql = "SELECT " + backend::mysql::window_start_sql(std::to_string(now),
+                                                                   std::to_string(period),
+                                                                   std::to_string(offset));
+    backend::mysql::Result r = conn->query(sql, simba::sys::boottime_ms() + 10000);
+    REQUIRE_MESSAGE(r.ok, sql << ": " << r.error);
+    REQUIRE(r.sets.size() == 1);
+    REQUIRE(r.sets[0].rows.size() == 1);
+    return std::stoll(r.sets[0].rows[0][0]);
+  };
+}
+
 } // namespace
 
 TEST_CASE("once-per windows: the backend's own rule gives every start of the boundary table") {
@@ -127,6 +146,8 @@ TEST_CASE("once-per windows: the backend's own rule gives every start of the bou
   } else if (const auto* r = std::get_if<backend::RedisUri>(&uri)) {
     REQUIRE_MESSAGE(!r->unix_socket, "the test Redis is reached over TCP");
     check_table(lua_rule(*r));
+  } else if (const auto* m = std::get_if<backend::MysqlUri>(&uri)) {
+    check_table(mysql_rule(*m));
   } else {
     check_table(sql_rule(std::get<backend::PostgresUri>(uri)));
   }

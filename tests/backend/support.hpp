@@ -31,6 +31,9 @@ inline std::string backend_uri() {
 
 inline bool backend_is_sqlite() { return backend_uri().rfind("sqlite:", 0) == 0; }
 inline bool backend_is_postgres() { return backend_uri().rfind("postgres", 0) == 0; }
+inline bool backend_is_mysql() {
+  return backend_uri().rfind("mysql:", 0) == 0 || backend_uri().rfind("mariadb:", 0) == 0;
+}
 
 // The SQLite database's directory is made here: simba makes only the
 // default location's (a typo'd path must not become a lock namespace).

@@ -15,7 +15,7 @@
 #                            naming its package (scripts/packages.sh)
 #   needs_root WHY           must run as root
 #   needs_backend B...       the server of scripts/test for B (redis,
-#                            redis-cluster, postgres, pgbouncer) is up
+#                            redis-cluster, postgres, pgbouncer, mysql) is up
 #   skip WHY                 anything else the test cannot do without
 #   not_applicable WHY       the test cannot apply to this machine at all
 #                            (an architecture, a kernel without a feature)
@@ -155,7 +155,7 @@ needs_root() {
   ((EUID == 0)) || skip "needs root: $*"
 }
 
-# needs_backend redis|redis-cluster|postgres|pgbouncer|etcd...: scripts/test
+# needs_backend redis|redis-cluster|postgres|pgbouncer|etcd|mysql...: scripts/test
 # starts these servers and exports their URIs.
 needs_backend() {
   local b var
@@ -166,6 +166,7 @@ needs_backend() {
     postgres) var=SIMBA_TEST_POSTGRES_URI ;;
     pgbouncer) var=SIMBA_TEST_PGBOUNCER_URI ;;
     etcd) var=SIMBA_TEST_ETCD_URI ;;
+    mysql) var=SIMBA_TEST_MYSQL_URI ;;
     *) fail "needs_backend: unknown backend $b" ;;
     esac
     [[ -n ${!var:-} ]] || skip "needs the $b server of scripts/test: $var is not set (scripts/test starts it and sets it)"
@@ -377,4 +378,9 @@ fi
 if [[ ${SIMBA_E2E_BACKEND:-sqlite} == etcd ]]; then
   needs_backend etcd
   export SIMBA_BACKEND="$SIMBA_TEST_ETCD_URI/e2e-$$-$RANDOM$RANDOM"
+fi
+# ... and "mysql" on the MariaDB of scripts/test.
+if [[ ${SIMBA_E2E_BACKEND:-sqlite} == mysql ]]; then
+  source "$(dirname -- "${BASH_SOURCE[0]}")/mysql_common.sh"
+  use_test_mysql
 fi

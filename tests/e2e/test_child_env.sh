@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # CMD gets the lease in its environment (DESIGN §6): SIMBA_MUTEX,
 # SIMBA_CONTENDER_ID (the label), SIMBA_OWNER_ID (label#instance, what
 # status shows), SIMBA_FENCING_TOKEN, SIMBA_ACQUIRED_AT, SIMBA_TTL_MS,

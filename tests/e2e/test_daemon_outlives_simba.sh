@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Nothing CMD started outlives the lease, a real daemon included: CMD starts
 # one with a double fork and setsid, and the daemon holds an exclusive flock
 # on $T/overlap (held by the flock process and by its sleep). Each next

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres pgbouncer redis-cluster etcd
+# backends: sqlite redis postgres pgbouncer redis-cluster etcd mysql
 # simba doctor on every backend (issue 32 §2): on the test's warmed-up
 # backend the checks every backend shares (connection, clock, quarantine)
 # are ok; every finding, the backend's own included, has a known verdict

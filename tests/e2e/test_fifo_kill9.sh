@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # FIFO on the timed path (issue 31 §4): three waiters queue one after the
 # other, then the holder's simba is killed -9 (its CMD dies with it). Its
 # lease runs out with nobody to release it, and every waiter's timer fires

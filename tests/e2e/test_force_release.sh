@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer redis-cluster etcd
+# backends: sqlite redis postgres pgbouncer redis-cluster etcd mysql
 # `simba release --mutex m --force` breaks the lock: it exits 0, the owner's
 # supervisor sees the loss, stops its CMD and exits 76 (well within
 # ttl + transition). The lease is revoked: nobody owns it, and no new CMD

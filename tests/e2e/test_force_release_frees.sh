@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $0 in single quotes is for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer redis-cluster etcd
+# backends: sqlite redis postgres pgbouncer redis-cluster etcd mysql
 # After release --force (issue 31 §4), the owner stops its CMD and, once
 # CMD and all it started are gone, ends the revoked lease: the next waiter
 # runs within milliseconds of the owner's exit, not at the end of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # A lease of a CI job's steps (run --lease) revoked by release --force is
 # never ended early (issue 31 §4): its token is the job's, shared by every
 # step, so no simba can vouch that no step's CMD still runs. While step 1's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres redis-cluster
+# backends: sqlite redis postgres redis-cluster mysql
 # simba history: a run (acquired, released with CMD's exit code), a waiter
 # that got it after a release (acquired on SQLite and PostgreSQL, handed_over on Redis,
 # with how long it waited), an expiry seen by the next acquisition, a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer redis-cluster etcd
+# backends: sqlite redis postgres pgbouncer redis-cluster etcd mysql
 # kill -9 of the owner's simba: its CMD dies with it (PR_SET_PDEATHSIG), and
 # what CMD started in the same process group dies by the watchdog's group
 # kill at the lease deadline; a waiter takes over once the lease expired.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # `simba release --force` under `simba lead`: the leader's simba sees the
 # loss, stops its CMD (the kill signal reaches CMD's trap), keeps running
 # and contends again; leadership moves to a CMD with a larger fencing token

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Leadership moves away from a failing leader (issue 31 §3): `simba lead
 # --restart on-failure` whose CMD keeps failing, and a healthy standby with
 # another --contender-id. After a failed run with others waiting, the

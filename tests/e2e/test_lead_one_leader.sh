@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
-# backends: sqlite redis postgres pgbouncer etcd
+# backends: sqlite redis postgres pgbouncer etcd mysql
 # Three `simba lead` instances on one mutex: exactly one CMD runs at any
 # time. kill -9 of the leader's simba: its CMD and CMD's children are gone at
 # once (PR_SET_PDEATHSIG, the watchdog's group kill), and another instance's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # `simba lead --restart`: what CMD's exit does while simba is the leader.
 #   never (the default): release and exit with CMD's status.
 #   on-failure: restart after a failure, release and exit 0 after a success.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # A leader whose simba is SIGSTOPped for longer than its lease (DESIGN §4):
 # the watchdog kills its CMD before the next leader's CMD starts; after
 # SIGCONT the old simba sees the loss, does not run its CMD next to the new

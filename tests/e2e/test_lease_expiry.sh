@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer etcd
+# backends: sqlite redis postgres pgbouncer etcd mysql
 # What ends a lease of simba acquire without its release: a job that never
 # releases frees the mutex at ttl + transition (not before); a step with an
 # expired or forced handle exits 76 and never starts CMD; a forced release

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # the step lines are for the simulated runners' shells
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # The CI recipes of docs/recipes.md ("A lock across the steps of a CI job"), their
 # lines taken from that page itself and run as the runners run them: GitHub
 # Actions runs each step in a new `bash -e` with the lines of $GITHUB_ENV

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Two steps of one lease at once (docs/recipes.md "A lock across the steps of a CI job"): a second
 # `run --lease` while a step runs is refused (75, its CMD never starts) and
 # leaves the lease as the running step's, so a `release --lease` meanwhile

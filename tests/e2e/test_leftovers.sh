@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # CMD exiting is not the end of the critical section (DESIGN §7): what CMD
 # left running is stopped before the release -- in CMD's process group, in a
 # session of its own, and after a double fork -- and only then is the mutex

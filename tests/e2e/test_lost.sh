@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres
+# backends: sqlite redis postgres mysql
 # The holder that loses its lease says so in the history once its CMD is
 # stopped ("lost", with the reason, CMD's status and how long it held it),
 # and the counters acquisitions and losses (status --json, OpenMetrics)
@@ -124,6 +124,28 @@ postgres)
     printf 'COMMIT;\n' >&7
     exec 7>&-
     wait "$locker" || fail "the locking session failed: $(cat -- "$T/pg.out")"
+  }
+  ;;
+mysql)
+  prefix=${SIMBA_BACKEND##*prefix=}
+  [[ $SIMBA_TEST_MYSQL_URI =~ ^mysql://([^:]*):([^@]*)@([^:/]*):([0-9]+)/([^?]*) ]] ||
+    fail "the test MySQL URI is not mysql://USER:PASSWORD@HOST:PORT/DB"
+  block() { # a session holds the lease row's lock
+    rm -f -- "$T/my.in" "$T/my.out"
+    mkfifo "$T/my.in"
+    mariadb --no-defaults -N -B -n -u "${BASH_REMATCH[1]}" -p"${BASH_REMATCH[2]}" \
+      -h "${BASH_REMATCH[3]}" -P "${BASH_REMATCH[4]}" "${BASH_REMATCH[5]}" \
+      <"$T/my.in" >"$T/my.out" 2>&1 &
+    locker=$!
+    exec 7>"$T/my.in"
+    printf 'BEGIN;\nSELECT 42 FROM `%sleases` WHERE mutex = '"'"'%s'"'"' FOR UPDATE;\n' \
+      "$prefix" "$1" >&7
+    wait_for 10 grep -qx 42 "$T/my.out"
+  }
+  unblock() {
+    printf 'COMMIT;\n' >&7
+    exec 7>&-
+    wait "$locker" || fail "the locking session failed: $(cat -- "$T/my.out")"
   }
   ;;
 esac

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres pgbouncer etcd
+# backends: sqlite redis postgres pgbouncer etcd mysql
 # --min-hold D (cron dedup, DESIGN §6): after CMD exits, simba exits at once
 # but leaves the lease held until acquired_at + D; then it is free again.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # release --force of a lease kept only for --min-hold (its CMD has ended,
 # nothing runs under it) frees the mutex at once, and says so; a lease whose
 # CMD still runs is revoked as before (free only when it would have ended).

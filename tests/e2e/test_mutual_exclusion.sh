@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer redis-cluster etcd
+# backends: sqlite redis postgres pgbouncer redis-cluster etcd mysql
 # Mutual exclusion: 4 shells run 20 critical sections each through
 # `simba run --mutex m`; no two sections ever overlap, all 80 run, and the
 # fencing tokens of the sections strictly increase.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # While another simba holds the mutex: --no-wait exits 75 at once,
 # --timeout 1s exits 75 after about 1 s; a waiter without a timeout gets in
 # right after the holder finishes (and not before).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Re-entry is refused (DESIGN §6): a simba run inside a simba run for the same
 # mutex exits 64 at once (instead of waiting forever) with a message about
 # reentrancy; the outer simba passes that status through. A different mutex

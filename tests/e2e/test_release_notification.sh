@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres redis-cluster etcd
+# backends: sqlite redis postgres redis-cluster etcd mysql
 # Release notification (DESIGN §3): a waiter takes over within milliseconds of
 # an explicit release instead of sleeping until its timed wake-up. With the
 # default ttl 10s + transition 2s, the timed wake-up would come ~12 s after

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer etcd
+# backends: sqlite redis postgres pgbouncer etcd mysql
 # `simba release --force --token N` revokes only the lease with fencing
 # token N (DESIGN §9: a forced release compares the token too): with another
 # token it revokes nothing, says so, and exits 0; a token that is not a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # schedule keeps its phase across hand-overs: each run's start is recorded
 # with the mutex, and a new leader waits for the next tick after the last
 # run instead of running at once. --align: fixed-rate ticks fall on

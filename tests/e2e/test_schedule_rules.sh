@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # The scheduling rules of `simba schedule` (one instance):
 #   fixed-rate: a tick that finds the previous run still running is skipped
 #     (and logged); runs never overlap; the next run waits for the next tick.

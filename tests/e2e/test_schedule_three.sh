@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
 # shellcheck disable=SC2094 # the log is only read here; cat shows it on failure
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Three `simba schedule --every 1s` instances on one mutex for ~6 s: only the
 # leader runs CMD, so about 6 runs in total (not 18), and never two at once.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Two `simba lead --contender-id app` (one label, issue 12 §1): exactly one
 # is leader. When the leader stops (TERM: it releases), the other takes
 # over with a larger token; never two CMDs at once.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # --contender-id is a label, not an identity (issue 12 §1): two `simba run`
 # given the same label are two contenders. A (web1) runs; B (web1 too)
 # waits for A and runs after it, with a larger token; C (web2, --no-wait)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Two `simba schedule --contender-id job` (one label, issue 12 §1): one
 # leader runs every tick, the other runs nothing; runs never overlap.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Signals to simba (DESIGN §7): while CMD runs, SIGUSR1/USR2/TERM/INT/HUP reach
 # CMD, simba exits with CMD's status and the mutex is free afterwards. While
 # simba still waits for the mutex, SIGTERM cancels the wait: exit 143 at

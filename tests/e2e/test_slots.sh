@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer redis-cluster
+# backends: sqlite redis postgres pgbouncer redis-cluster mysql
 # --slots N: 10 contenders on --slots 3 never run more than 3 CMDs at once
 # and reach 3 (each CMD counts the others by a directory of pid files,
 # written inside its lease), each CMD sees SIMBA_SLOT (0-2) and SIMBA_SLOTS

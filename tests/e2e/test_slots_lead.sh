@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
-# backends: sqlite redis postgres pgbouncer
+# backends: sqlite redis postgres pgbouncer mysql
 # `simba lead --slots 2` with 4 instances: exactly 2 CMDs active, each on
 # its own slot (a flock per slot: a CMD that starts while another process
 # of its slot still lives records OVERLAP); kill -9 of an active instance:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer etcd
+# backends: sqlite redis postgres pgbouncer etcd mysql
 # simba status: --json fields of a held mutex, -q exit codes, unknown
 # mutexes are free, the table lists the mutexes not free (--all: every one),
 # and a lease past its TTL but

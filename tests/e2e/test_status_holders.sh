@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres redis-cluster
+# backends: sqlite redis postgres redis-cluster mysql
 # simba status shows who holds a mutex (label, host, pid, the command's
 # argv[0], the subcommand) and who waits, in queue order; a hand-over shows
 # the waiter that got it; simba acquire's lease is "leased"; the table fits

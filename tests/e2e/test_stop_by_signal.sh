@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # Asked to stop by SIGTERM (systemctl stop) or SIGINT, simba forwards it; when
 # CMD dies of it, simba ends by that same signal after its clean-up (systemd
 # counts only exit 0 or death by its own signal as a clean stop; a shell

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # A log without a terminal (CI) says what happened, unless -q: the waiting
 # notice when the wait begins and again every SIMBA_WAIT_NOTICE_EVERY, one
 # line when --timeout gives up and one on a --no-wait conflict, each naming

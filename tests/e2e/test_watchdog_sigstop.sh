@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # The child never outlives the lease, even when the supervisor is paused
 # (DESIGN §4): with simba SIGSTOPped, the watchdog kills CMD within
 # ttl + transition of the last renewal; when simba continues, it exits 76.

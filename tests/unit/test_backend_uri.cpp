@@ -177,8 +177,9 @@ TEST_SUITE("backend::uri") {
     const std::string expected =
         "expected sqlite:PATH, sqlite:///ABSOLUTE/PATH, "
         "redis://HOST[:PORT][/DB], rediss://..., redis+unix:///PATH.sock, "
-        "postgres://[USER@]HOST[:PORT]/DB or etcd://HOST[:PORT][,...]";
-    CHECK(usage_error_of("mysql://db") == "unknown backend 'mysql' in 'mysql://db': " + expected);
+        "postgres://[USER@]HOST[:PORT]/DB, etcd://HOST[:PORT][,...] or "
+        "mysql://USER@HOST[:PORT]/DB";
+    CHECK(usage_error_of("oracle://db") == "unknown backend 'oracle' in 'oracle://db': " + expected);
     CHECK(usage_error_of("postgres:db") ==
           "invalid backend URI 'postgres:db': expected postgres://[USER@]HOST[:PORT]/DB");
     CHECK(usage_error_of("postgres://h/db?prefix=a-b") ==

@@ -1,0 +1,28 @@
+#pragma once
+// The fragments the MySQL statements share (statements.cpp, slots_sql.cpp).
+#include "backend/mysql/statements.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace simba::backend::mysql {
+
+// How many statements Statements::quarantine_sql is.
+constexpr int k_quarantine_statements = 6;
+
+// The call's clock, as the touch noted it in the row: "(now_us DIV 1000)".
+std::string n();
+std::string num(int64_t v);
+std::string unum(uint64_t v);
+
+// An UPDATE that renews the lease of the row `where` selects: `target`
+// follows UPDATE (the table, or a join whose written row has the alias
+// prefix `p`, e.g. "s.").
+std::string renew_sql(const std::string& target, const Call& c, const std::string& where,
+                      const std::string& p);
+// An UPDATE that takes a new lease with token `token` on the row `where`
+// selects (the counters and the history's count too).
+std::string take_sql(const std::string& target, const Call& c, const std::string& where,
+                     const std::string& p, const std::string& token);
+
+} // namespace simba::backend::mysql

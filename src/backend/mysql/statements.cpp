@@ -1,0 +1,614 @@
+// The SQL of the MySQL backend (statements.hpp). Over 500 lines: the
+// statements share their fragments (the touch, the history, the answer,
+// the quarantine) and are kept side by side so that they stay alike, as in
+// postgres/statements.cpp; --slots have theirs in slots_sql.cpp.
+//
+// Tables: "<prefix>leases", one row per mutex, never deleted (the row
+// keeps the last fencing token when the lease ends: owner '' and
+// transition_at at the end), and "<prefix>history", one row per event.
+// The rules are those of the PostgreSQL backend (postgres/statements.cpp;
+// keep them alike): DESIGN §2's owner-or-expired acquisition, owner and
+// token compared together in every compare-and-set, tokens above the last
+// one and never below the clock in microseconds.
+//
+// Atomicity: the query's first write (touch) takes the row's exclusive
+// lock, which the transaction keeps to its COMMIT; every later statement
+// of the query decides on the row as it then is, and nobody else writes
+// it meanwhile. Each UPDATE's condition is its WHERE, read before any of
+// its assignments; the assignments read only columns that no earlier
+// assignment of the same statement wrote (was_*, now_us), so they mean the
+// same whether the server assigns left to right (MySQL, MariaDB's default)
+// or all at once (MariaDB's SIMULTANEOUS_ASSIGNMENT).
+#include "backend/mysql/statements.hpp"
+
+#include "backend/history.hpp"
+#include "backend/mysql/packets.hpp"
+#include "backend/mysql/sql_parts.hpp"
+#include "core/fifo.hpp"
+
+#include <vector>
+
+namespace simba::backend::mysql {
+
+const char* const k_now_us = "FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000)";
+const char* const k_now_ms = "FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000)";
+
+std::string n() { return "(now_us DIV 1000)"; }
+std::string num(int64_t v) { return std::to_string(v); }
+std::string unum(uint64_t v) { return std::to_string(v); }
+
+namespace {
+
+std::string hex_or_empty(const std::string& s) { return wire::hex_literal(s); }
+
+// Where statement `n` (0-based) of `sql` ends: its ';'. Strings in the
+// queries are hex literals and never hold one.
+size_t nth_statement_end(const std::string& sql, int n) {
+  size_t at = 0;
+  for (int i = 0; i <= n; ++i) at = sql.find(';', at) + 1;
+  return at;
+}
+
+// The server run (quarantine_sql below): @@server_id and the id in the
+// MEMORY table "<prefix>run", which a restart empties (a new run makes a
+// new id).
+std::string run_sql(const std::string& run) {
+  return "CONCAT(@@server_id, '/', (SELECT id FROM " + run + " WHERE one = 1))";
+}
+std::string new_run_sql(const std::string& run) {
+  return "INSERT INTO " + run + " SELECT 1, UUID() FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM " +
+         run + " WHERE one = 1)";
+}
+
+std::string schema_sql(const std::string& leases, const std::string& server,
+                       const std::string& run, const std::string& waiters,
+                       const std::string& history) {
+  return "CREATE TABLE IF NOT EXISTS " + leases + R"( (
+  mutex VARBINARY(255) NOT NULL PRIMARY KEY, owner VARBINARY(255) NOT NULL DEFAULT '',
+  acquired_at BIGINT NOT NULL DEFAULT 0, ttl_at BIGINT NOT NULL DEFAULT 0,
+  transition_at BIGINT NOT NULL DEFAULT 0, token BIGINT NOT NULL DEFAULT 0,
+  holding TINYINT NOT NULL DEFAULT 0, holder BLOB NULL, holder_token BIGINT NOT NULL DEFAULT 0,
+  acquisitions BIGINT NOT NULL DEFAULT 0, losses BIGINT NOT NULL DEFAULT 0,
+  lost_token BIGINT NULL, history_seq BIGINT NOT NULL DEFAULT 0, last_run_at BIGINT NULL,
+  now_us BIGINT NOT NULL DEFAULT 0, wrote TINYINT NOT NULL DEFAULT 0,
+  was_owner VARBINARY(255) NOT NULL DEFAULT '', was_acquired_at BIGINT NOT NULL DEFAULT 0,
+  was_ttl_at BIGINT NOT NULL DEFAULT 0, was_transition_at BIGINT NOT NULL DEFAULT 0,
+  was_token BIGINT NOT NULL DEFAULT 0, was_holding TINYINT NOT NULL DEFAULT 0,
+  was_last_run_at BIGINT NULL, once_window BIGINT NULL, once_label VARBINARY(255) NULL,
+  once_host VARBINARY(255) NULL, once_token BIGINT NULL, once_started_at BIGINT NULL,
+  once_finished TINYINT NULL, once_exit_code INT NULL, once_finished_at BIGINT NULL,
+  once_period BIGINT NULL, once_offset BIGINT NULL, once_case TINYINT NOT NULL DEFAULT 0,
+  slot_act TINYINT NOT NULL DEFAULT 0, slot_pick INT NOT NULL DEFAULT -1,
+  slot_token BIGINT NOT NULL DEFAULT 0, lease_ms BIGINT NOT NULL DEFAULT 0,
+  q_till BIGINT NOT NULL DEFAULT 0, gate_till BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS )" + server + R"( (
+  id TINYINT NOT NULL PRIMARY KEY, run VARBINARY(100) NOT NULL, until_ms BIGINT NOT NULL,
+  longest BIGINT NOT NULL) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS )" + run + R"( (
+  one TINYINT NOT NULL PRIMARY KEY, id VARBINARY(64) NOT NULL) ENGINE=MEMORY;
+CREATE TABLE IF NOT EXISTS )" + waiters + R"( (
+  mutex VARBINARY(255) NOT NULL, contender VARBINARY(255) NOT NULL, queued_at BIGINT NOT NULL,
+  conn_id BIGINT NOT NULL, holder BLOB NULL, PRIMARY KEY (mutex, contender)) ENGINE=InnoDB;
+CREATE TABLE IF NOT EXISTS )" +
+         history + R"( (
+  mutex VARBINARY(255) NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL,
+  event VARBINARY(32) NOT NULL, owner VARBINARY(255) NOT NULL, holder BLOB NULL,
+  token BIGINT NOT NULL, exit_code INT NULL, held_ms BIGINT NULL, waited_ms BIGINT NULL,
+  reason VARBINARY(64) NULL, by_owner VARBINARY(255) NULL,
+  PRIMARY KEY (mutex, seq)) ENGINE=InnoDB;
+)" + new_run_sql(run) + R"(;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+INSERT IGNORE INTO )" + server + " SELECT 1, " + run_sql(run) + R"(, 0, 0 FROM DUAL
+  WHERE NOT EXISTS (SELECT 1 FROM )" + leases + ")";
+}
+
+} // namespace
+
+Statements::Statements(const std::string& prefix)
+    : m_leases("`" + prefix + "leases`"), m_server("`" + prefix + "server`"),
+      m_run("`" + prefix + "run`"), m_waiters("`" + prefix + "waiters`"),
+      m_history("`" + prefix + "history`"),
+      m_schema(schema_sql(m_leases, m_server, m_run, m_waiters, m_history)) {}
+
+// Fails unless every table is there.
+std::string Statements::probe() const {
+  return "SELECT 1 FROM " + m_leases + ", " + m_server + ", " + m_run + ", " + m_waiters + ", " +
+         m_history + " LIMIT 0";
+}
+
+// The waiters' queue (wakeups.hpp), on the waiter's own connection: its
+// row names that connection, so that status lists only the waiters whose
+// session still runs; the rows of the dead are dropped by the next to
+// queue. Each statement commits on its own.
+std::string Statements::enqueue(const std::string& mutex, const std::string& contender,
+                                const std::string& holder) const {
+  return "SET time_zone = '+00:00';DELETE FROM " + m_waiters + " WHERE mutex = " + mutex +
+         " AND contender <> " + contender +
+         " AND conn_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST);INSERT INTO " +
+         m_waiters + " (mutex, contender, queued_at, conn_id, holder) VALUES (" + mutex + ", " +
+         contender + ", " + k_now_us + ", CONNECTION_ID(), " + holder +
+         ") ON DUPLICATE KEY UPDATE conn_id = VALUES(conn_id), holder = VALUES(holder)";
+}
+
+std::string Statements::dequeue(const std::string& mutex, const std::string& contender) const {
+  return "DELETE FROM " + m_waiters + " WHERE mutex = " + mutex + " AND contender = " + contender;
+}
+
+// The server run and its quarantine (as the PostgreSQL backend's,
+// postgres/quarantine_sql.cpp: keep them alike). A server that restarted
+// after losing its last writes, or a replica promoted before it got them,
+// may have lost a lease whose CMD still runs. The marker (the row of
+// "<prefix>server") holds the run that last granted a lease (@@server_id
+// and the id a restart empties: run_sql), the end of the quarantine in force and
+// the length of the last one. A missing marker or another run: no new
+// lease for the longest lease that may still run + 1 s from then. Tables
+// simba has just made get a marker of the current run. The marker is only
+// written when a loss shows (an UPDATE whose row does not match does not
+// wait for it under READ COMMITTED); its end is noted in the lease row
+// (q_till) for the statements after, which take no lease before it. The
+// marker and the run are read without a lock (a plain SELECT into user
+// variables, which the query sets before it reads them: nothing of an
+// earlier query's is read), so acquires of other mutexes never wait for
+// each other on the marker's row.
+std::string Statements::quarantine_sql(const std::string& mutex, int64_t lease_ms) const {
+  const std::string now = std::string("(SELECT now_us DIV 1000 FROM ") + m_leases +
+                          " WHERE mutex = " + mutex + ")";
+  const std::string longest = "GREATEST(" + num(lease_ms) + ", (SELECT COALESCE(MAX(lease_ms), 0) FROM " +
+                              m_leases + " WHERE owner <> ''))";
+  const std::string run = run_sql(m_run);
+  const std::string till = now + " + " + longest + " + 1000";
+  return "INSERT IGNORE INTO " + m_run + " VALUES (1, UUID());SELECT " + run + ", (SELECT run FROM " +
+         m_server + " WHERE id = 1) INTO @simba_run, @simba_marker;UPDATE " + m_server +
+         " SET until_ms = GREATEST(until_ms, " + till + "), longest = " + longest +
+         ", run = @simba_run WHERE id = 1 AND run <> @simba_run;INSERT INTO " + m_server +
+         " SELECT 1, @simba_run, " + till + ", " + longest +
+         " FROM DUAL WHERE @simba_marker IS NULL ON DUPLICATE KEY UPDATE until_ms = "
+         "GREATEST(until_ms, VALUES(until_ms));SELECT COALESCE((SELECT until_ms FROM " +
+         m_server + " WHERE id = 1), 0) INTO @simba_till;UPDATE " + m_leases +
+         " SET q_till = @simba_till WHERE mutex = " + mutex;
+}
+
+// The row locked, the clock and the lease as it was noted. `insert`
+// (acquire): a new mutex gets a free row (no owner, token 0); the others
+// write only a row that exists.
+std::string Statements::touch(const std::string& mutex, bool insert) const {
+  const std::string was = "wrote = 0, q_till = 0, gate_till = 0, was_owner = owner, was_acquired_at = acquired_at, "
+                          "was_ttl_at = ttl_at, was_transition_at = transition_at, "
+                          "was_token = token, was_holding = holding";
+  if (insert)
+    return "INSERT INTO " + m_leases + " (mutex, now_us) VALUES (" + mutex + ", " + k_now_us +
+           ") ON DUPLICATE KEY UPDATE now_us = VALUES(now_us), " + was;
+  return "UPDATE " + m_leases + " SET now_us = " + k_now_us + ", " + was + " WHERE mutex = " +
+         mutex;
+}
+
+// One history event of the row `mutex` when the call wrote it (`values`:
+// the SELECT list over the row: seq, at, event, owner, holder, token,
+// exit_code, held_ms, waited_ms, reason, by_owner).
+std::string Statements::event(const std::string& mutex, const std::string& values) const {
+  return "SELECT mutex, " + values + " FROM " + m_leases + " WHERE mutex = " + mutex +
+         " AND wrote = 1";
+}
+
+// The query: the session's clock zone and the isolation level set by the
+// query itself, the transaction, the touch, `body` (`statements` of them),
+// the events (a SELECT or a UNION of them: written and trimmed to
+// history_limit()), the answer, COMMIT.
+Query Statements::wrap(const std::string& mutex, const std::string& body, int statements,
+                       const std::string& events, const std::string& extra) const {
+  std::string sql = "SET time_zone = '+00:00';SET TRANSACTION ISOLATION LEVEL READ COMMITTED;"
+                    "START TRANSACTION;" +
+                    touch(mutex, false) + ";" + body + ";";
+  size_t index = 4 + static_cast<size_t>(statements);
+  const int64_t limit = history_limit();
+  if (!events.empty() && limit > 0) {
+    sql += "REPLACE INTO " + m_history +
+           " (mutex, seq, at, event, owner, holder, token, exit_code, held_ms, waited_ms, "
+           "reason, by_owner) " +
+           events + ";DELETE h FROM " + m_history + " h JOIN " + m_leases +
+           " l ON l.mutex = h.mutex WHERE h.mutex = " + mutex +
+           " AND l.wrote = 1 AND h.seq <= l.history_seq - " + num(limit) + ";";
+    index += 2;
+  }
+  sql += "SELECT COALESCE(l.now_us DIV 1000, " + std::string(k_now_ms) +
+         "), COALESCE(l.wrote, 0), COALESCE(l.owner, ''), COALESCE(l.acquired_at, 0), "
+         "COALESCE(LEAST(l.ttl_at, GREATEST(l.transition_at, l.gate_till)), 0), "
+         "COALESCE(GREATEST(l.transition_at, l.gate_till), 0), COALESCE(l.token, 0), "
+         "COALESCE(l.holding, 0)" +
+         extra + ", COALESCE(l.q_till, 0) FROM (SELECT 1) d LEFT JOIN " + m_leases +
+         " l ON l.mutex = " + mutex + ";COMMIT";
+  return {sql, index};
+}
+
+// The lease renewed: `target` is what follows UPDATE (the table, or a
+// join whose row to write is `p`, its alias and a dot).
+std::string renew_sql(const std::string& target, const Call& c, const std::string& where,
+                      const std::string& p) {
+  const std::string now = "(" + p + "now_us DIV 1000)";
+  return "UPDATE " + target + " SET " + p + "ttl_at = " + now + " + " + num(c.ttl_ms) + ", " + p +
+         "transition_at = " + now + " + " + num(c.ttl_ms + c.transition_ms) + ", " + p +
+         "holding = 0, " + p + "lease_ms = " + num(c.ttl_ms + c.transition_ms) + ", " + p +
+         "wrote = 1 WHERE " + where;
+}
+
+// A new lease on the row (`where`: when), its token `token` (above the
+// last one and the clock in microseconds). A lease that ran out
+// unreleased is one loss, unless it was only held or its holder's lost
+// event counted it (lost_token).
+std::string take_sql(const std::string& target, const Call& c, const std::string& where,
+                     const std::string& p, const std::string& token) {
+  const std::string now = "(" + p + "now_us DIV 1000)";
+  const std::string ttl = num(c.ttl_ms), lease = num(c.ttl_ms + c.transition_ms);
+  return "UPDATE " + target + " SET " + p + "losses = " + p + "losses + IF(" + p +
+         "was_owner <> '' AND " + p + "was_holding = 0 AND NOT (" + p + "lost_token <=> " + p +
+         "was_token), 1, 0), " + p + "history_seq = " + p + "history_seq + IF(" + p +
+         "was_owner <> '', 2, 1), " + p + "acquisitions = " + p + "acquisitions + 1, " + p +
+         "token = " + token + ", " + p + "holder_token = " + token + ", " + p +
+         "holder = " + c.holder + ", " + p + "owner = " + c.contender + ", " + p +
+         "acquired_at = " + now + ", " + p + "ttl_at = " + now + " + " + ttl + ", " + p +
+         "transition_at = " + now + " + " + lease + ", " + p + "holding = 0, " + p +
+         "lease_ms = " + lease + ", " + p + "wrote = 1 WHERE " + where;
+}
+
+namespace {
+
+constexpr const char* k_next_token = "GREATEST(was_token + 1, now_us)";
+
+} // namespace
+
+// First come, first served (core/fifo.hpp): for k_fifo_fallback_ms after
+// the lease ended (ran out, or released: a newcomer must not take what the
+// release's hint woke the first waiter for, mysql/wakeups.hpp), a
+// contender with a live waiter queued before it is refused, and shown the
+// mutex busy until then (gate_till). Only refuses; the queue is read only
+// in that second.
+std::string Statements::fifo_gate(const Call& c) const {
+  const std::string fallback = num(core::k_fifo_fallback_ms);
+  // The waiter the release's hint woke holds the hint lock now (the server
+  // gives it to one at a time, not always in the order of queued_at): it
+  // goes through.
+  const std::string woken =
+      c.hint.empty() ? ""
+                     : " AND NOT EXISTS (SELECT 1 FROM " + m_waiters + " w WHERE w.mutex = " +
+                           c.mutex + " AND w.contender = " + c.contender +
+                           " AND w.conn_id <=> IS_USED_LOCK(" + c.hint + "))";
+  return "UPDATE " + m_leases + " SET gate_till = was_transition_at + " + fallback +
+         " WHERE mutex = " + c.mutex + " AND was_token > 0 AND was_transition_at <= " + n() +
+         " AND " + n() + " < was_transition_at + " + fallback + " AND EXISTS (SELECT 1 FROM " +
+         m_waiters + " z WHERE z.mutex = " + c.mutex + " AND z.contender <> " + c.contender +
+         " AND z.queued_at < COALESCE((SELECT y.queued_at FROM " + m_waiters +
+         " y WHERE y.mutex = " + c.mutex + " AND y.contender = " + c.contender +
+         "), 9223372036854775807) AND z.conn_id IN (SELECT ID FROM "
+         "information_schema.PROCESSLIST))" + woken;
+}
+
+// How long the contender waited in the queue (waited_ms of "acquired"): 0
+// when it never queued.
+std::string Statements::waited(const Call& c) const {
+  return "GREATEST(0, " + n() + " - COALESCE((SELECT z.queued_at DIV 1000 FROM " + m_waiters +
+         " z WHERE z.mutex = " + c.mutex + " AND z.contender = " + c.contender + "), " + n() +
+         "))";
+}
+
+// Events only of a new lease: "expired" for the one it replaces when that
+// still had an owner, then "acquired".
+std::string Statements::acquired_events(const Call& c) const {
+  return
+      event(c.mutex, "history_seq - 1, was_transition_at, 'expired', was_owner, NULL, "
+                     "was_token, NULL, was_transition_at - was_acquired_at, NULL, NULL, NULL") +
+      " AND token <> was_token AND was_owner <> '' UNION ALL " +
+      event(c.mutex, "history_seq, " + n() +
+                         ", 'acquired', owner, holder, token, NULL, NULL, " + waited(c) +
+                         ", NULL, NULL") +
+      " AND token <> was_token";
+}
+
+// DESIGN §2: the valid owner renews (acquired_at and the token stay); a
+// row whose lease ran out (or a new one) takes a new lease, its token
+// above the last and the clock in microseconds; anyone else changes
+// nothing. The first UPDATE's renewal leaves the lease valid, so the
+// second's condition (ran out) excludes it: at most one of them writes.
+Query Statements::acquire(const Call& c) const {
+  const std::string row = "mutex = " + c.mutex + " AND ";
+  std::string renew = renew_sql(
+      m_leases, c, row + "owner = " + c.contender + " AND owner <> '' AND transition_at > " + n(),
+      "");
+  std::string take = take_sql(m_leases, c,
+                              row + "wrote = 0 AND transition_at <= " + n() + " AND " + n() +
+                                  " >= q_till AND " + n() + " >= gate_till",
+                              "", k_next_token);
+  std::string body = fifo_gate(c) + ";" + renew + ";" + take;
+  if (c.quarantine) body = quarantine_sql(c.mutex, c.ttl_ms + c.transition_ms) + ";" + body;
+  return taking_hint(c, m_leases,
+                     creating(c.mutex, wrap(c.mutex, body,
+                                            3 + (c.quarantine ? k_quarantine_statements : 0),
+                                            acquired_events(c))));
+}
+
+// The hint lock (wakeups.hpp): an acquisition that granted (or renewed) a
+// lease takes it on this session, unless the session has it already
+// (GET_LOCK would count it twice); before the COMMIT, so that no waiter
+// is woken by a lock let go in between.
+Query Statements::taking_hint(const Call& c, const std::string& leases, Query q) {
+  if (c.hint.empty()) return q;
+  size_t commit = q.sql.rfind(";COMMIT");
+  q.sql.insert(commit, ";SELECT IF(wrote = 1 AND owner = " + c.contender +
+                           " AND NOT (IS_USED_LOCK(" + c.hint + ") <=> CONNECTION_ID()), GET_LOCK(" +
+                           c.hint + ", 0), NULL) FROM " + leases + " WHERE mutex = " + c.mutex);
+  return q;
+}
+
+// A release lets the hint lock go after its COMMIT: the waiter it wakes
+// finds the mutex free.
+Query Statements::leaving_hint(const Call& c, const std::string& leases, Query q) {
+  if (c.hint.empty()) return q;
+  // Whether this release ended the lease, noted before the COMMIT (a
+  // release that changed nothing keeps the lock of a lease it still has).
+  size_t commit = q.sql.rfind(";COMMIT");
+  q.sql.insert(commit, ";SELECT COALESCE((SELECT wrote FROM " + leases + " WHERE mutex = " +
+                           c.mutex + "), 0) INTO @simba_released");
+  q.sql += ";DO IF(@simba_released = 1, RELEASE_LOCK(" + c.hint + "), 0)";
+  return q;
+}
+
+// The touch of an acquisition makes the row of a new mutex.
+Query Statements::creating(const std::string& mutex, Query q) const {
+  q.sql.replace(q.sql.find(touch(mutex, false)), touch(mutex, false).size(), touch(mutex, true));
+  return q;
+}
+
+namespace {
+
+// The done record's columns in an answer.
+constexpr const char* k_done_columns =
+    ", l.once_window, l.once_label, l.once_host, l.once_token, l.once_started_at, "
+    "l.once_finished, l.once_exit_code, l.once_finished_at, l.once_period, l.once_offset";
+
+// Terms of acquire_once's decision, spelled out as the PostgreSQL
+// backend's (postgres/statements.cpp, once_terms; core::judge_window and
+// core::may_run): DIFFER, the record's run had other terms and its window
+// lasts (simba then exits 64); MAY, the contender's window W may run (an
+// unfinished record of it counts as failed).
+std::string may_run_sql(const core::OncePer& o, const std::string& w) {
+  const std::string p = num(o.period_ms), off = num(o.offset_ms);
+  const std::string differ = "COALESCE(once_period > 0 AND (once_period <> " + p +
+                             " OR once_offset <> " + off + ") AND " + n() +
+                             " < once_window + once_period, 0)";
+  return "(NOT " + differ + " AND (once_window IS NULL OR once_window < " + w +
+         " OR (once_window = " + w + " AND " + (o.retry_failed ? "1" : "0") +
+         " = 1 AND NOT COALESCE(once_finished = 1 AND once_exit_code = 0, 0))))";
+}
+
+} // namespace
+
+std::string window_start_sql(const std::string& now, const std::string& period,
+                             const std::string& offset) {
+  // MOD keeps the dividend's sign: the distance from the window's start is
+  // made non-negative before it is taken off (times before the epoch
+  // floor, as in C++).
+  return "(" + now + " - MOD(MOD(" + now + " - " + offset + ", " + period + ") + " + period +
+         ", " + period + "))";
+}
+
+// The decision first (once_case, a column of the row: 1 our lease without
+// its record, the window may run: the record starts; 2 the same but it may
+// not: our lease ends now; 3 free and it may run: a new lease and its
+// record; 4 our lease with its record: a renewal; 0 nothing), then one
+// statement per case.
+Query Statements::acquire_once(const Call& c, const core::OncePer& o, const std::string& label,
+                               const std::string& host) const {
+  const std::string w =
+      o.window != 0 ? num(o.window)
+                    : window_start_sql(n(), num(o.period_ms), num(o.offset_ms));
+  const std::string may = may_run_sql(o, w);
+  std::string decide =
+      "UPDATE " + m_leases + " SET once_case = CASE WHEN transition_at > " + n() +
+      " AND owner = " + c.contender +
+      " AND owner <> '' THEN IF(once_window IS NOT NULL AND once_token = token, 4, IF(" + may +
+      ", 1, 2)) WHEN transition_at <= " + n() + " AND " + n() + " >= q_till AND " + may +
+      " THEN 3 ELSE 0 END WHERE mutex = " + c.mutex;
+  std::string end = "UPDATE " + m_leases + " SET owner = '', ttl_at = LEAST(was_ttl_at, " + n() +
+                    "), transition_at = " + n() + ", holding = 0, wrote = 1 WHERE mutex = " +
+                    c.mutex + " AND once_case = 2";
+  std::string record = "UPDATE " + m_leases + " SET once_window = " + w +
+                       ", once_label = " + hex_or_empty(label) + ", once_host = " +
+                       hex_or_empty(host) + ", once_token = token, once_started_at = " + n() +
+                       ", once_finished = 0, once_exit_code = 0, once_finished_at = 0, "
+                       "once_period = " + num(o.period_ms) + ", once_offset = " +
+                       num(o.offset_ms) + " WHERE mutex = " + c.mutex + " AND once_case IN (1, 3)";
+  const std::string row = "mutex = " + c.mutex + " AND ";
+  std::string body = decide + ";" + renew_sql(m_leases, c, row + "once_case IN (1, 4)", "") +
+                     ";" + end + ";" + take_sql(m_leases, c, row + "once_case = 3", "", k_next_token) +
+                     ";" + record;
+  if (c.quarantine) body = quarantine_sql(c.mutex, c.ttl_ms + c.transition_ms) + ";" + body;
+  return taking_hint(
+      c, m_leases,
+      creating(c.mutex, wrap(c.mutex, body, 5 + (c.quarantine ? k_quarantine_statements : 0),
+                             acquired_events(c), k_done_columns)));
+}
+
+// release, and the done record of the run that ends (the one with its
+// token) gets the exit code and the time.
+Query Statements::release_once(const Call& c, int exit_code) const {
+  Query q = release(c, std::to_string(exit_code));
+  const std::string finish = "UPDATE " + m_leases +
+                             " SET once_finished = 1, once_exit_code = " +
+                             std::to_string(exit_code) + ", once_finished_at = " + n() +
+                             " WHERE mutex = " + c.mutex + " AND wrote = 1 AND once_token = token";
+  // After the release's UPDATE (statement 4), before its events.
+  size_t at = nth_statement_end(q.sql, 4);
+  q.sql.insert(at, finish + ";");
+  q.answer += 1;
+  size_t select = q.sql.rfind(";SELECT COALESCE(l.now_us");
+  q.sql.insert(q.sql.find(", COALESCE(l.q_till, 0)", select), k_done_columns);
+  return q;
+}
+
+Query Statements::done_record(const std::string& mutex) const {
+  Query q = get(mutex);
+  q.sql.insert(q.sql.find(", COALESCE((SELECT until_ms"), k_done_columns);
+  return q;
+}
+
+namespace {
+
+// guard's assignments by mode (statements.hpp).
+std::string guard_set(const std::string& mode, int64_t ttl_ms, int64_t transition_ms) {
+  const std::string ttl = num(ttl_ms), lease = num(ttl_ms + transition_ms);
+  const std::string N = n();
+  if (mode == "keep") {
+    // A lease only held is kept to now + ttl + transition; a guarded one
+    // never shortened.
+    const std::string ttl_at = "GREATEST(" + N + " + " + ttl + ", was_ttl_at)";
+    return "lease_ms = GREATEST(lease_ms, " + lease + "), ttl_at = IF(was_holding = 1, " + N +
+           " + " + lease + ", " + ttl_at +
+           "), transition_at = IF(was_holding = 1, " + N + " + " + lease + ", GREATEST(" +
+           ttl_at + " + " + num(transition_ms) + ", was_transition_at))";
+  }
+  return "ttl_at = " + N + " + " + ttl + ", transition_at = " + N + " + " + lease +
+         ", lease_ms = " + lease + ", holding = " + (mode == "hold" ? "1" : "0");
+}
+
+} // namespace
+
+Query Statements::guard(const Call& c, const std::string& mode) const {
+  return wrap(c.mutex,
+              "UPDATE " + m_leases + " SET " + guard_set(mode, c.ttl_ms, c.transition_ms) +
+                  ", wrote = 1 WHERE mutex = " + c.mutex + " AND owner = " + c.contender +
+                  " AND owner <> '' AND token = " + unum(c.token) + " AND transition_at > " + n() +
+                  (mode == "step" ? " AND holding = 1" : ""),
+              1, "");
+}
+
+Query Statements::guard_mark(const Call& c, bool record) const {
+  return wrap(c.mutex,
+              "UPDATE " + m_leases + " SET " + guard_set("guard", c.ttl_ms, c.transition_ms) +
+                  ", was_last_run_at = last_run_at, last_run_at = " +
+                  (record ? n() : std::string("last_run_at")) + ", wrote = 1 WHERE mutex = " +
+                  c.mutex + " AND owner = " + c.contender + " AND owner <> '' AND token = " +
+                  unum(c.token) + " AND transition_at > " + n(),
+              1, "", ", IF(l.wrote = 1, l.was_last_run_at, NULL)");
+}
+
+// The lease ends now; the row keeps the token. token 0: whatever lease
+// the contender owns.
+Query Statements::release(const Call& c, const std::string& exit_code) const {
+  std::string sql = "UPDATE " + m_leases +
+                    " SET history_seq = history_seq + 1, owner = '', holding = 0, ttl_at = "
+                    "LEAST(was_ttl_at, " +
+                    n() + "), transition_at = " + n() + ", wrote = 1 WHERE mutex = " + c.mutex +
+                    " AND owner = " + c.contender + " AND owner <> '' AND (" + unum(c.token) +
+                    " = 0 OR token = " + unum(c.token) + ") AND transition_at > " + n();
+  return leaving_hint(
+      c, m_leases,
+      wrap(c.mutex, sql, 1,
+              event(c.mutex, "history_seq, " + n() + ", 'released', was_owner, NULL, token, " +
+                                 exit_code + ", " + n() + " - acquired_at, NULL, NULL, NULL")));
+}
+
+// A lease only held ends now; one whose CMD may run is revoked: no owner,
+// transition_at kept (backend.hpp). by_owner (release --lease): a lease
+// only held ends as a release, no loss. c.holder: who forces it.
+Query Statements::force_release(const Call& c, bool by_owner) const {
+  const std::string own = by_owner ? "1" : "0";
+  std::string sql =
+      "UPDATE " + m_leases +
+      " SET history_seq = history_seq + 1, losses = losses + IF(NOT (lost_token <=> was_token) "
+      "AND NOT (" +
+      own + " = 1 AND was_holding = 1), 1, 0), owner = '', ttl_at = LEAST(was_ttl_at, " + n() +
+      "), transition_at = IF(was_holding = 1, " + n() +
+      ", was_transition_at), holding = 0, wrote = 1 WHERE mutex = " + c.mutex +
+      " AND owner <> '' AND transition_at > " + n() + " AND (" + unum(c.token) +
+      " = 0 OR token = " + unum(c.token) + ")";
+  const std::string released = "(" + own + " = 1 AND transition_at <= " + n() + ")";
+  return wrap(c.mutex, sql, 1,
+              event(c.mutex, "history_seq, " + n() + ", IF(" + released +
+                                 ", 'released', 'forced'), was_owner, IF(" + released +
+                                 ", NULL, " + c.holder + "), was_token, NULL, " + n() +
+                                 " - was_acquired_at, NULL, NULL, NULL"));
+}
+
+// The lease revoked by force_release with token c.token ends now. No
+// event: the revocation wrote 'forced', the owner 'lost'.
+Query Statements::end_revoked(const Call& c) const {
+  return wrap(c.mutex,
+              "UPDATE " + m_leases + " SET holding = 0, ttl_at = LEAST(was_ttl_at, " + n() +
+                  "), transition_at = " + n() + ", wrote = 1 WHERE mutex = " + c.mutex +
+                  " AND owner = '' AND " + unum(c.token) + " <> 0 AND token = " + unum(c.token) +
+                  " AND transition_at > " + n(),
+              1, "");
+}
+
+Query Statements::get(const std::string& mutex) const {
+  return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
+              ", 0, COALESCE(l.owner, ''), COALESCE(l.acquired_at, 0), COALESCE(l.ttl_at, 0), "
+              "COALESCE(l.transition_at, 0), COALESCE(l.token, 0), COALESCE(l.holding, 0), "
+              "COALESCE((SELECT until_ms FROM " +
+              m_server + " WHERE id = 1), 0) FROM (SELECT 1) d LEFT JOIN " + m_leases +
+              " l ON l.mutex = " + mutex,
+          1};
+}
+
+// History only (backend.hpp): the row's event count, losses and
+// lost_token; never its lease. A loss when the row still shows the lease
+// as the contender's (valid or run out: noted) or has no trace of it.
+Query Statements::record_lost(const Call& c, const std::string& exit_code, int64_t held_ms,
+                              const std::string& reason, const std::string& by) const {
+  const std::string token = unum(c.token);
+  const std::string mine =
+      "(owner = " + c.contender + " AND owner <> '' AND token = " + token + ")";
+  std::string sql = "UPDATE " + m_leases +
+                    " SET history_seq = history_seq + 1, losses = losses + IF(" + mine +
+                    " OR token < " + token + ", 1, 0), lost_token = IF(" + mine + ", " + token +
+                    ", lost_token), wrote = 1 WHERE mutex = " + c.mutex;
+  return wrap(c.mutex, sql, 1,
+              event(c.mutex, "history_seq, " + n() + ", 'lost', " + c.contender + ", " +
+                                 c.holder + ", " + token + ", " + exit_code + ", " +
+                                 num(held_ms) + ", NULL, " + reason + ", " + by));
+}
+
+Query Statements::record_skipped(const Call& c, const std::string& exit_code,
+                                 const std::string& held_ms, const std::string& reason,
+                                 const std::string& by, int64_t waited_ms) const {
+  return wrap(c.mutex,
+              "UPDATE " + m_leases + " SET history_seq = history_seq + 1, wrote = 1 WHERE mutex = " +
+                  c.mutex,
+              1,
+              event(c.mutex, "history_seq, " + n() + ", 'skipped', " + c.contender + ", " +
+                                 c.holder + ", " + unum(c.token) + ", " + exit_code + ", " +
+                                 held_ms + ", " + num(waited_ms) + ", " + reason + ", " + by));
+}
+
+Query Statements::inspect(const std::string& mutex) const {
+  // One mutex: its slots' rows too (core/slots.hpp), a range of the key.
+  std::string where = mutex.empty() ? ""
+                                    : " AND (mutex = " + wire::hex_literal(mutex) + " OR (mutex > " +
+                                          wire::hex_literal(mutex + "#") + " AND mutex < " +
+                                          wire::hex_literal(mutex + "$") + "))";
+  return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
+              ", COALESCE((SELECT until_ms FROM " + m_server + " WHERE id = 1), 0)" +
+              ";SELECT mutex, owner, acquired_at, ttl_at, transition_at, token, holding, "
+              "IF(holder_token = token, holder, NULL), acquisitions, losses FROM " +
+              m_leases + " WHERE token > 0" + where +
+              " ORDER BY mutex;SELECT z.mutex, z.contender, z.queued_at DIV 1000, z.holder FROM " +
+              m_waiters + " z WHERE EXISTS (SELECT 1 FROM information_schema.PROCESSLIST p WHERE "
+              "p.ID = z.conn_id)" +
+              (mutex.empty() ? "" : " AND z.mutex = " + wire::hex_literal(mutex)) +
+              " ORDER BY z.mutex, z.queued_at",
+          2};
+}
+
+Query Statements::history(const std::string& mutex, int64_t since_ms) const {
+  std::string where;
+  if (!mutex.empty())
+    where = " AND (mutex = " + wire::hex_literal(mutex) + " OR LEFT(mutex, " +
+            num(static_cast<int64_t>(mutex.size()) + 1) + ") = " + wire::hex_literal(mutex + "#") +
+            ")";
+  return {"SET time_zone = '+00:00';SELECT " + std::string(k_now_ms) +
+              ";SELECT mutex, at, event, owner, holder, token, exit_code, held_ms, waited_ms, "
+              "reason, by_owner FROM " +
+              m_history + " WHERE at >= " + num(since_ms) + where + " ORDER BY at, mutex, seq",
+          2};
+}
+
+} // namespace simba::backend::mysql

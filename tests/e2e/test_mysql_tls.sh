@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# TLS to MySQL through the SSL request (issue 34): a MariaDB of the test's
+# own with a certificate for localhost signed by the test's CA. verify-full with that CA works; a CA that signed nothing of ours is
+# refused (69); verify-full refuses a name the certificate does not carry,
+# which verify-ca and require accept; disable speaks plain; doctor says the
+# connection is encrypted.
+source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/mysql_common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/tls_pki.sh"
+needs openssl
+make_pki
+make_cert server "DNS:localhost"
+chmod 755 -- "$PKI"
+chmod 644 -- "$PKI"/*.key
+MY_EXTRA_OPTIONS=(--ssl-ca="$PKI/ca.crt" --ssl-cert="$PKI/server.crt" --ssl-key="$PKI/server.key")
+start_own_mysql
+port=${MY_URI##*:}
+port=${port%%/*}
+base="mysql://simba:$MY_PASSWORD@localhost:$port/simba"
+
+assert_exit 0 "$SIMBA" run --backend "$base?tls=verify-full&cacert=$PKI/ca.crt" --mutex m -- true
+assert_exit 69 "$SIMBA" run --backend "$base?tls=verify-full&cacert=$PKI/other-ca.crt" \
+  --mutex m -- true
+grep -q "TLS" "$T/err" || fail "a foreign CA refused without naming TLS: $(<"$T/err")"
+# "127.0.0.1" is not in the certificate: verify-full refuses, verify-ca and
+# require do not check the name.
+other="mysql://simba:$MY_PASSWORD@127.0.0.1:$port/simba"
+assert_exit 69 "$SIMBA" run --backend "$other?tls=verify-full&cacert=$PKI/ca.crt" --mutex m -- true
+assert_exit 0 "$SIMBA" run --backend "$other?tls=verify-ca&cacert=$PKI/ca.crt" --mutex m -- true
+assert_exit 0 "$SIMBA" run --backend "$other?tls=require" --mutex m -- true
+assert_exit 0 "$SIMBA" run --backend "$other?tls=disable" --mutex m -- true
+"$SIMBA" doctor --backend "$base?tls=verify-full&cacert=$PKI/ca.crt" >"$T/out" 2>&1 || true
+grep -Eq '^ok +tls +the connection is encrypted' "$T/out" || fail "doctor: $(cat -- "$T/out")"
