@@ -11,14 +11,17 @@ export SIMBA_WAIT_NOTICE_EVERY=300ms
 waiters() { "$SIMBA" status --mutex q --json | jq '.mutexes[0].waiters | length'; }
 queued() { [[ $(waiters) == "$1" ]]; }
 short=(--ttl 1s --transition 1s)
+# w1 and w2 hold for 3 s each: a waiter that sleeps on its wake-ups (no
+# notification while its place changes) looks again about every 2.5 s on
+# PostgreSQL, and must see its place while w1 or w2 holds.
 
 "$SIMBA" run --mutex q "${short[@]}" -- sh -c 'touch "$0"; sleep 3' "$T/h" &
 holder=$!
 wait_file "$T/h" 10
-"$SIMBA" run --mutex q "${short[@]}" --contender-id w1 -- sleep 1.5 2>"$T/w1.err" &
+"$SIMBA" run --mutex q "${short[@]}" --contender-id w1 -- sleep 3 2>"$T/w1.err" &
 w1=$!
 wait_for 10 queued 1
-"$SIMBA" run --mutex q "${short[@]}" --contender-id w2 -- sleep 1.5 2>"$T/w2.err" &
+"$SIMBA" run --mutex q "${short[@]}" --contender-id w2 -- sleep 3 2>"$T/w2.err" &
 w2=$!
 wait_for 10 queued 2
 "$SIMBA" run --mutex q "${short[@]}" --contender-id w3 --log-format json -- true 2>"$T/w3.log" &
