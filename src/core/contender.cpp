@@ -203,8 +203,7 @@ Actions Contender::on_notify(int64_t now) {
 
 Actions Contender::on_grant(int64_t now, const CallResult& r, int64_t sent_at) {
   bool can_take = phase() == Phase::contending && !m_in_flight && !waiting().cancel_code;
-  bool ours = r.status == CallResult::Status::ok &&
-              r.observed.lease.owned_by(m_config.contender_id, r.observed.now) && sent_at <= now;
+  bool ours = acquired_by(r, m_config.contender_id) && sent_at <= now;
   if (!can_take || !ours) {
     if (phase() == Phase::owning || m_in_flight) return {};
     // A late grant of the very lease we hold (our own acquire took it

@@ -89,6 +89,17 @@ struct CallResult {
   std::optional<int> waiters;         // Op::waiters: how many others wait; nullopt: not known
 };
 
+// Whether an acquire's (or a grant's) reply gives the lease to `contender`:
+// answered, the call took or renewed it (`changed`), and it shows
+// `contender` as the valid owner. `changed` is the backstop: a reply that
+// took nothing but shows our id on a valid lease -- a backend's refusal
+// built from our own ended lease, as the FIFO gate's once was
+// (docs/safety.md) -- never starts CMD.
+inline bool acquired_by(const CallResult& r, const std::string& contender) {
+  return r.status == CallResult::Status::ok && r.changed &&
+         r.observed.lease.owned_by(contender, r.observed.now);
+}
+
 // TERM, INT, HUP, QUIT: the signals that ask simba to stop.
 bool is_stop_signal(int signo);
 

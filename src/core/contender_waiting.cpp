@@ -18,7 +18,7 @@ Actions Contender::on_acquire_reply(int64_t now, const CallResult& r, int64_t se
   // adds no action.
   Actions acts = track_backend(now, r);
   bool ok = r.status == CallResult::Status::ok;
-  bool ours = ok && r.observed.lease.owned_by(m_config.contender_id, r.observed.now);
+  bool ours = acquired_by(r, m_config.contender_id);
   if (ok && !ours) m_holder = SeenHolder{r.observed.lease, r.observed.now, now};
   if (waiting().cancel_code) return on_cancelled_acquire(now, r, std::move(acts));
   if (!ok) return on_acquire_failure(now, r, std::move(acts));

@@ -131,6 +131,42 @@ TEST_SUITE("core::Contender") {
     CHECK(!h.backend.lease("m").valid_at(h.backend.now));
   }
 
+  // The backstop of docs/safety.md: a reply that took nothing (`changed`
+  // false) never starts CMD, even one that shows our id on a valid lease
+  // (the FIFO gate's refusal once showed a late owner its own ended lease,
+  // moved on, as valid: an overlap in chaos/sentinel).
+  TEST_CASE("an acquire or a grant that changed nothing never starts CMD, whatever owner it shows") {
+    for (bool grant : {false, true}) {
+      CAPTURE(grant);
+      Harness h;
+      Contender c = make_contender(contender_config("me"));
+      Actions a = c.start(h.local);
+      const auto* call = find<action::Call>(a);
+      REQUIRE(call);
+      CallResult r = h.backend.apply("m", "me", *call); // the backend gave it us...
+      REQUIRE(r.changed);
+      r.changed = false; // ...but says it did not
+      if (grant) {
+        c.on_reply(h.local, CallResult{}); // the acquire failed: contending, nothing in flight
+        a = c.on_grant(h.local, r, h.local);
+      } else {
+        a = c.on_reply(h.local, r);
+      }
+      CHECK_FALSE(find<action::StartChild>(a));
+      CHECK(c.phase() != Contender::Phase::owning);
+      if (grant) { // the same grant, as a backend that took it for us sends it
+        r.changed = true;
+        a = c.on_grant(h.local, r, h.local);
+      } else { // the waiter asks again when its wait ends; the renewal is a change
+        h.advance(*c.wake_at() - h.local);
+        Actions retry = c.on_timer(h.local);
+        REQUIRE(find<action::Call>(retry));
+        a = h.reply(c, *find<action::Call>(retry));
+      }
+      CHECK(find<action::StartChild>(a));
+    }
+  }
+
   TEST_CASE("busy: wait until transition_at + jitter; --no-wait exits with the conflict code") {
     Harness h;
     uint64_t held = h.backend.acquire("m", "other", 10000, 2000).observed.lease.fencing_token;

@@ -201,6 +201,7 @@ TEST_SUITE("core::Contender --once-per") {
     r.done = finished(k_midnight, 0);
     // the backend gave the lease: ours
     r.observed.lease = held_by("me", 9, r.observed.now);
+    r.changed = true;
     a = c.on_reply(105, r);
     CHECK(find<action::StartChild>(a));
     CHECK_FALSE(find<action::Exit>(a));
@@ -247,6 +248,7 @@ TEST_SUITE("core::Contender --once-per") {
     r.status = CallResult::Status::ok;
     r.observed.now = k_midnight + 3000;
     r.observed.lease = held_by("me", 9, r.observed.now);
+    r.changed = true;
     Actions a = c.on_reply(105, r);
     REQUIRE(find<action::StartChild>(a));
     a = c.on_child_exit(200, 4, false);
@@ -304,6 +306,7 @@ TEST_SUITE("core::Contender --once-per") {
     got.status = CallResult::Status::ok;
     got.observed.now = k_midnight + 7500;
     got.observed.lease = held_by("me", 8, got.observed.now);
+    got.changed = true;
     DoneRecord rec{k_midnight, "me", "h", 8, k_midnight + 7500};
     rec.period_ms = 6000;
     got.done = rec;
@@ -328,6 +331,7 @@ TEST_SUITE("core::Contender --once-per") {
     grant.status = CallResult::Status::ok;
     grant.observed.now = k_midnight + 4000;
     grant.observed.lease = held_by("me", 8, grant.observed.now);
+    grant.changed = true;
     a = c.on_grant(200, grant, 150);
     CHECK_FALSE(find<action::StartChild>(a));
     const auto* call = find<action::Call>(a);
