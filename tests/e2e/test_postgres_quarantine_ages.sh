@@ -9,7 +9,7 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 start_own_postgres
-export SIMBA_BACKEND="$PG_URI?timeout=500ms"
+export SIMBA_BACKEND="$PG_URI?timeout=2s" # 500ms ran out on a loaded machine
 
 "$SIMBA" run --mutex long --ttl 1000000h --min-hold 1s -- true
 long_free() { [[ $(mutex_state long) == free ]]; }

@@ -21,6 +21,9 @@ needs psql
 admin=${SIMBA_TEST_POSTGRES_URI%%\?*}
 prefix=${SIMBA_BACKEND##*prefix=}
 leases="\"${prefix}leases\""
+# simba's calls wait for the other writer's 2 s: a call timeout well past
+# them (the default 2 s ran out first on a loaded machine).
+export SIMBA_BACKEND="$SIMBA_BACKEND&timeout=10s"
 sql() { psql -X -q -v ON_ERROR_STOP=1 -At "$admin" -c "$1"; }
 # The other writer's clock: now(), one instant for its whole transaction
 # (the marker and the slot's row end at the same millisecond).
