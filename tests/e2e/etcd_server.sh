@@ -12,13 +12,18 @@
 #                           false when it cannot
 #   etcd_member_spawn I     start member I again (after a kill of ETCD_PIDS[I])
 #   etcd_cluster_stop       SIGTERM, then SIGKILL
+#   ETCD_PEER_HOOK          a function etcd_cluster_start calls with the
+#                           peer ports chosen, before it starts a member:
+#                           it may set ETCD_PEER_URL_PORTS, the ports the
+#                           members advertise (proxies in front of the
+#                           peer ports: tests/e2e/etcd_peer_links.py)
 #   etcd_single_start DIR [ARGS...]  one member of its own (the same
 #                           settings, ARGS added), for tests that change
 #                           the cluster (auth, TLS): the same variables
 #
 # The processes are background jobs of the caller.
 
-ETCD_DIR='' ETCD_URI='' ETCD_PIDS=() ETCD_CLIENT_PORTS=() ETCD_PEER_PORTS=()
+ETCD_DIR='' ETCD_URI='' ETCD_PIDS=() ETCD_CLIENT_PORTS=() ETCD_PEER_PORTS=() ETCD_PEER_URL_PORTS=()
 
 _etcd_port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -33,9 +38,11 @@ _etcd_healthy() {
   [[ $reply == *'"health":"true"'* ]]
 }
 
+_etcd_peer_url_port() { printf '%s' "${ETCD_PEER_URL_PORTS[$1]:-${ETCD_PEER_PORTS[$1]}}"; }
+
 _etcd_cluster_list() {
   local i list=''
-  for i in 0 1 2; do list+="${list:+,}m$i=http://127.0.0.1:${ETCD_PEER_PORTS[i]}"; done
+  for i in 0 1 2; do list+="${list:+,}m$i=http://127.0.0.1:$(_etcd_peer_url_port "$i")"; done
   printf '%s' "$list"
 }
 
@@ -45,7 +52,7 @@ etcd_member_spawn() {
     --listen-client-urls "http://127.0.0.1:${ETCD_CLIENT_PORTS[i]}" \
     --advertise-client-urls "http://127.0.0.1:${ETCD_CLIENT_PORTS[i]}" \
     --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[i]}" \
-    --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[i]}" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$(_etcd_peer_url_port "$i")" \
     --initial-cluster "$(_etcd_cluster_list)" --initial-cluster-state "$state" \
     --initial-cluster-token "simba-test-$$" \
     --heartbeat-interval 50 --election-timeout 500 --logger zap --log-level error \
@@ -96,6 +103,7 @@ etcd_cluster_start() {
     done
     ETCD_CLIENT_PORTS=("${ports[@]:0:3}") ETCD_PEER_PORTS=("${ports[@]:3:3}")
     rm -rf -- "$ETCD_DIR"/m[0-2]
+    if [[ -n ${ETCD_PEER_HOOK:-} ]]; then "$ETCD_PEER_HOOK" "${ETCD_PEER_PORTS[@]}" || return 1; fi
     for i in 0 1 2; do etcd_member_spawn "$i" new; done
     for ((i = 0; i < 200; i++)); do
       if _etcd_healthy "${ETCD_CLIENT_PORTS[0]}"; then
