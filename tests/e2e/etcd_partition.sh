@@ -14,7 +14,7 @@
 #   HOLD_CMD                 a CMD for sh -c "$HOLD_CMD" FILE SECONDS: its
 #                            start (ms) in FILE.start, its pid (it execs a
 #                            sleep) in FILE.pid, the token in FILE.token
-needs etcd python3
+needs etcd etcdctl python3
 source "$(dirname -- "${BASH_SOURCE[0]}")/etcd_server.sh"
 
 _partition_links() {
