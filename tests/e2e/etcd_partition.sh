@@ -27,6 +27,12 @@ _partition_links() {
   wait_line "$peers/ports" 10 || return 1
   # shellcheck disable=SC2034 # read by etcd_server.sh
   read -r -a ETCD_PEER_URL_PORTS <"$peers/ports"
+  # A proxy's port (any free one) may be one chosen for a member, not
+  # bound yet: other ports then.
+  local p
+  for p in "${ETCD_PEER_URL_PORTS[@]}"; do
+    [[ " ${ETCD_CLIENT_PORTS[*]} ${ETCD_PEER_PORTS[*]} " != *" $p "* ]] || return 1
+  done
 }
 
 # The member that leads, by every member's view (all three answer and agree).
@@ -49,11 +55,11 @@ partition_cluster_start() {
   ETCD_PEER_HOOK=_partition_links etcd_cluster_start "$T/etcd" ||
     fail "cannot start an etcd cluster: $(tail -n 5 "$T"/etcd/m0.log; cat "$T/peers/log")"
   LEADER=''
-  for ((i = 0; i < 50; i++)); do
-    LEADER=$(_partition_leader) && break
+  local deadline=$(($(now_ms) + 15000))
+  until LEADER=$(_partition_leader); do
+    (($(now_ms) < deadline)) || fail "the members agree on no leader: $(tail -n 3 "$T"/etcd/m?.log; cat "$T/peers/log")"
     sleep 0.1
   done
-  [[ -n $LEADER ]] || fail "the members agree on no leader"
   CUT=$LEADER
   [[ ${SIMBA_E2E_CUT:-leader} == follower ]] && CUT=$(((LEADER + 1) % 3))
   OTHERS=''

@@ -16,7 +16,8 @@
 #                           peer ports chosen, before it starts a member:
 #                           it may set ETCD_PEER_URL_PORTS, the ports the
 #                           members advertise (proxies in front of the
-#                           peer ports: tests/e2e/etcd_peer_links.py)
+#                           peer ports: tests/e2e/etcd_peer_links.py);
+#                           false: other ports
 #   etcd_single_start DIR [ARGS...]  one member of its own (the same
 #                           settings, ARGS added), for tests that change
 #                           the cluster (auth, TLS): the same variables
@@ -24,6 +25,14 @@
 # The processes are background jobs of the caller.
 
 ETCD_DIR='' ETCD_URI='' ETCD_PIDS=() ETCD_CLIENT_PORTS=() ETCD_PEER_PORTS=() ETCD_PEER_URL_PORTS=()
+
+# _etcd_alive PID: running (kill -0 also finds a zombie not reaped yet)
+_etcd_alive() {
+  local stat
+  read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
+}
 
 _etcd_port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -103,14 +112,17 @@ etcd_cluster_start() {
     done
     ETCD_CLIENT_PORTS=("${ports[@]:0:3}") ETCD_PEER_PORTS=("${ports[@]:3:3}")
     rm -rf -- "$ETCD_DIR"/m[0-2]
-    if [[ -n ${ETCD_PEER_HOOK:-} ]]; then "$ETCD_PEER_HOOK" "${ETCD_PEER_PORTS[@]}" || return 1; fi
+    if [[ -n ${ETCD_PEER_HOOK:-} ]]; then "$ETCD_PEER_HOOK" "${ETCD_PEER_PORTS[@]}" || continue; fi
     for i in 0 1 2; do etcd_member_spawn "$i" new; done
     for ((i = 0; i < 200; i++)); do
-      if _etcd_healthy "${ETCD_CLIENT_PORTS[0]}"; then
+      # Every member: one that could not bind its port (taken meanwhile)
+      # leaves a cluster of two that m0 finds healthy.
+      if _etcd_healthy "${ETCD_CLIENT_PORTS[0]}" && _etcd_healthy "${ETCD_CLIENT_PORTS[1]}" &&
+        _etcd_healthy "${ETCD_CLIENT_PORTS[2]}"; then
         ETCD_URI="etcd://127.0.0.1:${ETCD_CLIENT_PORTS[0]},127.0.0.1:${ETCD_CLIENT_PORTS[1]},127.0.0.1:${ETCD_CLIENT_PORTS[2]}"
         return 0
       fi
-      for p in "${ETCD_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || break 2; done
+      for p in "${ETCD_PIDS[@]}"; do _etcd_alive "$p" || break 2; done
       sleep 0.05
     done
     etcd_cluster_stop
