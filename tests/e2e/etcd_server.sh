@@ -29,7 +29,7 @@ ETCD_DIR='' ETCD_URI='' ETCD_PIDS=() ETCD_CLIENT_PORTS=() ETCD_PEER_PORTS=() ETC
 # _etcd_alive PID: running (kill -0 also finds a zombie not reaped yet)
 _etcd_alive() {
   local stat
-  read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
   stat=${stat##*) }
   [[ ${stat:0:1} != Z ]]
 }
