@@ -12,6 +12,10 @@
 #                           false when it cannot
 #   etcd_member_spawn I     start member I again (after a kill of ETCD_PIDS[I])
 #   etcd_cluster_stop       SIGTERM, then SIGKILL
+#   etcd_warns_version      true when `simba doctor` warns of the etcd
+#                           binary's version (stale-leader-revoke: before
+#                           3.4.31 and 3.5.13), so that a doctor with no
+#                           other warning exits 1
 #   ETCD_PEER_HOOK          a function etcd_cluster_start calls with the
 #                           peer ports chosen, before it starts a member:
 #                           it may set ETCD_PEER_URL_PORTS, the ports the
@@ -32,6 +36,12 @@ _etcd_alive() {
   { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
   stat=${stat##*) }
   [[ ${stat:0:1} != Z ]]
+}
+
+etcd_warns_version() {
+  local major minor patch
+  IFS=. read -r major minor patch <<<"$(etcd --version | sed -n 's/^etcd Version: *//p')"
+  ((major == 3 && (minor < 4 || (minor == 4 && patch < 31) || (minor == 5 && patch < 13))))
 }
 
 _etcd_port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

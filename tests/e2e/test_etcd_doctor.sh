@@ -11,9 +11,8 @@ needs etcd
 source "$(dirname -- "${BASH_SOURCE[0]}")/etcd_server.sh"
 etcd_single_start "$T/etcd" || fail "cannot start an etcd member: $(tail -n 5 "$T/etcd/s.log")"
 version=$(etcd --version | sed -n 's/^etcd Version: *//p')
-IFS=. read -r major minor patch <<<"$version"
 old=0
-((major == 3 && (minor < 4 || (minor == 4 && patch < 31) || (minor == 5 && patch < 13)))) && old=1
+etcd_warns_version && old=1
 
 doctor() {
   local rc=0
