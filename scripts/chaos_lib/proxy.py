@@ -13,6 +13,11 @@ connection to its server; the harness flips its faults from its own thread:
   read, in order.
 * reset_next: the next reply from the server is dropped and both sides are
   reset (RST): the server did the call, the client never learns it.
+* cut_from: a set of names; a connection whose client `source_of` names
+  (a callable given the client's port, called once, the first time bytes
+  pass while the set is not empty) is held both ways while its name is in
+  the set: the links of a cluster's peers, shared by every member, cut one
+  member off (tests/e2e/etcd_peer_links.py).
 
 All Links share one asyncio loop in a daemon thread of the harness, so they
 die with it however it dies. A Link may listen in another network
@@ -38,8 +43,10 @@ class Link:
     on `port` (0: any free one); the connections to the server are made
     from the harness's own namespace."""
 
-    def __init__(self, name, target_port, loop, netns=None, port=0):
+    def __init__(self, name, target_port, loop, netns=None, port=0, source_of=None):
         self.name, self.target_port, self.loop = name, target_port, loop
+        self.source_of = source_of
+        self.cut_from = set()
         self.hold_up = self.hold_down = False
         self.delay_s = self.jitter_s = 0.0
         self.reset_next = False
@@ -58,9 +65,11 @@ class Link:
         self.hold_up = self.hold_down = False
         self.delay_s = self.jitter_s = 0.0
         self.reset_next = False
+        self.cut_from = set()
 
     def faulty(self):
-        return self.hold_up or self.hold_down or self.delay_s > 0 or self.reset_next
+        return (self.hold_up or self.hold_down or self.delay_s > 0 or self.reset_next
+                or bool(self.cut_from))
 
     async def _serve(self, sock):
         return await asyncio.start_server(self._accept, sock=sock)
@@ -73,17 +82,20 @@ class Link:
             return
         conn = (cwriter, swriter)
         self.conns.add(conn)
+        source = None
+        if self.source_of is not None:
+            source = _Source(self.source_of, cwriter.get_extra_info("peername")[1])
         try:
-            await asyncio.gather(self._pump(creader, swriter, "up", conn),
-                                 self._pump(sreader, cwriter, "down", conn))
+            await asyncio.gather(self._pump(creader, swriter, "up", conn, source),
+                                 self._pump(sreader, cwriter, "down", conn, source))
         finally:
             self.conns.discard(conn)
             for w in conn:
                 w.close()
 
-    async def _pump(self, reader, writer, direction, conn):
+    async def _pump(self, reader, writer, direction, conn, source=None):
         queue = asyncio.Queue()
-        sender = asyncio.ensure_future(self._send(queue, writer, direction))
+        sender = asyncio.ensure_future(self._send(queue, writer, direction, source))
         last = 0.0
         try:
             while True:
@@ -105,8 +117,12 @@ class Link:
         queue.put_nowait(None)  # after the bytes read before the end
         await sender
 
-    async def _send(self, queue, writer, direction):
-        held = (lambda: self.hold_up) if direction == "up" else (lambda: self.hold_down)
+    async def _send(self, queue, writer, direction, source=None):
+        way = (lambda: self.hold_up) if direction == "up" else (lambda: self.hold_down)
+
+        def held():
+            return way() or (source is not None and bool(self.cut_from)
+                             and source.name() in self.cut_from)
         try:
             while (item := await queue.get()) is not None:
                 due, data = item
@@ -120,6 +136,19 @@ class Link:
                 writer.write_eof()
         except (ConnectionError, OSError, RuntimeError):
             pass
+
+
+class _Source:
+    """The name `source_of` gives a connection's client, asked once when
+    first needed (it may be slow: it reads /proc)."""
+
+    def __init__(self, source_of, port):
+        self.source_of, self.port, self.known, self.value = source_of, port, False, None
+
+    def name(self):
+        if not self.known:
+            self.value, self.known = self.source_of(self.port), True
+        return self.value
 
 
 class LinkGroup:
@@ -191,10 +220,11 @@ class Network:
         threading.Thread(target=self.loop.run_forever, daemon=True, name="proxies").start()
         self.links = {}
 
-    def link(self, host, server, target_port, netns=None, port=0):
+    def link(self, host, server, target_port, netns=None, port=0, source_of=None):
         key = (host, server)
         if key not in self.links:
-            self.links[key] = Link(f"{host}->{server}", target_port, self.loop, netns, port)
+            self.links[key] = Link(f"{host}->{server}", target_port, self.loop, netns, port,
+                                   source_of)
         return self.links[key]
 
     def close(self):

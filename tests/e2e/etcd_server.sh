@@ -12,13 +12,37 @@
 #                           false when it cannot
 #   etcd_member_spawn I     start member I again (after a kill of ETCD_PIDS[I])
 #   etcd_cluster_stop       SIGTERM, then SIGKILL
+#   etcd_warns_version      true when `simba doctor` warns of the etcd
+#                           binary's version (stale-leader-revoke: before
+#                           3.4.31 and 3.5.13), so that a doctor with no
+#                           other warning exits 1
+#   ETCD_PEER_HOOK          a function etcd_cluster_start calls with the
+#                           peer ports chosen, before it starts a member:
+#                           it may set ETCD_PEER_URL_PORTS, the ports the
+#                           members advertise (proxies in front of the
+#                           peer ports: tests/e2e/etcd_peer_links.py);
+#                           false: other ports
 #   etcd_single_start DIR [ARGS...]  one member of its own (the same
 #                           settings, ARGS added), for tests that change
 #                           the cluster (auth, TLS): the same variables
 #
 # The processes are background jobs of the caller.
 
-ETCD_DIR='' ETCD_URI='' ETCD_PIDS=() ETCD_CLIENT_PORTS=() ETCD_PEER_PORTS=()
+ETCD_DIR='' ETCD_URI='' ETCD_PIDS=() ETCD_CLIENT_PORTS=() ETCD_PEER_PORTS=() ETCD_PEER_URL_PORTS=()
+
+# _etcd_alive PID: running (kill -0 also finds a zombie not reaped yet)
+_etcd_alive() {
+  local stat
+  { read -r stat <"/proc/$1/stat"; } 2>/dev/null || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
+}
+
+etcd_warns_version() {
+  local major minor patch
+  IFS=. read -r major minor patch <<<"$(etcd --version | sed -n 's/^etcd Version: *//p')"
+  ((major == 3 && (minor < 4 || (minor == 4 && patch < 31) || (minor == 5 && patch < 13))))
+}
 
 _etcd_port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -33,9 +57,11 @@ _etcd_healthy() {
   [[ $reply == *'"health":"true"'* ]]
 }
 
+_etcd_peer_url_port() { printf '%s' "${ETCD_PEER_URL_PORTS[$1]:-${ETCD_PEER_PORTS[$1]}}"; }
+
 _etcd_cluster_list() {
   local i list=''
-  for i in 0 1 2; do list+="${list:+,}m$i=http://127.0.0.1:${ETCD_PEER_PORTS[i]}"; done
+  for i in 0 1 2; do list+="${list:+,}m$i=http://127.0.0.1:$(_etcd_peer_url_port "$i")"; done
   printf '%s' "$list"
 }
 
@@ -45,7 +71,7 @@ etcd_member_spawn() {
     --listen-client-urls "http://127.0.0.1:${ETCD_CLIENT_PORTS[i]}" \
     --advertise-client-urls "http://127.0.0.1:${ETCD_CLIENT_PORTS[i]}" \
     --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[i]}" \
-    --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORTS[i]}" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$(_etcd_peer_url_port "$i")" \
     --initial-cluster "$(_etcd_cluster_list)" --initial-cluster-state "$state" \
     --initial-cluster-token "simba-test-$$" \
     --heartbeat-interval 50 --election-timeout 500 --logger zap --log-level error \
@@ -96,13 +122,17 @@ etcd_cluster_start() {
     done
     ETCD_CLIENT_PORTS=("${ports[@]:0:3}") ETCD_PEER_PORTS=("${ports[@]:3:3}")
     rm -rf -- "$ETCD_DIR"/m[0-2]
+    if [[ -n ${ETCD_PEER_HOOK:-} ]]; then "$ETCD_PEER_HOOK" "${ETCD_PEER_PORTS[@]}" || continue; fi
     for i in 0 1 2; do etcd_member_spawn "$i" new; done
     for ((i = 0; i < 200; i++)); do
-      if _etcd_healthy "${ETCD_CLIENT_PORTS[0]}"; then
+      # Every member: one that could not bind its port (taken meanwhile)
+      # leaves a cluster of two that m0 finds healthy.
+      if _etcd_healthy "${ETCD_CLIENT_PORTS[0]}" && _etcd_healthy "${ETCD_CLIENT_PORTS[1]}" &&
+        _etcd_healthy "${ETCD_CLIENT_PORTS[2]}"; then
         ETCD_URI="etcd://127.0.0.1:${ETCD_CLIENT_PORTS[0]},127.0.0.1:${ETCD_CLIENT_PORTS[1]},127.0.0.1:${ETCD_CLIENT_PORTS[2]}"
         return 0
       fi
-      for p in "${ETCD_PIDS[@]}"; do kill -0 "$p" 2>/dev/null || break 2; done
+      for p in "${ETCD_PIDS[@]}"; do _etcd_alive "$p" || break 2; done
       sleep 0.05
     done
     etcd_cluster_stop

@@ -6,6 +6,7 @@
 #include "sys/clock.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -48,6 +49,36 @@ MemberStatus status_of(const EtcdUri& uri, size_t i, const std::string& token, i
   return s;
 }
 
+// Before 3.4.31 and 3.5.13 a leader stalled in its raft loop (a slow disk,
+// a starved CPU) could revoke a lease its owner was renewing on the new
+// leader (etcd-io/etcd#15247): the key gone under a running CMD
+// (README.md, "etcd's bugs that matter here").
+bool revokes_live_leases(const std::string& version) {
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(version.c_str(), "%d.%d.%d", &major, &minor, &patch) != 3 || major != 3)
+    return false;
+  return minor < 4 || (minor == 4 && patch < 31) || (minor == 5 && patch < 13);
+}
+
+// etcd checkpoints only the leases longer than its checkpoint interval (5
+// minutes); with --experimental-enable-lease-checkpoint a new leader may
+// end a checkpointed lease before simba stops CMD (README.md, "Lease
+// checkpoints"). simba's lease: ttl + transition + 1 s, whole seconds.
+void check_checkpoints(const DiagnoseOptions& o, Diagnosis& found) {
+  int64_t lease_s = (std::max<int64_t>(o.ttl_ms + o.transition_ms, 1) + 999) / 1000 + 1;
+  std::string leases = "leases of " + std::to_string(lease_s) + " s";
+  if (lease_s <= 300)
+    found.push_back(finding("lease-checkpoints", Verdict::ok,
+                            leases + ": never checkpointed, whatever the members' "
+                                     "--experimental-enable-lease-checkpoint"));
+  else
+    found.push_back(finding("lease-checkpoints", Verdict::warn,
+                            leases + ": with --experimental-enable-lease-checkpoint a new "
+                                     "leader may end one before simba stops CMD",
+                            "keep ttl + transition at most 299s, or run etcd without lease "
+                            "checkpoints"));
+}
+
 void check_members(const std::vector<MemberStatus>& all, Diagnosis& found) {
   std::set<std::string> versions;
   std::set<int64_t> leaders;
@@ -72,6 +103,12 @@ void check_members(const std::vector<MemberStatus>& all, Diagnosis& found) {
   if (versions.size() > 1)
     found.push_back(finding("versions", Verdict::warn, "the members run different etcd versions",
                             "finish the upgrade"));
+  for (const std::string& v : versions)
+    if (revokes_live_leases(v))
+      found.push_back(finding("stale-leader-revoke", Verdict::warn,
+                              "etcd " + v + ": a stalled old leader can revoke a lease its "
+                                            "owner renews (etcd-io/etcd#15247): two CMDs at once",
+                              "upgrade to etcd 3.4.31+ or 3.5.13+"));
 }
 
 } // namespace
@@ -84,6 +121,7 @@ void diagnose(const EtcdUri& uri, Client& client, Diagnosis& found,
   for (size_t i = 0; i < uri.endpoints.size(); ++i)
     all.push_back(status_of(uri, i, token, sys::boottime_ms() + budget));
   check_members(all, found);
+  check_checkpoints(options, found);
   nlohmann::json r = range_all(uri.prefix, "");
   r["limit"] = "1";
   r["keys_only"] = true;
