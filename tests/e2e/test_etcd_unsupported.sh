@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # backends: sqlite
 # What the etcd backend does not have yet (docs/backends/etcd.md) is said,
-# with the documented exit code, at once: --slots above 1 is a usage error
-# (64), --once-per is refused by the backend (69); nothing is left queued.
+# with the documented exit code, at once: --once-per is refused by the
+# backend (69); nothing is left queued.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 needs_backend etcd
 export SIMBA_BACKEND="$SIMBA_TEST_ETCD_URI/unsupported-$$"
 bounded() { timeout -k 5 20 "$@"; }
 
-assert_exit 64 bounded "$SIMBA" run --mutex m --slots 2 -- true
-grep -q "simba: error: --slots above 1 is not supported by etcd://" "$T/err" || fail "slots: $(<"$T/err")"
 assert_exit 69 bounded "$SIMBA" run --mutex m --once-per 1d -- true
 grep -q "simba: error: .*--once-per is not supported on etcd" "$T/err" || fail "once-per: $(<"$T/err")"
 [[ ! -s $T/out ]] || fail "CMD ran: $(<"$T/out")"

@@ -101,7 +101,8 @@ core::Observed EtcdBackend::theirs(const std::optional<Kv>& oldest, int64_t now,
   core::Lease& l = o.lease;
   const Entry& e = oldest->entry;
   int64_t wall = sys::wall_ms();
-  l.owner_id = e.revoked ? "" : e.owner;
+  // A mutex held with slots shows its marker (core/slots.hpp), a slot's row its holder.
+  l.owner_id = e.revoked ? "" : e.slots > 1 && !oldest->row ? core::slot_marker(e.slots) : e.owner;
   l.fencing_token = oldest->create_revision;
   l.holding = e.holding;
   if (e.until > now) { // as its owner published it
@@ -136,6 +137,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   LeaseCall g = m_store.grant(grant_seconds(m_length_ms), deadline);
   if (!g.call.ok()) return false;
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, m_length_ms, false, false};
+  e.slots = slots_of(k);
   bool created = false;
   Seen s = m_store.enqueue(mutex, k, e, g.id, created, deadline);
   if (!s.call.ok() || !created) {
@@ -157,6 +159,9 @@ Reply EtcdBackend::acquire(const std::string& mutex, const std::string& contende
   if (!r.ok() && !m_places.count(key(mutex, contender)) && sys::boottime_ms() < deadline &&
       r.status == Reply::Status::failed)
     r = acquire_once_more(mutex, contender, ttl_ms + transition_ms, transition_ms, deadline);
+  // Held with slots: refused (simba ends with 64), our place goes at once.
+  if (r.ok() && !r.changed && core::slots_of_owner(r.observed.lease.owner_id) > 1)
+    leave_queue(mutex, contender, deadline);
   return r;
 }
 
@@ -171,6 +176,7 @@ Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender
   // The times of the lease should the key be the oldest (it then owns the
   // mutex at once, and nothing else needs writing).
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
+  e.slots = slots_of(key(mutex, contender));
   Place copy = p;
   core::Lease l = ours(Kv{}, copy, lease_sent, g.ttl_s, length_ms, transition_ms, true).lease;
   e.acquired = l.acquired_at;
@@ -484,6 +490,8 @@ Reply EtcdBackend::get(const std::string& mutex, int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   Seen s = m_store.read(mutex, "", deadline);
   if (!s.call.ok()) return failure(s.call);
+  if (s.oldest && s.oldest->entry.slots > 1 && !s.oldest->row)
+    return slot_marker(mutex, s.oldest->entry.slots, deadline);
   return unchanged(s, deadline);
 }
 

@@ -3,6 +3,7 @@
 #include "backend/etcd/etcd.hpp"
 #include "backend/etcd/store.hpp"
 #include "backend/etcd/wakeups.hpp"
+#include "core/slots.hpp"
 
 #include <map>
 #include <string>
@@ -41,6 +42,10 @@ public:
     return Reply::failure(Reply::Status::refused, describe() + ": --once-per is not supported "
                                                                "on etcd yet");
   }
+  // --slots N (slots.cpp): the N oldest keys own the N slots.
+  bool has_slots() const override { return true; }
+  Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                     int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override;
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
   void set_holder(const Holder& h) override;
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override;
@@ -106,11 +111,31 @@ private:
   // EtcdWakeups::Join: a place in the queue on a lease as long as the
   // last acquire asked for (10 s before any).
   bool join(const std::string& mutex, const std::string& contender);
+  // --slots (slots.cpp). `again`: look once more (a number was given
+  // meanwhile, or our place ran out).
+  Reply slot_once_more(const std::string& mutex, const std::string& contender, int slots,
+                       int64_t length_ms, int64_t transition_ms, int64_t deadline, bool& again);
+  bool claim(const std::vector<Kv>& lowest, size_t owners, const std::string& mine,
+             const core::Observed& o, int64_t deadline);
+  core::Observed first_free(const std::vector<Kv>& lowest, size_t owners, int slots) const;
+  Reply slot_marker(const std::string& mutex, int slots, int64_t deadline);
+  struct SlotState {
+    core::Observed observed; // the marker
+    std::vector<SlotLease> slots;
+  };
+  SlotState marker_of(const std::vector<Kv>& lowest, int slots, int64_t now, int64_t deadline);
+  MutexLease slot_listing(const std::string& name, const std::vector<Kv>& kvs, int64_t now,
+                          int64_t deadline);
+  // A plain contender that met slots (refused: 64) leaves the queue now.
+  void leave_queue(const std::string& mutex, const std::string& contender, int64_t deadline);
+  // The N a contender's key is made with (0: a plain one).
+  int slots_of(const std::string& key) const;
   Reply end_forced(const std::string& mutex, uint64_t token, bool by_owner, int64_t timeout_ms);
   Reply unchanged(const Seen& s, int64_t deadline);
   static Reply failure(const Call& c) { return Reply::failure(c.status, c.error); }
   std::string key(const std::string& mutex, const std::string& contender) const {
-    return queue_key(m_uri.prefix, mutex, contender);
+    // A slot's row "m#k" names the same key as its mutex m (core/slots.hpp).
+    return queue_key(m_uri.prefix, std::string(core::mutex_of_row(mutex)), contender);
   }
 
   EtcdUri m_uri;
@@ -121,6 +146,8 @@ private:
   int64_t m_length_ms = 10000; // the last acquire's ttl + transition
   std::map<std::string, Place> m_places; // by key
   EtcdWakeups m_wakeups;
+  std::map<std::string, int> m_slots_of; // by key: acquire_slot's N
+  int m_claimed_slot = -1;               // the number claim() gave our key
 };
 
 // A lease asked for `length_ms` is granted whole seconds, one more than
@@ -130,5 +157,10 @@ int64_t grant_seconds(int64_t length_ms);
 // A waiter is shown the holder's lease ending this long before its own
 // place's lease could, so that it tries again (and keeps it alive) in time.
 constexpr int64_t k_keep_alive_margin_ms = 1300;
+
+// A waiter with slots (slots.cpp): the watch `create` of the key whose
+// going may give it a slot; false when it needs none (it may own one).
+bool slot_watch(Client& client, const std::string& prefix, const std::string& mutex,
+                const Kv& mine, nlohmann::json& create, int64_t deadline);
 
 } // namespace simba::backend::etcd

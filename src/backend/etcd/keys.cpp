@@ -45,6 +45,8 @@ std::string encode_entry(const Entry& e) {
   if (e.acquired) j["a"] = e.acquired;
   if (e.ttl_at) j["l"] = e.ttl_at;
   if (e.until) j["u"] = e.until;
+  if (e.slots) j["n"] = e.slots;
+  if (e.slot >= 0) j["z"] = e.slot;
   return j.dump();
 }
 
@@ -62,6 +64,8 @@ Entry decode_entry(const std::string& value) {
   e.acquired = number(j, "a");
   e.ttl_at = number(j, "l");
   e.until = number(j, "u");
+  e.slots = int(number(j, "n"));
+  e.slot = j.contains("z") ? int(number(j, "z")) : -1;
   return e;
 }
 
@@ -105,6 +109,12 @@ nlohmann::json range_one(const std::string& key) { return {{"key", base64(key)}}
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex) {
   nlohmann::json r = range_all(prefix, mutex);
   r["limit"] = "1";
+  return r;
+}
+
+nlohmann::json range_lowest(const std::string& prefix, const std::string& mutex, int n) {
+  nlohmann::json r = range_all(prefix, mutex);
+  r["limit"] = std::to_string(n);
   return r;
 }
 

@@ -22,7 +22,8 @@ struct LeaseCall {
 struct Seen {
   Call call;
   std::optional<Kv> mine;   // the contender's key
-  std::optional<Kv> oldest; // the mutex's owner (or revoked lease)
+  std::optional<Kv> oldest; // the mutex's owner (or revoked lease); a slot's row
+                            // ("m#k"): the key that holds slot k
   int64_t revision = 0;     // the store's revision at the read
   bool mine_is_oldest() const {
     return mine && oldest && mine->create_revision == oldest->create_revision;
@@ -40,7 +41,8 @@ public:
   // 0 when unknown) and the TTL it was granted.
   int64_t seconds_left(const std::string& id, int64_t deadline, int64_t* granted = nullptr);
 
-  // Reads `key` (when not "") and the oldest key of `mutex` at one revision.
+  // Reads `key` (when not "") and the oldest key of `mutex` at one revision;
+  // of a slot's row "m#k", the key of m that holds slot k (Kv::row).
   Seen read(const std::string& mutex, const std::string& key, int64_t deadline);
   // Creates `key` with `entry` on lease `lease` unless it exists, and reads
   // it and the oldest key of `mutex` in the same transaction (the
