@@ -7,7 +7,7 @@
 #
 # Exit 77 (skipped) when the variable is unset. Left out by name:
 #  * what the etcd backend does not have yet (docs/backends/etcd.md):
-#    --once-per, history and its counters
+#    history and its counters
 #    (and end_revoked's case, which reads the history);
 #  * the cases of the lease-row model that etcd's queue answers otherwise
 #    (src/backend/etcd/README.md, "Where it differs"): a lease that ran out,
@@ -29,7 +29,7 @@ if [[ -z ${SIMBA_TEST_ETCD_URI:-} ]]; then
 fi
 export SIMBA_TEST_BACKEND="$SIMBA_TEST_ETCD_URI/conf-$(date +%s)-$$"
 echo "conformance against $SIMBA_TEST_BACKEND" >&2
-not_yet='*acquire_once*,*release_once*,lost:*,counters*,skipped:*,once-per*,end_revoked ends*'
+not_yet='lost:*,counters*,skipped:*,end_revoked ends*'
 differs='acquire: after transition_at*,release: only the owner releases*,force_release revokes*,hold: *'
 differs+=',fencing tokens strictly increase across*,list: all mutexes*,wake-up: a release by another*'
 differs+=',slots: an expired slot*,wake-up: slots: a freed slot goes*'

@@ -34,14 +34,13 @@ public:
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
                     int64_t timeout_ms) override;
   Reply get(const std::string& mutex, int64_t timeout_ms) override;
-  // Not yet on etcd (docs/backends/etcd.md): refused, so that simba ends
-  // with 69 and says why instead of trying again.
-  Reply acquire_once(const std::string&, const std::string&, int64_t, int64_t,
-                     const core::OncePer&, const std::string&, const std::string&,
-                     int64_t) override {
-    return Reply::failure(Reply::Status::refused, describe() + ": --once-per is not supported "
-                                                               "on etcd yet");
-  }
+  // --once-per (once_per.cpp): the done record, a key of its own.
+  Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                     int64_t transition_ms, const core::OncePer& once, const std::string& label,
+                     const std::string& host, int64_t timeout_ms) override;
+  Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int exit_code, int64_t timeout_ms) override;
+  Reply done_record(const std::string& mutex, int64_t timeout_ms) override;
   // --slots N (slots.cpp): the N oldest keys own the N slots.
   bool has_slots() const override { return true; }
   Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
@@ -126,6 +125,17 @@ private:
   SlotState marker_of(const std::vector<Kv>& lowest, int slots, int64_t now, int64_t deadline);
   MutexLease slot_listing(const std::string& name, const std::vector<Kv>& kvs, int64_t now,
                           int64_t deadline);
+  // --once-per (once_per.cpp): the record as read, with its mod revision
+  // (0: none).
+  struct DoneSeen {
+    Call call;
+    std::optional<core::DoneRecord> record;
+    int64_t mod_revision = 0;
+  };
+  std::string done_key(const std::string& mutex) const { return m_uri.prefix + "!done/" + mutex; }
+  DoneSeen read_done(const std::string& mutex, int64_t deadline);
+  Call write_done(const std::string& mutex, const std::string& contender, uint64_t token,
+                  int64_t mod_revision, const core::DoneRecord& d, bool& done, int64_t deadline);
   // A plain contender that met slots (refused: 64) leaves the queue now.
   void leave_queue(const std::string& mutex, const std::string& contender, int64_t deadline);
   // The N a contender's key is made with (0: a plain one).
