@@ -1,6 +1,9 @@
 // The etcd Backend (README.md: the mapping of simba's leases onto etcd's,
 // and why it is safe). Each contender has one key in its mutex's queue,
-// on a lease of its own; the oldest key owns the mutex.
+// on a lease of its own; the oldest key owns the mutex. Over 500 lines:
+// the lease operations share their helpers (ours, theirs, relet) and read
+// best together; slots, once-per and history have files of their own,
+// and only call into this one (or it into them) at a line each.
 #include "backend/etcd/backend_class.hpp"
 
 #include "backend/etcd/doctor.hpp"
@@ -147,6 +150,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   Place& p = m_places[k];
   p.lease = g.id;
   p.granted_s = g.ttl_s;
+  p.queued = e.since;
   return true;
 }
 
@@ -159,9 +163,7 @@ Reply EtcdBackend::acquire(const std::string& mutex, const std::string& contende
   if (!r.ok() && !m_places.count(key(mutex, contender)) && sys::boottime_ms() < deadline &&
       r.status == Reply::Status::failed)
     r = acquire_once_more(mutex, contender, ttl_ms + transition_ms, transition_ms, deadline);
-  // Held with slots: refused (simba ends with 64), our place goes at once.
-  if (r.ok() && !r.changed && core::slots_of_owner(r.observed.lease.owner_id) > 1)
-    leave_queue(mutex, contender, deadline);
+  after_acquire(mutex, contender, r, deadline); // history.cpp: its event; slots met
   return r;
 }
 
@@ -177,6 +179,7 @@ Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender
   // mutex at once, and nothing else needs writing).
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
   e.slots = slots_of(key(mutex, contender));
+  p.queued = e.since;
   Place copy = p;
   core::Lease l = ours(Kv{}, copy, lease_sent, g.ttl_s, length_ms, transition_ms, true).lease;
   e.acquired = l.acquired_at;
@@ -337,7 +340,9 @@ Reply EtcdBackend::renew(const std::string& mutex, const std::string& contender,
 
 Reply EtcdBackend::hold(const std::string& mutex, const std::string& contender, uint64_t token,
                         int64_t hold_ms, int64_t timeout_ms) {
-  return relet(mutex, contender, token, hold_ms, 0, true, false, timeout_ms);
+  Reply r = relet(mutex, contender, token, hold_ms, 0, true, false, timeout_ms);
+  if (r.changed) note_holding(mutex, token, history_deadline());
+  return r;
 }
 
 Reply EtcdBackend::begin_step(const std::string& mutex, const std::string& contender,
@@ -423,6 +428,9 @@ Reply EtcdBackend::release(const std::string& mutex, const std::string& contende
     return unchanged(s, deadline);
   }
   bool ran = ran_out(k, s.mine->create_revision);
+  // The event first, while our key holds the mutex (history.cpp).
+  if (s.mine_is_oldest() && !ran)
+    note_ended(mutex, s.mine->create_revision, false, history_deadline());
   Call c = m_store.revoke(s.mine->lease, deadline);
   if (!c.ok()) return failure(c);
   m_places.erase(k);
@@ -443,7 +451,8 @@ Reply EtcdBackend::release_lease(const std::string& mutex, uint64_t token, int64
 // may still run under is marked revoked, its key kept until its owner has
 // stopped CMD (end_revoked) or its lease runs out: the queue behind it
 // waits that long, so no second CMD starts early.
-Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool, int64_t timeout_ms) {
+Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool by_owner,
+                              int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   Seen s = m_store.read(mutex, "", deadline);
   if (!s.call.ok()) return failure(s.call);
@@ -452,6 +461,7 @@ Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool, in
     return unchanged(s, deadline);
   Reply r;
   if (s.oldest->entry.holding) {
+    note_ended(mutex, s.oldest->create_revision, !by_owner, history_deadline());
     Call c = m_store.revoke(s.oldest->lease, deadline);
     if (!c.ok()) return failure(c);
     r.status = Reply::Status::ok;
@@ -467,6 +477,7 @@ Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool, in
   if (!w.ok()) return failure(w);
   r = unchanged(m_store.read(mutex, "", deadline), deadline);
   r.changed = done;
+  if (done) note_ended(mutex, s.oldest->create_revision, true, history_deadline());
   return r;
 }
 

@@ -5,8 +5,11 @@
 #include "backend/etcd/wakeups.hpp"
 #include "core/slots.hpp"
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace simba::backend::etcd {
 
@@ -41,6 +44,13 @@ public:
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
                      int exit_code, int64_t timeout_ms) override;
   Reply done_record(const std::string& mutex, int64_t timeout_ms) override;
+  // History and counters (history.cpp).
+  History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
+  void set_exit_code(int code) override { m_exit_code = code; }
+  Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
+                    int64_t timeout_ms) override;
+  Reply record_skipped(const std::string& mutex, const std::string& contender,
+                       const SkippedRun& skipped, int64_t timeout_ms) override;
   // --slots N (slots.cpp): the N oldest keys own the N slots.
   bool has_slots() const override { return true; }
   Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
@@ -61,6 +71,7 @@ private:
     uint64_t token = 0;     // of the ownership acquired_at belongs to
     int64_t acquired_at = 0;
     int64_t until = 0;      // boot clock: the end of the lease last shown ours
+    int64_t queued = 0;     // epoch ms: its key was made (history's waited_ms)
   };
 
   // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
@@ -136,6 +147,37 @@ private:
   DoneSeen read_done(const std::string& mutex, int64_t deadline);
   Call write_done(const std::string& mutex, const std::string& contender, uint64_t token,
                   int64_t mod_revision, const core::DoneRecord& d, bool& done, int64_t deadline);
+  // History (history.cpp): a mutex's record, and the leases whose end is
+  // not written yet (by token).
+  struct OpenLease {
+    std::string owner, holder;
+    int64_t at = 0;       // acquired: epoch ms
+    bool counted = false; // its loss is counted (its holder's lost event)
+    bool holding = false; // only held: its expiry is no loss
+  };
+  struct HistoryRecord {
+    int64_t seq = 0, acquisitions = 0, losses = 0;
+    std::map<uint64_t, OpenLease> open;
+  };
+  // Updates the record, appends the events to write; false: write nothing.
+  using HistoryChange =
+      std::function<bool(HistoryRecord&, bool exists, std::vector<HistoryEvent>&)>;
+  std::string record_key(const std::string& mutex) const;
+  std::string events_prefix(const std::string& mutex) const;
+  static HistoryRecord decode_record(const nlohmann::json& j);
+  static nlohmann::json encode_record(const HistoryRecord& r);
+  void write_history(const std::string& row, const HistoryChange& change, int64_t deadline);
+  HistoryEvent event_of(const char* name, const std::string& owner, uint64_t token,
+                        const std::string& holder) const;
+  void after_acquire(const std::string& mutex, const std::string& contender, const Reply& r,
+                     int64_t deadline);
+  void note_acquired(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int64_t waited_ms, const std::vector<uint64_t>& live, int64_t deadline);
+  void note_ended(const std::string& mutex, uint64_t token, bool forced, int64_t deadline);
+  void note_holding(const std::string& mutex, uint64_t token, int64_t deadline);
+  void add_counters(Listing& out, bool all, int64_t deadline);
+  // History's own budget: it never eats the operation's.
+  int64_t history_deadline() const;
   // A plain contender that met slots (refused: 64) leaves the queue now.
   void leave_queue(const std::string& mutex, const std::string& contender, int64_t deadline);
   // The N a contender's key is made with (0: a plain one).
@@ -158,6 +200,8 @@ private:
   EtcdWakeups m_wakeups;
   std::map<std::string, int> m_slots_of; // by key: acquire_slot's N
   int m_claimed_slot = -1;               // the number claim() gave our key
+  std::optional<int> m_exit_code;        // set_exit_code(): CMD's, for "released"
+  bool m_defer_acquired = false; // acquire_once: "acquired" only once the run starts
 };
 
 // A lease asked for `length_ms` is granted whole seconds, one more than

@@ -9,6 +9,7 @@
 //   slots.cpp     --slots N: the N oldest keys own the slots
 //   run_mark.cpp  guard_mark(): schedule's last run, a key of its own
 //   once_per.cpp  --once-per: the done record, a key of its own
+//   history.cpp   history and counters: a record and a ring of events
 //   wakeups.*     a waiter watches its predecessor's key; an owner its own
 //   doctor.*      simba doctor's checks: members, leader, versions, rights
 //   store.*       the etcd calls the backend makes, typed

@@ -31,7 +31,9 @@ std::string queue_key(const std::string& prefix, const std::string& mutex,
 }
 
 std::string mutex_of_key(const std::string& prefix, const std::string& key) {
-  if (key.compare(0, prefix.size(), prefix) != 0) return "";
+  // '!' begins no mutex name: simba's other keys (records, history).
+  if (key.compare(0, prefix.size(), prefix) != 0 || key.compare(prefix.size(), 1, "!") == 0)
+    return "";
   size_t bar = key.find('|', prefix.size());
   return bar == std::string::npos ? "" : key.substr(prefix.size(), bar - prefix.size());
 }

@@ -59,6 +59,7 @@ Listing EtcdBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     m.mutex = mutex;
     out.mutexes.push_back(std::move(m));
   }
+  add_counters(out, mutex.empty(), deadline); // history.cpp: every mutex ever leased too
   std::sort(out.mutexes.begin(), out.mutexes.end(),
             [](const MutexLease& a, const MutexLease& b) { return a.mutex < b.mutex; });
   return out;

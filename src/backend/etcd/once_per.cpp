@@ -89,7 +89,11 @@ Reply EtcdBackend::acquire_once(const std::string& mutex, const std::string& con
     // The lease we owned before this call, if any (0: none).
     auto before = m_places.find(key(mutex, contender));
     uint64_t had = before != m_places.end() && before->second.owner ? before->second.token : 0;
+    // A take whose window may not run is no acquisition: "acquired" is
+    // written once the run is recorded.
+    m_defer_acquired = true;
     r = acquire(mutex, contender, ttl_ms, transition_ms, left());
+    m_defer_acquired = false;
     if (!r.ok()) return r;
     DoneSeen d = read_done(mutex, deadline);
     if (!d.call.ok()) return failure(d.call);
@@ -117,6 +121,10 @@ Reply EtcdBackend::acquire_once(const std::string& mutex, const std::string& con
     if (!c.ok()) return failure(c); // the next try finds the lease ours, unrecorded
     if (done) {
       r.done = started;
+      auto p = m_places.find(key(mutex, contender));
+      int64_t queued = p != m_places.end() ? p->second.queued : 0;
+      note_acquired(mutex, contender, l.fencing_token, queued ? sys::wall_ms() - queued : 0, {},
+                    history_deadline());
       return r;
     }
     // A record written meanwhile, or our key gone: judge again.

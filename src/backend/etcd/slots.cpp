@@ -46,6 +46,17 @@ size_t owning(const std::vector<Kv>& lowest, int slots) {
   return n;
 }
 
+bool among(const std::vector<Kv>& kvs, size_t n, const std::string& key) {
+  return std::any_of(kvs.begin(), kvs.begin() + long(n), [&](const Kv& kv) { return kv.key == key; });
+}
+
+// The create revisions (tokens) of `kvs`: the keys that still own.
+std::vector<uint64_t> tokens_of(const std::vector<Kv>& kvs) {
+  std::vector<uint64_t> out;
+  for (const Kv& kv : kvs) out.push_back(uint64_t(kv.create_revision));
+  return out;
+}
+
 } // namespace
 
 int EtcdBackend::slots_of(const std::string& key) const {
@@ -133,11 +144,10 @@ Reply EtcdBackend::slot_once_more(const std::string& mutex, const std::string& c
     p.granted_s = ka.ttl_s;
   }
   size_t owners = owning(s.lowest, slots);
-  auto at_mine = std::find_if(s.lowest.begin(), s.lowest.begin() + long(owners),
-                              [&](const Kv& kv) { return kv.key == k; });
-  if (at_mine == s.lowest.begin() + long(owners) || s.mine->entry.revoked) {
+  if (!among(s.lowest, owners, k) || s.mine->entry.revoked) {
     p.owner = false;
     r.observed = first_free(s.lowest, owners, slots);
+    // Shown ending in time for us to keep our place alive (backend.cpp).
     int64_t cap = at(lease_sent) + p.granted_s * 1000 - k_keep_alive_margin_ms;
     if (!s.mine->entry.revoked && r.observed.lease.transition_at > cap)
       r.observed.lease.transition_at = r.observed.lease.ttl_at = std::max(cap, now() + 50);
@@ -155,6 +165,8 @@ Reply EtcdBackend::slot_once_more(const std::string& mutex, const std::string& c
   r.observed = o;
   r.observed.lease.slot = s.mine->entry.slot >= 0 ? s.mine->entry.slot : m_claimed_slot;
   r.changed = true;
+  note_acquired(mutex, contender, o.lease.fencing_token, p.queued ? sys::wall_ms() - p.queued : 0,
+                tokens_of(s.lowest), history_deadline());
   return r;
 }
 
