@@ -62,7 +62,7 @@ HistoryEvent decode_event(const nlohmann::json& j, const std::string& mutex) {
 } // namespace
 
 std::string EtcdBackend::record_key(const std::string& mutex) const {
-  return m_uri.prefix + "!e/" + mutex;
+  return etcd::record_key(m_uri.prefix, mutex);
 }
 
 std::string EtcdBackend::events_prefix(const std::string& mutex) const {
@@ -110,17 +110,22 @@ void EtcdBackend::write_history(const std::string& row, const HistoryChange& cha
   const std::string rk = record_key(mutex);
   const int64_t limit = history_limit();
   for (int i = 0; i < 4 && sys::boottime_ms() < deadline; ++i) {
-    Call c = m_store.client().call("/v3/kv/range", range_one(rk), false, deadline);
-    if (!c.ok()) return;
-    HistoryRecord r;
-    int64_t mod = 0;
-    bool exists = c.json.contains("kvs") && c.json["kvs"].is_array() && !c.json["kvs"].empty();
-    if (exists) {
-      mod = number(c.json["kvs"][0], "mod_revision");
-      nlohmann::json j = nlohmann::json::parse(unbase64(c.json["kvs"][0].value("value", "")),
-                                               nullptr, false);
-      r = decode_record(j);
+    // The record as this process last saw it (store.hpp): most often the
+    // read of the operation itself; read anew when not, or when stale.
+    std::optional<Store::Record> seen = m_store.record_seen(mutex);
+    if (!seen) {
+      Call c = m_store.client().call("/v3/kv/range", range_one(rk), false, deadline);
+      if (!c.ok()) return;
+      seen.emplace();
+      if (c.json.contains("kvs") && c.json["kvs"].is_array() && !c.json["kvs"].empty()) {
+        seen->mod_revision = number(c.json["kvs"][0], "mod_revision");
+        seen->value = unbase64(c.json["kvs"][0].value("value", ""));
+      }
     }
+    HistoryRecord r;
+    int64_t mod = seen->mod_revision;
+    bool exists = mod != 0;
+    if (exists) r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
     std::vector<HistoryEvent> events;
     if (!change(r, exists, events)) return;
     nlohmann::json ops = nlohmann::json::array();
@@ -136,13 +141,20 @@ void EtcdBackend::write_history(const std::string& row, const HistoryChange& cha
       ops.push_back({{"request_delete_range",
                       {{"key", base64(events_prefix(mutex) + place(limit))},
                        {"range_end", base64(end_of(events_prefix(mutex)))}}}});
-    ops.push_back({{"request_put", {{"key", base64(rk)}, {"value", base64(encode_record(r).dump())}}}});
+    std::string value = encode_record(r).dump();
+    ops.push_back({{"request_put", {{"key", base64(rk)}, {"value", base64(value)}}}});
     nlohmann::json txn = {
         {"compare", {{{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(rk)},
                       {"mod_revision", std::to_string(mod)}}}},
         {"success", ops}};
     Call w = m_store.client().call("/v3/kv/txn", txn, true, deadline);
-    if (!w.ok() || w.json.value("succeeded", false)) return;
+    bool written = w.ok() && w.json.value("succeeded", false);
+    // Written: the record as it now stands (its mod revision is the
+    // txn's); else (stale, or unknown) read anew next time.
+    m_store.record_is(mutex, written ? std::optional<Store::Record>(Store::Record{
+                                           number(w.json["header"], "revision"), value})
+                                     : std::nullopt);
+    if (!w.ok() || written) return;
   }
 }
 

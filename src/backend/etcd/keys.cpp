@@ -30,6 +30,10 @@ std::string queue_key(const std::string& prefix, const std::string& mutex,
   return mutex_prefix(prefix, mutex) + owner;
 }
 
+std::string record_key(const std::string& prefix, const std::string& mutex) {
+  return prefix + "!e/" + mutex;
+}
+
 std::string mutex_of_key(const std::string& prefix, const std::string& key) {
   // '!' begins no mutex name: simba's other keys (records, history).
   if (key.compare(0, prefix.size(), prefix) != 0 || key.compare(prefix.size(), 1, "!") == 0)

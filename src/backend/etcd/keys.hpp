@@ -53,6 +53,8 @@ struct Kv {
 
 std::string queue_key(const std::string& prefix, const std::string& mutex,
                       const std::string& owner);
+// The history record of `mutex` (history.cpp): '!' begins no mutex name.
+std::string record_key(const std::string& prefix, const std::string& mutex);
 // The mutex a queue key belongs to ("" when it is not one).
 std::string mutex_of_key(const std::string& prefix, const std::string& key);
 

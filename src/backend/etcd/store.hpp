@@ -5,6 +5,7 @@
 #include "backend/etcd/client.hpp"
 #include "backend/etcd/keys.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -58,8 +59,23 @@ public:
   Client& client() { return m_client; }
   const std::string& prefix() const { return m_client.uri().prefix; }
 
+  // The history record of a mutex (history.cpp) as the last read or write
+  // of this process saw it: read and enqueue read it in their transaction,
+  // so that an event costs one write, compared on its mod revision (0:
+  // none). nullopt: never seen.
+  struct Record {
+    int64_t mod_revision = 0;
+    std::string value;
+  };
+  std::optional<Record> record_seen(const std::string& mutex) const;
+  void record_is(const std::string& mutex, std::optional<Record> r);
+
 private:
+  // The record from the last response of a txn answer.
+  void note_record(const std::string& mutex, const nlohmann::json& txn, size_t at);
+
   Client m_client;
+  std::map<std::string, Record> m_records; // by mutex
 };
 
 } // namespace simba::backend::etcd
