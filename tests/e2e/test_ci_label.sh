@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres mysql
+# backends: sqlite redis postgres mysql etcd
 # In a CI job the default label is the job (issue 31 §5): GitHub Actions
 # "$GITHUB_REPOSITORY#$GITHUB_RUN_ID/$GITHUB_JOB", GitLab CI "$CI_JOB_URL".
 # status --json (label, and still the holder's host and pid), a second

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # recipe lines are run by the simulated hosts' shells
-# backends: sqlite redis postgres mysql
+# backends: sqlite redis postgres mysql etcd
 # The command blocks of docs/recipes.md and README.md marked `<!-- runnable:
 # NAME (tests/e2e/test_docs_recipes.sh) -->`, their lines taken from the page
 # and run as printed: cron on three "hosts", CI jobs of GitHub Actions and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres redis-cluster mysql
+# backends: sqlite redis postgres redis-cluster mysql etcd
 # simba history: a run (acquired, released with CMD's exit code), a waiter
 # that got it after a release (acquired on SQLite and PostgreSQL, handed_over on Redis,
 # with how long it waited), an expiry seen by the next acquisition, a
@@ -50,7 +50,12 @@ wait "$gone" || true
 assert_eq '["acquired gone","expired gone","acquired next","released next"]' \
   "$(events e '"\(.event) \(.label)"')" "history of an expiry"
 held=$(events e 'select(.event == "expired") | .held_ms' | jq '.[0]')
-((held >= 1900 && held <= 2500)) || fail "the expired lease's held_ms: $held (ttl + transition: 2s)"
+# etcd: until the next acquisition found its key gone, which etcd keeps a
+# second longer than the lease, to its next check for ended leases (twice
+# a second): docs/backends/etcd.md.
+most=2500
+[[ ${SIMBA_E2E_BACKEND:-} == etcd ]] && most=4500
+((held >= 1900 && held <= most)) || fail "the expired lease's held_ms: $held (ttl + transition: 2s)"
 
 # A forced release: by whom.
 "$SIMBA" run --mutex f --contender-id victim -- sh -c 'touch "$0"; exec sleep 60' "$T/victim" &

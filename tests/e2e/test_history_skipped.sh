@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres redis-cluster mysql
+# backends: sqlite redis postgres redis-cluster mysql etcd
 # Contenders that did not run leave a line in simba history (issue 31 §1):
 # "skipped" with the reason and who held or ran it -- busy (--no-wait
 # found it held), timeout (--timeout passed), already-ran (--once-per's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres mysql
+# backends: sqlite redis postgres mysql etcd
 # run --once-per: a run that failed (non-zero exit, or its lease lost) keeps
 # the window closed, except to a contender given --retry-failed; a run that
 # succeeded closes it to everyone. One window of 1 day whose start is put an

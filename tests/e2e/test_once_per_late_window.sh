@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres mysql
+# backends: sqlite redis postgres mysql etcd
 # run --once-per (issue 31 §1): a contender is judged in the window in
 # which it first reached the backend, not in the one in which its wait
 # ends. Windows of 6 s from a boundary T0 on the backend's clock (here

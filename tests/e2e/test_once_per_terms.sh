@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres mysql
+# backends: sqlite redis postgres mysql etcd
 # run --once-per: the contenders of a mutex share its terms (issue 36 §3).
 # A run of --once-per 1d (an --offset that keeps the window away from its
 # boundary); then --once-per 1h, 1s, and 1d with another --offset must

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres mysql
+# backends: sqlite redis postgres mysql etcd
 # run --once-per: three "hosts" (separate simba processes, each its own
 # --contender-id) fire the same 0.4 s job at 0.1 s, 0.9 s and 4.6 s into
 # each of 3 windows of 6 s (the 0/2/9 s into windows of 10 s with a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres redis-cluster mysql
+# backends: sqlite redis postgres redis-cluster mysql etcd
 # run --once-per: a host that arrives while the window's run is going waits
 # for it, then exits with the conflict code without running CMD, saying
 # where it ran; with --no-wait it exits at once. The window (1 day) starts

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres mysql
+# backends: sqlite redis postgres mysql etcd
 # simba acquire + release --lease, the documented end of a lease, is a
 # release: history says `released`, and no loss is counted (status --json
 # and simba_mutex_losses_total). A real release --force stays `forced`, a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres pgbouncer redis-cluster mysql
+# backends: sqlite redis postgres pgbouncer redis-cluster mysql etcd
 # --slots N: 10 contenders on --slots 3 never run more than 3 CMDs at once
 # and reach 3 (each CMD counts the others by a directory of pid files,
 # written inside its lease), each CMD sees SIMBA_SLOT (0-2) and SIMBA_SLOTS
@@ -61,7 +61,8 @@ assert_exit 64 "$SIMBA" run --mutex n -- true
 [[ $(cat -- "$T/err") == *"held with --slots 3, not 1"* ]] || fail "plain run: $(cat -- "$T/err")"
 
 # kill -9 of one holder (simba and CMD): its slot is free again within
-# ttl + transition + 1 s, while the other two slots stay held.
+# ttl + transition + 1 s (etcd: 1.5 s more), while the other two slots
+# stay held.
 holders=()
 for w in 1 2 3; do
   "$SIMBA" run --mutex k --slots 3 --ttl 1s --transition 1s -- sleep 30 >/dev/null 2>&1 &
@@ -85,7 +86,11 @@ wait "${holders[0]}" 2>/dev/null || true
 start=$(now_ms)
 wait_for 5 "$SIMBA" run --mutex k --slots 3 --no-wait -- true
 elapsed=$(($(now_ms) - start))
-((elapsed <= 1000 + 1000 + 1000)) || fail "slot freed after ${elapsed} ms"
+# etcd: its lease is granted a second more and ends at etcd's next check
+# for ended leases (twice a second): docs/backends/etcd.md.
+bound=$((1000 + 1000 + 1000))
+[[ ${SIMBA_E2E_BACKEND:-} == etcd ]] && bound=$((bound + 1500))
+((elapsed <= bound)) || fail "slot freed after ${elapsed} ms"
 # Only that slot: one more holder fills the semaphore again.
 "$SIMBA" run --mutex k --slots 3 --ttl 1s --transition 1s -- sleep 30 >/dev/null 2>&1 &
 holders[0]=$!

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the CMD script
-# backends: sqlite redis postgres pgbouncer mysql
+# backends: sqlite redis postgres pgbouncer mysql etcd
 # `simba lead --slots 2` with 4 instances: exactly 2 CMDs active, each on
 # its own slot (a flock per slot: a CMD that starts while another process
 # of its slot still lives records OVERLAP); kill -9 of an active instance:
-# a standby takes its slot within ttl + transition + 1 s, never more than
+# a standby takes its slot within ttl + transition + 1 s (etcd: 1.5 s
+# more), never more than
 # 2 are active, and the other active CMD keeps running.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
@@ -64,7 +65,11 @@ start=$(now_ms)
 wait_for 5 two_active
 elapsed=$(($(now_ms) - start))
 echo "info: a standby took the freed slot after ${elapsed} ms" >&2
-((elapsed <= 1000 + 1000 + 1000)) || fail "a standby took the slot after ${elapsed} ms"
+# etcd: its lease is granted a second more and ends at etcd's next check
+# for ended leases (twice a second): docs/backends/etcd.md.
+bound=$((1000 + 1000 + 1000))
+[[ ${SIMBA_E2E_BACKEND:-} == etcd ]] && bound=$((bound + 1500))
+((elapsed <= bound)) || fail "a standby took the slot after ${elapsed} ms"
 watch_at_most_two 2
 started=$(ls "$T/active" | wc -l)
 ((started == 3)) || fail "$started CMDs started, expected 3 (2, then one in the freed slot)"

@@ -1,6 +1,9 @@
 // The etcd Backend (README.md: the mapping of simba's leases onto etcd's,
 // and why it is safe). Each contender has one key in its mutex's queue,
-// on a lease of its own; the oldest key owns the mutex.
+// on a lease of its own; the oldest key owns the mutex. Over 500 lines:
+// the lease operations share their helpers (ours, theirs, relet) and read
+// best together; slots, once-per and history have files of their own,
+// and only call into this one (or it into them) at a line each.
 #include "backend/etcd/backend_class.hpp"
 
 #include "backend/etcd/doctor.hpp"
@@ -101,7 +104,8 @@ core::Observed EtcdBackend::theirs(const std::optional<Kv>& oldest, int64_t now,
   core::Lease& l = o.lease;
   const Entry& e = oldest->entry;
   int64_t wall = sys::wall_ms();
-  l.owner_id = e.revoked ? "" : e.owner;
+  // A mutex held with slots shows its marker (core/slots.hpp), a slot's row its holder.
+  l.owner_id = e.revoked ? "" : e.slots > 1 && !oldest->row ? core::slot_marker(e.slots) : e.owner;
   l.fencing_token = oldest->create_revision;
   l.holding = e.holding;
   if (e.until > now) { // as its owner published it
@@ -136,6 +140,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   LeaseCall g = m_store.grant(grant_seconds(m_length_ms), deadline);
   if (!g.call.ok()) return false;
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, m_length_ms, false, false};
+  e.slots = slots_of(k);
   bool created = false;
   Seen s = m_store.enqueue(mutex, k, e, g.id, created, deadline);
   if (!s.call.ok() || !created) {
@@ -145,6 +150,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   Place& p = m_places[k];
   p.lease = g.id;
   p.granted_s = g.ttl_s;
+  p.queued = e.since;
   return true;
 }
 
@@ -157,6 +163,7 @@ Reply EtcdBackend::acquire(const std::string& mutex, const std::string& contende
   if (!r.ok() && !m_places.count(key(mutex, contender)) && sys::boottime_ms() < deadline &&
       r.status == Reply::Status::failed)
     r = acquire_once_more(mutex, contender, ttl_ms + transition_ms, transition_ms, deadline);
+  after_acquire(mutex, contender, r, deadline); // history.cpp: its event; slots met
   return r;
 }
 
@@ -171,6 +178,8 @@ Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender
   // The times of the lease should the key be the oldest (it then owns the
   // mutex at once, and nothing else needs writing).
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
+  e.slots = slots_of(key(mutex, contender));
+  p.queued = e.since;
   Place copy = p;
   core::Lease l = ours(Kv{}, copy, lease_sent, g.ttl_s, length_ms, transition_ms, true).lease;
   e.acquired = l.acquired_at;
@@ -331,7 +340,9 @@ Reply EtcdBackend::renew(const std::string& mutex, const std::string& contender,
 
 Reply EtcdBackend::hold(const std::string& mutex, const std::string& contender, uint64_t token,
                         int64_t hold_ms, int64_t timeout_ms) {
-  return relet(mutex, contender, token, hold_ms, 0, true, false, timeout_ms);
+  Reply r = relet(mutex, contender, token, hold_ms, 0, true, false, timeout_ms);
+  if (r.changed) note_holding(mutex, token, history_deadline());
+  return r;
 }
 
 Reply EtcdBackend::begin_step(const std::string& mutex, const std::string& contender,
@@ -417,6 +428,9 @@ Reply EtcdBackend::release(const std::string& mutex, const std::string& contende
     return unchanged(s, deadline);
   }
   bool ran = ran_out(k, s.mine->create_revision);
+  // The event first, while our key holds the mutex (history.cpp).
+  if (s.mine_is_oldest() && !ran)
+    note_ended(mutex, s.mine->create_revision, false, history_deadline());
   Call c = m_store.revoke(s.mine->lease, deadline);
   if (!c.ok()) return failure(c);
   m_places.erase(k);
@@ -437,7 +451,8 @@ Reply EtcdBackend::release_lease(const std::string& mutex, uint64_t token, int64
 // may still run under is marked revoked, its key kept until its owner has
 // stopped CMD (end_revoked) or its lease runs out: the queue behind it
 // waits that long, so no second CMD starts early.
-Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool, int64_t timeout_ms) {
+Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool by_owner,
+                              int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   Seen s = m_store.read(mutex, "", deadline);
   if (!s.call.ok()) return failure(s.call);
@@ -446,6 +461,7 @@ Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool, in
     return unchanged(s, deadline);
   Reply r;
   if (s.oldest->entry.holding) {
+    note_ended(mutex, s.oldest->create_revision, !by_owner, history_deadline());
     Call c = m_store.revoke(s.oldest->lease, deadline);
     if (!c.ok()) return failure(c);
     r.status = Reply::Status::ok;
@@ -461,6 +477,7 @@ Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool, in
   if (!w.ok()) return failure(w);
   r = unchanged(m_store.read(mutex, "", deadline), deadline);
   r.changed = done;
+  if (done) note_ended(mutex, s.oldest->create_revision, true, history_deadline());
   return r;
 }
 
@@ -484,6 +501,8 @@ Reply EtcdBackend::get(const std::string& mutex, int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   Seen s = m_store.read(mutex, "", deadline);
   if (!s.call.ok()) return failure(s.call);
+  if (s.oldest && s.oldest->entry.slots > 1 && !s.oldest->row)
+    return slot_marker(mutex, s.oldest->entry.slots, deadline);
   return unchanged(s, deadline);
 }
 

@@ -3,9 +3,13 @@
 #include "backend/etcd/etcd.hpp"
 #include "backend/etcd/store.hpp"
 #include "backend/etcd/wakeups.hpp"
+#include "core/slots.hpp"
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace simba::backend::etcd {
 
@@ -33,14 +37,24 @@ public:
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
                     int64_t timeout_ms) override;
   Reply get(const std::string& mutex, int64_t timeout_ms) override;
-  // Not yet on etcd (docs/backends/etcd.md): refused, so that simba ends
-  // with 69 and says why instead of trying again.
-  Reply acquire_once(const std::string&, const std::string&, int64_t, int64_t,
-                     const core::OncePer&, const std::string&, const std::string&,
-                     int64_t) override {
-    return Reply::failure(Reply::Status::refused, describe() + ": --once-per is not supported "
-                                                               "on etcd yet");
-  }
+  // --once-per (once_per.cpp): the done record, a key of its own.
+  Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
+                     int64_t transition_ms, const core::OncePer& once, const std::string& label,
+                     const std::string& host, int64_t timeout_ms) override;
+  Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int exit_code, int64_t timeout_ms) override;
+  Reply done_record(const std::string& mutex, int64_t timeout_ms) override;
+  // History and counters (history.cpp).
+  History history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) override;
+  void set_exit_code(int code) override { m_exit_code = code; }
+  Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
+                    int64_t timeout_ms) override;
+  Reply record_skipped(const std::string& mutex, const std::string& contender,
+                       const SkippedRun& skipped, int64_t timeout_ms) override;
+  // --slots N (slots.cpp): the N oldest keys own the N slots.
+  bool has_slots() const override { return true; }
+  Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
+                     int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override;
   Listing inspect(const std::string& mutex, int64_t timeout_ms) override;
   void set_holder(const Holder& h) override;
   Wakeups& wakeups(const std::string& mutex, const std::string& contender) override;
@@ -57,6 +71,7 @@ private:
     uint64_t token = 0;     // of the ownership acquired_at belongs to
     int64_t acquired_at = 0;
     int64_t until = 0;      // boot clock: the end of the lease last shown ours
+    int64_t queued = 0;     // epoch ms: its key was made (history's waited_ms)
   };
 
   // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
@@ -106,11 +121,73 @@ private:
   // EtcdWakeups::Join: a place in the queue on a lease as long as the
   // last acquire asked for (10 s before any).
   bool join(const std::string& mutex, const std::string& contender);
+  // --slots (slots.cpp). `again`: look once more (a number was given
+  // meanwhile, or our place ran out).
+  Reply slot_once_more(const std::string& mutex, const std::string& contender, int slots,
+                       int64_t length_ms, int64_t transition_ms, int64_t deadline, bool& again);
+  bool claim(const std::vector<Kv>& lowest, size_t owners, const std::string& mine,
+             const core::Observed& o, int64_t deadline);
+  core::Observed first_free(const std::vector<Kv>& lowest, size_t owners, int slots) const;
+  Reply slot_marker(const std::string& mutex, int slots, int64_t deadline);
+  struct SlotState {
+    core::Observed observed; // the marker
+    std::vector<SlotLease> slots;
+  };
+  SlotState marker_of(const std::vector<Kv>& lowest, int slots, int64_t now, int64_t deadline);
+  MutexLease slot_listing(const std::string& name, const std::vector<Kv>& kvs, int64_t now,
+                          int64_t deadline);
+  // --once-per (once_per.cpp): the record as read, with its mod revision
+  // (0: none).
+  struct DoneSeen {
+    Call call;
+    std::optional<core::DoneRecord> record;
+    int64_t mod_revision = 0;
+  };
+  std::string done_key(const std::string& mutex) const { return m_uri.prefix + "!done/" + mutex; }
+  DoneSeen read_done(const std::string& mutex, int64_t deadline);
+  Call write_done(const std::string& mutex, const std::string& contender, uint64_t token,
+                  int64_t mod_revision, const core::DoneRecord& d, bool& done, int64_t deadline);
+  // History (history.cpp): a mutex's record, and the leases whose end is
+  // not written yet (by token).
+  struct OpenLease {
+    std::string owner, holder;
+    int64_t at = 0;       // acquired: epoch ms
+    bool counted = false; // its loss is counted (its holder's lost event)
+    bool holding = false; // only held: its expiry is no loss
+  };
+  struct HistoryRecord {
+    int64_t seq = 0, acquisitions = 0, losses = 0;
+    std::map<uint64_t, OpenLease> open;
+  };
+  // Updates the record, appends the events to write; false: write nothing.
+  using HistoryChange =
+      std::function<bool(HistoryRecord&, bool exists, std::vector<HistoryEvent>&)>;
+  std::string record_key(const std::string& mutex) const;
+  std::string events_prefix(const std::string& mutex) const;
+  static HistoryRecord decode_record(const nlohmann::json& j);
+  static nlohmann::json encode_record(const HistoryRecord& r);
+  void write_history(const std::string& row, const HistoryChange& change, int64_t deadline);
+  HistoryEvent event_of(const char* name, const std::string& owner, uint64_t token,
+                        const std::string& holder) const;
+  void after_acquire(const std::string& mutex, const std::string& contender, const Reply& r,
+                     int64_t deadline);
+  void note_acquired(const std::string& mutex, const std::string& contender, uint64_t token,
+                     int64_t waited_ms, const std::vector<uint64_t>& live, int64_t deadline);
+  void note_ended(const std::string& mutex, uint64_t token, bool forced, int64_t deadline);
+  void note_holding(const std::string& mutex, uint64_t token, int64_t deadline);
+  void add_counters(Listing& out, bool all, int64_t deadline);
+  // History's own budget: it never eats the operation's.
+  int64_t history_deadline() const;
+  // A plain contender that met slots (refused: 64) leaves the queue now.
+  void leave_queue(const std::string& mutex, const std::string& contender, int64_t deadline);
+  // The N a contender's key is made with (0: a plain one).
+  int slots_of(const std::string& key) const;
   Reply end_forced(const std::string& mutex, uint64_t token, bool by_owner, int64_t timeout_ms);
   Reply unchanged(const Seen& s, int64_t deadline);
   static Reply failure(const Call& c) { return Reply::failure(c.status, c.error); }
   std::string key(const std::string& mutex, const std::string& contender) const {
-    return queue_key(m_uri.prefix, mutex, contender);
+    // A slot's row "m#k" names the same key as its mutex m (core/slots.hpp).
+    return queue_key(m_uri.prefix, std::string(core::mutex_of_row(mutex)), contender);
   }
 
   EtcdUri m_uri;
@@ -121,6 +198,10 @@ private:
   int64_t m_length_ms = 10000; // the last acquire's ttl + transition
   std::map<std::string, Place> m_places; // by key
   EtcdWakeups m_wakeups;
+  std::map<std::string, int> m_slots_of; // by key: acquire_slot's N
+  int m_claimed_slot = -1;               // the number claim() gave our key
+  std::optional<int> m_exit_code;        // set_exit_code(): CMD's, for "released"
+  bool m_defer_acquired = false; // acquire_once: "acquired" only once the run starts
 };
 
 // A lease asked for `length_ms` is granted whole seconds, one more than
@@ -130,5 +211,10 @@ int64_t grant_seconds(int64_t length_ms);
 // A waiter is shown the holder's lease ending this long before its own
 // place's lease could, so that it tries again (and keeps it alive) in time.
 constexpr int64_t k_keep_alive_margin_ms = 1300;
+
+// A waiter with slots (slots.cpp): the watch `create` of the key whose
+// going may give it a slot; false when it needs none (it may own one).
+bool slot_watch(Client& client, const std::string& prefix, const std::string& mutex,
+                const Kv& mine, nlohmann::json& create, int64_t deadline);
 
 } // namespace simba::backend::etcd

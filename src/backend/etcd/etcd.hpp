@@ -6,7 +6,10 @@
 //   etcd.hpp      this factory, all that open_backend() sees
 //   backend.cpp   the Backend: the queue of keys, the lease operations
 //   listing.cpp   inspect(): the mutexes, their holders and waiters
+//   slots.cpp     --slots N: the N oldest keys own the slots
 //   run_mark.cpp  guard_mark(): schedule's last run, a key of its own
+//   once_per.cpp  --once-per: the done record, a key of its own
+//   history.cpp   history and counters: a record and a ring of events
 //   wakeups.*     a waiter watches its predecessor's key; an owner its own
 //   doctor.*      simba doctor's checks: members, leader, versions, rights
 //   store.*       the etcd calls the backend makes, typed

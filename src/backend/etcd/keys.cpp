@@ -30,8 +30,14 @@ std::string queue_key(const std::string& prefix, const std::string& mutex,
   return mutex_prefix(prefix, mutex) + owner;
 }
 
+std::string record_key(const std::string& prefix, const std::string& mutex) {
+  return prefix + "!e/" + mutex;
+}
+
 std::string mutex_of_key(const std::string& prefix, const std::string& key) {
-  if (key.compare(0, prefix.size(), prefix) != 0) return "";
+  // '!' begins no mutex name: simba's other keys (records, history).
+  if (key.compare(0, prefix.size(), prefix) != 0 || key.compare(prefix.size(), 1, "!") == 0)
+    return "";
   size_t bar = key.find('|', prefix.size());
   return bar == std::string::npos ? "" : key.substr(prefix.size(), bar - prefix.size());
 }
@@ -45,6 +51,8 @@ std::string encode_entry(const Entry& e) {
   if (e.acquired) j["a"] = e.acquired;
   if (e.ttl_at) j["l"] = e.ttl_at;
   if (e.until) j["u"] = e.until;
+  if (e.slots) j["n"] = e.slots;
+  if (e.slot >= 0) j["z"] = e.slot;
   return j.dump();
 }
 
@@ -62,6 +70,8 @@ Entry decode_entry(const std::string& value) {
   e.acquired = number(j, "a");
   e.ttl_at = number(j, "l");
   e.until = number(j, "u");
+  e.slots = int(number(j, "n"));
+  e.slot = j.contains("z") ? int(number(j, "z")) : -1;
   return e;
 }
 
@@ -105,6 +115,12 @@ nlohmann::json range_one(const std::string& key) { return {{"key", base64(key)}}
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex) {
   nlohmann::json r = range_all(prefix, mutex);
   r["limit"] = "1";
+  return r;
+}
+
+nlohmann::json range_lowest(const std::string& prefix, const std::string& mutex, int n) {
+  nlohmann::json r = range_all(prefix, mutex);
+  r["limit"] = std::to_string(n);
   return r;
 }
 

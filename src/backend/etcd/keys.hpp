@@ -33,6 +33,10 @@ struct Entry {
   int64_t acquired = 0;
   int64_t ttl_at = 0;
   int64_t until = 0;
+  // --slots N (slots.cpp): the N of the contender (0: a plain one), and
+  // the slot its key was given once among the N lowest (-1: none yet).
+  int slots = 0;
+  int slot = -1;
 };
 
 // One key as a range answer shows it.
@@ -42,10 +46,15 @@ struct Kv {
   int64_t mod_revision = 0;
   std::string lease; // the lease's id as etcd writes it (decimal), "0": none
   Entry entry;
+  // Read as the row of one slot ("m#k": the key that holds slot k), not as
+  // its mutex's oldest key (which, with slots, shows the marker).
+  bool row = false;
 };
 
 std::string queue_key(const std::string& prefix, const std::string& mutex,
                       const std::string& owner);
+// The history record of `mutex` (history.cpp): '!' begins no mutex name.
+std::string record_key(const std::string& prefix, const std::string& mutex);
 // The mutex a queue key belongs to ("" when it is not one).
 std::string mutex_of_key(const std::string& prefix, const std::string& key);
 
@@ -61,6 +70,8 @@ nlohmann::json range_one(const std::string& key);
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex);
 // Every key of `mutex` (mutex "": every mutex's), in create-revision order.
 nlohmann::json range_all(const std::string& prefix, const std::string& mutex);
+// The `n` oldest keys of `mutex` (with slots: the N that own them).
+nlohmann::json range_lowest(const std::string& prefix, const std::string& mutex, int n);
 // The key of `mutex` just before create revision `revision`: whom a waiter watches.
 nlohmann::json range_before(const std::string& prefix, const std::string& mutex,
                             int64_t revision);

@@ -30,7 +30,15 @@ Listing EtcdBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
                            [&](const MutexLease& m) { return m.mutex == name; });
     std::optional<Holder> holder =
         kv.entry.holder.empty() ? std::nullopt : decode_holder(kv.entry.holder);
+    if (it == out.mutexes.end() && kv.entry.slots > 1) { // slots.cpp
+      std::vector<Kv> mine;
+      for (const Kv& other : kvs)
+        if (mutex_of_key(m_uri.prefix, other.key) == name) mine.push_back(other);
+      out.mutexes.push_back(slot_listing(name, mine, out.now, deadline));
+      continue;
+    }
     if (it != out.mutexes.end()) {
+      if (!it->slots.empty()) continue; // listed by slot_listing
       Waiter w;
       w.owner_id = kv.entry.owner;
       w.since = kv.entry.since;
@@ -51,6 +59,7 @@ Listing EtcdBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
     m.mutex = mutex;
     out.mutexes.push_back(std::move(m));
   }
+  add_counters(out, mutex.empty(), deadline); // history.cpp: every mutex ever leased too
   std::sort(out.mutexes.begin(), out.mutexes.end(),
             [](const MutexLease& a, const MutexLease& b) { return a.mutex < b.mutex; });
   return out;

@@ -1,6 +1,8 @@
 // The backend's etcd calls, typed (store.hpp).
 #include "backend/etcd/store.hpp"
 
+#include <cstdlib>
+
 namespace simba::backend::etcd {
 namespace {
 
@@ -15,6 +17,17 @@ std::vector<Kv> kvs_at(const nlohmann::json& txn, size_t n) {
 std::optional<Kv> first(std::vector<Kv> kvs) {
   if (kvs.empty()) return std::nullopt;
   return std::move(kvs.front());
+}
+
+// The key that holds slot `slot` (--slots: slots.cpp), read as its row.
+std::optional<Kv> slot_holder(const std::vector<Kv>& kvs, int slot) {
+  for (const Kv& kv : kvs)
+    if (kv.entry.slot == slot && kv.entry.slots > 1) {
+      Kv row = kv;
+      row.row = true;
+      return row;
+    }
+  return std::nullopt;
 }
 
 int64_t revision_of(const nlohmann::json& j) {
@@ -62,14 +75,22 @@ int64_t Store::seconds_left(const std::string& id, int64_t deadline, int64_t* gr
 }
 
 Seen Store::read(const std::string& mutex, const std::string& key, int64_t deadline) {
+  // A slot's row "m#k" (core/slots.hpp): the key of m that holds slot k
+  // stands where a plain mutex's oldest key does.
+  size_t hash = mutex.find('#');
+  int row_slot = hash == std::string::npos ? -1 : std::atoi(mutex.c_str() + hash + 1);
+  std::string name = mutex.substr(0, hash);
   nlohmann::json ops = nlohmann::json::array();
-  ops.push_back({{"request_range", range_oldest(prefix(), mutex)}});
+  ops.push_back({{"request_range", row_slot < 0 ? range_oldest(prefix(), name)
+                                                : range_all(prefix(), name)}});
   if (!key.empty()) ops.push_back({{"request_range", range_one(key)}});
+  ops.push_back({{"request_range", range_one(record_key(prefix(), name))}}); // the last
   Seen s;
   s.call = m_client.call("/v3/kv/txn", {{"success", ops}}, false, deadline);
   if (!s.call.ok()) return s;
+  note_record(name, s.call.json, ops.size() - 1);
   s.revision = revision_of(s.call.json);
-  s.oldest = first(kvs_at(s.call.json, 0));
+  s.oldest = row_slot < 0 ? first(kvs_at(s.call.json, 0)) : slot_holder(kvs_at(s.call.json, 0), row_slot);
   if (!key.empty()) s.mine = first(kvs_at(s.call.json, 1));
   return s;
 }
@@ -83,14 +104,17 @@ Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entr
                     {"create_revision", "0"}}}},
       {"success", {{{"request_put", put}},
                    {{"request_range", range_oldest(prefix(), mutex)}},
-                   {{"request_range", range_one(key)}}}},
+                   {{"request_range", range_one(key)}},
+                   {{"request_range", range_one(record_key(prefix(), mutex))}}}},
       {"failure", {{{"request_range", range_oldest(prefix(), mutex)}},
-                   {{"request_range", range_one(key)}}}}};
+                   {{"request_range", range_one(key)}},
+                   {{"request_range", range_one(record_key(prefix(), mutex))}}}}};
   Seen s;
   s.call = m_client.call("/v3/kv/txn", txn, true, deadline);
   if (!s.call.ok()) return s;
   created = s.call.json.value("succeeded", false);
   size_t at = created ? 1 : 0;
+  note_record(mutex, s.call.json, at + 2);
   s.revision = revision_of(s.call.json);
   s.oldest = first(kvs_at(s.call.json, at));
   s.mine = first(kvs_at(s.call.json, at + 1));
@@ -111,6 +135,33 @@ Call Store::rewrite(const std::string& key, int64_t mod_revision, const Entry& e
   Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
   done = c.ok() && c.json.value("succeeded", false);
   return c;
+}
+
+void Store::note_record(const std::string& mutex, const nlohmann::json& txn, size_t at) {
+  if (!txn.contains("responses") || !txn["responses"].is_array() || txn["responses"].size() <= at)
+    return;
+  const nlohmann::json& r = txn["responses"][at];
+  if (!r.contains("response_range")) return;
+  const nlohmann::json& range = r["response_range"];
+  Record rec;
+  if (range.contains("kvs") && range["kvs"].is_array() && !range["kvs"].empty()) {
+    rec.mod_revision = number(range["kvs"][0], "mod_revision");
+    rec.value = unbase64(range["kvs"][0].value("value", ""));
+  }
+  m_records[mutex] = rec;
+}
+
+std::optional<Store::Record> Store::record_seen(const std::string& mutex) const {
+  auto it = m_records.find(mutex);
+  if (it == m_records.end()) return std::nullopt;
+  return it->second;
+}
+
+void Store::record_is(const std::string& mutex, std::optional<Record> r) {
+  if (r)
+    m_records[mutex] = *r;
+  else
+    m_records.erase(mutex);
 }
 
 } // namespace simba::backend::etcd

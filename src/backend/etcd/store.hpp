@@ -5,6 +5,7 @@
 #include "backend/etcd/client.hpp"
 #include "backend/etcd/keys.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -22,7 +23,8 @@ struct LeaseCall {
 struct Seen {
   Call call;
   std::optional<Kv> mine;   // the contender's key
-  std::optional<Kv> oldest; // the mutex's owner (or revoked lease)
+  std::optional<Kv> oldest; // the mutex's owner (or revoked lease); a slot's row
+                            // ("m#k"): the key that holds slot k
   int64_t revision = 0;     // the store's revision at the read
   bool mine_is_oldest() const {
     return mine && oldest && mine->create_revision == oldest->create_revision;
@@ -40,7 +42,8 @@ public:
   // 0 when unknown) and the TTL it was granted.
   int64_t seconds_left(const std::string& id, int64_t deadline, int64_t* granted = nullptr);
 
-  // Reads `key` (when not "") and the oldest key of `mutex` at one revision.
+  // Reads `key` (when not "") and the oldest key of `mutex` at one revision;
+  // of a slot's row "m#k", the key of m that holds slot k (Kv::row).
   Seen read(const std::string& mutex, const std::string& key, int64_t deadline);
   // Creates `key` with `entry` on lease `lease` unless it exists, and reads
   // it and the oldest key of `mutex` in the same transaction (the
@@ -56,8 +59,23 @@ public:
   Client& client() { return m_client; }
   const std::string& prefix() const { return m_client.uri().prefix; }
 
+  // The history record of a mutex (history.cpp) as the last read or write
+  // of this process saw it: read and enqueue read it in their transaction,
+  // so that an event costs one write, compared on its mod revision (0:
+  // none). nullopt: never seen.
+  struct Record {
+    int64_t mod_revision = 0;
+    std::string value;
+  };
+  std::optional<Record> record_seen(const std::string& mutex) const;
+  void record_is(const std::string& mutex, std::optional<Record> r);
+
 private:
+  // The record from the last response of a txn answer.
+  void note_record(const std::string& mutex, const nlohmann::json& txn, size_t at);
+
   Client m_client;
+  std::map<std::string, Record> m_records; // by mutex
 };
 
 } // namespace simba::backend::etcd

@@ -2,6 +2,8 @@
 // (wakeups.hpp).
 #include "backend/etcd/wakeups.hpp"
 
+#include "backend/etcd/backend_class.hpp"
+
 #include "sys/clock.hpp"
 
 #include <algorithm>
@@ -44,7 +46,11 @@ int EtcdWakeups::start(const std::string& mutex, const std::string& contender, b
     s = m_store.read(mutex, mine, deadline);
   if (!s.call.ok() || !s.mine) return -1; // not queued: the timers
   std::string watched = mine;
-  if (waiting) {
+  nlohmann::json create;
+  if (waiting && s.mine->entry.slots > 1) { // slots.cpp
+    if (!slot_watch(m_store.client(), m_store.prefix(), mutex, *s.mine, create, deadline))
+      return -1; // a slot may be ours: look
+  } else if (waiting) {
     if (s.mine_is_oldest()) return -1; // ours to take: look_after_queueing()
     Call c = m_store.client().call(
         "/v3/kv/range", range_before(m_store.prefix(), mutex, s.mine->create_revision), false,
@@ -53,9 +59,11 @@ int EtcdWakeups::start(const std::string& mutex, const std::string& contender, b
     if (before.empty()) return -1;
     watched = before.front().key;
   }
-  nlohmann::json create = {{"key", base64(watched)},
-                           {"start_revision", std::to_string(s.revision + 1)}};
-  if (waiting) create["filters"] = {"NOPUT"};
+  if (create.is_null()) {
+    create = {{"key", base64(watched)}};
+    if (waiting) create["filters"] = {"NOPUT"};
+  }
+  create["start_revision"] = std::to_string(s.revision + 1);
   m_stream = std::make_unique<HttpConnection>(m_store.client().target());
   std::string token = m_store.client().token(deadline);
   nlohmann::json body = {{"create_request", create}};
@@ -95,11 +103,16 @@ std::optional<QueuePlace> EtcdWakeups::queue_place(const std::string& mutex,
   if (!c.ok()) return std::nullopt;
   std::vector<Kv> kvs = kvs_of(c.json);
   const std::string mine = queue_key(m_store.prefix(), mutex, contender);
+  // The first key holds the mutex; with slots, the numbered keys hold them.
+  bool slots = !kvs.empty() && kvs.front().entry.slots > 1;
+  std::vector<const Kv*> waiting;
+  for (size_t i = slots ? 0 : 1; i < kvs.size(); ++i)
+    if (!slots || kvs[i].entry.slot < 0) waiting.push_back(&kvs[i]);
   QueuePlace p;
-  p.length = int(kvs.size()) > 0 ? int(kvs.size()) - 1 : 0; // the first holds the mutex
-  p.position = p.length + 1;                                // not queued: last
-  for (size_t i = 1; i < kvs.size(); ++i)
-    if (kvs[i].key == mine) p.position = int(i);
+  p.length = int(waiting.size());
+  p.position = p.length + 1; // not queued: last
+  for (size_t i = 0; i < waiting.size(); ++i)
+    if (waiting[i]->key == mine) p.position = int(i) + 1;
   if (p.position > p.length) p.length = p.position;
   return p;
 }
