@@ -35,7 +35,11 @@ wait_for 10 test -s "$T/acquired"
 acquired=$(<"$T/acquired")
 gap=$((acquired - t0))
 echo "waiter acquired ${gap} ms after kill -9" >&2
-((gap <= 3500)) || fail "the waiter acquired ${gap} ms after kill -9 (expected <= ttl + transition + 1 s)"
+# etcd: its lease is granted a second more and ends at etcd's next check
+# for ended leases (twice a second): docs/backends/etcd.md.
+bound=3500
+[[ ${SIMBA_E2E_BACKEND:-} == etcd ]] && bound=$((bound + 1500))
+((gap <= bound)) || fail "the waiter acquired ${gap} ms after kill -9 (expected <= ttl + transition + 1 s)"
 wait_for 5 pid_dead "$waiter"
 rc=0
 wait "$waiter" || rc=$?
