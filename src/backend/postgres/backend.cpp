@@ -106,7 +106,9 @@ public:
     if (is_slot_row(mutex))
       return run_slot(m_sql.release_slot(), {mutex, contender, std::to_string(token), m_exit_code},
                       timeout_ms);
-    return run(m_sql.release(), {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms);
+    return left_queue(
+        run(m_sql.release(), {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms),
+        mutex, contender);
   }
 
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
@@ -169,10 +171,11 @@ public:
 
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
                      int exit_code, int64_t timeout_ms) override {
-    return run(m_sql.release_once(),
-               {mutex, contender, std::to_string(token), pg::channel(m_uri, mutex),
-                std::to_string(exit_code)},
-               timeout_ms);
+    return left_queue(run(m_sql.release_once(),
+                          {mutex, contender, std::to_string(token), pg::channel(m_uri, mutex),
+                           std::to_string(exit_code)},
+                          timeout_ms),
+                      mutex, contender);
   }
 
   Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
@@ -259,6 +262,14 @@ private:
                                     mode};
     if (is_slot_row(mutex)) return run_slot(m_sql.guard_slot(), params, timeout_ms);
     return run(m_sql.guard(), params, timeout_ms);
+  }
+
+  // A release (k_leave_queue) that was answered took the releaser's place
+  // out of the queue in its own transaction: the wake-ups are told (no
+  // I/O), so that the end of the process sends no DELETE of it again.
+  Reply left_queue(Reply r, const std::string& mutex, const std::string& contender) {
+    if (r.ok()) m_wakeups.left_queue(mutex, contender);
+    return r;
   }
 
   std::optional<QueuePlace> read_place(const std::string& mutex, const std::string& contender);
