@@ -40,7 +40,13 @@
 namespace simba::process {
 namespace {
 
+// SIMBA_FORK_WATCHDOG: a build for callgrind (CMakeLists.txt,
+// SIMBA_CALLGRIND), which cannot follow a clone(CLONE_VM).
+#ifdef SIMBA_FORK_WATCHDOG
+constexpr bool k_share_memory = false;
+#else
 constexpr bool k_share_memory = raw::k_raw_syscalls;
+#endif
 
 // The watchdog's mapping (see k_region), its Shared block constructed.
 char* map_region() {

@@ -75,7 +75,7 @@ public:
 
   Reply acquire(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                 int64_t transition_ms, int64_t timeout_ms) override {
-    return run(m_sql.acquire,
+    return run(m_sql.acquire(),
                {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
                 m_quarantine, m_holder},
                timeout_ms);
@@ -104,16 +104,18 @@ public:
   Reply release(const std::string& mutex, const std::string& contender, uint64_t token,
                 int64_t timeout_ms) override {
     if (is_slot_row(mutex))
-      return run_slot(m_sql.release_slot, {mutex, contender, std::to_string(token), m_exit_code},
+      return run_slot(m_sql.release_slot(), {mutex, contender, std::to_string(token), m_exit_code},
                       timeout_ms);
-    return run(m_sql.release, {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms);
+    return left_queue(
+        run(m_sql.release(), {mutex, contender, std::to_string(token), m_exit_code}, timeout_ms),
+        mutex, contender);
   }
 
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
                     int64_t timeout_ms) override {
     if (is_slot_row(mutex))
       return Reply::failure(Reply::Status::failed, "a slot's revoked lease runs out");
-    return run(m_sql.end_revoked, {mutex, std::to_string(token), contender}, timeout_ms);
+    return run(m_sql.end_revoked(), {mutex, std::to_string(token), contender}, timeout_ms);
   }
 
   // A slot's: the owner and the waiters listen on the mutex's channel.
@@ -128,11 +130,11 @@ public:
 
   Reply end_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms, bool by_owner) {
     if (is_slot_row(mutex))
-      return run_slot(m_sql.force_release_slot,
+      return run_slot(m_sql.force_release_slot(),
                       {mutex, std::to_string(token),
                        pg::channel(m_uri, std::string(core::mutex_of_row(mutex))), m_holder},
                       timeout_ms);
-    return run(m_sql.force_release,
+    return run(m_sql.force_release(),
                {mutex, std::to_string(token), pg::channel(m_uri, mutex), m_holder,
                 by_owner ? "true" : "false"},
                timeout_ms);
@@ -145,7 +147,7 @@ public:
   Reply acquire_slot(const std::string& mutex, const std::string& contender, int slots,
                      int64_t ttl_ms, int64_t transition_ms, int64_t timeout_ms) override {
     if (slots == 1) return acquire(mutex, contender, ttl_ms, transition_ms, timeout_ms);
-    Reply r = run_slot(m_sql.acquire_slot,
+    Reply r = run_slot(m_sql.acquire_slot(),
                        {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
                         m_quarantine, m_holder, std::to_string(slots)},
                        timeout_ms);
@@ -154,13 +156,13 @@ public:
   }
 
   Reply get(const std::string& mutex, int64_t timeout_ms) override {
-    return run(m_sql.get, {mutex, m_quarantine}, timeout_ms);
+    return run(m_sql.get(), {mutex, m_quarantine}, timeout_ms);
   }
 
   Reply acquire_once(const std::string& mutex, const std::string& contender, int64_t ttl_ms,
                      int64_t transition_ms, const core::OncePer& once, const std::string& label,
                      const std::string& host, int64_t timeout_ms) override {
-    return run(m_sql.acquire_once,
+    return run(m_sql.acquire_once(),
                {mutex, contender, std::to_string(ttl_ms), std::to_string(transition_ms),
                 m_quarantine, std::to_string(once.period_ms), std::to_string(once.offset_ms),
                 once.retry_failed ? "t" : "f", label, host, m_holder, std::to_string(once.window)},
@@ -169,21 +171,22 @@ public:
 
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
                      int exit_code, int64_t timeout_ms) override {
-    return run(m_sql.release_once,
-               {mutex, contender, std::to_string(token), pg::channel(m_uri, mutex),
-                std::to_string(exit_code)},
-               timeout_ms);
+    return left_queue(run(m_sql.release_once(),
+                          {mutex, contender, std::to_string(token), pg::channel(m_uri, mutex),
+                           std::to_string(exit_code)},
+                          timeout_ms),
+                      mutex, contender);
   }
 
   Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
-    return run(m_sql.done_record, {mutex, m_quarantine}, timeout_ms);
+    return run(m_sql.done_record(), {mutex, m_quarantine}, timeout_ms);
   }
 
   // schedule's record of the last run (the column last_run_at).
   Reply guard_mark(const std::string& mutex, const std::string& contender, uint64_t token,
                    int64_t ttl_ms, int64_t transition_ms, bool record,
                    int64_t timeout_ms) override {
-    return run(m_sql.guard_mark,
+    return run(m_sql.guard_mark(),
                {mutex, contender, std::to_string(token), std::to_string(ttl_ms),
                 std::to_string(transition_ms), "guard", record ? "t" : "f"},
                timeout_ms);
@@ -201,7 +204,7 @@ public:
 
   Reply record_lost(const std::string& mutex, const std::string& contender, const LostLease& lost,
                     int64_t timeout_ms) override {
-    return run(m_sql.record_lost,
+    return run(m_sql.record_lost(),
                {mutex, contender, std::to_string(lost.token), m_holder,
                 lost.exit_code ? std::to_string(*lost.exit_code) : "", std::to_string(lost.held_ms),
                 lost.reason, lost.by},
@@ -216,7 +219,7 @@ public:
       nothing.status = Reply::Status::ok;
       return nothing;
     }
-    return run(m_sql.record_skipped,
+    return run(m_sql.record_skipped(),
                {mutex, contender, std::to_string(s.token), m_holder,
                 s.exit_code ? std::to_string(*s.exit_code) : "",
                 s.held_ms ? std::to_string(*s.held_ms) : "", s.reason, s.by,
@@ -257,8 +260,16 @@ private:
                                     std::to_string(ttl_ms),
                                     std::to_string(transition_ms),
                                     mode};
-    if (is_slot_row(mutex)) return run_slot(m_sql.guard_slot, params, timeout_ms);
-    return run(m_sql.guard, params, timeout_ms);
+    if (is_slot_row(mutex)) return run_slot(m_sql.guard_slot(), params, timeout_ms);
+    return run(m_sql.guard(), params, timeout_ms);
+  }
+
+  // A release (k_leave_queue) that was answered took the releaser's place
+  // out of the queue in its own transaction: the wake-ups are told (no
+  // I/O), so that the end of the process sends no DELETE of it again.
+  Reply left_queue(Reply r, const std::string& mutex, const std::string& contender) {
+    if (r.ok()) m_wakeups.left_queue(mutex, contender);
+    return r;
   }
 
   std::optional<QueuePlace> read_place(const std::string& mutex, const std::string& contender);
@@ -304,7 +315,8 @@ std::string PostgresBackend::connect(int64_t deadline) {
   if (why == net::k_timed_out)
     return "no answer from PostgreSQL at " + m_uri.shown + " within " +
            core::format_duration(m_budget_ms);
-  return scrub("cannot connect to PostgreSQL at " + m_uri.shown + ": " + why + pg::connect_hint(why));
+  return scrub("cannot connect to PostgreSQL at " + m_uri.shown + ": " + why +
+               pg::connect_hint(why));
 }
 
 std::string PostgresBackend::failure(const Result& r) const {
@@ -421,7 +433,7 @@ Reply PostgresBackend::run_slot(const std::string& sql, const std::vector<std::s
 
 // status and history: one statement each, its rows read in rows.cpp.
 Listing PostgresBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
-  Result r = call(m_sql.inspect, {m_quarantine, mutex}, timeout_ms);
+  Result r = call(m_sql.inspect(), {m_quarantine, mutex}, timeout_ms);
   if (!r.ok) {
     Listing failed;
     failed.holders_kept = failed.waiters_kept = true;
@@ -432,7 +444,7 @@ Listing PostgresBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
 }
 
 History PostgresBackend::history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) {
-  Result r = call(m_sql.history, {mutex, std::to_string(since_ms)}, timeout_ms);
+  Result r = call(m_sql.history(), {mutex, std::to_string(since_ms)}, timeout_ms);
   if (!r.ok) {
     History failed;
     failed.kept = true;
@@ -445,7 +457,7 @@ History PostgresBackend::history(const std::string& mutex, int64_t since_ms, int
 // Asked only by a waiting notice: one statement on the main connection.
 std::optional<QueuePlace> PostgresBackend::read_place(const std::string& mutex,
                                                       const std::string& contender) {
-  Result r = call(m_sql.place, {mutex, contender}, m_uri.timeout_ms);
+  Result r = call(m_sql.place(), {mutex, contender}, m_uri.timeout_ms);
   if (!r.ok) return std::nullopt;
   QueuePlace p;
   for (const std::vector<std::string>& row : r.rows) {
@@ -466,16 +478,16 @@ std::optional<QueuePlace> PostgresBackend::read_place(const std::string& mutex,
 // statement of another simba that held one table and waited for the next
 // deadlocked with them (CI: 24 first uses at once, one exited 69).
 std::string PostgresBackend::create_tables(int64_t deadline) {
-  const std::string& schema = m_sql.create_schema;
+  const std::string& schema = m_sql.create_schema();
   bool with_schema = false;
   std::string missing; // what the probe found missing, for the message
   for (int attempt = 0;; ++attempt) {
     if (!m_conn.is_open()) return failure(Result{});
-    Result probe = m_conn.query(m_sql.probe_schema, {}, deadline);
+    Result probe = m_conn.query(m_sql.probe_schema(), {}, deadline);
     if (probe.ok) return "";
     if (attempt == 0)
       missing = pg::missing_parts(m_conn, m_uri, deadline, pg::primary_message(probe.error));
-    std::string sql = (with_schema ? schema : "") + m_sql.schema;
+    std::string sql = (with_schema ? schema : "") + m_sql.schema();
     Result r = m_conn.is_open() ? m_conn.script(sql, deadline) : Result{};
     if (r.ok) return "";
     bool retry = lost_create_race(r.sqlstate) || (r.sqlstate == "3F000" && !with_schema);
@@ -505,7 +517,7 @@ std::string PostgresBackend::ensure_tables(const std::string& state, int64_t dea
   bool tables_missing = missing_tables(state);
   if (tables_missing && m_access == Access::inspect) {
     // Only the history is missing: tables to bring up to date.
-    Result older = m_conn.is_open() ? m_conn.query(m_sql.probe_leases, {}, deadline) : Result{};
+    Result older = m_conn.is_open() ? m_conn.query(m_sql.probe_leases(), {}, deadline) : Result{};
     if (!older.ok && !older.sqlstate.empty() && !missing_tables(older.sqlstate))
       return failure(older);
     tables_missing = !older.ok;

@@ -136,7 +136,7 @@ const std::vector<TableRights>& table_rights() {
 std::string setup_sql(const std::string& schema, const std::string& prefix,
                       const std::string& role) {
   Statements s = make_statements(schema, prefix);
-  std::string sql = s.create_schema + s.schema + "\n";
+  std::string sql = s.create_schema() + s.schema() + "\n";
   const std::string to = " TO " + quote_identifier(role) + ";\n";
   sql += "GRANT USAGE ON SCHEMA " + quote_identifier(schema) + to;
   // One GRANT per set of rights, its tables together.
@@ -181,7 +181,7 @@ std::string uri_role(const PostgresUri& uri) {
 }
 
 std::vector<RequiredTable> required_tables(const std::string& schema, const std::string& prefix) {
-  return required_tables_in(make_statements(schema, prefix).schema);
+  return required_tables_in(make_statements(schema, prefix).schema());
 }
 
 std::vector<RequiredTable> required_tables_in(const std::string& schema_sql) {

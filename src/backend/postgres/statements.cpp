@@ -213,7 +213,8 @@ up AS (
                   ELSE coalesce(l.losses, 0) + {EXPIRY_LOSS} END
   WHERE (l.transition_at > excluded.acquired_at AND l.owner = $2::text)
      OR (l.transition_at <= excluded.acquired_at AND excluded.acquired_at >= (SELECT till FROM q)
-         AND )" + std::string(k_fifo_open) + R"()
+         AND )" +
+         std::string(k_fifo_open) + R"()
   RETURNING l.owner, l.acquired_at, l.ttl_at, l.transition_at, l.token, l.holding,
             l.owner = $2::text AS changed, coalesce(l.history_seq, 0) AS hseq))" +
          history_writes(acquired_events("$6"), history) + answer(true, "", "", false, true);
@@ -518,74 +519,106 @@ FROM n)";
 
 } // namespace
 
-Statements make_statements(const std::string& schema, const std::string& prefix) {
-  std::string leases = table_name(schema, prefix, "leases");
-  std::string server = table_name(schema, prefix, "server");
-  std::string waiters = table_name(schema, prefix, "waiters");
-  std::string history = table_name(schema, prefix, "history");
-  auto f = [&](const std::string& sql) { return fill(sql, leases, server, waiters, history); };
+Statements::Statements(const std::string& schema, const std::string& prefix)
+    : m_schema(schema), m_prefix(prefix), m_leases(table_name(schema, prefix, "leases")),
+      m_server(table_name(schema, prefix, "server")),
+      m_waiters(table_name(schema, prefix, "waiters")),
+      m_history(table_name(schema, prefix, "history")) {}
+
+const std::string& Statements::sql(Id id) const {
+  const int at = static_cast<int>(id);
+  if (!m_built[at]) {
+    m_made[at] = make(id);
+    m_built[at] = true;
+  }
+  return m_made[at];
+}
+
+std::string Statements::fill(const std::string& sql) const {
+  return pg::fill(sql, m_leases, m_server, m_waiters, m_history);
+}
+
+// The statements of the lease's operations.
+std::string Statements::make_lease_sql(Id id) const {
   const int64_t limit = history_limit();
-  std::string with_now = std::string("WITH ") + k_now;
-  Statements s;
-  s.create_schema = create_schema_sql(schema);
-  s.schema = schema_sql(schema, prefix);
-  s.probe_leases = f("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
-  s.probe_schema = probe_sql(schema, required_tables_in(s.schema));
-  s.acquire = f(with_counters(acquire_sql(limit)));
+  const std::string with_now = std::string("WITH ") + k_now;
   std::string guard = k_guard;
-  s.guard = f(with_now + std::string(guard).replace(guard.find("{MARK}"), 6, "") + answer(false));
+  switch (id) {
+  case Id::acquire: return fill(with_counters(acquire_sql(limit)));
+  case Id::guard:
+    return fill(with_now + guard.replace(guard.find("{MARK}"), 6, "") + answer(false));
   // guard_mark: guard's, and $7 (boolean) 'record'. Only when it renewed:
   // the start of the last run as it was (the statement's snapshot) in a
   // tenth column, and with $7 now as the start of this run.
-  s.guard_mark = f(with_now +
-                   guard.replace(guard.find("{MARK}"), 6,
-                                 ",\n    last_run_at = CASE WHEN $7::boolean THEN n.ms "
-                                 "ELSE l.last_run_at END") +
-                   answer(false, "",
-                          ",\n       CASE WHEN r.changed THEN (SELECT last_run_at FROM {L} "
-                          "WHERE mutex = $1) END"));
+  case Id::guard_mark:
+    return fill(with_now +
+                guard.replace(guard.find("{MARK}"), 6,
+                              ",\n    last_run_at = CASE WHEN $7::boolean THEN n.ms "
+                              "ELSE l.last_run_at END") +
+                answer(false, "",
+                       ",\n       CASE WHEN r.changed THEN (SELECT last_run_at FROM {L} "
+                       "WHERE mutex = $1) END"));
   // A release wakes the first live waiter in the queue (not the
   // releaser), on its own channel. Live: the session that queued it (its
   // LISTEN) still runs.
-  s.release =
-      f(with_now + k_release + k_leave_queue + history_writes(released_events("$4"), limit) +
-        answer(false, first_waiter("$2::text")));
-  s.end_revoked = f(with_now + k_end_revoked + answer(false, first_waiter("$3::text")));
+  case Id::release:
+    return fill(with_now + k_release + k_leave_queue +
+                history_writes(released_events("$4"), limit) +
+                answer(false, first_waiter("$2::text")));
+  case Id::end_revoked:
+    return fill(with_now + k_end_revoked + answer(false, first_waiter("$3::text")));
   // A forced release that freed the mutex (a lease only held) wakes the
   // first live waiter, as a release does; one that revoked a lease tells
   // the owner, and every waiter, on the mutex's channel.
-  s.force_release =
-      f(with_now + k_old_row + k_force_release +
+  case Id::force_release:
+    return fill(
+        with_now + k_old_row + k_force_release +
         history_writes(forced_events("$4", "$5::boolean"), limit) +
         answer(false, "CASE WHEN (SELECT transition_at FROM up) <= (SELECT ms FROM n) THEN " +
                           first_waiter("''") + " ELSE $3::text END"));
   // get: $1 mutex, $2 quarantine (boolean): the lease, nothing written.
-  s.get = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
+  case Id::get:
+    return fill(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
 up AS (SELECT )" +
-            k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
-  s.acquire_once = f(with_counters(acquire_once_sql(limit)));
-  s.record_lost =
-      f(with_now + k_record_lost + history_writes(k_lost_events, limit) + answer(false));
-  s.record_skipped =
-      f(with_now + k_record_skipped + history_writes(k_skipped_events, limit) + answer(false));
-  s.release_once =
-      f(with_now + k_release_once + k_leave_queue + history_writes(released_events("$5"), limit) +
-        answer(false, "$4", k_once_columns, true));
+                k_fields + R"(, false AS changed FROM {L} WHERE false))" + answer(true));
+  case Id::acquire_once: return fill(with_counters(acquire_once_sql(limit)));
+  case Id::record_lost:
+    return fill(with_now + k_record_lost + history_writes(k_lost_events, limit) + answer(false));
+  case Id::record_skipped:
+    return fill(with_now + k_record_skipped + history_writes(k_skipped_events, limit) +
+                answer(false));
+  case Id::release_once:
+    return fill(with_now + k_release_once + k_leave_queue +
+                history_writes(released_events("$5"), limit) +
+                answer(false, "$4", k_once_columns, true));
   // done_record: get's, with the done record.
-  s.done_record = f(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
-up AS (SELECT )" + k_fields +
-                    ", " + k_once_fields + R"(, false AS changed FROM {L} WHERE false))" +
-                    answer(true, "", k_once_columns, true));
-  s.enqueue = f(with_now + k_enqueue);
-  s.dequeue = f("DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text");
-  s.acquire_slot = f(with_counters(acquire_slot_sql(limit)));
-  s.guard_slot = f(guard_slot_sql());
-  s.release_slot = f(release_slot_sql(limit));
-  s.force_release_slot = f(force_release_slot_sql(limit));
-  s.inspect = f(inspect_sql(with_now + ",\n" + quarantine("0", "$1::boolean")));
-  s.history = f(k_history_read);
-  s.place = f(k_place);
-  return s;
+  case Id::done_record:
+    return fill(with_now + ",\n" + quarantine("0", "$2::boolean") + R"(,
+up AS (SELECT )" +
+                k_fields + ", " + k_once_fields + R"(, false AS changed FROM {L} WHERE false))" +
+                answer(true, "", k_once_columns, true));
+  default: return "";
+  }
+}
+
+std::string Statements::make(Id id) const {
+  switch (id) {
+  case Id::create_schema: return create_schema_sql(m_schema);
+  case Id::schema: return schema_sql(m_schema, m_prefix);
+  case Id::probe_leases: return fill("SELECT 1 FROM {L}, {S}, {Z} LIMIT 0");
+  case Id::probe_schema: return probe_sql(m_schema, required_tables_in(schema()));
+  case Id::enqueue: return fill(std::string("WITH ") + k_now + k_enqueue);
+  case Id::dequeue: return fill("DELETE FROM {Z} WHERE mutex = $1 AND contender = $2::text");
+  case Id::acquire_slot: return fill(with_counters(acquire_slot_sql(history_limit())));
+  case Id::guard_slot: return fill(guard_slot_sql());
+  case Id::release_slot: return fill(release_slot_sql(history_limit()));
+  case Id::force_release_slot: return fill(force_release_slot_sql(history_limit()));
+  case Id::inspect:
+    return fill(inspect_sql(std::string("WITH ") + k_now + ",\n" + quarantine("0", "$1::boolean")));
+  case Id::history: return fill(k_history_read);
+  case Id::place: return fill(k_place);
+  default: return make_lease_sql(id);
+  }
 }
 
 } // namespace simba::backend::pg

@@ -97,7 +97,7 @@ bool QueueListenWakeups::listen(int64_t deadline) {
 // A notification that came while the answer was read is taken here: the
 // socket will not show it; looking once does.
 void QueueListenWakeups::enqueue(int64_t deadline) {
-  Result r = m_conn.query(m_sql.enqueue,
+  Result r = m_conn.query(m_sql.enqueue(),
                           {m_mutex, m_contender, channel(m_uri, m_mutex, m_contender), m_holder,
                            m_queued_at.empty() ? "0" : m_queued_at},
                           deadline);
@@ -113,7 +113,7 @@ void QueueListenWakeups::leave_queue() {
   if (!m_queued) return;
   m_queued = false;
   if (m_conn.is_open())
-    m_conn.query(m_sql.dequeue, {m_mutex, m_contender}, sys::boottime_ms() + m_uri.timeout_ms);
+    m_conn.query(m_sql.dequeue(), {m_mutex, m_contender}, sys::boottime_ms() + m_uri.timeout_ms);
 }
 
 // A lost connection may have lost a notification too: look.

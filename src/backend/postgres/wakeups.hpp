@@ -68,7 +68,8 @@ public:
   // --slots: the statement that took (or renewed) a slot of `mutex` for
   // `contender` took its place out of the queue too (slots_sql.hpp), so
   // that the next release wakes another and the waiters behind do not
-  // count it: a wait() that follows joins the queue again. No I/O.
+  // count it; so does a release (statements.cpp: k_leave_queue). A wait()
+  // that follows joins the queue again. No I/O.
   void left_queue(const std::string& mutex, const std::string& contender) {
     if (mutex == m_mutex && contender == m_contender) {
       m_queued = false;
