@@ -28,10 +28,20 @@ EtcdBackend::EtcdBackend(EtcdUri uri)
 // A place in a queue goes with the process (wakeups.hpp, 6.): the leases of
 // the places that do not own their mutex are revoked, which deletes their
 // keys. An owner's stays: a lease simba acquire took outlives the process.
+// The leases whose keys releases deleted go too (they would run out).
 EtcdBackend::~EtcdBackend() {
   int64_t deadline = sys::boottime_ms() + std::min<int64_t>(m_uri.timeout_ms, 1000);
   for (const auto& [key, p] : m_places)
     if (!p.owner && !p.lease.empty()) m_store.revoke(p.lease, deadline);
+  for (const std::string& lease : m_released) m_store.revoke(lease, deadline);
+}
+
+bool EtcdBackend::covers(const Place& p, int64_t length_ms) const {
+  if (p.kept_at <= 0 || p.granted_s <= 0) return false;
+  // etcd keeps the lease granted_s from when its leader took the call, after
+  // kept_at; 1% of that for the rate of its clock against ours.
+  int64_t slack = std::max<int64_t>(100, p.granted_s * 10);
+  return sys::boottime_ms() + length_ms + slack <= p.kept_at + p.granted_s * 1000;
 }
 
 Reply EtcdBackend::freed(uint64_t token) const {
@@ -145,6 +155,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   Place& p = m_places[k];
   p.lease = g.id;
   p.granted_s = g.ttl_s;
+  p.kept_at = g.call.sent_at;
   return true;
 }
 
@@ -167,7 +178,7 @@ Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender
   if (!g.call.ok()) return Seen{g.call, {}, {}, 0};
   p.lease = g.id;
   p.granted_s = g.ttl_s;
-  lease_sent = g.call.sent_at;
+  p.kept_at = lease_sent = g.call.sent_at;
   // The times of the lease should the key be the oldest (it then owns the
   // mutex at once, and nothing else needs writing).
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
@@ -215,9 +226,16 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
   if (!s.mine) return Reply::failure(Reply::Status::failed, "our key in etcd vanished at once");
   if (s.mine->lease != p.lease) { // made by an earlier call whose answer we missed
     p.lease = s.mine->lease;
-    lease_sent = 0;
+    p.kept_at = lease_sent = 0;
   }
+  p.mod = s.mine->mod_revision;
   bool revoked = s.mine->entry.revoked;
+  // Woken at the head of the queue with a lease kept alive recently enough
+  // that etcd keeps it the whole length from now (README.md, "Timing"): no
+  // keep-alive on the way from the release to CMD. The read showed the key
+  // (so its lease) there after that keep-alive.
+  if (!lease_sent && !revoked && s.mine_is_oldest() && covers(p, length_ms))
+    lease_sent = sys::boottime_ms();
   if (!lease_sent && !revoked) {
     LeaseCall ka = m_store.keep_alive(p.lease, deadline);
     if (!ka.call.ok()) return failure(ka.call);
@@ -225,7 +243,7 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
       m_places.erase(k);
       return Reply::failure(Reply::Status::failed, "our place in the etcd queue ran out");
     }
-    lease_sent = ka.call.sent_at;
+    p.kept_at = lease_sent = ka.call.sent_at;
     p.granted_s = ka.ttl_s;
   }
   Reply r;
@@ -258,7 +276,9 @@ bool EtcdBackend::publish(const Kv& mine, const core::Observed& o, int64_t deadl
   e.ttl_at = o.lease.ttl_at;
   e.until = o.lease.transition_at;
   bool done = false;
-  m_store.rewrite(mine.key, mine.mod_revision, e, "", done, deadline);
+  Call c = m_store.rewrite(mine.key, mine.mod_revision, e, "", done, deadline);
+  auto it = m_places.find(mine.key);
+  if (done && it != m_places.end()) it->second.mod = header_revision(c);
   return done;
 }
 
@@ -312,6 +332,7 @@ Reply EtcdBackend::renew(const std::string& mutex, const std::string& contender,
   Place& p = known;
   p.lease = s.mine->lease;
   p.granted_s = ka.ttl_s;
+  p.kept_at = ka.call.sent_at;
   r.observed = ours(*s.mine, p, ka.call.sent_at, ka.ttl_s, ttl_ms + transition_ms, transition_ms);
   // renew --lease: the times the guarding step counts on stay, while etcd
   // surely keeps the key that long (from this keep-alive's send).
@@ -393,6 +414,8 @@ Reply EtcdBackend::relet(const std::string& mutex, const std::string& contender,
   m_store.revoke(s.mine->lease, deadline); // it holds no key now; best effort
   p.lease = g.id;
   p.granted_s = g.ttl_s;
+  p.kept_at = g.call.sent_at;
+  p.mod = header_revision(w);
   mine.entry = e;
   Reply r;
   r.status = Reply::Status::ok;
@@ -407,6 +430,25 @@ Reply EtcdBackend::release(const std::string& mutex, const std::string& contende
                            int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   const std::string k = key(mutex, contender);
+  // Our own ownership, our key as we last read or wrote it: one write
+  // deletes the key (which wakes the next waiter) unless it changed since
+  // (a forced release rewrote it: the read below). The lease is revoked as
+  // simba exits, off the way from this release to the next CMD.
+  auto own = m_places.find(k);
+  if (own != m_places.end() && own->second.owner && own->second.mod > 0 && token != 0 &&
+      own->second.token == token) {
+    bool ran = ran_out(k, token);
+    bool done = false;
+    Call c = m_store.remove(k, int64_t(token), own->second.mod, done, deadline);
+    if (!c.ok()) return failure(c);
+    if (done) {
+      m_released.push_back(own->second.lease);
+      m_places.erase(own);
+      Reply r = freed(token);
+      r.changed = !ran;
+      return r;
+    }
+  }
   Seen s = m_store.read(mutex, k, deadline);
   if (!s.call.ok()) return failure(s.call);
   Reply r;

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace simba::backend::etcd {
 
@@ -57,6 +58,8 @@ private:
     uint64_t token = 0;     // of the ownership acquired_at belongs to
     int64_t acquired_at = 0;
     int64_t until = 0;      // boot clock: the end of the lease last shown ours
+    int64_t kept_at = 0;    // boot clock: when the last grant or keep-alive of `lease` was sent
+    int64_t mod = 0;        // our key's mod revision as we last read or wrote it
   };
 
   // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
@@ -68,6 +71,9 @@ private:
   // owner (etcd may keep the key a little longer).
   bool ran_out(const std::string& key, uint64_t token) const;
   int64_t at(int64_t boottime) const { return boottime + m_boot_to_wall; }
+  // The lease of `p`, as last granted or kept alive, lasts `length_ms` from
+  // now (with room for etcd's clock): its keep-alive can wait.
+  bool covers(const Place& p, int64_t length_ms) const;
 
   // guard, and extend's guard (`never_earlier`: ttl_at and transition_at
   // stay where they were when that is later).
@@ -120,6 +126,7 @@ private:
   int64_t m_gives_up = 0;
   int64_t m_length_ms = 10000; // the last acquire's ttl + transition
   std::map<std::string, Place> m_places; // by key
+  std::vector<std::string> m_released;   // leases whose key a release deleted: revoked at exit
   EtcdWakeups m_wakeups;
 };
 

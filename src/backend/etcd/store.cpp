@@ -23,6 +23,8 @@ int64_t revision_of(const nlohmann::json& j) {
 
 } // namespace
 
+int64_t header_revision(const Call& c) { return revision_of(c.json); }
+
 LeaseCall Store::grant(int64_t ttl_s, int64_t deadline) {
   LeaseCall l;
   l.call = m_client.call("/v3/lease/grant", {{"TTL", std::to_string(ttl_s)}}, true, deadline);
@@ -108,6 +110,19 @@ Call Store::rewrite(const std::string& key, int64_t mod_revision, const Entry& e
       {"compare", {{{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(key)},
                     {"mod_revision", std::to_string(mod_revision)}}}},
       {"success", {{{"request_put", put}}}}};
+  Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
+  done = c.ok() && c.json.value("succeeded", false);
+  return c;
+}
+
+Call Store::remove(const std::string& key, int64_t create_revision, int64_t mod_revision,
+                   bool& done, int64_t deadline) {
+  nlohmann::json txn = {
+      {"compare", {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(key)},
+                    {"create_revision", std::to_string(create_revision)}},
+                   {{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(key)},
+                    {"mod_revision", std::to_string(mod_revision)}}}},
+      {"success", {{{"request_delete_range", {{"key", base64(key)}}}}}}};
   Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
   done = c.ok() && c.json.value("succeeded", false);
   return c;

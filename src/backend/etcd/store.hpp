@@ -29,6 +29,9 @@ struct Seen {
   }
 };
 
+// The store's revision an answer was given at (a write's own revision).
+int64_t header_revision(const Call& c);
+
 class Store {
 public:
   explicit Store(const EtcdUri& uri) : m_client(uri) {}
@@ -52,6 +55,11 @@ public:
   // ok call: the key changed meanwhile.
   Call rewrite(const std::string& key, int64_t mod_revision, const Entry& entry,
                const std::string& lease, bool& done, int64_t deadline);
+  // Deletes `key` if its create revision is still `create_revision` and its
+  // mod revision `mod_revision` (nobody rewrote it since, e.g. a forced
+  // release): an owner's release in one write, its lease left to revoke.
+  Call remove(const std::string& key, int64_t create_revision, int64_t mod_revision, bool& done,
+              int64_t deadline);
 
   Client& client() { return m_client; }
   const std::string& prefix() const { return m_client.uri().prefix; }
