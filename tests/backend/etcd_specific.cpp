@@ -91,3 +91,30 @@ TEST_CASE("etcd: a busy contender that goes leaves the queue (its process's end)
   auto c = open_test_backend();
   CHECK(require_ok(c->acquire(m, "C", 10000, 1000, k_timeout)).changed); // nobody ahead
 }
+
+TEST_CASE("etcd: an owner's one-write release leaves a key a forced release rewrote to end_revoked") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto admin = open_test_backend();
+  auto b = open_test_backend();
+  auto m = unique_mutex("etcd-release-revoked");
+  Reply got = require_ok(a->acquire(m, "A", 10000, 1000, k_timeout));
+  REQUIRE(got.changed);
+  uint64_t t = got.observed.lease.fencing_token;
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed); // B queues
+  REQUIRE(require_ok(admin->force_release(m, 0, k_timeout)).changed);
+  // A's key changed since A last read it: its release (a step's CMD that
+  // shares the token may still be stopping) neither deletes it nor frees
+  // the mutex; only end_revoked does.
+  CHECK_FALSE(require_ok(a->release(m, "A", t, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed);
+  REQUIRE(require_ok(a->end_revoked(m, "A", t, k_timeout)).changed);
+  Reply next = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
+  REQUIRE(next.changed);
+  CHECK(next.observed.lease.fencing_token > t);
+  // B's own release, its key as it read it: one write, free at once.
+  CHECK(require_ok(b->release(m, "B", next.observed.lease.fencing_token, k_timeout)).changed);
+  Reply after = require_ok(a->get(m, k_timeout));
+  CHECK(after.observed.lease.free_at(after.observed.now));
+  CHECK(require_ok(a->acquire(m, "A", 10000, 1000, k_timeout)).changed);
+}
