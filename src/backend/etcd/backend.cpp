@@ -28,12 +28,10 @@ EtcdBackend::EtcdBackend(EtcdUri uri)
 // A place in a queue goes with the process (wakeups.hpp, 6.): the leases of
 // the places that do not own their mutex are revoked, which deletes their
 // keys. An owner's stays: a lease simba acquire took outlives the process.
-// The leases whose keys releases deleted go too (they would run out).
 EtcdBackend::~EtcdBackend() {
   int64_t deadline = sys::boottime_ms() + std::min<int64_t>(m_uri.timeout_ms, 1000);
   for (const auto& [key, p] : m_places)
     if (!p.owner && !p.lease.empty()) m_store.revoke(p.lease, deadline);
-  for (const std::string& lease : m_released) m_store.revoke(lease, deadline);
 }
 
 bool EtcdBackend::covers(const Place& p, int64_t length_ms) const {
@@ -432,8 +430,9 @@ Reply EtcdBackend::release(const std::string& mutex, const std::string& contende
   const std::string k = key(mutex, contender);
   // Our own ownership, our key as we last read or wrote it: one write
   // deletes the key (which wakes the next waiter) unless it changed since
-  // (a forced release rewrote it: the read below). The lease is revoked as
-  // simba exits, off the way from this release to the next CMD.
+  // (a forced release rewrote it: the read below). Its lease, without a
+  // key now, runs out (etcd revokes it then): a revoke would be one more
+  // round trip and write before simba exits.
   auto own = m_places.find(k);
   if (own != m_places.end() && own->second.owner && own->second.mod > 0 && token != 0 &&
       own->second.token == token) {
@@ -442,7 +441,6 @@ Reply EtcdBackend::release(const std::string& mutex, const std::string& contende
     Call c = m_store.remove(k, int64_t(token), own->second.mod, done, deadline);
     if (!c.ok()) return failure(c);
     if (done) {
-      m_released.push_back(own->second.lease);
       m_places.erase(own);
       Reply r = freed(token);
       r.changed = !ran;

@@ -6,7 +6,6 @@
 
 #include <map>
 #include <string>
-#include <vector>
 
 namespace simba::backend::etcd {
 
@@ -126,7 +125,6 @@ private:
   int64_t m_gives_up = 0;
   int64_t m_length_ms = 10000; // the last acquire's ttl + transition
   std::map<std::string, Place> m_places; // by key
-  std::vector<std::string> m_released;   // leases whose key a release deleted: revoked at exit
   EtcdWakeups m_wakeups;
 };
 
