@@ -251,6 +251,7 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
       return relet(mutex, contender, s.mine->create_revision, length_ms, transition_ms, false,
                    false, std::max<int64_t>(deadline - sys::boottime_ms(), 1));
     r.observed = ours(*s.mine, p, lease_sent, p.granted_s, length_ms, transition_ms, true);
+    m_store.remember({k, k, s.revision}); // the owner's watch starts there
     // An acquisition from the queue publishes its times with its first
     // guard: a write here would be on the way from the release to CMD (and
     // one at settle() on the way from CMD's end to the release). Until

@@ -61,6 +61,8 @@ nlohmann::json range_one(const std::string& key);
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex);
 // Every key of `mutex` (mutex "": every mutex's), in create-revision order.
 nlohmann::json range_all(const std::string& prefix, const std::string& mutex);
+// The `n` newest keys of `mutex`, newest first, without their values.
+nlohmann::json range_newest(const std::string& prefix, const std::string& mutex, int n);
 // The key of `mutex` just before create revision `revision`: whom a waiter watches.
 nlohmann::json range_before(const std::string& prefix, const std::string& mutex,
                             int64_t revision);

@@ -85,7 +85,8 @@ Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entr
                     {"create_revision", "0"}}}},
       {"success", {{{"request_put", put}},
                    {{"request_range", range_oldest(prefix(), mutex)}},
-                   {{"request_range", range_one(key)}}}},
+                   {{"request_range", range_one(key)}},
+                   {{"request_range", range_newest(prefix(), mutex, 2)}}}},
       {"failure", {{{"request_range", range_oldest(prefix(), mutex)}},
                    {{"request_range", range_one(key)}}}}};
   Seen s;
@@ -96,7 +97,21 @@ Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entr
   s.revision = revision_of(s.call.json);
   s.oldest = first(kvs_at(s.call.json, at));
   s.mine = first(kvs_at(s.call.json, at + 1));
+  m_predecessor.reset();
+  // The newest two keys at the put's revision: ours, and the one just
+  // before it (none: ours is the oldest).
+  std::vector<Kv> newest = created ? kvs_at(s.call.json, 3) : std::vector<Kv>{};
+  if (newest.size() == 2 && newest[0].key == key)
+    m_predecessor = Predecessor{key, newest[1].key, s.revision};
   return s;
+}
+
+std::optional<Predecessor> Store::take_predecessor(const std::string& mine, bool waiting) {
+  std::optional<Predecessor> p;
+  if (m_predecessor && m_predecessor->mine == mine && (m_predecessor->key != mine) == waiting)
+    p = std::move(m_predecessor);
+  m_predecessor.reset();
+  return p;
 }
 
 Call Store::rewrite(const std::string& key, int64_t mod_revision, const Entry& entry,

@@ -29,6 +29,15 @@ struct Seen {
   }
 };
 
+// What a contender's watch starts from (wakeups.cpp), as a call that read
+// or made its key `mine` saw it at `revision`: a waiter watches `key`, the
+// one just before its own; an owner its own (`key` == `mine`).
+struct Predecessor {
+  std::string mine;
+  std::string key;
+  int64_t revision = 0;
+};
+
 // The store's revision an answer was given at (a write's own revision).
 int64_t header_revision(const Call& c);
 
@@ -47,7 +56,8 @@ public:
   Seen read(const std::string& mutex, const std::string& key, int64_t deadline);
   // Creates `key` with `entry` on lease `lease` unless it exists, and reads
   // it and the oldest key of `mutex` in the same transaction (the
-  // `etcdctl lock` recipe). `created` says whether it made the key.
+  // `etcdctl lock` recipe). `created` says whether it made the key; when
+  // it did behind another, take_predecessor() tells that one.
   Seen enqueue(const std::string& mutex, const std::string& key, const Entry& entry,
                const std::string& lease, bool& created, int64_t deadline);
   // Writes `entry` into `key` if its mod revision is still `mod_revision`,
@@ -61,11 +71,17 @@ public:
   Call remove(const std::string& key, int64_t create_revision, int64_t mod_revision, bool& done,
               int64_t deadline);
 
+  // What the last call that saw `mine` saw (a waiter's predecessor, or its
+  // own key for an owner: `waiting`), once.
+  std::optional<Predecessor> take_predecessor(const std::string& mine, bool waiting);
+  void remember(Predecessor p) { m_predecessor = std::move(p); }
+
   Client& client() { return m_client; }
   const std::string& prefix() const { return m_client.uri().prefix; }
 
 private:
   Client m_client;
+  std::optional<Predecessor> m_predecessor;
 };
 
 } // namespace simba::backend::etcd

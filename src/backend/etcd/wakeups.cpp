@@ -39,22 +39,34 @@ int EtcdWakeups::start(const std::string& mutex, const std::string& contender, b
       sys::boottime_ms() + std::min(k_setup_ms, m_store.client().uri().timeout_ms);
   m_look = true;
   const std::string mine = queue_key(m_store.prefix(), mutex, contender);
-  Seen s = m_store.read(mutex, mine, deadline);
-  if (s.call.ok() && !s.mine && waiting && m_join(mutex, contender))
-    s = m_store.read(mutex, mine, deadline);
-  if (!s.call.ok() || !s.mine) return -1; // not queued: the timers
   std::string watched = mine;
-  if (waiting) {
-    if (s.mine_is_oldest()) return -1; // ours to take: look_after_queueing()
-    Call c = m_store.client().call(
-        "/v3/kv/range", range_before(m_store.prefix(), mutex, s.mine->create_revision), false,
-        deadline);
-    std::vector<Kv> before = c.ok() ? kvs_of(c.json) : std::vector<Kv>{};
-    if (before.empty()) return -1;
-    watched = before.front().key;
+  int64_t revision = 0;
+  // The acquire that just queued us saw our predecessor, or made us the
+  // owner: no reads.
+  std::optional<Predecessor> p = m_store.take_predecessor(mine, waiting);
+  if (p) {
+    watched = p->key;
+    revision = p->revision;
+  } else {
+    Seen s = m_store.read(mutex, mine, deadline);
+    if (s.call.ok() && !s.mine && waiting && m_join(mutex, contender))
+      s = m_store.read(mutex, mine, deadline);
+    if (!s.call.ok() || !s.mine) return -1; // not queued: the timers
+    revision = s.revision;
+    if (waiting) {
+      if (s.mine_is_oldest()) return -1; // ours to take: look_after_queueing()
+      Call c = m_store.client().call(
+          "/v3/kv/range", range_before(m_store.prefix(), mutex, s.mine->create_revision), false,
+          deadline);
+      std::vector<Kv> before = c.ok() ? kvs_of(c.json) : std::vector<Kv>{};
+      if (before.empty()) return -1;
+      watched = before.front().key;
+    }
   }
+  // From the revision that showed `watched` there: its deletion since then
+  // comes as an event (or a cancel, once compacted: a look).
   nlohmann::json create = {{"key", base64(watched)},
-                           {"start_revision", std::to_string(s.revision + 1)}};
+                           {"start_revision", std::to_string(revision + 1)}};
   if (waiting) create["filters"] = {"NOPUT"};
   m_stream = std::make_unique<HttpConnection>(m_store.client().target());
   std::string token = m_store.client().token(deadline);
