@@ -5,7 +5,10 @@
 // and are skipped otherwise.
 #include "support.hpp"
 
+#include "backend/etcd/store.hpp"
+#include "backend/uri.hpp"
 #include "core/lease.hpp"
+#include "sys/clock.hpp"
 
 #include <doctest/doctest.h>
 
@@ -90,4 +93,56 @@ TEST_CASE("etcd: a busy contender that goes leaves the queue (its process's end)
   REQUIRE(require_ok(a->release(m, "A", 0, k_timeout)).changed);
   auto c = open_test_backend();
   CHECK(require_ok(c->acquire(m, "C", 10000, 1000, k_timeout)).changed); // nobody ahead
+}
+
+TEST_CASE("etcd: an owner's one-write release leaves a key a forced release rewrote to end_revoked") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto admin = open_test_backend();
+  auto b = open_test_backend();
+  auto m = unique_mutex("etcd-release-revoked");
+  Reply got = require_ok(a->acquire(m, "A", 10000, 1000, k_timeout));
+  REQUIRE(got.changed);
+  uint64_t t = got.observed.lease.fencing_token;
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed); // B queues
+  REQUIRE(require_ok(admin->force_release(m, 0, k_timeout)).changed);
+  // A's key changed since A last read it: its release (a step's CMD that
+  // shares the token may still be stopping) neither deletes it nor frees
+  // the mutex; only end_revoked does.
+  CHECK_FALSE(require_ok(a->release(m, "A", t, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed);
+  REQUIRE(require_ok(a->end_revoked(m, "A", t, k_timeout)).changed);
+  Reply next = require_ok(b->acquire(m, "B", 10000, 1000, k_timeout));
+  REQUIRE(next.changed);
+  CHECK(next.observed.lease.fencing_token > t);
+  // B's own release, its key as it read it: one write, free at once.
+  CHECK(require_ok(b->release(m, "B", next.observed.lease.fencing_token, k_timeout)).changed);
+  Reply after = require_ok(a->get(m, k_timeout));
+  CHECK(after.observed.lease.free_at(after.observed.now));
+  CHECK(require_ok(a->acquire(m, "A", 10000, 1000, k_timeout)).changed);
+}
+
+TEST_CASE("etcd: a waiter that takes the mutex never shows its lease longer than etcd keeps it") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto b = open_test_backend();
+  auto m = unique_mutex("etcd-kept");
+  REQUIRE(require_ok(a->acquire(m, "A", 3000, 1000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 3000, 1000, k_timeout)).changed); // queued: 5 s
+  // Longer than the second granted over what it asked: B's place's lease no
+  // longer covers a whole lease from now, so taking the mutex renews it.
+  sleep_ms(2500);
+  REQUIRE(require_ok(a->release(m, "A", 0, k_timeout)).changed);
+  Reply r = require_ok(b->acquire(m, "B", 3000, 1000, k_timeout));
+  REQUIRE(r.changed);
+  int64_t shown = r.observed.lease.transition_at - r.observed.now;
+  auto uri = std::get<simba::backend::EtcdUri>(simba::backend::parse_backend_uri(backend_uri()));
+  simba::backend::etcd::Store store(uri);
+  int64_t deadline = simba::sys::boottime_ms() + k_timeout;
+  simba::backend::etcd::Seen s =
+      store.read(m, simba::backend::etcd::queue_key(uri.prefix, m, "B"), deadline);
+  REQUIRE(s.mine);
+  int64_t left_s = store.seconds_left(s.mine->lease, deadline); // whole seconds
+  MESSAGE("shown " << shown << " ms, etcd keeps the key " << left_s << " s more");
+  CHECK(shown <= left_s * 1000 + 500);
 }

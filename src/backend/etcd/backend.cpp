@@ -1,9 +1,10 @@
 // The etcd Backend (README.md: the mapping of simba's leases onto etcd's,
 // and why it is safe). Each contender has one key in its mutex's queue,
 // on a lease of its own; the oldest key owns the mutex. Over 500 lines:
-// the lease operations share their helpers (ours, theirs, relet) and read
-// best together; slots, once-per and history have files of their own,
-// and only call into this one (or it into them) at a line each.
+// the lease operations share their helpers (ours, theirs, relet) and the
+// one Place of each contender (lease, keep-alive time, mod revision) and
+// read best together; slots, once-per and history have files of their
+// own, and only call into this one (or it into them) at a line each.
 #include "backend/etcd/backend_class.hpp"
 
 #include "backend/etcd/doctor.hpp"
@@ -35,6 +36,14 @@ EtcdBackend::~EtcdBackend() {
   int64_t deadline = sys::boottime_ms() + std::min<int64_t>(m_uri.timeout_ms, 1000);
   for (const auto& [key, p] : m_places)
     if (!p.owner && !p.lease.empty()) m_store.revoke(p.lease, deadline);
+}
+
+bool EtcdBackend::covers(const Place& p, int64_t length_ms) const {
+  if (p.kept_at <= 0 || p.granted_s <= 0) return false;
+  // etcd keeps the lease granted_s from when its leader took the call, after
+  // kept_at; 1% of that for the rate of its clock against ours.
+  int64_t slack = std::max<int64_t>(100, p.granted_s * 10);
+  return sys::boottime_ms() + length_ms + slack <= p.kept_at + p.granted_s * 1000;
 }
 
 Reply EtcdBackend::freed(uint64_t token) const {
@@ -151,6 +160,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   p.lease = g.id;
   p.granted_s = g.ttl_s;
   p.queued = e.since;
+  p.kept_at = g.call.sent_at;
   return true;
 }
 
@@ -174,7 +184,7 @@ Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender
   if (!g.call.ok()) return Seen{g.call, {}, {}, 0};
   p.lease = g.id;
   p.granted_s = g.ttl_s;
-  lease_sent = g.call.sent_at;
+  p.kept_at = lease_sent = g.call.sent_at;
   // The times of the lease should the key be the oldest (it then owns the
   // mutex at once, and nothing else needs writing).
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, length_ms, false, false};
@@ -224,9 +234,16 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
   if (!s.mine) return Reply::failure(Reply::Status::failed, "our key in etcd vanished at once");
   if (s.mine->lease != p.lease) { // made by an earlier call whose answer we missed
     p.lease = s.mine->lease;
-    lease_sent = 0;
+    p.kept_at = lease_sent = 0;
   }
+  p.mod = s.mine->mod_revision;
   bool revoked = s.mine->entry.revoked;
+  // Woken at the head of the queue with a lease kept alive recently enough
+  // that etcd keeps it the whole length from now (README.md, "Timing"): no
+  // keep-alive on the way from the release to CMD. The read showed the key
+  // (so its lease) there after that keep-alive.
+  if (!lease_sent && !revoked && s.mine_is_oldest() && covers(p, length_ms))
+    lease_sent = sys::boottime_ms();
   if (!lease_sent && !revoked) {
     LeaseCall ka = m_store.keep_alive(p.lease, deadline);
     if (!ka.call.ok()) return failure(ka.call);
@@ -234,7 +251,7 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
       m_places.erase(k);
       return Reply::failure(Reply::Status::failed, "our place in the etcd queue ran out");
     }
-    lease_sent = ka.call.sent_at;
+    p.kept_at = lease_sent = ka.call.sent_at;
     p.granted_s = ka.ttl_s;
   }
   Reply r;
@@ -244,6 +261,7 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
       return relet(mutex, contender, s.mine->create_revision, length_ms, transition_ms, false,
                    false, std::max<int64_t>(deadline - sys::boottime_ms(), 1));
     r.observed = ours(*s.mine, p, lease_sent, p.granted_s, length_ms, transition_ms, true);
+    m_store.remember({k, k, s.revision}); // the owner's watch starts there
     // An acquisition from the queue publishes its times with its first
     // guard: a write here would be on the way from the release to CMD (and
     // one at settle() on the way from CMD's end to the release). Until
@@ -267,7 +285,9 @@ bool EtcdBackend::publish(const Kv& mine, const core::Observed& o, int64_t deadl
   e.ttl_at = o.lease.ttl_at;
   e.until = o.lease.transition_at;
   bool done = false;
-  m_store.rewrite(mine.key, mine.mod_revision, e, "", done, deadline);
+  Call c = m_store.rewrite(mine.key, mine.mod_revision, e, "", done, deadline);
+  auto it = m_places.find(mine.key);
+  if (done && it != m_places.end()) it->second.mod = header_revision(c);
   return done;
 }
 
@@ -321,6 +341,7 @@ Reply EtcdBackend::renew(const std::string& mutex, const std::string& contender,
   Place& p = known;
   p.lease = s.mine->lease;
   p.granted_s = ka.ttl_s;
+  p.kept_at = ka.call.sent_at;
   r.observed = ours(*s.mine, p, ka.call.sent_at, ka.ttl_s, ttl_ms + transition_ms, transition_ms);
   // renew --lease: the times the guarding step counts on stay, while etcd
   // surely keeps the key that long (from this keep-alive's send).
@@ -404,6 +425,8 @@ Reply EtcdBackend::relet(const std::string& mutex, const std::string& contender,
   m_store.revoke(s.mine->lease, deadline); // it holds no key now; best effort
   p.lease = g.id;
   p.granted_s = g.ttl_s;
+  p.kept_at = g.call.sent_at;
+  p.mod = header_revision(w);
   mine.entry = e;
   Reply r;
   r.status = Reply::Status::ok;
@@ -418,6 +441,29 @@ Reply EtcdBackend::release(const std::string& mutex, const std::string& contende
                            int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   const std::string k = key(mutex, contender);
+  // Our own ownership, our key as we last read or wrote it: one write
+  // deletes the key (which wakes the next waiter) unless it changed since
+  // (a forced release rewrote it: the read below). Its lease, without a
+  // key now, runs out (etcd revokes it then): a revoke would be one more
+  // round trip and write before simba exits.
+  auto own = m_places.find(k);
+  if (own != m_places.end() && own->second.owner && own->second.mod > 0 && token != 0 &&
+      own->second.token == token) {
+    bool ran = ran_out(k, token);
+    // The event first, while our key holds the mutex, as below (a forced
+    // release that comes between them has its own end written already, or
+    // finds ours: history.cpp writes one end per lease).
+    if (!ran) note_ended(mutex, token, false, history_deadline());
+    bool done = false;
+    Call c = m_store.remove(k, int64_t(token), own->second.mod, done, deadline);
+    if (!c.ok()) return failure(c);
+    if (done) {
+      m_places.erase(own);
+      Reply r = freed(token);
+      r.changed = !ran;
+      return r;
+    }
+  }
   Seen s = m_store.read(mutex, k, deadline);
   if (!s.call.ok()) return failure(s.call);
   Reply r;

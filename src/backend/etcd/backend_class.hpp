@@ -72,6 +72,8 @@ private:
     int64_t acquired_at = 0;
     int64_t until = 0;      // boot clock: the end of the lease last shown ours
     int64_t queued = 0;     // epoch ms: its key was made (history's waited_ms)
+    int64_t kept_at = 0;    // boot clock: when the last grant or keep-alive of `lease` was sent
+    int64_t mod = 0;        // our key's mod revision as we last read or wrote it
   };
 
   // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
@@ -83,6 +85,9 @@ private:
   // owner (etcd may keep the key a little longer).
   bool ran_out(const std::string& key, uint64_t token) const;
   int64_t at(int64_t boottime) const { return boottime + m_boot_to_wall; }
+  // The lease of `p`, as last granted or kept alive, lasts `length_ms` from
+  // now (with room for etcd's clock): its keep-alive can wait.
+  bool covers(const Place& p, int64_t length_ms) const;
 
   // guard, and extend's guard (`never_earlier`: ttl_at and transition_at
   // stay where they were when that is later).

@@ -132,6 +132,14 @@ nlohmann::json range_all(const std::string& prefix, const std::string& mutex) {
           {"sort_target", "CREATE"}};
 }
 
+nlohmann::json range_newest(const std::string& prefix, const std::string& mutex, int n) {
+  nlohmann::json r = range_all(prefix, mutex);
+  r["sort_order"] = "DESCEND";
+  r["limit"] = std::to_string(n);
+  r["keys_only"] = true;
+  return r;
+}
+
 nlohmann::json range_before(const std::string& prefix, const std::string& mutex,
                             int64_t revision) {
   nlohmann::json r = range_all(prefix, mutex);

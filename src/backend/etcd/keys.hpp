@@ -72,6 +72,8 @@ nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex)
 nlohmann::json range_all(const std::string& prefix, const std::string& mutex);
 // The `n` oldest keys of `mutex` (with slots: the N that own them).
 nlohmann::json range_lowest(const std::string& prefix, const std::string& mutex, int n);
+// The `n` newest keys of `mutex`, newest first, without their values.
+nlohmann::json range_newest(const std::string& prefix, const std::string& mutex, int n);
 // The key of `mutex` just before create revision `revision`: whom a waiter watches.
 nlohmann::json range_before(const std::string& prefix, const std::string& mutex,
                             int64_t revision);

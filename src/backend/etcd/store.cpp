@@ -36,6 +36,8 @@ int64_t revision_of(const nlohmann::json& j) {
 
 } // namespace
 
+int64_t header_revision(const Call& c) { return revision_of(c.json); }
+
 LeaseCall Store::grant(int64_t ttl_s, int64_t deadline) {
   LeaseCall l;
   l.call = m_client.call("/v3/lease/grant", {{"TTL", std::to_string(ttl_s)}}, true, deadline);
@@ -105,7 +107,8 @@ Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entr
       {"success", {{{"request_put", put}},
                    {{"request_range", range_oldest(prefix(), mutex)}},
                    {{"request_range", range_one(key)}},
-                   {{"request_range", range_one(record_key(prefix(), mutex))}}}},
+                   {{"request_range", range_one(record_key(prefix(), mutex))}},
+                   {{"request_range", range_newest(prefix(), mutex, 2)}}}},
       {"failure", {{{"request_range", range_oldest(prefix(), mutex)}},
                    {{"request_range", range_one(key)}},
                    {{"request_range", range_one(record_key(prefix(), mutex))}}}}};
@@ -118,7 +121,22 @@ Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entr
   s.revision = revision_of(s.call.json);
   s.oldest = first(kvs_at(s.call.json, at));
   s.mine = first(kvs_at(s.call.json, at + 1));
+  m_predecessor.reset();
+  // The newest two keys at the put's revision: ours, and the one just
+  // before it (none: ours is the oldest). Not with --slots: a slot's waiter
+  // watches another key (slots.cpp).
+  std::vector<Kv> newest = created ? kvs_at(s.call.json, 4) : std::vector<Kv>{};
+  if (newest.size() == 2 && newest[0].key == key && entry.slots <= 1)
+    m_predecessor = Predecessor{key, newest[1].key, s.revision};
   return s;
+}
+
+std::optional<Predecessor> Store::take_predecessor(const std::string& mine, bool waiting) {
+  std::optional<Predecessor> p;
+  if (m_predecessor && m_predecessor->mine == mine && (m_predecessor->key != mine) == waiting)
+    p = std::move(m_predecessor);
+  m_predecessor.reset();
+  return p;
 }
 
 Call Store::rewrite(const std::string& key, int64_t mod_revision, const Entry& entry,
@@ -162,6 +180,19 @@ void Store::record_is(const std::string& mutex, std::optional<Record> r) {
     m_records[mutex] = *r;
   else
     m_records.erase(mutex);
+}
+
+Call Store::remove(const std::string& key, int64_t create_revision, int64_t mod_revision,
+                   bool& done, int64_t deadline) {
+  nlohmann::json txn = {
+      {"compare", {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(key)},
+                    {"create_revision", std::to_string(create_revision)}},
+                   {{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(key)},
+                    {"mod_revision", std::to_string(mod_revision)}}}},
+      {"success", {{{"request_delete_range", {{"key", base64(key)}}}}}}};
+  Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
+  done = c.ok() && c.json.value("succeeded", false);
+  return c;
 }
 
 } // namespace simba::backend::etcd

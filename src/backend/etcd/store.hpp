@@ -31,6 +31,18 @@ struct Seen {
   }
 };
 
+// What a contender's watch starts from (wakeups.cpp), as a call that read
+// or made its key `mine` saw it at `revision`: a waiter watches `key`, the
+// one just before its own; an owner its own (`key` == `mine`).
+struct Predecessor {
+  std::string mine;
+  std::string key;
+  int64_t revision = 0;
+};
+
+// The store's revision an answer was given at (a write's own revision).
+int64_t header_revision(const Call& c);
+
 class Store {
 public:
   explicit Store(const EtcdUri& uri) : m_client(uri) {}
@@ -47,7 +59,8 @@ public:
   Seen read(const std::string& mutex, const std::string& key, int64_t deadline);
   // Creates `key` with `entry` on lease `lease` unless it exists, and reads
   // it and the oldest key of `mutex` in the same transaction (the
-  // `etcdctl lock` recipe). `created` says whether it made the key.
+  // `etcdctl lock` recipe). `created` says whether it made the key; when
+  // it did behind another, take_predecessor() tells that one.
   Seen enqueue(const std::string& mutex, const std::string& key, const Entry& entry,
                const std::string& lease, bool& created, int64_t deadline);
   // Writes `entry` into `key` if its mod revision is still `mod_revision`,
@@ -55,6 +68,16 @@ public:
   // ok call: the key changed meanwhile.
   Call rewrite(const std::string& key, int64_t mod_revision, const Entry& entry,
                const std::string& lease, bool& done, int64_t deadline);
+  // Deletes `key` if its create revision is still `create_revision` and its
+  // mod revision `mod_revision` (nobody rewrote it since, e.g. a forced
+  // release): an owner's release in one write, its lease left to revoke.
+  Call remove(const std::string& key, int64_t create_revision, int64_t mod_revision, bool& done,
+              int64_t deadline);
+
+  // What the last call that saw `mine` saw (a waiter's predecessor, or its
+  // own key for an owner: `waiting`), once.
+  std::optional<Predecessor> take_predecessor(const std::string& mine, bool waiting);
+  void remember(Predecessor p) { m_predecessor = std::move(p); }
 
   Client& client() { return m_client; }
   const std::string& prefix() const { return m_client.uri().prefix; }
@@ -76,6 +99,7 @@ private:
 
   Client m_client;
   std::map<std::string, Record> m_records; // by mutex
+  std::optional<Predecessor> m_predecessor;
 };
 
 } // namespace simba::backend::etcd

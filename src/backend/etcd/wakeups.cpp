@@ -41,29 +41,42 @@ int EtcdWakeups::start(const std::string& mutex, const std::string& contender, b
       sys::boottime_ms() + std::min(k_setup_ms, m_store.client().uri().timeout_ms);
   m_look = true;
   const std::string mine = queue_key(m_store.prefix(), mutex, contender);
-  Seen s = m_store.read(mutex, mine, deadline);
-  if (s.call.ok() && !s.mine && waiting && m_join(mutex, contender))
-    s = m_store.read(mutex, mine, deadline);
-  if (!s.call.ok() || !s.mine) return -1; // not queued: the timers
   std::string watched = mine;
+  int64_t revision = 0;
   nlohmann::json create;
-  if (waiting && s.mine->entry.slots > 1) { // slots.cpp
-    if (!slot_watch(m_store.client(), m_store.prefix(), mutex, *s.mine, create, deadline))
-      return -1; // a slot may be ours: look
-  } else if (waiting) {
-    if (s.mine_is_oldest()) return -1; // ours to take: look_after_queueing()
-    Call c = m_store.client().call(
-        "/v3/kv/range", range_before(m_store.prefix(), mutex, s.mine->create_revision), false,
-        deadline);
-    std::vector<Kv> before = c.ok() ? kvs_of(c.json) : std::vector<Kv>{};
-    if (before.empty()) return -1;
-    watched = before.front().key;
+  // The acquire that just queued us saw our predecessor, or made us the
+  // owner: no reads (with --slots, Store::enqueue keeps no predecessor: a
+  // waiter watches the key N places before its own, slots.cpp).
+  std::optional<Predecessor> p = m_store.take_predecessor(mine, waiting);
+  if (p) {
+    watched = p->key;
+    revision = p->revision;
+  } else {
+    Seen s = m_store.read(mutex, mine, deadline);
+    if (s.call.ok() && !s.mine && waiting && m_join(mutex, contender))
+      s = m_store.read(mutex, mine, deadline);
+    if (!s.call.ok() || !s.mine) return -1; // not queued: the timers
+    revision = s.revision;
+    if (waiting && s.mine->entry.slots > 1) { // slots.cpp
+      if (!slot_watch(m_store.client(), m_store.prefix(), mutex, *s.mine, create, deadline))
+        return -1; // a slot may be ours: look
+    } else if (waiting) {
+      if (s.mine_is_oldest()) return -1; // ours to take: look_after_queueing()
+      Call c = m_store.client().call(
+          "/v3/kv/range", range_before(m_store.prefix(), mutex, s.mine->create_revision), false,
+          deadline);
+      std::vector<Kv> before = c.ok() ? kvs_of(c.json) : std::vector<Kv>{};
+      if (before.empty()) return -1;
+      watched = before.front().key;
+    }
   }
   if (create.is_null()) {
     create = {{"key", base64(watched)}};
     if (waiting) create["filters"] = {"NOPUT"};
   }
-  create["start_revision"] = std::to_string(s.revision + 1);
+  // From the revision that showed `watched` there: its deletion since then
+  // comes as an event (or a cancel, once compacted: a look).
+  create["start_revision"] = std::to_string(revision + 1);
   m_stream = std::make_unique<HttpConnection>(m_store.client().target());
   std::string token = m_store.client().token(deadline);
   nlohmann::json body = {{"create_request", create}};
