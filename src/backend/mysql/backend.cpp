@@ -134,20 +134,21 @@ public:
                 int64_t timeout_ms) override {
     Reply r =
         write(mutex, m_sql.release(call(mutex, contender, token), m_exit_code), timeout_ms);
-    m_wakeups.release_hint(mutex);
-    return r;
+    return leaving(mutex, std::move(r));
   }
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
                     int64_t timeout_ms) override {
     if (is_slot_row(mutex))
       return Reply::failure(Reply::Status::failed, "a slot's revoked lease runs out");
-    return run(m_sql.end_revoked(call(mutex, contender, token)), timeout_ms);
+    return leaving(mutex, run(m_sql.end_revoked(call(mutex, contender, token)), timeout_ms));
   }
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return write(mutex, m_sql.force_release(call(mutex, "", token), false), timeout_ms);
+    return leaving(mutex,
+                   write(mutex, m_sql.force_release(call(mutex, "", token), false), timeout_ms));
   }
   Reply release_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return write(mutex, m_sql.force_release(call(mutex, "", token), true), timeout_ms);
+    return leaving(mutex,
+                   write(mutex, m_sql.force_release(call(mutex, "", token), true), timeout_ms));
   }
   // --slots N (slots_sql.cpp); N = 1 is the plain acquire.
   bool has_slots() const override { return true; }
@@ -171,9 +172,8 @@ public:
   }
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
                      int exit_code, int64_t timeout_ms) override {
-    Reply r = run(m_sql.release_once(call(mutex, contender, token), exit_code), timeout_ms);
-    m_wakeups.release_hint(mutex);
-    return r;
+    return leaving(mutex,
+                   run(m_sql.release_once(call(mutex, contender, token), exit_code), timeout_ms));
   }
   Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
     return run(m_sql.done_record(hex_literal(mutex)), timeout_ms);
@@ -252,6 +252,15 @@ private:
     return c;
   }
 
+  // After every release path: the hint lock goes to the next waiter
+  // (wakeups.hpp), whichever session held it.
+  Reply leaving(const std::string& mutex, Reply r) {
+    wake_hint_holder();
+    m_wakeups.release_hint(mutex);
+    return r;
+  }
+  void wake_hint_holder();
+
   // A write of `mutex`: a slot's row keeps its marker (slots_sql.cpp).
   Reply write(const std::string& mutex, Query q, int64_t timeout_ms) {
     if (is_slot_row(mutex)) {
@@ -272,6 +281,7 @@ private:
            sql.substr(first.size());
   }
   Reply run(const Query& q, int64_t timeout_ms);
+  std::string m_hint_holder; // the last run()'s (Query::hint_holder), "" none
   Result call_sql(const std::string& sql, int64_t timeout_ms);
   Result send(const std::string& sql, int64_t deadline);
   std::string connect(int64_t deadline);
@@ -365,7 +375,11 @@ Result MysqlBackend::call_sql(const std::string& sql, int64_t timeout_ms) {
 }
 
 Reply MysqlBackend::run(const Query& q, int64_t timeout_ms) {
+  m_hint_holder.clear();
   Result r = call_sql(q.sql, timeout_ms);
+  if (r.ok && q.hint_holder != 0 && r.sets.size() > q.hint_holder &&
+      r.sets[q.hint_holder].rows.size() == 1 && r.sets[q.hint_holder].rows[0].size() == 1)
+    m_hint_holder = r.sets[q.hint_holder].rows[0][0];
   if (!r.ok) {
     // A refusal by the server (an error code) applied nothing: the
     // transaction never reached its COMMIT.
@@ -393,6 +407,24 @@ Reply MysqlBackend::run(const Query& q, int64_t timeout_ms) {
     out.slots_recorded = static_cast<int>(number(row[9]));
   }
   return out;
+}
+
+// A release freed the mutex while another session held its hint lock
+// (the owner's, after a release --force or --lease from this process; a
+// waiter's that found the mutex taken and waits for its timer): that
+// session ends (KILL CONNECTION), the server lets the lock go to the next
+// waiter, which looks, and a waiter whose connection ended looks too
+// (wakeups.cpp). The session of this process's own waiting is not
+// ended: release_hint passes its lock on. A hint only: a KILL refused (a
+// session of another MySQL user, without CONNECTION ADMIN) or late
+// leaves the waiters to their timers; the owner whose connection ends
+// connects again at its next call.
+void MysqlBackend::wake_hint_holder() {
+  const std::string id = std::move(m_hint_holder);
+  m_hint_holder.clear();
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) return;
+  if (id == std::to_string(m_wakeups.session()) || !m_conn.is_open()) return;
+  m_conn.query("KILL CONNECTION " + id, sys::boottime_ms() + m_uri.timeout_ms);
 }
 
 Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {

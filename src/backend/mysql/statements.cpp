@@ -339,14 +339,26 @@ Query Statements::taking_hint(const Call& c, const std::string& leases, Query q)
 }
 
 // A release lets the hint lock go after its COMMIT: the waiter it wakes
-// finds the mutex free.
+// finds the mutex free. A release from another process (release --force
+// or --lease, the owner's end of a revoked lease after its session lost
+// the lock) does not hold it: the query names the session that does
+// (hint_holder), which the backend ends (KILL), so that the lock goes on
+// to the next waiter all the same (wakeups.hpp). Read before this
+// session lets its own go, which is not another's.
 Query Statements::leaving_hint(const Call& c, const std::string& leases, Query q) {
   if (c.hint.empty()) return q;
-  // Whether this release ended the lease, noted before the COMMIT (a
-  // release that changed nothing keeps the lock of a lease it still has).
+  // Whether this call freed the mutex, noted before the COMMIT (a release
+  // that changed nothing keeps the lock of a lease it still has; a
+  // revoked lease whose CMD may run is not free yet).
   size_t commit = q.sql.rfind(";COMMIT");
-  q.sql.insert(commit, ";SELECT COALESCE((SELECT wrote FROM " + leases + " WHERE mutex = " +
-                           c.mutex + "), 0) INTO @simba_released");
+  q.sql.insert(commit, ";SELECT COALESCE((SELECT wrote = 1 AND owner = '' AND transition_at <= " +
+                           n() + " FROM " + leases + " WHERE mutex = " + c.mutex +
+                           "), 0) INTO @simba_released");
+  // The results: the answer, the SELECT INTO, COMMIT; then the hint
+  // lock's other holder.
+  q.hint_holder = q.answer + 3;
+  q.sql += ";SELECT IF(@simba_released = 1 AND NOT (IS_USED_LOCK(" + c.hint +
+           ") <=> CONNECTION_ID()), IS_USED_LOCK(" + c.hint + "), NULL)";
   q.sql += ";DO IF(@simba_released = 1, RELEASE_LOCK(" + c.hint + "), 0)";
   return q;
 }
@@ -439,6 +451,7 @@ Query Statements::release_once(const Call& c, int exit_code) const {
   size_t at = nth_statement_end(q.sql, 4);
   q.sql.insert(at, finish + ";");
   q.answer += 1;
+  if (q.hint_holder != 0) q.hint_holder += 1;
   size_t select = q.sql.rfind(";SELECT COALESCE(l.now_us");
   q.sql.insert(q.sql.find(", COALESCE(l.q_till, 0)", select), k_done_columns);
   return q;
@@ -521,22 +534,22 @@ Query Statements::force_release(const Call& c, bool by_owner) const {
       " AND owner <> '' AND transition_at > " + n() + " AND (" + unum(c.token) +
       " = 0 OR token = " + unum(c.token) + ")";
   const std::string released = "(" + own + " = 1 AND transition_at <= " + n() + ")";
-  return wrap(c.mutex, sql, 1,
+  return leaving_hint(c, m_leases, wrap(c.mutex, sql, 1,
               event(c.mutex, "history_seq, " + n() + ", IF(" + released +
                                  ", 'released', 'forced'), was_owner, IF(" + released +
                                  ", NULL, " + c.holder + "), was_token, NULL, " + n() +
-                                 " - was_acquired_at, NULL, NULL, NULL"));
+                                 " - was_acquired_at, NULL, NULL, NULL")));
 }
 
 // The lease revoked by force_release with token c.token ends now. No
 // event: the revocation wrote 'forced', the owner 'lost'.
 Query Statements::end_revoked(const Call& c) const {
-  return wrap(c.mutex,
+  return leaving_hint(c, m_leases, wrap(c.mutex,
               "UPDATE " + m_leases + " SET holding = 0, ttl_at = LEAST(was_ttl_at, " + n() +
                   "), transition_at = " + n() + ", wrote = 1 WHERE mutex = " + c.mutex +
                   " AND owner = '' AND " + unum(c.token) + " <> 0 AND token = " + unum(c.token) +
                   " AND transition_at > " + n(),
-              1, "");
+              1, ""));
 }
 
 Query Statements::get(const std::string& mutex) const {

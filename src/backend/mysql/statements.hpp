@@ -30,6 +30,9 @@ namespace simba::backend::mysql {
 struct Query {
   std::string sql;
   size_t answer = 0; // the index of the statement whose rows answer
+  // A release's: the index of the result that names another session
+  // holding the hint lock (leaving_hint, statements.cpp); 0 none.
+  size_t hint_holder = 0;
 };
 
 // One mutex's operation, its values already SQL literals.

@@ -15,6 +15,10 @@
 // it lets it go after its own release (release_hint); when its look finds
 // the mutex taken after all, it keeps it and waits for its timer, so a
 // lock passed on at every failed look never makes the waiters spin.
+// A release from a process that does not hold the lock (release --force
+// or --lease) ends the session that does (backend.cpp,
+// wake_hint_holder): the lock goes on, and a waiter that held it sees its
+// connection end (watch() polls it too) and looks.
 // One server call per release, however many wait. The waiter's row in
 // "<prefix>waiters" (its connection's id: status lists the live ones)
 // shows the queue; the order is the server's.
@@ -41,6 +45,9 @@ public:
   // After a release of `mutex` (committed): the hint lock this connection
   // holds, if any, goes to the next waiter.
   void release_hint(const std::string& mutex);
+  // The server's id of the hint connection (0: none): the session a
+  // release must not end (backend.cpp, wake_hint_holder).
+  uint32_t session() const { return m_conn.is_open() ? m_conn.id() : 0; }
   // simba exits next: the kernel closes the connection (and the server
   // lets its lock go).
   void leave() { m_conn.leave(); }
