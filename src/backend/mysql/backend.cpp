@@ -95,7 +95,10 @@ std::string or_null(const std::string& s) { return s.empty() ? "NULL" : hex_lite
 class MysqlBackend final : public Backend {
 public:
   explicit MysqlBackend(MysqlUri uri)
-      : m_uri(std::move(uri)), m_sql(m_uri.prefix), m_wakeups(m_uri, m_sql) {}
+      : m_uri(std::move(uri)), m_sql(m_uri.prefix),
+        m_wakeups(m_uri, m_sql, [this](const std::string& mutex, const std::string& contender) {
+          return read_place(mutex, contender);
+        }) {}
 
   void open(Access access);
 
@@ -184,7 +187,7 @@ public:
 
   void set_holder(const Holder& h) override {
     m_holder = encode_holder(h);
-    m_wakeups.set_holder(m_holder);
+    m_wakeups.set_holder(m_holder, h.gives_up_at);
   }
   void set_exit_code(int code) override { m_exit_code = std::to_string(code); }
 
@@ -248,7 +251,11 @@ private:
     c.ttl_ms = ttl_ms;
     c.transition_ms = transition_ms;
     c.quarantine = m_uri.quarantine;
-    if (!is_slot_row(mutex)) c.hint = hex_literal(mysql::hint_name(m_uri, mutex));
+    // A slot's row: its mutex's hint lock, which no slot's acquisition
+    // takes (statements.cpp: taking_hint is the plain acquire's), so that
+    // its releases pass on the lock a waiter holds (wake_hint_holder).
+    c.hint = hex_literal(mysql::hint_name(m_uri, mutex));
+    c.queue = hex_literal(core::mutex_of_row(mutex));
     return c;
   }
 
@@ -260,6 +267,7 @@ private:
     return r;
   }
   void wake_hint_holder();
+  std::optional<QueuePlace> read_place(const std::string& mutex, const std::string& contender);
 
   // A write of `mutex`: a slot's row keeps its marker (slots_sql.cpp).
   Reply write(const std::string& mutex, Query q, int64_t timeout_ms) {
@@ -427,6 +435,20 @@ void MysqlBackend::wake_hint_holder() {
   m_conn.query("KILL CONNECTION " + id, sys::boottime_ms() + m_uri.timeout_ms);
 }
 
+// Asked only by a waiting notice: one query on the main connection.
+std::optional<QueuePlace> MysqlBackend::read_place(const std::string& mutex,
+                                                   const std::string& contender) {
+  Result r = call_sql(m_sql.queue(hex_literal(mutex), hex_literal(contender)), m_uri.timeout_ms);
+  if (!r.ok || r.sets.size() != 1) return std::nullopt;
+  QueuePlace p;
+  for (const Row& row : r.sets[0].rows) {
+    ++p.length;
+    if (!row.empty() && row[0] == "1" && p.position == 0) p.position = p.length;
+  }
+  if (p.position == 0) p.position = ++p.length; // not queued yet: it joins last
+  return p;
+}
+
 Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
   Query q = m_sql.inspect(mutex);
   Result r = call_sql(q.sql, timeout_ms);
@@ -457,7 +479,7 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
   // The live waiters, in queue order, under their mutex (listed or not).
   if (r.sets.size() > q.answer + 1)
     for (const Row& row : r.sets[q.answer + 1].rows) {
-      if (row.size() != 4) continue;
+      if (row.size() != 5) continue;
       auto at = std::find_if(out.mutexes.begin(), out.mutexes.end(),
                              [&](const MutexLease& m) { return m.mutex == row[0]; });
       if (at == out.mutexes.end()) {
@@ -473,7 +495,9 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
       }
       std::optional<Holder> holder;
       if (!row[3].empty()) holder = decode_holder(row[3]);
-      at->waiters.push_back({row[1], number(row[2]), std::move(holder), {}});
+      std::optional<int64_t> gives_up;
+      if (!row[4].empty() && number(row[4]) > 0) gives_up = number(row[4]);
+      at->waiters.push_back({row[1], number(row[2]), std::move(holder), gives_up});
     }
   group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.

@@ -43,6 +43,7 @@ struct Call {
   uint64_t token = 0;
   bool quarantine = true; // the URI's (statements.cpp: quarantine_sql)
   std::string hint;        // the hint lock's name, a literal (wakeups.hpp); "" none
+  std::string queue;       // the mutex of the waiters' queue (a slot's row: its mutex's)
 };
 
 class Statements {
@@ -86,14 +87,17 @@ public:
                        const std::string& reason, const std::string& by,
                        int64_t waited_ms) const;
   // The waiters' queue (wakeups.hpp): joining it (literals; holder NULL
-  // or a literal), leaving it.
+  // or a literal; gives_up_at epoch ms, 0 never), leaving it.
   std::string enqueue(const std::string& mutex, const std::string& contender,
-                      const std::string& holder) const;
+                      const std::string& holder, int64_t gives_up_at) const;
   std::string dequeue(const std::string& mutex, const std::string& contender) const;
+  // The live waiters of `mutex` (a literal) in queue order: one column,
+  // 1 for `contender`'s row (a literal), 0 for the others'.
+  std::string queue(const std::string& mutex, const std::string& contender) const;
   // The clock (answer - 1), the leases (answer): mutex, owner,
   // acquired_at, ttl_at, transition_at, token, holding, holder, acquisitions,
   // losses; and the live waiters (answer + 1): mutex, contender,
-  // queued_at (ms), holder, in queue order. `mutex` "" all.
+  // queued_at (ms), holder, gives_up_at (0 never), in queue order. `mutex` "" all.
   Query inspect(const std::string& mutex) const;
   // The clock (answer - 1) and the events: mutex, at, event, owner, holder,
   // token, exit_code, held_ms, waited_ms, reason, by_owner.
@@ -110,7 +114,7 @@ private:
   std::string fifo_gate(const Call& c) const;
   Query creating(const std::string& mutex, Query q) const;
   static Query taking_hint(const Call& c, const std::string& leases, Query q);
-  static Query leaving_hint(const Call& c, const std::string& leases, Query q);
+  Query leaving_hint(const Call& c, Query q) const;
 
   std::string m_leases, m_server, m_run, m_waiters, m_history, m_schema;
 };

@@ -74,7 +74,8 @@ int HintWakeups::watch(const std::string& mutex, const std::string& contender, b
       m_mutex = mutex;
       m_contender = contender;
       m_queued = m_conn.query(m_sql.enqueue(wire::hex_literal(mutex), wire::hex_literal(contender),
-                                            m_holder.empty() ? "NULL" : wire::hex_literal(m_holder)),
+                                            m_holder.empty() ? "NULL" : wire::hex_literal(m_holder),
+                                            m_gives_up_at),
                               now + m_uri.timeout_ms)
                      .ok;
       if (!m_conn.is_open()) return -1;
