@@ -586,10 +586,10 @@ std::string mysql_setup_sql(const std::string& database, const std::string& pref
                             const std::string& user) {
   mysql::Statements s(prefix);
   std::string grants;
-  for (const char* table : {"leases", "server", "run", "history"})
-    grants += " GRANT SELECT, INSERT, UPDATE, DELETE ON `" + database + "`.`" + prefix + table +
+  for (const char* table : {"leases", "server", "run", "waiters", "history"})
+    grants += "\nGRANT SELECT, INSERT, UPDATE, DELETE ON `" + database + "`.`" + prefix + table +
               "` TO '" + user + "'@'%';";
-  return s.schema() + ";" + grants;
+  return "USE `" + database + "`;\n" + s.schema() + ";" + grants + "\n";
 }
 
 std::unique_ptr<Backend> open_mysql(MysqlUri uri, Access access) {
