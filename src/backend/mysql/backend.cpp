@@ -417,16 +417,15 @@ Reply MysqlBackend::run(const Query& q, int64_t timeout_ms) {
   return out;
 }
 
-// A release freed the mutex while another session held its hint lock
-// (the owner's, after a release --force or --lease from this process; a
-// waiter's that found the mutex taken and waits for its timer): that
-// session ends (KILL CONNECTION), the server lets the lock go to the next
-// waiter, which looks, and a waiter whose connection ended looks too
-// (wakeups.cpp). The session of this process's own waiting is not
-// ended: release_hint passes its lock on. A hint only: a KILL refused (a
-// session of another MySQL user, without CONNECTION ADMIN) or late
-// leaves the waiters to their timers; the owner whose connection ends
-// connects again at its next call.
+// A release freed the mutex while a waiter's hint connection held its
+// hint lock (it found the mutex taken and waits for its timer: after
+// `simba acquire` exited, a release --force or --lease from this
+// process): that session ends (KILL CONNECTION), the server lets the lock
+// go to the next waiter, which looks, and the waiter whose connection
+// ended looks too (wakeups.cpp). The session of this process's own
+// waiting is not ended: release_hint passes its lock on. A hint only: a
+// KILL refused (a session of another MySQL user, without CONNECTION
+// ADMIN) or late leaves the waiters to their timers.
 void MysqlBackend::wake_hint_holder() {
   const std::string id = std::move(m_hint_holder);
   m_hint_holder.clear();

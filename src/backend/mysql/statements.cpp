@@ -365,8 +365,9 @@ Query Statements::taking_hint(const Call& c, const std::string& leases, Query q)
 // A release lets the hint lock go after its COMMIT: the waiter it wakes
 // finds the mutex free. A release from another process (release --force
 // or --lease, the owner's end of a revoked lease after its session lost
-// the lock) does not hold it: the query names the session that does
-// (hint_holder), which the backend ends (KILL), so that the lock goes on
+// the lock) does not hold it: when a waiter's connection does (it found
+// the mutex taken and waits for its timer), the query names it
+// (hint_holder), and the backend ends it (KILL), so that the lock goes on
 // to the next waiter all the same (wakeups.hpp). Read before this
 // session lets its own go, which is not another's.
 Query Statements::leaving_hint(const Call& c, Query q) const {
@@ -381,8 +382,15 @@ Query Statements::leaving_hint(const Call& c, Query q) const {
   // The results: the answer, the SELECT INTO, COMMIT; then the hint
   // lock's other holder.
   q.hint_holder = q.answer + 3;
+  // Only a waiter's hint connection (its row names it), never an owner's
+  // session, which may be inside a query: a KILL there aborts it (and a
+  // test's MariaDB 10.11 crashed once while such KILLs were sent, in a
+  // killed query's clean-up of its temporary table). An owner's session
+  // lets the lock go at its release or exit.
   const std::string other = "IF(@simba_released = 1 AND NOT (IS_USED_LOCK(" + c.hint +
-                            ") <=> CONNECTION_ID()), IS_USED_LOCK(" + c.hint + "), NULL)";
+                            ") <=> CONNECTION_ID()) AND IS_USED_LOCK(" + c.hint +
+                            ") IN (SELECT conn_id FROM " + m_waiters + " WHERE mutex = " +
+                            c.queue + "), IS_USED_LOCK(" + c.hint + "), NULL)";
   q.sql += ";SELECT " + other;
   // A waiter whose session ends keeps counting as live (live_waiter); the
   // owner whose lease ended, if it was one, no longer does.

@@ -16,9 +16,9 @@
 // the mutex taken after all, it keeps it and waits for its timer, so a
 // lock passed on at every failed look never makes the waiters spin.
 // A release from a process that does not hold the lock (release --force
-// or --lease) ends the session that does (backend.cpp,
-// wake_hint_holder): the lock goes on, and a waiter that held it sees its
-// connection end (watch() polls it too) and looks.
+// or --lease) ends the waiter's connection that does (backend.cpp,
+// wake_hint_holder): the lock goes on, and the waiter that held it sees
+// its connection end (watch() polls it too) and looks.
 // One server call per release, however many wait. The waiter's row in
 // "<prefix>waiters" (its connection's id: status lists the live ones)
 // shows the queue; the order is the server's.
