@@ -9,6 +9,7 @@
 #include "backend/holder.hpp"
 #include "backend/mysql/connection.hpp"
 #include "backend/mysql/doctor.hpp"
+#include "backend/mysql/option_file.hpp"
 #include "backend/mysql/packets.hpp"
 #include "backend/mysql/statements.hpp"
 #include "backend/mysql/wakeups.hpp"
@@ -319,11 +320,14 @@ std::string MysqlBackend::scrub(std::string msg) const {
 }
 
 std::string MysqlBackend::connect(int64_t deadline) {
-  std::string why = m_conn.connect(m_uri, deadline);
+  bool refused = false;
+  std::string why = m_conn.connect(m_uri, deadline, &refused);
   if (why.empty()) return "";
   if (why == net::k_timed_out)
     return "no answer from MySQL at " + m_uri.shown + " within " +
            core::format_duration(m_budget_ms);
+  // A refused login: where the password came from, or why no file gave it.
+  if (refused && !m_uri.password_note.empty()) why += " (" + m_uri.password_note + ")";
   return scrub("cannot connect to MySQL at " + m_uri.shown + ": " + why);
 }
 
@@ -592,6 +596,8 @@ std::string mysql_setup_sql(const std::string& database, const std::string& pref
 }
 
 std::unique_ptr<Backend> open_mysql(MysqlUri uri, Access access) {
+  if (std::string why = mysql::apply_option_file(uri); !why.empty())
+    throw UnavailableError("MySQL at " + uri.shown + ": " + why);
   auto backend = std::make_unique<MysqlBackend>(std::move(uri));
   backend->open(access);
   return backend;
