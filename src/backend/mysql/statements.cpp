@@ -382,7 +382,8 @@ Query Statements::leaving_hint(const Call& c, Query q) const {
   // The results: the answer, the SELECT INTO, COMMIT; then the hint
   // lock's other holder.
   q.hint_holder = q.answer + 3;
-  // Only a waiter's hint connection (its row names it), never an owner's
+  // Only another waiter's hint connection (its row names it: the
+  // releaser's own passes its lock on, release_hint), never an owner's
   // session, which may be inside a query: a KILL there aborts it (and a
   // test's MariaDB 10.11 crashed once while such KILLs were sent, in a
   // killed query's clean-up of its temporary table). An owner's session
@@ -390,7 +391,8 @@ Query Statements::leaving_hint(const Call& c, Query q) const {
   const std::string other = "IF(@simba_released = 1 AND NOT (IS_USED_LOCK(" + c.hint +
                             ") <=> CONNECTION_ID()) AND IS_USED_LOCK(" + c.hint +
                             ") IN (SELECT conn_id FROM " + m_waiters + " WHERE mutex = " +
-                            c.queue + "), IS_USED_LOCK(" + c.hint + "), NULL)";
+                            c.queue + " AND contender <> " + c.contender + "), IS_USED_LOCK(" +
+                            c.hint + "), NULL)";
   q.sql += ";SELECT " + other;
   // A waiter whose session ends keeps counting as live (live_waiter); the
   // owner whose lease ended, if it was one, no longer does.
