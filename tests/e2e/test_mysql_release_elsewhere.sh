@@ -37,3 +37,25 @@ round() {
 
 round lease sh -c '"$0" release --lease "$SIMBA_LEASE"' "$SIMBA"
 round forced sh -c '"$0" release --force --mutex forced' "$SIMBA"
+
+# A chain of hand-overs by the owners' own releases: a waiter the hint
+# woke owns the mutex with the hint lock on its hint connection, and its
+# release passes it on; the next waiter is never held back by the first
+# come, first served second (once each waiter marked itself woken at its
+# own release: a second per hand-over).
+"$SIMBA" run --mutex chain -- sh -c 'touch "$0"; while [ ! -e "$0.go" ]; do sleep 0.05; done' \
+  "$T/chain" &
+holder=$!
+wait_file "$T/chain" 10
+pids=()
+for w in 1 2 3 4; do
+  "$SIMBA" run --mutex chain -q -- sh -c 'date +%s%3N >>"$0"' "$T/chain.starts" &
+  pids+=($!)
+  wait_for 10 queued chain "$w"
+done
+t0=$(now_ms)
+touch "$T/chain.go"
+wait "$holder" "${pids[@]}" || fail "a run of the chain failed"
+took=$(($(sort -n "$T/chain.starts" | tail -1) - t0))
+echo "chain: 4 hand-overs in $took ms"
+((took < 2000)) || fail "4 hand-overs took $took ms"

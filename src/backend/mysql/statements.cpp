@@ -384,10 +384,8 @@ Query Statements::leaving_hint(const Call& c, Query q) const {
   q.hint_holder = q.answer + 3;
   // Only another waiter's hint connection (its row names it: the
   // releaser's own passes its lock on, release_hint), never an owner's
-  // session, which may be inside a query: a KILL there aborts it (and a
-  // test's MariaDB 10.11 crashed once while such KILLs were sent, in a
-  // killed query's clean-up of its temporary table). An owner's session
-  // lets the lock go at its release or exit.
+  // session, which may be inside a query: a KILL there aborts it. An
+  // owner's session lets the lock go at its release or exit.
   const std::string other = "IF(@simba_released = 1 AND NOT (IS_USED_LOCK(" + c.hint +
                             ") <=> CONNECTION_ID()) AND IS_USED_LOCK(" + c.hint +
                             ") IN (SELECT conn_id FROM " + m_waiters + " WHERE mutex = " +
