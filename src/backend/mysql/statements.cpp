@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS )" + waiters + R"( (
   mutex VARBINARY(255) NOT NULL, contender VARBINARY(255) NOT NULL, queued_at BIGINT NOT NULL,
   conn_id BIGINT NOT NULL, holder BLOB NULL, woken_at BIGINT NOT NULL DEFAULT 0,
   gives_up_at BIGINT NOT NULL DEFAULT 0,
-  PRIMARY KEY (mutex, contender)) ENGINE=InnoDB;
+  PRIMARY KEY (mutex, contender), KEY (conn_id)) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS )" +
          history + R"( (
   mutex VARBINARY(255) NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL,
@@ -124,7 +124,11 @@ std::string Statements::probe() const {
 // queue. Each statement commits on its own.
 std::string Statements::enqueue(const std::string& mutex, const std::string& contender,
                                 const std::string& holder, int64_t gives_up_at) const {
-  return "SET time_zone = '+00:00';DELETE FROM " + m_waiters + " WHERE mutex = " + mutex +
+  // The DELETE at READ COMMITTED: it locks only the dead rows it removes,
+  // not every row of the queue it reads (hundreds of waiters joining at
+  // once waited for each other's locks, past their calls' time-outs).
+  return "SET time_zone = '+00:00';SET TRANSACTION ISOLATION LEVEL READ COMMITTED;DELETE FROM " +
+         m_waiters + " WHERE mutex = " + mutex +
          " AND contender <> " + contender +
          " AND conn_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST);INSERT INTO " +
          m_waiters + " (mutex, contender, queued_at, conn_id, holder, gives_up_at) VALUES (" +
@@ -387,8 +391,8 @@ Query Statements::leaving_hint(const Call& c, Query q) const {
   // session, which may be inside a query: a KILL there aborts it. An
   // owner's session lets the lock go at its release or exit.
   const std::string other = "IF(@simba_released = 1 AND NOT (IS_USED_LOCK(" + c.hint +
-                            ") <=> CONNECTION_ID()) AND IS_USED_LOCK(" + c.hint +
-                            ") IN (SELECT conn_id FROM " + m_waiters + " WHERE mutex = " +
+                            ") <=> CONNECTION_ID()) AND EXISTS (SELECT 1 FROM " + m_waiters +
+                            " WHERE conn_id = IS_USED_LOCK(" + c.hint + ") AND mutex = " +
                             c.queue + " AND contender <> " + c.contender + "), IS_USED_LOCK(" +
                             c.hint + "), NULL)";
   q.sql += ";SELECT " + other;
