@@ -37,6 +37,7 @@ using mysql::wire::hex_literal;
 // back: nothing applied), sent again within the call's budget; a privilege
 // is missing (no retry brings it).
 constexpr int k_no_such_table = 1146;
+constexpr int k_unknown_column = 1054; // a table made by an older simba
 bool lost_lock(int code) { return code == 1213 || code == 1205; }
 bool denied(int code) {
   return code == 1142 || code == 1143 || code == 1044 || code == 1045 || code == 1227 ||
@@ -307,6 +308,7 @@ private:
   std::string m_exit_code = "NULL";
   Access m_access = Access::use;
   bool m_tables_checked = false;
+  bool m_upgraded = false; // Statements::upgrade() sent once
   bool m_answered = false;
 };
 
@@ -367,7 +369,8 @@ Result MysqlBackend::send(const std::string& sql, int64_t deadline) {
 
 // No look for the tables before the first query: the query itself fails,
 // applying nothing, when they are missing; then they are made, once per
-// process, and the query is sent again. Before any query succeeded, a
+// process, and the query is sent again (and a table of an older simba
+// that lacks a column gets it, once per process). Before any query succeeded, a
 // failure to make them is open()'s: UnavailableError (exit 69).
 Result MysqlBackend::call_sql(const std::string& sql, int64_t timeout_ms) {
   m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_uri.timeout_ms));
@@ -381,6 +384,10 @@ Result MysqlBackend::call_sql(const std::string& sql, int64_t timeout_ms) {
       r = send(bounded(sql), deadline);
     else
       r.error = why;
+  }
+  if (!r.ok && r.code == k_unknown_column && !m_upgraded) {
+    m_upgraded = true;
+    if (send(m_sql.upgrade(), deadline).ok) r = send(bounded(sql), deadline);
   }
   if (r.ok) m_answered = true;
   return r;

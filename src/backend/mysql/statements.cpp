@@ -118,6 +118,12 @@ std::string Statements::probe() const {
          m_history + " LIMIT 0";
 }
 
+std::string Statements::upgrade() const {
+  return "ALTER TABLE " + m_waiters +
+         " ADD COLUMN IF NOT EXISTS woken_at BIGINT NOT NULL DEFAULT 0, ADD COLUMN IF NOT "
+         "EXISTS gives_up_at BIGINT NOT NULL DEFAULT 0, ADD INDEX IF NOT EXISTS conn_id (conn_id)";
+}
+
 // The waiters' queue (wakeups.hpp), on the waiter's own connection: its
 // row names that connection, so that status lists only the waiters whose
 // session still runs; the rows of the dead are dropped by the next to

@@ -53,6 +53,10 @@ public:
   // CREATE TABLE ... IF NOT EXISTS, the administrator's SQL too.
   const std::string& schema() const { return m_schema; }
   std::string probe() const; // fails unless every table is there
+  // The columns and index the waiters' table got after its first
+  // release (2026-12-06), added to a table made before (MariaDB's IF NOT
+  // EXISTS).
+  std::string upgrade() const;
   // The tables, for messages.
   std::string leases() const { return m_leases; }
   std::string history_table() const { return m_history; }
