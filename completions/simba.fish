@@ -166,7 +166,7 @@ complete -c simba -n '__simba_in schedule' -l align -d 'Ticks on multiples of --
 
 complete -c simba -n '__simba_in status history doctor' -l json -d 'JSON for programs'
 complete -c simba -n '__simba_in doctor' -l init -d 'Mark a new Redis database as new (no first quarantine)'
-complete -c simba -n '__simba_in doctor' -l sql -x -a postgres -d 'Print the SQL of the tables and grants'
+complete -c simba -n '__simba_in doctor' -l sql -x -a 'postgres mysql' -d 'Print the SQL of the tables and grants'
 complete -c simba -n '__simba_in history' -l since -x -a "$durations" -d 'Only the events of the last D'
 complete -c simba -n '__simba_in status' -l all -d 'Free mutexes too'
 complete -c simba -n '__simba_in status' -l wide -d 'Fields whole on a terminal too'

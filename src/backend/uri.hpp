@@ -143,6 +143,11 @@ struct MysqlUri {
   std::string shown; // the URI without its password (describe())
   // The URI's secrets as written and decoded, to hide in any message.
   std::vector<std::string> secrets;
+  // ?option-file= ("": ~/.my.cnf), read only when the URI and the
+  // environment give no password (mysql/option_file.hpp); what became of
+  // it, for the error of a refused login ("" nothing to say).
+  std::string option_file;
+  std::string password_note;
 };
 
 // The environment variable a MySQL password may come from.

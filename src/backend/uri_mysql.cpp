@@ -1,6 +1,8 @@
 // MySQL and MariaDB URIs (uri.hpp): mysql://[user[:password]@]host[:port]/database
 // with simba's parameters; every secret remembered so that messages can
-// hide it. The password may come from SIMBA_MYSQL_PASSWORD instead.
+// hide it. The password may come from SIMBA_MYSQL_PASSWORD instead (and
+// then from an option file, read when the backend opens:
+// mysql/option_file.hpp).
 #include "backend/uri.hpp"
 #include "backend/uri_parts.hpp"
 
@@ -46,12 +48,16 @@ void parse_mysql_query(const std::string& query, MysqlUri& u, const std::string&
               }))
             bad_uri(shown, "the prefix may hold only letters, digits and '_' (at most 40)");
           u.prefix = value;
+        } else if (name == "option-file") {
+          if (value.empty() || value[0] != '/') bad_uri(shown, "option-file is an absolute path");
+          u.option_file = value;
         } else if (name == "quarantine") {
           if (value != "on" && value != "off") bad_uri(shown, "quarantine is on or off");
           u.quarantine = value == "on";
         } else {
           bad_uri(shown, "unknown parameter '" + name +
-                             "' (socket, tls, cacert, timeout, prefix and quarantine are known)");
+                             "' (socket, tls, cacert, timeout, prefix, quarantine and option-file are "
+                             "known)");
         }
       });
 }

@@ -3,6 +3,7 @@
 // own checks; then the findings, printed.
 #include "cli/doctor.hpp"
 
+#include "backend/mysql/mysql.hpp"
 #include "backend/postgres/setup_sql.hpp"
 #include "backend/redis/redis.hpp"
 #include "backend/uri.hpp"
@@ -132,22 +133,29 @@ void backend_checks(backend::Backend& b, const backend::DiagnoseOptions& d,
   }
 }
 
-// doctor --sql postgres: the tables and GRANTs, for the URI's schema,
-// prefix and role, else the defaults (public, simba_, simba).
+// doctor --sql postgres|mysql: the tables and GRANTs (the text the error
+// of a user that may not make them names), for the URI's schema or
+// database, prefix and role or user, else the defaults (public or simba,
+// simba_, simba).
 int print_sql(const DoctorOptions& o) {
-  if (o.sql != "postgres")
-    throw UsageError("--sql takes postgres (the one backend whose tables an administrator may "
-                     "make), not " + o.sql);
+  if (o.sql != "postgres" && o.sql != "mysql")
+    throw UsageError("--sql takes postgres or mysql (the backends whose tables an administrator "
+                     "may make), not " + o.sql);
+  const bool pg_sql = o.sql == "postgres";
   if (o.common.backend.empty()) {
-    std::cout << backend::pg::setup_sql("public", "simba_", "simba");
+    std::cout << (pg_sql ? backend::pg::setup_sql("public", "simba_", "simba")
+                         : backend::mysql_setup_sql("simba", "simba_", "simba"));
     return 0;
   }
   backend::BackendUri uri = backend::parse_backend_uri(o.common.backend);
   const auto* pg = std::get_if<backend::PostgresUri>(&uri);
-  if (!pg)
-    throw UsageError("--sql postgres prints the SQL of a PostgreSQL backend; " +
+  const auto* my = std::get_if<backend::MysqlUri>(&uri);
+  if (pg_sql ? !pg : !my)
+    throw UsageError("--sql " + o.sql + " prints the SQL of a " +
+                     (pg_sql ? "PostgreSQL" : "MySQL") + " backend; " +
                      backend::redact(o.common.backend) + " is none");
-  std::cout << backend::pg::setup_sql(*pg);
+  std::cout << (pg_sql ? backend::pg::setup_sql(*pg)
+                       : backend::mysql_setup_sql(my->database, my->prefix, my->user));
   return 0;
 }
 
@@ -157,7 +165,7 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
   CLI::App* cmd = app.add_subcommand("doctor", k_doctor_description);
   cmd->footer("Usage: simba doctor [--backend URI] [--ttl D] [--transition D] [--json]\n"
               "       simba doctor --init --backend redis://...\n"
-              "       simba doctor --sql postgres [--backend postgres://...]");
+              "       simba doctor --sql postgres|mysql [--backend URI]");
   add_backend_option(*cmd, o.common);
   cmd->add_option("--ttl", o.common.ttl,
                   "The lease time to live you run with (default 10s): the clock offset is judged "
@@ -170,8 +178,8 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorOptions& o) {
                 "first lease waits no quarantine (refused where simba's keys are)");
   cmd->add_option("--sql", o.sql,
                   "Instead of the checks: print the SQL an administrator runs to make simba's "
-                  "tables and grant their rights (postgres; with a backend URI: its schema, "
-                  "prefix and role)");
+                  "tables and grant their rights (postgres or mysql; with a backend URI: its "
+                  "schema or database, prefix and role or user)");
   return cmd;
 }
 

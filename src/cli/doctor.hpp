@@ -12,7 +12,7 @@ struct DoctorOptions {
   bool json = false;
   // The admin steps a backend may offer instead of its checks, each
   // handled in doctor_command: --init marks a new Redis database as new;
-  // --sql postgres prints the SQL an admin runs for simba's tables.
+  // --sql postgres|mysql prints the SQL an admin runs for simba's tables.
   bool init = false;
   std::string sql;
 };

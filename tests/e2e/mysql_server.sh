@@ -48,7 +48,7 @@ _my_options() {
     --bind-address=127.0.0.1 --skip-name-resolve --innodb-log-file-size=8M \
     --innodb-buffer-pool-size=32M --innodb-flush-log-at-trx-commit=0 --skip-log-bin \
     --performance-schema=OFF --max-connections=400 --log-error="$MY_DIR/error.log" \
-    --pid-file="$MY_DIR/mariadbd.pid" --init-file="$MY_DIR/init.sql"
+    --pid-file="$MY_DIR/mariadbd.pid" --init-file="$MY_DIR/init.sql" --tmpdir="$MY_DIR/tmp"
   ((${#MY_EXTRA_OPTIONS[@]} == 0)) || printf '%s\n' "${MY_EXTRA_OPTIONS[@]}"
 }
 
@@ -66,7 +66,10 @@ my_server_start() {
   bin=$(my_bin) || return 1
   command -v mariadb-install-db >/dev/null 2>&1 || return 1
   MY_DIR=$1
-  mkdir -p -- "$MY_DIR" && chmod 755 -- "$MY_DIR" || return 1
+  # Its temporary tables in a directory of its own: files of another's
+  # in /tmp were once removed under it (a cleaner of /tmp), and MariaDB
+  # 10.11 crashed (signal 11) on the failed delete.
+  mkdir -p -- "$MY_DIR/tmp" && chmod 755 -- "$MY_DIR" || return 1
   _my_user || return 1
   MY_SOCKET=$MY_DIR/mysqld.sock
   for ((attempt = 0; attempt < 20; attempt++)); do

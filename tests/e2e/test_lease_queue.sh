@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres redis-cluster etcd
+# backends: sqlite redis postgres redis-cluster etcd mysql
 # Three jobs queue on simba acquire while a fourth holds the mutex: they get
 # it in their arrival order, each one as the previous job releases.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"

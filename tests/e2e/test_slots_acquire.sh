@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # simba acquire --slots N: the split-phase lease on one of N slots. Two
 # jobs take the two slots of --slots 2 (each handle names its slot); a third
 # waits in the queue, a --no-wait one exits 75, another N exits 64; a step

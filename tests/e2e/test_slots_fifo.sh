@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres etcd
+# backends: sqlite redis postgres etcd mysql
 # --slots 2: waiters queue in one line for both slots. Two holders, then
 # four waiters that join the queue one after the other; as each slot frees,
 # the longest waiting one gets it: the CMDs start in the order w1 w2 w3 w4,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres redis-cluster etcd
+# backends: sqlite redis postgres redis-cluster etcd mysql
 # simba status's table fits a terminal and a scraper: on a terminal
 # (a pseudo-terminal of a set width, or $COLUMNS) no line is wider than
 # it, long fields cut with "~"; piped, or with --wide, every field whole.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# backends: sqlite redis postgres
+# backends: sqlite redis postgres mysql
 # A stop signal that comes while a call is in flight wins over the reply that
 # comes after it (man simba, SIGNALS): behind a slow server, SIGTERM while a
 # plain run's acquire is in flight -> CMD never starts, the lease the reply
@@ -9,8 +9,9 @@
 # started CMD: CMD ran, and with a CMD that outlived the forwarded TERM
 # simba exited 0.)
 #
-# The slow server: Redis and PostgreSQL behind a proxy that holds each
-# request naming the mutex 1.5 s before passing it on; SQLite with its
+# The slow server: Redis, PostgreSQL and MySQL behind a proxy that holds
+# each request naming the mutex (MySQL: its hex literal, as simba sends
+# names) 1.5 s before passing it on; SQLite with its
 # write lock held by another process until the TERM has been sent.
 # CMD would show that it ran whatever simba forwards to it: simba is
 # started with SIGTERM blocked, a mask CMD inherits, and CMD leaves a file.
@@ -105,8 +106,10 @@ async def main():
 
 asyncio.run(main())
 EOF
+  marker=$mutex
+  [[ $backend != mysql ]] || marker=$(printf %s "$mutex" | od -An -tx1 | tr -d ' \n' | tr a-f A-F)
   : >"$T/proxy.log"
-  python3 "$T/proxy.py" "$T/proxy.port" "$server_port" "$mutex" 1.5 "$T/proxy.log" &
+  python3 "$T/proxy.py" "$T/proxy.port" "$server_port" "$marker" 1.5 "$T/proxy.log" &
   wait_file "$T/proxy.port" 20
   slow="${BASH_REMATCH[1]}127.0.0.1:$(<"$T/proxy.port")${BASH_REMATCH[4]}&timeout=5s"
   slow_begin() { : >"$T/proxy.log"; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # $vars in single quotes are for the sh -c CMDs
-# backends: sqlite redis postgres redis-cluster etcd
+# backends: sqlite redis postgres redis-cluster etcd mysql
 # A waiting run's notice says its place in the queue ("3rd of 3 in line"),
 # the JSON log carries it (queue_position, queue_length), and the place
 # moves up as the queue drains.

@@ -9,6 +9,7 @@
 #include "backend/holder.hpp"
 #include "backend/mysql/connection.hpp"
 #include "backend/mysql/doctor.hpp"
+#include "backend/mysql/option_file.hpp"
 #include "backend/mysql/packets.hpp"
 #include "backend/mysql/statements.hpp"
 #include "backend/mysql/wakeups.hpp"
@@ -36,6 +37,7 @@ using mysql::wire::hex_literal;
 // back: nothing applied), sent again within the call's budget; a privilege
 // is missing (no retry brings it).
 constexpr int k_no_such_table = 1146;
+constexpr int k_unknown_column = 1054; // a table made by an older simba
 bool lost_lock(int code) { return code == 1213 || code == 1205; }
 bool denied(int code) {
   return code == 1142 || code == 1143 || code == 1044 || code == 1045 || code == 1227 ||
@@ -95,7 +97,10 @@ std::string or_null(const std::string& s) { return s.empty() ? "NULL" : hex_lite
 class MysqlBackend final : public Backend {
 public:
   explicit MysqlBackend(MysqlUri uri)
-      : m_uri(std::move(uri)), m_sql(m_uri.prefix), m_wakeups(m_uri, m_sql) {}
+      : m_uri(std::move(uri)), m_sql(m_uri.prefix),
+        m_wakeups(m_uri, m_sql, [this](const std::string& mutex, const std::string& contender) {
+          return read_place(mutex, contender);
+        }) {}
 
   void open(Access access);
 
@@ -134,20 +139,21 @@ public:
                 int64_t timeout_ms) override {
     Reply r =
         write(mutex, m_sql.release(call(mutex, contender, token), m_exit_code), timeout_ms);
-    m_wakeups.release_hint(mutex);
-    return r;
+    return leaving(mutex, std::move(r));
   }
   Reply end_revoked(const std::string& mutex, const std::string& contender, uint64_t token,
                     int64_t timeout_ms) override {
     if (is_slot_row(mutex))
       return Reply::failure(Reply::Status::failed, "a slot's revoked lease runs out");
-    return run(m_sql.end_revoked(call(mutex, contender, token)), timeout_ms);
+    return leaving(mutex, run(m_sql.end_revoked(call(mutex, contender, token)), timeout_ms));
   }
   Reply force_release(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return write(mutex, m_sql.force_release(call(mutex, "", token), false), timeout_ms);
+    return leaving(mutex,
+                   write(mutex, m_sql.force_release(call(mutex, "", token), false), timeout_ms));
   }
   Reply release_lease(const std::string& mutex, uint64_t token, int64_t timeout_ms) override {
-    return write(mutex, m_sql.force_release(call(mutex, "", token), true), timeout_ms);
+    return leaving(mutex,
+                   write(mutex, m_sql.force_release(call(mutex, "", token), true), timeout_ms));
   }
   // --slots N (slots_sql.cpp); N = 1 is the plain acquire.
   bool has_slots() const override { return true; }
@@ -171,9 +177,8 @@ public:
   }
   Reply release_once(const std::string& mutex, const std::string& contender, uint64_t token,
                      int exit_code, int64_t timeout_ms) override {
-    Reply r = run(m_sql.release_once(call(mutex, contender, token), exit_code), timeout_ms);
-    m_wakeups.release_hint(mutex);
-    return r;
+    return leaving(mutex,
+                   run(m_sql.release_once(call(mutex, contender, token), exit_code), timeout_ms));
   }
   Reply done_record(const std::string& mutex, int64_t timeout_ms) override {
     return run(m_sql.done_record(hex_literal(mutex)), timeout_ms);
@@ -184,7 +189,7 @@ public:
 
   void set_holder(const Holder& h) override {
     m_holder = encode_holder(h);
-    m_wakeups.set_holder(m_holder);
+    m_wakeups.set_holder(m_holder, h.gives_up_at);
   }
   void set_exit_code(int code) override { m_exit_code = std::to_string(code); }
 
@@ -248,9 +253,23 @@ private:
     c.ttl_ms = ttl_ms;
     c.transition_ms = transition_ms;
     c.quarantine = m_uri.quarantine;
-    if (!is_slot_row(mutex)) c.hint = hex_literal(mysql::hint_name(m_uri, mutex));
+    // A slot's row: its mutex's hint lock, which no slot's acquisition
+    // takes (statements.cpp: taking_hint is the plain acquire's), so that
+    // its releases pass on the lock a waiter holds (wake_hint_holder).
+    c.hint = hex_literal(mysql::hint_name(m_uri, mutex));
+    c.queue = hex_literal(core::mutex_of_row(mutex));
     return c;
   }
+
+  // After every release path: the hint lock goes to the next waiter
+  // (wakeups.hpp), whichever session held it.
+  Reply leaving(const std::string& mutex, Reply r) {
+    wake_hint_holder();
+    m_wakeups.release_hint(mutex);
+    return r;
+  }
+  void wake_hint_holder();
+  std::optional<QueuePlace> read_place(const std::string& mutex, const std::string& contender);
 
   // A write of `mutex`: a slot's row keeps its marker (slots_sql.cpp).
   Reply write(const std::string& mutex, Query q, int64_t timeout_ms) {
@@ -272,6 +291,7 @@ private:
            sql.substr(first.size());
   }
   Reply run(const Query& q, int64_t timeout_ms);
+  std::string m_hint_holder; // the last run()'s (Query::hint_holder), "" none
   Result call_sql(const std::string& sql, int64_t timeout_ms);
   Result send(const std::string& sql, int64_t deadline);
   std::string connect(int64_t deadline);
@@ -288,6 +308,7 @@ private:
   std::string m_exit_code = "NULL";
   Access m_access = Access::use;
   bool m_tables_checked = false;
+  bool m_upgraded = false; // Statements::upgrade() sent once
   bool m_answered = false;
 };
 
@@ -301,11 +322,14 @@ std::string MysqlBackend::scrub(std::string msg) const {
 }
 
 std::string MysqlBackend::connect(int64_t deadline) {
-  std::string why = m_conn.connect(m_uri, deadline);
+  bool refused = false;
+  std::string why = m_conn.connect(m_uri, deadline, &refused);
   if (why.empty()) return "";
   if (why == net::k_timed_out)
     return "no answer from MySQL at " + m_uri.shown + " within " +
            core::format_duration(m_budget_ms);
+  // A refused login: where the password came from, or why no file gave it.
+  if (refused && !m_uri.password_note.empty()) why += " (" + m_uri.password_note + ")";
   return scrub("cannot connect to MySQL at " + m_uri.shown + ": " + why);
 }
 
@@ -345,7 +369,8 @@ Result MysqlBackend::send(const std::string& sql, int64_t deadline) {
 
 // No look for the tables before the first query: the query itself fails,
 // applying nothing, when they are missing; then they are made, once per
-// process, and the query is sent again. Before any query succeeded, a
+// process, and the query is sent again (and a table of an older simba
+// that lacks a column gets it, once per process). Before any query succeeded, a
 // failure to make them is open()'s: UnavailableError (exit 69).
 Result MysqlBackend::call_sql(const std::string& sql, int64_t timeout_ms) {
   m_budget_ms = std::max<int64_t>(1, std::min(timeout_ms, m_uri.timeout_ms));
@@ -360,12 +385,20 @@ Result MysqlBackend::call_sql(const std::string& sql, int64_t timeout_ms) {
     else
       r.error = why;
   }
+  if (!r.ok && r.code == k_unknown_column && !m_upgraded) {
+    m_upgraded = true;
+    if (send(m_sql.upgrade(), deadline).ok) r = send(bounded(sql), deadline);
+  }
   if (r.ok) m_answered = true;
   return r;
 }
 
 Reply MysqlBackend::run(const Query& q, int64_t timeout_ms) {
+  m_hint_holder.clear();
   Result r = call_sql(q.sql, timeout_ms);
+  if (r.ok && q.hint_holder != 0 && r.sets.size() > q.hint_holder &&
+      r.sets[q.hint_holder].rows.size() == 1 && r.sets[q.hint_holder].rows[0].size() == 1)
+    m_hint_holder = r.sets[q.hint_holder].rows[0][0];
   if (!r.ok) {
     // A refusal by the server (an error code) applied nothing: the
     // transaction never reached its COMMIT.
@@ -393,6 +426,37 @@ Reply MysqlBackend::run(const Query& q, int64_t timeout_ms) {
     out.slots_recorded = static_cast<int>(number(row[9]));
   }
   return out;
+}
+
+// A release freed the mutex while a waiter's hint connection held its
+// hint lock (it found the mutex taken and waits for its timer: after
+// `simba acquire` exited, a release --force or --lease from this
+// process): that session ends (KILL CONNECTION), the server lets the lock
+// go to the next waiter, which looks, and the waiter whose connection
+// ended looks too (wakeups.cpp). The session of this process's own
+// waiting is not ended: release_hint passes its lock on. A hint only: a
+// KILL refused (a session of another MySQL user, without CONNECTION
+// ADMIN) or late leaves the waiters to their timers.
+void MysqlBackend::wake_hint_holder() {
+  const std::string id = std::move(m_hint_holder);
+  m_hint_holder.clear();
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) return;
+  if (id == std::to_string(m_wakeups.session()) || !m_conn.is_open()) return;
+  m_conn.query("KILL CONNECTION " + id, sys::boottime_ms() + m_uri.timeout_ms);
+}
+
+// Asked only by a waiting notice: one query on the main connection.
+std::optional<QueuePlace> MysqlBackend::read_place(const std::string& mutex,
+                                                   const std::string& contender) {
+  Result r = call_sql(m_sql.queue(hex_literal(mutex), hex_literal(contender)), m_uri.timeout_ms);
+  if (!r.ok || r.sets.size() != 1) return std::nullopt;
+  QueuePlace p;
+  for (const Row& row : r.sets[0].rows) {
+    ++p.length;
+    if (!row.empty() && row[0] == "1" && p.position == 0) p.position = p.length;
+  }
+  if (p.position == 0) p.position = ++p.length; // not queued yet: it joins last
+  return p;
 }
 
 Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
@@ -425,7 +489,7 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
   // The live waiters, in queue order, under their mutex (listed or not).
   if (r.sets.size() > q.answer + 1)
     for (const Row& row : r.sets[q.answer + 1].rows) {
-      if (row.size() != 4) continue;
+      if (row.size() != 5) continue;
       auto at = std::find_if(out.mutexes.begin(), out.mutexes.end(),
                              [&](const MutexLease& m) { return m.mutex == row[0]; });
       if (at == out.mutexes.end()) {
@@ -441,7 +505,9 @@ Listing MysqlBackend::inspect(const std::string& mutex, int64_t timeout_ms) {
       }
       std::optional<Holder> holder;
       if (!row[3].empty()) holder = decode_holder(row[3]);
-      at->waiters.push_back({row[1], number(row[2]), std::move(holder), {}});
+      std::optional<int64_t> gives_up;
+      if (!row[4].empty() && number(row[4]) > 0) gives_up = number(row[4]);
+      at->waiters.push_back({row[1], number(row[2]), std::move(holder), gives_up});
     }
   group_slot_rows(out.mutexes);
   // A mutex never acquired has no row: free, as get() shows it.
@@ -530,13 +596,15 @@ std::string mysql_setup_sql(const std::string& database, const std::string& pref
                             const std::string& user) {
   mysql::Statements s(prefix);
   std::string grants;
-  for (const char* table : {"leases", "server", "run", "history"})
-    grants += " GRANT SELECT, INSERT, UPDATE, DELETE ON `" + database + "`.`" + prefix + table +
+  for (const char* table : {"leases", "server", "run", "waiters", "history"})
+    grants += "\nGRANT SELECT, INSERT, UPDATE, DELETE ON `" + database + "`.`" + prefix + table +
               "` TO '" + user + "'@'%';";
-  return s.schema() + ";" + grants;
+  return "USE `" + database + "`;\n" + s.schema() + ";" + grants + "\n";
 }
 
 std::unique_ptr<Backend> open_mysql(MysqlUri uri, Access access) {
+  if (std::string why = mysql::apply_option_file(uri); !why.empty())
+    throw UnavailableError("MySQL at " + uri.shown + ": " + why);
   auto backend = std::make_unique<MysqlBackend>(std::move(uri));
   backend->open(access);
   return backend;

@@ -69,6 +69,8 @@ public:
   std::string send(const std::string& sql, int64_t deadline);
   Result answer(int64_t deadline);
   int socket() const { return m_fd; }
+  // The server's id of this session (CONNECTION_ID()), once connected.
+  uint32_t id() const { return m_id; }
 
   const std::string& server_version() const { return m_version; }
   bool tls() const { return m_tls != nullptr; }
@@ -97,6 +99,7 @@ private:
   uint8_t m_sequence = 0; // of the next packet we send
   std::string m_lost;     // why the connection ended, once m_in is read
   std::string m_version;
+  uint32_t m_id = 0;
 };
 
 } // namespace simba::backend::mysql

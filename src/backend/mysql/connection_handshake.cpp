@@ -31,6 +31,7 @@ constexpr uint32_t k_client_caps = wire::k_long_password | wire::k_found_rows |
 
 struct Greeting {
   std::string version;
+  uint32_t id = 0; // the server's connection id (CONNECTION_ID())
   uint32_t caps = 0;
   std::string scramble; // 20 bytes
   std::string plugin;
@@ -43,7 +44,7 @@ std::string read_greeting(const std::string& p, Greeting& g) {
     return "the server greeted with protocol " + std::to_string(protocol) +
            ", not 10 (not MySQL or MariaDB?)";
   g.version = in.nul_string();
-  in.u32(); // connection id
+  g.id = in.u32();
   g.scramble = in.bytes(8);
   in.u8();
   g.caps = in.u16();
@@ -101,6 +102,7 @@ std::string Connection::handshake(const MysqlUri& uri, int64_t deadline, bool& r
   Greeting g;
   if (std::string why = read_greeting(p, g); !why.empty()) return why;
   m_version = g.version;
+  m_id = g.id;
   if (!(g.caps & wire::k_protocol_41) || !(g.caps & wire::k_secure_connection)) {
     refused = true;
     return "the server " + g.version + " does not speak the 4.1 protocol (too old)";

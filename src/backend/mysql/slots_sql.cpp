@@ -71,11 +71,44 @@ std::string cover_sql(const std::string& leases, const std::string& marker,
          ")), mk.holding = 0 WHERE mk.mutex = " + marker + " AND " + when;
 }
 
+// First come, first served (core/slots.hpp, may_take_free_slot): how
+// many live waiters queued before the contender hold no slot (SQL).
+std::string slot_queue_ahead(const std::string& leases, const std::string& waiters,
+                             const Call& c, const std::string& list) {
+  const std::string marker = c.mutex;
+  const std::string nm = "(SELECT now_us DIV 1000 FROM " + leases + " WHERE mutex = " + marker +
+                         ")";
+  return "(SELECT COUNT(*) FROM " + waiters + " z WHERE z.mutex = " + marker +
+         " AND z.contender <> " + c.contender +
+         " AND z.queued_at < COALESCE((SELECT y.queued_at FROM " + waiters +
+         " y WHERE y.mutex = " + marker + " AND y.contender = " + c.contender +
+         "), 9223372036854775807) AND " + live_waiter("z", nm) + " AND NOT EXISTS (SELECT 1 FROM " +
+         leases + " h WHERE h.mutex IN " + list + " AND h.owner = z.contender AND h.transition_at > " +
+         nm + "))";
+}
+
+// The slots as the decision reads them (the derived table d): the
+// contender's (mine), the first free (free_k), how many are free since
+// when, the top token, the waiters ahead.
+std::string slots_state(const std::string& leases, const std::string& waiters, const Call& c,
+                        const std::string& mutex, const std::string& list) {
+  const std::string sn = "(now_us DIV 1000)";
+  return "(SELECT MIN(IF(owner = " + c.contender + " AND transition_at > " + sn +
+         ", k, NULL)) AS mine, MIN(IF(transition_at <= " + sn +
+         ", k, NULL)) AS free_k, SUM(transition_at <= " + sn +
+         ") AS free_n, MIN(IF(transition_at <= " + sn +
+         ", transition_at, NULL)) AS free_since, MAX(token) AS top, MAX(" +
+         slot_queue_ahead(leases, waiters, c, list) + ") AS ahead FROM (SELECT " +
+         slot_number("mutex", mutex) + " AS k, owner, transition_at, now_us, token FROM " +
+         leases + " WHERE mutex IN " + list + ") x) d";
+}
+
 } // namespace
 
 // The decision (slot_act): 3 refused (a valid marker of another N, or a
 // plain holder), 4 a revoked plain lease (busy), 1 the contender's slot is
-// renewed, 2 a free slot is taken, 0 every slot is held.
+// renewed, 5 the free slots are the waiters' ahead (FIFO), 2 a free slot
+// is taken, 0 every slot is held.
 Query Statements::acquire_slot(const Call& c, const std::string& mutex, int slots) const {
   const std::string list = slot_list(mutex, slots);
   const std::string marker = c.mutex;
@@ -91,16 +124,21 @@ Query Statements::acquire_slot(const Call& c, const std::string& mutex, int slot
       " SET s.now_us = mk.now_us, s.wrote = 0, s.was_owner = s.owner, s.was_acquired_at = "
       "s.acquired_at, s.was_ttl_at = s.ttl_at, s.was_transition_at = s.transition_at, "
       "s.was_token = s.token, s.was_holding = s.holding WHERE s.mutex IN " + list;
-  const std::string sn = "(now_us DIV 1000)";
+  // With F slots free, F waiters ahead keep the contender out until a
+  // slot has been free for k_slot_fallback_ms (act 5: busy till then,
+  // gate_till).
+  const std::string gated = "(d.mine IS NULL AND d.free_k IS NOT NULL AND " + N +
+                            " < d.free_since + " + num(core::k_slot_fallback_ms) +
+                            " AND d.ahead >= d.free_n)";
   std::string decide =
-      "UPDATE " + m_leases + " mk JOIN (SELECT MIN(IF(owner = " + c.contender +
-      " AND transition_at > " + sn + ", k, NULL)) AS mine, MIN(IF(transition_at <= " + sn +
-      ", k, NULL)) AS free_k, MAX(token) AS top FROM (SELECT " + slot_number("mutex", mutex) +
-      " AS k, owner, transition_at, now_us, token FROM " + m_leases + " WHERE mutex IN " + list +
-      ") x) d SET mk.slot_act = CASE WHEN mk.transition_at > " + N +
+      "UPDATE " + m_leases + " mk JOIN " + slots_state(m_leases, m_waiters, c, mutex, list) +
+      " SET mk.slot_act = CASE WHEN mk.transition_at > " + N +
       " AND mk.owner <> '' AND mk.owner <> " + own + " THEN 3 WHEN mk.owner = '' AND "
-      "mk.transition_at > " + N + " THEN 4 WHEN d.mine IS NOT NULL THEN 1 WHEN d.free_k IS NOT "
-      "NULL AND " + N + " >= mk.q_till THEN 2 ELSE 0 END, mk.slot_pick = COALESCE(d.mine, d.free_k, -1), mk.slot_token = "
+      "mk.transition_at > " + N + " THEN 4 WHEN d.mine IS NOT NULL THEN 1 WHEN " + gated +
+      " THEN 5 WHEN d.free_k IS NOT NULL AND " + N +
+      " >= mk.q_till THEN 2 ELSE 0 END, mk.gate_till = IF(" + gated + ", d.free_since + " +
+      num(core::k_slot_fallback_ms) +
+      ", 0), mk.slot_pick = COALESCE(d.mine, d.free_k, -1), mk.slot_token = "
       "GREATEST(COALESCE(d.top, 0), mk.token) WHERE mk.mutex = " + marker;
   const std::string join = m_leases + " s JOIN " + m_leases + " mk ON mk.mutex = " + marker;
   const std::string picked = "s.mutex = CONCAT(" + marker + ", '#', mk.slot_pick)";
@@ -125,8 +163,13 @@ Query Statements::acquire_slot(const Call& c, const std::string& mutex, int slot
       " AND wrote = 1 AND token <> was_token";
   // The answer: the slot written, else the one that frees first; the
   // marker when it refuses.
+  // Act 5 (gated): the marker, busy until the gate opens.
   auto col = [](const std::string& name) {
-    return "IF(mk.slot_act IN (3, 4), mk." + name + ", s." + name + ")";
+    const std::string gate = name == "ttl_at"          ? "LEAST(mk.ttl_at, mk.gate_till)"
+                             : name == "transition_at" ? "mk.gate_till"
+                                                       : "mk." + name;
+    return "IF(mk.slot_act IN (3, 4), mk." + name + ", IF(mk.slot_act = 5, " + gate + ", s." +
+           name + "))";
   };
   std::string answer =
       ", " + slot_number("s.mutex", mutex) + ", IF(mk.slot_act = 3, " + slots_of("mk.owner") +
@@ -159,6 +202,7 @@ Query Statements::on_slot_row(Query q, const std::string& row) const {
   q.sql.insert(statement_start(q.sql, 5), cover);
   q.sql.insert(statement_start(q.sql, 3), lock);
   q.answer += 2;
+  if (q.hint_holder != 0) q.hint_holder += 2;
   return q;
 }
 

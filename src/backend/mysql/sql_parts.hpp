@@ -14,6 +14,8 @@ constexpr int k_quarantine_statements = 6;
 std::string n();
 std::string num(int64_t v);
 std::string unum(uint64_t v);
+// A live waiter of the queue, the row of alias `z` (statements.cpp).
+std::string live_waiter(const std::string& z, const std::string& now);
 
 // An UPDATE that renews the lease of the row `where` selects: `target`
 // follows UPDATE (the table, or a join whose written row has the alias

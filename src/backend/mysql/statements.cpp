@@ -88,7 +88,9 @@ CREATE TABLE IF NOT EXISTS )" + run + R"( (
   one TINYINT NOT NULL PRIMARY KEY, id VARBINARY(64) NOT NULL) ENGINE=MEMORY;
 CREATE TABLE IF NOT EXISTS )" + waiters + R"( (
   mutex VARBINARY(255) NOT NULL, contender VARBINARY(255) NOT NULL, queued_at BIGINT NOT NULL,
-  conn_id BIGINT NOT NULL, holder BLOB NULL, PRIMARY KEY (mutex, contender)) ENGINE=InnoDB;
+  conn_id BIGINT NOT NULL, holder BLOB NULL, woken_at BIGINT NOT NULL DEFAULT 0,
+  gives_up_at BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (mutex, contender), KEY (conn_id)) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS )" +
          history + R"( (
   mutex VARBINARY(255) NOT NULL, seq BIGINT NOT NULL, at BIGINT NOT NULL,
@@ -116,18 +118,36 @@ std::string Statements::probe() const {
          m_history + " LIMIT 0";
 }
 
+std::string Statements::upgrade() const {
+  return "ALTER TABLE " + m_waiters +
+         " ADD COLUMN IF NOT EXISTS woken_at BIGINT NOT NULL DEFAULT 0, ADD COLUMN IF NOT "
+         "EXISTS gives_up_at BIGINT NOT NULL DEFAULT 0, ADD INDEX IF NOT EXISTS conn_id (conn_id)";
+}
+
 // The waiters' queue (wakeups.hpp), on the waiter's own connection: its
 // row names that connection, so that status lists only the waiters whose
 // session still runs; the rows of the dead are dropped by the next to
 // queue. Each statement commits on its own.
 std::string Statements::enqueue(const std::string& mutex, const std::string& contender,
-                                const std::string& holder) const {
-  return "SET time_zone = '+00:00';DELETE FROM " + m_waiters + " WHERE mutex = " + mutex +
+                                const std::string& holder, int64_t gives_up_at) const {
+  // The DELETE at READ COMMITTED: it locks only the dead rows it removes,
+  // not every row of the queue it reads (hundreds of waiters joining at
+  // once waited for each other's locks, past their calls' time-outs).
+  return "SET time_zone = '+00:00';SET TRANSACTION ISOLATION LEVEL READ COMMITTED;DELETE FROM " +
+         m_waiters + " WHERE mutex = " + mutex +
          " AND contender <> " + contender +
          " AND conn_id NOT IN (SELECT ID FROM information_schema.PROCESSLIST);INSERT INTO " +
-         m_waiters + " (mutex, contender, queued_at, conn_id, holder) VALUES (" + mutex + ", " +
-         contender + ", " + k_now_us + ", CONNECTION_ID(), " + holder +
-         ") ON DUPLICATE KEY UPDATE conn_id = VALUES(conn_id), holder = VALUES(holder)";
+         m_waiters + " (mutex, contender, queued_at, conn_id, holder, gives_up_at) VALUES (" +
+         mutex + ", " + contender + ", " + k_now_us + ", CONNECTION_ID(), " + holder + ", " +
+         num(gives_up_at) +
+         ") ON DUPLICATE KEY UPDATE conn_id = VALUES(conn_id), holder = VALUES(holder), "
+         "gives_up_at = VALUES(gives_up_at), woken_at = 0";
+}
+
+std::string Statements::queue(const std::string& mutex, const std::string& contender) const {
+  return "SELECT z.contender = " + contender + " FROM " + m_waiters + " z WHERE z.mutex = " +
+         mutex + " AND z.conn_id IN (SELECT ID FROM information_schema.PROCESSLIST) ORDER BY "
+                 "z.queued_at";
 }
 
 std::string Statements::dequeue(const std::string& mutex, const std::string& contender) const {
@@ -256,6 +276,15 @@ constexpr const char* k_next_token = "GREATEST(was_token + 1, now_us)";
 
 } // namespace
 
+// A live waiter of the queue (alias `z`, `now` in ms): its connection is
+// there, or a release from another process ended it to wake it
+// (leaving_hint: woken_at) less than the fallback's time ago, and it is
+// on its way back (it keeps its place).
+std::string live_waiter(const std::string& z, const std::string& now) {
+  return "(" + z + ".conn_id IN (SELECT ID FROM information_schema.PROCESSLIST) OR " + z +
+         ".woken_at > " + now + " - " + num(core::k_fifo_fallback_ms) + ")";
+}
+
 // First come, first served (core/fifo.hpp): for k_fifo_fallback_ms after
 // the lease ended (ran out, or released: a newcomer must not take what the
 // release's hint woke the first waiter for, mysql/wakeups.hpp), a
@@ -272,14 +301,19 @@ std::string Statements::fifo_gate(const Call& c) const {
                      : " AND NOT EXISTS (SELECT 1 FROM " + m_waiters + " w WHERE w.mutex = " +
                            c.mutex + " AND w.contender = " + c.contender +
                            " AND w.conn_id <=> IS_USED_LOCK(" + c.hint + "))";
+  // A waiter ahead that a release from another process woke by ending
+  // its session (woken_at) still goes first, whoever holds the lock now.
+  const std::string ahead = woken.empty() ? live_waiter("z", n())
+                                          : "(z.woken_at > " + n() + " - " + fallback +
+                                                " OR (z.conn_id IN (SELECT ID FROM "
+                                                "information_schema.PROCESSLIST)" + woken + "))";
   return "UPDATE " + m_leases + " SET gate_till = was_transition_at + " + fallback +
          " WHERE mutex = " + c.mutex + " AND was_token > 0 AND was_transition_at <= " + n() +
          " AND " + n() + " < was_transition_at + " + fallback + " AND EXISTS (SELECT 1 FROM " +
          m_waiters + " z WHERE z.mutex = " + c.mutex + " AND z.contender <> " + c.contender +
          " AND z.queued_at < COALESCE((SELECT y.queued_at FROM " + m_waiters +
          " y WHERE y.mutex = " + c.mutex + " AND y.contender = " + c.contender +
-         "), 9223372036854775807) AND z.conn_id IN (SELECT ID FROM "
-         "information_schema.PROCESSLIST))" + woken;
+         "), 9223372036854775807) AND " + ahead + ")";
 }
 
 // How long the contender waited in the queue (waited_ms of "acquired"): 0
@@ -339,14 +373,42 @@ Query Statements::taking_hint(const Call& c, const std::string& leases, Query q)
 }
 
 // A release lets the hint lock go after its COMMIT: the waiter it wakes
-// finds the mutex free.
-Query Statements::leaving_hint(const Call& c, const std::string& leases, Query q) {
+// finds the mutex free. A release from another process (release --force
+// or --lease, the owner's end of a revoked lease after its session lost
+// the lock) does not hold it: when a waiter's connection does (it found
+// the mutex taken and waits for its timer), the query names it
+// (hint_holder), and the backend ends it (KILL), so that the lock goes on
+// to the next waiter all the same (wakeups.hpp). Read before this
+// session lets its own go, which is not another's.
+Query Statements::leaving_hint(const Call& c, Query q) const {
   if (c.hint.empty()) return q;
-  // Whether this release ended the lease, noted before the COMMIT (a
-  // release that changed nothing keeps the lock of a lease it still has).
+  // Whether this call freed the mutex, noted before the COMMIT (a release
+  // that changed nothing keeps the lock of a lease it still has; a
+  // revoked lease whose CMD may run is not free yet).
   size_t commit = q.sql.rfind(";COMMIT");
-  q.sql.insert(commit, ";SELECT COALESCE((SELECT wrote FROM " + leases + " WHERE mutex = " +
-                           c.mutex + "), 0) INTO @simba_released");
+  q.sql.insert(commit, ";SELECT COALESCE((SELECT wrote = 1 AND owner = '' AND transition_at <= " +
+                           n() + " FROM " + m_leases + " WHERE mutex = " + c.mutex +
+                           "), 0) INTO @simba_released");
+  // The results: the answer, the SELECT INTO, COMMIT; then the hint
+  // lock's other holder.
+  q.hint_holder = q.answer + 3;
+  // Only another waiter's hint connection (its row names it: the
+  // releaser's own passes its lock on, release_hint), never an owner's
+  // session, which may be inside a query: a KILL there aborts it. An
+  // owner's session lets the lock go at its release or exit.
+  const std::string other = "IF(@simba_released = 1 AND NOT (IS_USED_LOCK(" + c.hint +
+                            ") <=> CONNECTION_ID()) AND EXISTS (SELECT 1 FROM " + m_waiters +
+                            " WHERE conn_id = IS_USED_LOCK(" + c.hint + ") AND mutex = " +
+                            c.queue + " AND contender <> " + c.contender + "), IS_USED_LOCK(" +
+                            c.hint + "), NULL)";
+  q.sql += ";SELECT " + other;
+  // A waiter whose session ends keeps counting as live (live_waiter); the
+  // owner whose lease ended, if it was one, no longer does.
+  if (!c.queue.empty())
+    q.sql += ";UPDATE " + m_waiters + " SET woken_at = 0 WHERE mutex = " + c.queue +
+             " AND @simba_released = 1 AND contender = (SELECT was_owner FROM " + m_leases +
+             " WHERE mutex = " + c.mutex + ") AND woken_at <> 0";
+  q.sql += ";UPDATE " + m_waiters + " SET woken_at = " + k_now_ms + " WHERE conn_id = " + other;
   q.sql += ";DO IF(@simba_released = 1, RELEASE_LOCK(" + c.hint + "), 0)";
   return q;
 }
@@ -439,6 +501,7 @@ Query Statements::release_once(const Call& c, int exit_code) const {
   size_t at = nth_statement_end(q.sql, 4);
   q.sql.insert(at, finish + ";");
   q.answer += 1;
+  if (q.hint_holder != 0) q.hint_holder += 1;
   size_t select = q.sql.rfind(";SELECT COALESCE(l.now_us");
   q.sql.insert(q.sql.find(", COALESCE(l.q_till, 0)", select), k_done_columns);
   return q;
@@ -500,7 +563,7 @@ Query Statements::release(const Call& c, const std::string& exit_code) const {
                     " AND owner = " + c.contender + " AND owner <> '' AND (" + unum(c.token) +
                     " = 0 OR token = " + unum(c.token) + ") AND transition_at > " + n();
   return leaving_hint(
-      c, m_leases,
+      c,
       wrap(c.mutex, sql, 1,
               event(c.mutex, "history_seq, " + n() + ", 'released', was_owner, NULL, token, " +
                                  exit_code + ", " + n() + " - acquired_at, NULL, NULL, NULL")));
@@ -521,22 +584,22 @@ Query Statements::force_release(const Call& c, bool by_owner) const {
       " AND owner <> '' AND transition_at > " + n() + " AND (" + unum(c.token) +
       " = 0 OR token = " + unum(c.token) + ")";
   const std::string released = "(" + own + " = 1 AND transition_at <= " + n() + ")";
-  return wrap(c.mutex, sql, 1,
+  return leaving_hint(c, wrap(c.mutex, sql, 1,
               event(c.mutex, "history_seq, " + n() + ", IF(" + released +
                                  ", 'released', 'forced'), was_owner, IF(" + released +
                                  ", NULL, " + c.holder + "), was_token, NULL, " + n() +
-                                 " - was_acquired_at, NULL, NULL, NULL"));
+                                 " - was_acquired_at, NULL, NULL, NULL")));
 }
 
 // The lease revoked by force_release with token c.token ends now. No
 // event: the revocation wrote 'forced', the owner 'lost'.
 Query Statements::end_revoked(const Call& c) const {
-  return wrap(c.mutex,
+  return leaving_hint(c, wrap(c.mutex,
               "UPDATE " + m_leases + " SET holding = 0, ttl_at = LEAST(was_ttl_at, " + n() +
                   "), transition_at = " + n() + ", wrote = 1 WHERE mutex = " + c.mutex +
                   " AND owner = '' AND " + unum(c.token) + " <> 0 AND token = " + unum(c.token) +
                   " AND transition_at > " + n(),
-              1, "");
+              1, ""));
 }
 
 Query Statements::get(const std::string& mutex) const {
@@ -590,7 +653,8 @@ Query Statements::inspect(const std::string& mutex) const {
               ";SELECT mutex, owner, acquired_at, ttl_at, transition_at, token, holding, "
               "IF(holder_token = token, holder, NULL), acquisitions, losses FROM " +
               m_leases + " WHERE token > 0" + where +
-              " ORDER BY mutex;SELECT z.mutex, z.contender, z.queued_at DIV 1000, z.holder FROM " +
+              " ORDER BY mutex;SELECT z.mutex, z.contender, z.queued_at DIV 1000, z.holder, "
+              "z.gives_up_at FROM " +
               m_waiters + " z WHERE EXISTS (SELECT 1 FROM information_schema.PROCESSLIST p WHERE "
               "p.ID = z.conn_id)" +
               (mutex.empty() ? "" : " AND z.mutex = " + wire::hex_literal(mutex)) +

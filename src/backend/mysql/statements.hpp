@@ -30,6 +30,9 @@ namespace simba::backend::mysql {
 struct Query {
   std::string sql;
   size_t answer = 0; // the index of the statement whose rows answer
+  // A release's: the index of the result that names another session
+  // holding the hint lock (leaving_hint, statements.cpp); 0 none.
+  size_t hint_holder = 0;
 };
 
 // One mutex's operation, its values already SQL literals.
@@ -40,6 +43,7 @@ struct Call {
   uint64_t token = 0;
   bool quarantine = true; // the URI's (statements.cpp: quarantine_sql)
   std::string hint;        // the hint lock's name, a literal (wakeups.hpp); "" none
+  std::string queue;       // the mutex of the waiters' queue (a slot's row: its mutex's)
 };
 
 class Statements {
@@ -49,6 +53,10 @@ public:
   // CREATE TABLE ... IF NOT EXISTS, the administrator's SQL too.
   const std::string& schema() const { return m_schema; }
   std::string probe() const; // fails unless every table is there
+  // The columns and index the waiters' table got after its first
+  // release (2026-12-06), added to a table made before (MariaDB's IF NOT
+  // EXISTS).
+  std::string upgrade() const;
   // The tables, for messages.
   std::string leases() const { return m_leases; }
   std::string history_table() const { return m_history; }
@@ -83,14 +91,17 @@ public:
                        const std::string& reason, const std::string& by,
                        int64_t waited_ms) const;
   // The waiters' queue (wakeups.hpp): joining it (literals; holder NULL
-  // or a literal), leaving it.
+  // or a literal; gives_up_at epoch ms, 0 never), leaving it.
   std::string enqueue(const std::string& mutex, const std::string& contender,
-                      const std::string& holder) const;
+                      const std::string& holder, int64_t gives_up_at) const;
   std::string dequeue(const std::string& mutex, const std::string& contender) const;
+  // The live waiters of `mutex` (a literal) in queue order: one column,
+  // 1 for `contender`'s row (a literal), 0 for the others'.
+  std::string queue(const std::string& mutex, const std::string& contender) const;
   // The clock (answer - 1), the leases (answer): mutex, owner,
   // acquired_at, ttl_at, transition_at, token, holding, holder, acquisitions,
   // losses; and the live waiters (answer + 1): mutex, contender,
-  // queued_at (ms), holder, in queue order. `mutex` "" all.
+  // queued_at (ms), holder, gives_up_at (0 never), in queue order. `mutex` "" all.
   Query inspect(const std::string& mutex) const;
   // The clock (answer - 1) and the events: mutex, at, event, owner, holder,
   // token, exit_code, held_ms, waited_ms, reason, by_owner.
@@ -107,7 +118,7 @@ private:
   std::string fifo_gate(const Call& c) const;
   Query creating(const std::string& mutex, Query q) const;
   static Query taking_hint(const Call& c, const std::string& leases, Query q);
-  static Query leaving_hint(const Call& c, const std::string& leases, Query q);
+  Query leaving_hint(const Call& c, Query q) const;
 
   std::string m_leases, m_server, m_run, m_waiters, m_history, m_schema;
 };

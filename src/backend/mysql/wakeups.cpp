@@ -59,7 +59,10 @@ int HintWakeups::watch(const std::string& mutex, const std::string& contender, b
     m_queued = false;
     return -1;
   }
-  if (m_holding) return -1; // woken, the mutex taken after all: its timer
+  // Woken, the mutex taken after all: its timer, and the socket, which
+  // turns readable when a release from another process ended this
+  // session to pass the lock on (backend.cpp, wake_hint_holder).
+  if (m_holding) return m_conn.socket();
   if (!m_pending) {
     const int64_t now = sys::boottime_ms();
     if (now < m_retry_at) return -1;
@@ -71,7 +74,8 @@ int HintWakeups::watch(const std::string& mutex, const std::string& contender, b
       m_mutex = mutex;
       m_contender = contender;
       m_queued = m_conn.query(m_sql.enqueue(wire::hex_literal(mutex), wire::hex_literal(contender),
-                                            m_holder.empty() ? "NULL" : wire::hex_literal(m_holder)),
+                                            m_holder.empty() ? "NULL" : wire::hex_literal(m_holder),
+                                            m_gives_up_at),
                               now + m_uri.timeout_ms)
                      .ok;
       if (!m_conn.is_open()) return -1;
@@ -87,10 +91,14 @@ int HintWakeups::watch(const std::string& mutex, const std::string& contender, b
 }
 
 // The GET_LOCK answered: 1, this connection holds the hint lock (the owner
-// let it go). Anything else (a timeout of a day, an error, a lost
+// let it go, or its session ended). Anything else (a timeout of a day, an error, a lost
 // connection): a look all the same, and the next wait asks again.
 bool HintWakeups::drain_wakeups() {
-  if (!m_pending) return false;
+  if (!m_pending) {
+    if (!m_holding || !m_conn.stale()) return false;
+    reset(); // ended by a release (above): a look, and the next wait asks again
+    return true;
+  }
   Result r = m_conn.answer(sys::boottime_ms() + m_uri.timeout_ms);
   m_pending = false;
   if (r.ok && r.sets.size() == 1 && r.sets[0].rows.size() == 1 && r.sets[0].rows[0].size() == 1 &&

@@ -15,6 +15,10 @@
 // it lets it go after its own release (release_hint); when its look finds
 // the mutex taken after all, it keeps it and waits for its timer, so a
 // lock passed on at every failed look never makes the waiters spin.
+// A release from a process that does not hold the lock (release --force
+// or --lease) ends the waiter's connection that does (backend.cpp,
+// wake_hint_holder): the lock goes on, and the waiter that held it sees
+// its connection end (watch() polls it too) and looks.
 // One server call per release, however many wait. The waiter's row in
 // "<prefix>waiters" (its connection's id: status lists the live ones)
 // shows the queue; the order is the server's.
@@ -24,6 +28,8 @@
 #include "backend/wakeups.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace simba::backend::mysql {
@@ -34,13 +40,25 @@ std::string hint_name(const MysqlUri& uri, const std::string& mutex);
 
 class HintWakeups final : public QueueWakeups {
 public:
-  HintWakeups(const MysqlUri& uri, const Statements& sql) : m_uri(uri), m_sql(sql) {}
+  // A waiter's place, read by the backend on its main connection (the
+  // hint connection may be waiting in GET_LOCK).
+  using PlaceReader =
+      std::function<std::optional<QueuePlace>(const std::string&, const std::string&)>;
+  HintWakeups(const MysqlUri& uri, const Statements& sql, PlaceReader place)
+      : m_uri(uri), m_sql(sql), m_place(std::move(place)) {}
   // Who waits, for status (backend/holder.hpp's string; "" none).
-  void set_holder(const std::string& holder) { m_holder = holder; }
+  // And when it gives up (epoch ms; 0 never), status's too.
+  void set_holder(const std::string& holder, int64_t gives_up_at) {
+    m_holder = holder;
+    m_gives_up_at = gives_up_at;
+  }
 
   // After a release of `mutex` (committed): the hint lock this connection
   // holds, if any, goes to the next waiter.
   void release_hint(const std::string& mutex);
+  // The server's id of the hint connection (0: none): the session a
+  // release must not end (backend.cpp, wake_hint_holder).
+  uint32_t session() const { return m_conn.is_open() ? m_conn.id() : 0; }
   // simba exits next: the kernel closes the connection (and the server
   // lets its lock go).
   void leave() { m_conn.leave(); }
@@ -48,14 +66,20 @@ public:
 protected:
   int watch(const std::string& mutex, const std::string& contender, bool waiting) override;
   bool drain_wakeups() override;
+  std::optional<QueuePlace> queue_place(const std::string& mutex,
+                                        const std::string& contender) override {
+    return m_place(mutex, contender);
+  }
 
 private:
   void reset();
 
   const MysqlUri& m_uri;
   const Statements& m_sql;
+  PlaceReader m_place;
   Connection m_conn;
   std::string m_holder;
+  int64_t m_gives_up_at = 0;
   std::string m_mutex, m_contender; // of the row in the waiters' queue, when m_queued
   bool m_queued = false;
   std::string m_name;     // the hint lock of the mutex watched
