@@ -13,6 +13,7 @@ in postgres.py) and one line in backends.py's BACKENDS; the network faults come 
 links for free.
 """
 import os
+import random
 import shutil
 import signal
 import socket
@@ -25,9 +26,28 @@ from .proxy import Network
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below Linux's ephemeral ones (32768 and up by default).
+
+    The kernel hands ephemeral ports to outgoing connections as their local
+    port, and while a connection holds one no server can bind it: a server
+    the chaos run kills and restarts on its own port would then fail with
+    "Address already in use". Port 0 would give one of those very ports."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    if low < 22000:
+        low = 32768
+    for _ in range(200):
+        port = random.randrange(10000, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def orphan_proof(argv):

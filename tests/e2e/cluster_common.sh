@@ -32,7 +32,7 @@ ccli() {
 _cluster_free_port() {
   local p
   for _ in {1..100}; do
-    p=$((20000 + RANDOM % 25000))
+    p=$(random_server_port 10000)
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
     (exec 3<>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
     printf '%s\n' "$p"

@@ -57,6 +57,8 @@
 set -euo pipefail
 set -m
 exec </dev/null
+# shellcheck source=ports.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/ports.sh"
 
 _e2e_root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
 SIMBA=${SIMBA_BIN:-$_e2e_root/build/simba}

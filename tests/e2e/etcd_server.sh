@@ -28,6 +28,8 @@
 #
 # The processes are background jobs of the caller.
 
+# shellcheck source=ports.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/ports.sh"
 ETCD_DIR='' ETCD_URI='' ETCD_PIDS=() ETCD_CLIENT_PORTS=() ETCD_PEER_PORTS=() ETCD_PEER_URL_PORTS=()
 
 # _etcd_alive PID: running (kill -0 also finds a zombie not reaped yet)
@@ -85,7 +87,7 @@ etcd_single_start() {
   ETCD_DIR=$dir
   mkdir -p -- "$dir" || return 1
   for ((attempt = 0; attempt < 5; attempt++)); do # a port taken meanwhile: others
-    ETCD_CLIENT_PORTS=($((20000 + RANDOM % 40000))) ETCD_PEER_PORTS=($((20000 + RANDOM % 40000)))
+    ETCD_CLIENT_PORTS=("$(random_server_port)") ETCD_PEER_PORTS=("$(random_server_port)")
     _etcd_port_taken "${ETCD_CLIENT_PORTS[0]}" || _etcd_port_taken "${ETCD_PEER_PORTS[0]}" && continue
     rm -rf -- "$dir/s"
     etcd --name s --data-dir "$dir/s" \
@@ -117,7 +119,7 @@ etcd_cluster_start() {
   for ((attempt = 0; attempt < 5; attempt++)); do
     ports=()
     while ((${#ports[@]} < 6)); do
-      p=$((20000 + RANDOM % 40000))
+      p=$(random_server_port)
       _etcd_port_taken "$p" || [[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
     done
     ETCD_CLIENT_PORTS=("${ports[@]:0:3}") ETCD_PEER_PORTS=("${ports[@]:3:3}")

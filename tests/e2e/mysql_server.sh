@@ -23,6 +23,8 @@
 # Its start-up (install-db about 3 s, the server well under 1 s) runs in
 # the background: scripts/test starts it before the build and waits after.
 
+# shellcheck source=ports.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/ports.sh"
 MY_PASSWORD=simba-test-mysql-pw
 MY_EXTRA_OPTIONS=() # more options of mariadbd (e.g. TLS), set before my_server_start
 MY_DIR='' MY_PORT='' MY_PID='' MY_URI='' MY_SOCKET=''
@@ -73,7 +75,7 @@ my_server_start() {
   _my_user || return 1
   MY_SOCKET=$MY_DIR/mysqld.sock
   for ((attempt = 0; attempt < 20; attempt++)); do
-    MY_PORT=$((20000 + RANDOM % 40000))
+    MY_PORT=$(random_server_port)
     _my_port_taken "$MY_PORT" || break
   done
   cat >"$MY_DIR/init.sql" <<SQL

@@ -22,6 +22,8 @@
 #
 # The processes are background jobs of the caller.
 
+# shellcheck source=ports.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/ports.sh"
 PG_PASSWORD=simba-test-secret-pw
 PG_DIR='' PG_PORT='' PG_PID='' PG_URI='' PG_SOCKET_DIR='' PGB_PORT='' PGB_PID='' PGB_URI=''
 
@@ -83,7 +85,7 @@ pg_server_start() {
     --auth-host=scram-sha-256 --pwfile="$PG_DIR/pw" -E UTF8 --no-sync \
     >"$PG_DIR/initdb.log" 2>&1 || { cat -- "$PG_DIR/initdb.log" >&2; return 1; }
   for ((attempt = 0; attempt < 20; attempt++)); do
-    PG_PORT=$((20000 + RANDOM % 40000))
+    PG_PORT=$(random_server_port)
     _port_taken "$PG_PORT" && continue
     if pg_server_spawn; then
       PG_URI="postgres://simba:$PG_PASSWORD@127.0.0.1:$PG_PORT/postgres"
@@ -116,7 +118,7 @@ pgbouncer_start() {
   [[ -x $bin ]] || return 1
   printf '"simba" "%s"\n' "$PG_PASSWORD" >"$PG_DIR/userlist.txt"
   for ((attempt = 0; attempt < 20; attempt++)); do
-    PGB_PORT=$((20000 + RANDOM % 40000))
+    PGB_PORT=$(random_server_port)
     _port_taken "$PGB_PORT" && continue
     # options: the session timeouts simba sends at start-up, which
     # PgBouncer does not pass on (docs/backends/postgres.md, "PgBouncer").

@@ -79,7 +79,7 @@ start_own_redis() {
   _own_redis_args=("$@")
   mkdir -p -- "$T/redis"
   for ((attempt = 0; attempt < 20; attempt++)); do
-    port=$((20000 + RANDOM % 40000))
+    port=$(random_server_port)
     redis_ping "$port" && continue # somebody else's
     if _own_redis_spawn "$port"; then
       OWN_REDIS_PORT=$port

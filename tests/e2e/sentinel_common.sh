@@ -36,9 +36,7 @@ master_port() {
 _free_port() {
   local p
   for _ in {1..50}; do
-    # Below Linux's ephemeral ports (32768 and up by default), which any
-    # client connection may hold: a server can then not bind it.
-    p=$((20000 + RANDOM % 12000))
+    p=$(random_server_port)
     (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || {
       printf '%s\n' "$p"
       return 0

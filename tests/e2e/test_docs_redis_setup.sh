@@ -49,7 +49,7 @@ openssl x509 -in "$T/tls/redis.crt" -noout -ext subjectAltName | grep -q 'DNS:lo
 
 # The server, on the page's conf lines.
 for ((attempt = 0; attempt < 20; attempt++)); do
-  port=$((20000 + RANDOM % 40000))
+  port=$(random_server_port)
   local_paths <<<"$conf" | sed -e 's/^bind 0\.0\.0\.0$/bind 127.0.0.1/' -e "s/^tls-port 6379$/tls-port $port/" >"$T/redis.conf"
   printf 'dir %s\nlogfile %s\ndaemonize no\n' "$T" "$T/redis.log" >>"$T/redis.conf"
   grep -q "^tls-port $port$" "$T/redis.conf" || fail "the conf has no 'tls-port 6379' line"

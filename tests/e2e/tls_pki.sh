@@ -68,7 +68,7 @@ start_tls_redis() {
   needs redis-server
   mkdir -p -- "$dir"
   for ((attempt = 0; attempt < 20; attempt++)); do
-    port=$((20000 + RANDOM % 40000))
+    port=$(random_server_port)
     : >"$dir/redis.log"
     redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 127.0.0.2 \
       --tls-cert-file "$PKI/$name.crt" --tls-key-file "$PKI/$name.key" \
