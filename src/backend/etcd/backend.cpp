@@ -500,31 +500,40 @@ Reply EtcdBackend::release_lease(const std::string& mutex, uint64_t token, int64
 Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool by_owner,
                               int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
-  Seen s = m_store.read(mutex, "", deadline);
-  if (!s.call.ok()) return failure(s.call);
-  if (!s.oldest || s.oldest->entry.revoked ||
-      (token != 0 && uint64_t(s.oldest->create_revision) != token))
-    return unchanged(s, deadline);
-  Reply r;
-  if (s.oldest->entry.holding) {
-    note_ended(mutex, s.oldest->create_revision, !by_owner, history_deadline());
-    Call c = m_store.revoke(s.oldest->lease, deadline);
-    if (!c.ok()) return failure(c);
-    r.status = Reply::Status::ok;
-    r.changed = true;
-    r.observed = theirs(std::nullopt, now(), 0, 0);
-    r.observed.lease.fencing_token = s.oldest->create_revision;
-    return r;
+  for (;;) {
+    Seen s = m_store.read(mutex, "", deadline);
+    if (!s.call.ok()) return failure(s.call);
+    if (!s.oldest || s.oldest->entry.revoked ||
+        (token != 0 && uint64_t(s.oldest->create_revision) != token))
+      return unchanged(s, deadline);
+    if (s.oldest->entry.holding) {
+      note_ended(mutex, s.oldest->create_revision, !by_owner, history_deadline());
+      Call c = m_store.revoke(s.oldest->lease, deadline);
+      if (!c.ok()) return failure(c);
+      Reply r;
+      r.status = Reply::Status::ok;
+      r.changed = true;
+      r.observed = theirs(std::nullopt, now(), 0, 0);
+      r.observed.lease.fencing_token = s.oldest->create_revision;
+      return r;
+    }
+    Entry e = s.oldest->entry;
+    e.revoked = true;
+    bool done = false;
+    Call w = m_store.rewrite(s.oldest->key, s.oldest->mod_revision, e, "", done, deadline);
+    if (!w.ok()) return failure(w);
+    if (done) {
+      note_ended(mutex, s.oldest->create_revision, true, history_deadline());
+      Reply r = unchanged(m_store.read(mutex, "", deadline), deadline);
+      r.changed = true;
+      return r;
+    }
+    // The key changed since our read: its owner's guard rewrote it (each
+    // guard does), or it was released or revoked meanwhile. Look again,
+    // within the call's deadline (the read fails after it): giving up here
+    // would leave the lease valid and its CMD running after the force
+    // reported nothing to revoke.
   }
-  Entry e = s.oldest->entry;
-  e.revoked = true;
-  bool done = false;
-  Call w = m_store.rewrite(s.oldest->key, s.oldest->mod_revision, e, "", done, deadline);
-  if (!w.ok()) return failure(w);
-  r = unchanged(m_store.read(mutex, "", deadline), deadline);
-  r.changed = done;
-  if (done) note_ended(mutex, s.oldest->create_revision, true, history_deadline());
-  return r;
 }
 
 Reply EtcdBackend::end_revoked(const std::string& mutex, const std::string& contender,
