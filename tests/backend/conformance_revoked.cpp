@@ -8,11 +8,7 @@
 
 #include <doctest/doctest.h>
 
-#include <csignal>
-#include <cstdlib>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <vector>
 
 using simba::backend::Reply;
@@ -73,38 +69,3 @@ TEST_CASE("end_revoked of a mutex never held, or released, changes nothing") {
   CHECK_FALSE(require_ok(b->end_revoked(m, "A", t, k_timeout)).changed);
 }
 
-// An owner's guard rewrites what the backend keeps of its lease (etcd: the
-// key's value) while release --force runs: the force must still revoke
-// the lease, never report a lease it did not revoke (etcd compared the
-// key's revision once and, on a guard's rewrite in between, gave up: the
-// owner's CMD ran on, unrevoked, after `release --force` had exited 0).
-TEST_CASE("release --force while the owner guards: the lease is revoked") {
-  auto b = open_test_backend();
-  for (int round = 0; round < 8; ++round) {
-    auto m = unique_mutex("force-guarded");
-    REQUIRE(require_ok(b->acquire(m, "A", 10000, 10000, k_timeout)).changed);
-    uint64_t t = require_ok(b->get(m, k_timeout)).observed.lease.fencing_token;
-    std::fflush(nullptr);
-    pid_t guard = fork();
-    REQUIRE(guard >= 0);
-    if (guard == 0) { // the owner's guard, as fast as it goes, until killed
-      try {
-        auto own = open_test_backend();
-        for (;;) own->guard(m, "A", t, 10000, 10000, k_timeout);
-      } catch (...) {
-      }
-      _exit(0);
-    }
-    usleep(20000 + 5000 * round); // a few of its rewrites first
-    Reply forced = b->force_release(m, 0, k_timeout);
-    kill(guard, SIGKILL);
-    int status = 0;
-    waitpid(guard, &status, 0);
-    REQUIRE(forced.ok());
-    CHECK_MESSAGE(forced.changed, "round " << round << ": the forced release changed nothing");
-    Reply after = require_ok(b->get(m, k_timeout));
-    CHECK_MESSAGE(after.observed.lease.revoked_at(after.observed.now),
-                  "round " << round << ": the lease is not revoked");
-    b->end_revoked(m, "A", t, k_timeout);
-  }
-}

@@ -21,6 +21,9 @@ std::unique_ptr<Backend> open_etcd(EtcdUri uri) {
 
 namespace etcd {
 
+// Tries of a lease's rewrite (relet) that lost to another process's rewrite.
+constexpr int k_relet_tries = 4;
+
 int64_t grant_seconds(int64_t length_ms) { return (std::max<int64_t>(length_ms, 1) + 999) / 1000 + 1; }
 
 EtcdBackend::EtcdBackend(EtcdUri uri)
@@ -292,7 +295,11 @@ bool EtcdBackend::publish(const Kv& mine, const core::Observed& o, int64_t deadl
 }
 
 // Nothing changed: the lease as `s` shows it (its time left asked of etcd).
+// A read that failed shows nothing: its failure, never "ok, no owner",
+// which an owner's guard would take for a lost lease and stop CMD (a
+// publish that ran out of time leaves its re-read no time).
 Reply EtcdBackend::unchanged(const Seen& s, int64_t deadline) {
+  if (!s.call.ok()) return failure(s.call);
   Reply r;
   r.status = Reply::Status::ok;
   // The time to live only when the owner's published times do not tell.
@@ -324,6 +331,12 @@ Reply EtcdBackend::renew(const std::string& mutex, const std::string& contender,
   // A lease only held gets its guard's length back (a new lease), as does
   // one asked to last longer than etcd keeps it.
   int64_t length = ttl_ms + transition_ms;
+  // renew --lease (never_earlier) that found a step running in extend()'s
+  // read, and its end now: the lease stays only held, as extend() keeps
+  // one (guarded, the next step would be refused as if this one still ran).
+  if (never_earlier && s.mine->entry.holding)
+    return relet(mutex, contender, token, length, 0, true, true,
+                 std::max<int64_t>(deadline - sys::boottime_ms(), 1));
   Place& known = m_places[k];
   if (s.mine->entry.holding || (known.lease == s.mine->lease && known.granted_s * 1000 < length))
     return relet(mutex, contender, token, length, transition_ms, false, false,
@@ -392,47 +405,54 @@ Reply EtcdBackend::relet(const std::string& mutex, const std::string& contender,
                          bool only_if_holding, int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   const std::string k = key(mutex, contender);
-  Seen s = m_store.read(mutex, k, deadline);
-  if (!s.call.ok()) return failure(s.call);
-  if (!s.mine || uint64_t(s.mine->create_revision) != token || s.mine->entry.revoked ||
-      !s.mine_is_oldest() || (only_if_holding && !s.mine->entry.holding))
-    return unchanged(s, deadline);
-  // A hold needs no waiter's extra second: whole seconds, rounded up.
-  LeaseCall g = m_store.grant(holding ? std::max<int64_t>((length_ms + 999) / 1000, 1)
-                                      : grant_seconds(length_ms),
-                              deadline);
-  if (!g.call.ok()) return failure(g.call);
-  Place& p = m_places[k];
-  Kv mine = *s.mine;
-  mine.entry.holding = holding;
-  mine.entry.length_ms = length_ms;
-  Place copy = p;
-  core::Observed o = ours(mine, copy, g.call.sent_at, g.ttl_s, length_ms, transition_ms);
-  Entry e = mine.entry;
-  e.acquired = o.lease.acquired_at;
-  e.ttl_at = o.lease.ttl_at;
-  e.until = o.lease.transition_at;
-  bool done = false;
-  Call w = m_store.rewrite(k, s.mine->mod_revision, e, g.id, done, deadline);
-  if (!done) {
-    // A rewrite that may have been applied may have moved the key onto the
-    // new lease: revoking it would delete the key under a running CMD.
-    // Only one surely not applied frees the new lease at once.
-    if (w.status != Reply::Status::indeterminate) m_store.revoke(g.id, deadline);
-    if (!w.ok()) return failure(w);
-    return unchanged(m_store.read(mutex, k, deadline), deadline);
+  // The steps of one lease and renew --lease rewrite its key from other
+  // processes: a rewrite lost to one of them is tried again on what it
+  // wrote (a step's end lost to a renewal left the lease guarded, with no
+  // step to guard it, until it ran out), a few times within the deadline.
+  for (int tries = 1;; ++tries) {
+    Seen s = m_store.read(mutex, k, deadline);
+    if (!s.call.ok()) return failure(s.call);
+    if (!s.mine || uint64_t(s.mine->create_revision) != token || s.mine->entry.revoked ||
+        !s.mine_is_oldest() || (only_if_holding && !s.mine->entry.holding))
+      return unchanged(s, deadline);
+    // A hold needs no waiter's extra second: whole seconds, rounded up.
+    LeaseCall g = m_store.grant(holding ? std::max<int64_t>((length_ms + 999) / 1000, 1)
+                                        : grant_seconds(length_ms),
+                                deadline);
+    if (!g.call.ok()) return failure(g.call);
+    Place& p = m_places[k];
+    Kv mine = *s.mine;
+    mine.entry.holding = holding;
+    mine.entry.length_ms = length_ms;
+    Place copy = p;
+    core::Observed o = ours(mine, copy, g.call.sent_at, g.ttl_s, length_ms, transition_ms);
+    Entry e = mine.entry;
+    e.acquired = o.lease.acquired_at;
+    e.ttl_at = o.lease.ttl_at;
+    e.until = o.lease.transition_at;
+    bool done = false;
+    Call w = m_store.rewrite(k, s.mine->mod_revision, e, g.id, done, deadline);
+    if (!done) {
+      // A rewrite that may have been applied may have moved the key onto the
+      // new lease: revoking it would delete the key under a running CMD.
+      // Only one surely not applied frees the new lease at once.
+      if (w.status != Reply::Status::indeterminate) m_store.revoke(g.id, deadline);
+      if (!w.ok()) return failure(w);
+      if (tries < k_relet_tries) continue;
+      return unchanged(m_store.read(mutex, k, deadline), deadline);
+    }
+    m_store.revoke(s.mine->lease, deadline); // it holds no key now; best effort
+    p.lease = g.id;
+    p.granted_s = g.ttl_s;
+    p.kept_at = g.call.sent_at;
+    p.mod = header_revision(w);
+    mine.entry = e;
+    Reply r;
+    r.status = Reply::Status::ok;
+    r.observed = ours(mine, p, g.call.sent_at, g.ttl_s, length_ms, transition_ms);
+    r.changed = true;
+    return r;
   }
-  m_store.revoke(s.mine->lease, deadline); // it holds no key now; best effort
-  p.lease = g.id;
-  p.granted_s = g.ttl_s;
-  p.kept_at = g.call.sent_at;
-  p.mod = header_revision(w);
-  mine.entry = e;
-  Reply r;
-  r.status = Reply::Status::ok;
-  r.observed = ours(mine, p, g.call.sent_at, g.ttl_s, length_ms, transition_ms);
-  r.changed = true;
-  return r;
 }
 
 // The owner's release, and a waiter's leaving: the lease revoked, which
@@ -506,10 +526,20 @@ Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool by_
     if (!s.oldest || s.oldest->entry.revoked ||
         (token != 0 && uint64_t(s.oldest->create_revision) != token))
       return unchanged(s, deadline);
+    // Looking again (below), only at the lease found first: a new owner
+    // that took the mutex meanwhile is not the one the caller forced.
+    token = uint64_t(s.oldest->create_revision);
     if (s.oldest->entry.holding) {
       note_ended(mutex, s.oldest->create_revision, !by_owner, history_deadline());
-      Call c = m_store.revoke(s.oldest->lease, deadline);
+      // The key, as read: a step that began meanwhile, or a renewal, moved
+      // it onto a new lease (relet), and a revoke of the old one would end
+      // nothing. Then look again; the old lease holds no key either way.
+      bool removed = false;
+      Call c = m_store.remove(s.oldest->key, s.oldest->create_revision, s.oldest->mod_revision,
+                              removed, deadline);
       if (!c.ok()) return failure(c);
+      if (!removed) continue;
+      m_store.revoke(s.oldest->lease, deadline); // best effort: it holds no key now
       Reply r;
       r.status = Reply::Status::ok;
       r.changed = true;
@@ -524,7 +554,12 @@ Reply EtcdBackend::end_forced(const std::string& mutex, uint64_t token, bool by_
     if (!w.ok()) return failure(w);
     if (done) {
       note_ended(mutex, s.oldest->create_revision, true, history_deadline());
-      Reply r = unchanged(m_store.read(mutex, "", deadline), deadline);
+      Seen after = m_store.read(mutex, "", deadline);
+      if (!after.call.ok()) { // revoked all the same: as we wrote it
+        after = s;
+        after.oldest->entry = e;
+      }
+      Reply r = unchanged(after, deadline);
       r.changed = true;
       return r;
     }

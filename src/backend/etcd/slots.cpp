@@ -172,8 +172,9 @@ Reply EtcdBackend::slot_once_more(const std::string& mutex, const std::string& c
 
 // Gives a slot number to every owning key that has none yet (ours among
 // them), the lowest free numbers in queue order, in one transaction that
-// holds only while none of the N oldest keys changed: a number given
-// meanwhile, or a key gone (a key beyond them could then own), fails it.
+// holds only while the N oldest keys are as read (a numbered one: still
+// there; its owner's guard may rewrite it): a number given meanwhile, or a
+// key gone (a key beyond them could then own), fails it.
 // Queue order keeps each slot's tokens increasing: a key is numbered no
 // later than any key behind it. Our key gets the times of `o` too.
 bool EtcdBackend::claim(const std::vector<Kv>& lowest, size_t owners, const std::string& mine,
@@ -183,9 +184,18 @@ bool EtcdBackend::claim(const std::vector<Kv>& lowest, size_t owners, const std:
     if (lowest[i].entry.slot >= 0 && size_t(lowest[i].entry.slot) < taken.size())
       taken[size_t(lowest[i].entry.slot)] = true;
   nlohmann::json compare = nlohmann::json::array(), puts = nlohmann::json::array();
-  for (const Kv& kv : lowest)
-    compare.push_back({{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(kv.key)},
-                       {"mod_revision", std::to_string(kv.mod_revision)}});
+  for (const Kv& kv : lowest) {
+    // A numbered key keeps its number: only that it is still there counts
+    // (its owner's guard rewrites it all the time, and a claim that lost to
+    // each rewrite would leave a free slot untaken). A key without one must
+    // be as read: another claim may have numbered it.
+    if (kv.entry.slot >= 0)
+      compare.push_back({{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(kv.key)},
+                         {"create_revision", std::to_string(kv.create_revision)}});
+    else
+      compare.push_back({{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(kv.key)},
+                         {"mod_revision", std::to_string(kv.mod_revision)}});
+  }
   size_t next = 0;
   for (size_t i = 0; i < owners; ++i) {
     if (lowest[i].entry.slot >= 0) continue;
