@@ -16,6 +16,18 @@ constexpr int64_t k_retry_ms = 1000;
 // The budget of one set-up (a read and the watch's start).
 constexpr int64_t k_setup_ms = 1000;
 
+// An owner watches its key for a forced release (the key rewritten
+// revoked) or its end (deleted). Its own guards rewrite the key too: a
+// wake-up on each would send one more guard each, two per guard due.
+bool news_for_owner(const nlohmann::json& events) {
+  for (const nlohmann::json& ev : events) {
+    if (!ev.is_object() || ev.value("type", "PUT") != "PUT" || !ev.contains("kv")) return true;
+    const nlohmann::json& kv = ev["kv"];
+    if (!kv.is_object() || decode_entry(unbase64(kv.value("value", ""))).revoked) return true;
+  }
+  return false;
+}
+
 } // namespace
 
 void EtcdWakeups::stop() {
@@ -99,7 +111,8 @@ bool EtcdWakeups::drain_wakeups() {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     const nlohmann::json& r = j.is_object() && j.contains("result") ? j["result"] : j;
     if (!r.is_object()) continue;
-    bool events = r.contains("events") && r["events"].is_array() && !r["events"].empty();
+    bool events = r.contains("events") && r["events"].is_array() && !r["events"].empty() &&
+                  (m_waiting || news_for_owner(r["events"]));
     if (events || r.value("canceled", false) || number(r, "compact_revision") > 0) woke = true;
     if (j.contains("error")) woke = true;
   }
