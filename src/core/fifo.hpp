@@ -1,6 +1,9 @@
 #pragma once
 // FIFO on the timed paths (docs/design.md "First come, first served"). A
-// clean release hands the mutex to the first live waiter (backend/wakeups.hpp).
+// clean release hands the mutex to the first live waiter (backend/wakeups.hpp):
+// Redis grants it; SQLite, PostgreSQL and MySQL wake that waiter and gate
+// the acquisitions that follow the release as below (a waiter's timer that
+// fired first took the mutex ahead of the one woken: w1 w3 w2 under load).
 // Two ends have no releaser: a lease that ran out (its owner died: kill -9,
 // a lost host) and the end of a quarantine (Redis, PostgreSQL: the server
 // may have lost a lease). Then every waiter's timer fires at about the same
@@ -17,10 +20,10 @@
 // is granted, kept or extended by it, nor shown so. Its worst case is a delay of
 // k_fifo_fallback_ms.
 //
-// The hot path: a backend asks the gate only of a lease that ended by its
-// timer or a quarantine less than k_fifo_fallback_ms ago (fifo_gate_due),
-// never of a mutex that has no lease or was released, so an uncontended
-// acquire pays nothing for it.
+// The hot path: a backend asks the gate only of a lease that ended (by its
+// timer, a release) or a quarantine less than k_fifo_fallback_ms ago
+// (fifo_gate_due), never of a mutex that has no lease or has been free for
+// longer; an acquire right after a release reads the queue once.
 #include "core/lease.hpp"
 #include "core/slots.hpp"
 

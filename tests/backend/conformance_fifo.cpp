@@ -130,3 +130,32 @@ TEST_CASE("wake-up: fifo: the owner whose lease ran out is refused, never shown 
   CHECK(got.changed);
   CHECK(got.observed.lease.fencing_token > h.observed.lease.fencing_token);
 }
+
+// A release wakes the first live waiter only (wakeups.hpp): the mutex is
+// its, not that of a waiter behind it or a latecomer whose acquire comes
+// first (a timer that fired just then: w1 w3 w2 in e2e-postgres/
+// test_fifo_kill9 under load, its first turn ending when the others' timers
+// fired). They are refused, shown the mutex not free (they sleep).
+TEST_CASE("wake-up: fifo: a released mutex goes to the waiter queued first, never to a "
+          "latecomer or a waiter behind it") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("fifo-released");
+  Reply h = take(*b, m, "H");
+  REQUIRE(h.changed);
+  auto w1 = open_test_backend(), w2 = open_test_backend();
+  REQUIRE_FALSE(take(*w1, m, "W1").changed);
+  REQUIRE(w1->wakeups(m, "W1").wait() >= 0);
+  REQUIRE_FALSE(take(*w2, m, "W2").changed);
+  REQUIRE(w2->wakeups(m, "W2").wait() >= 0);
+  REQUIRE(require_ok(b->release(m, "H", h.observed.lease.fencing_token, k_timeout)).changed);
+  auto late = open_test_backend();
+  for (auto [who, backend] : {std::pair{"L", late.get()}, std::pair{"W2", w2.get()}}) {
+    Reply r = take(*backend, m, who);
+    CHECK_FALSE(r.changed);
+    CHECK_FALSE(r.observed.lease.free_at(r.observed.now));
+  }
+  Reply got = take(*w1, m, "W1");
+  CHECK(got.changed);
+  CHECK(got.observed.lease.owned_by("W1", got.observed.now));
+  CHECK(got.observed.lease.fencing_token > h.observed.lease.fencing_token);
+}

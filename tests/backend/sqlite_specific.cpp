@@ -205,30 +205,39 @@ TEST_CASE("sqlite: a hand-over leaves the checkpoint to the next owner's upkeep"
     return stat((db + "-wal").c_str(), &st) == 0 ? (int64_t(st.st_size) - 32) / 4120 : int64_t(0);
   };
   open_backend("sqlite://" + db); // the schema
-  // A waiter in a process of its own (a release skips its own process's
-  // place): every release below wakes it, i.e. hands over.
-  int ready[2];
-  REQUIRE(pipe(ready) == 0);
-  pid_t waiter = fork();
-  REQUIRE(waiter >= 0);
-  if (waiter == 0) {
-    auto w = open_backend("sqlite://" + db);
-    bool queued = w->wakeups("m", "W").wait() >= 0;
-    ssize_t ignored = write(ready[1], &queued, 1);
-    (void)ignored;
-    pause();
-    _exit(0);
-  }
-  bool queued = false;
-  REQUIRE(read(ready[0], &queued, 1) == 1);
-  REQUIRE(queued);
+  // The owner A is queued before the waiter, so that the FIFO gate
+  // (core/fifo.hpp) lets it take the mutex again at once after each release.
   auto h = open_backend("sqlite://" + db);
+  // A waiter in a process of its own (a release skips its own process's
+  // place), queued after A: every release below wakes it, i.e. hands over.
+  auto fork_waiter = [&] {
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    pid_t waiter = fork();
+    REQUIRE(waiter >= 0);
+    if (waiter == 0) {
+      auto w = open_backend("sqlite://" + db);
+      bool queued = w->wakeups("m", "W").wait() >= 0;
+      ssize_t ignored = write(ready[1], &queued, 1);
+      (void)ignored;
+      pause();
+      _exit(0);
+    }
+    bool queued = false;
+    REQUIRE(read(ready[0], &queued, 1) == 1);
+    REQUIRE(queued);
+    close(ready[0]);
+    close(ready[1]);
+    return waiter;
+  };
   auto hand_over = [&](int n) {
     for (int i = 0; i < n; ++i) {
-      REQUIRE(h->acquire("m", "A", 1000, 1000, k_timeout).ok());
+      REQUIRE(h->acquire("m", "A", 1000, 1000, k_timeout).changed);
       REQUIRE(h->release("m", "A", 0, k_timeout).changed);
     }
   };
+  REQUIRE(h->wakeups("m", "A").wait() >= 0);
+  pid_t waiter = fork_waiter();
   // 40 hand-overs, 160 frames: no checkpoint on their path (the fsyncs would
   // hold up the woken owner's commit).
   hand_over(40);
@@ -236,6 +245,11 @@ TEST_CASE("sqlite: a hand-over leaves the checkpoint to the next owner's upkeep"
   // The owner's upkeep, once its CMD runs (it settles), does it: the WAL is emptied.
   h->wakeups("m", "A").settle();
   int64_t after_upkeep = wal_frames();
+  // Settled, A left the queue: queued again, then a new waiter after it.
+  kill(waiter, SIGKILL);
+  waitpid(waiter, nullptr, 0);
+  REQUIRE(h->wakeups("m", "A").wait() >= 0);
+  waiter = fork_waiter();
   // CMDs too short for any upkeep: the WAL stays bounded all the same.
   hand_over(150);
   int64_t bounded = wal_frames();

@@ -5,7 +5,9 @@
 # lease runs out with nobody to release it, and every waiter's timer fires
 # at about its end: the first to call acquire used to win (w3 w1 w2, w2 w1
 # w3). Only the first live waiter may take an expired lease (core/fifo.hpp):
-# the CMDs run in the order w1 w2 w3, round after round.
+# the CMDs run in the order w1 w2 w3, round after round. The releases of
+# w1 and w2 come while the others' timers fire: a release too goes to the
+# next in line only (w1 w3 w2 on PostgreSQL under load before it did).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 source "$(dirname -- "${BASH_SOURCE[0]}")/fifo_common.sh"

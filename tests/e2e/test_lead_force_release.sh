@@ -35,7 +35,10 @@ sleep 0.5
 assert_eq 1 "$(count start)" "CMD starts before the forced release"
 read -r _ cmd1 _ token1 _ < <(grep '^start ' "$log")
 pid_alive "$cmd1" || fail "the leader's CMD is not running"
-assert_eq held "$(mutex_state m)" "state before the forced release"
+# Held: in its transition too (the leader renews at the end of its ttl,
+# later on a busy machine: "transition" once under load).
+state=$(mutex_state m)
+[[ $state == held || $state == transition ]] || fail "state before the forced release: $state"
 
 t0=$(now_ms)
 assert_exit 0 "$SIMBA" release --mutex m --force

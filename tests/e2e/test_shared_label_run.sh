@@ -11,18 +11,26 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 log=$T/log
 # CMD NAME SECONDS: records "start NAME TOKEN OWNER LABEL", holds an
 # exclusive flock for its lifetime (OVERLAP when another CMD holds it).
+# SECONDS "stop": until the file stop.NAME appears (at most 30 s), so that
+# the checks made while it runs do not depend on how fast the machine is
+# (a 4 s CMD had ended before them once under load).
 cat >"$T/cmd.sh" <<'EOF'
 name=$1 secs=$2 log=$3 dir=$4
 exec 9>>"$dir/excl"
 flock -n 9 || echo "OVERLAP $name" >>"$log"
 echo "start $name $SIMBA_FENCING_TOKEN $SIMBA_OWNER_ID $SIMBA_CONTENDER_ID" >>"$log"
 : >"$dir/running.$name"
-sleep "$secs"
+if [ "$secs" = stop ]; then
+  i=0
+  while [ ! -e "$dir/stop.$name" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+else
+  sleep "$secs"
+fi
 echo "end $name" >>"$log"
 EOF
 run_cmd() { printf '%s\n' sh "$T/cmd.sh" "$1" "$2" "$log" "$T"; }
 
-mapfile -t cmd_a < <(run_cmd A 4)
+mapfile -t cmd_a < <(run_cmd A stop)
 "$SIMBA" run --mutex m --contender-id web1 --ttl 2s --transition 1s -- "${cmd_a[@]}" 2>"$T/err.A" &
 a=$!
 wait_file "$T/running.A" 10
@@ -42,7 +50,9 @@ assert_eq web1 "$label_a" "A's SIMBA_CONTENDER_ID"
 assert_eq "$owner_a" "$(mutex_field m owner)" "owner while A runs (status vs A's SIMBA_OWNER_ID)"
 assert_eq "$token_a" "$(mutex_field m fencing_token)" "token while A runs"
 assert_eq web1 "$(mutex_field m label)" "label in status"
+[[ ! -e $T/running.B ]] || { cat -- "$log" >&2; fail "B (same label as A) ran while A runs"; }
 
+touch "$T/stop.A"
 wait "$a" || fail "A exited with $?"
 wait "$b" || fail "B exited with $?"
 ! grep -q '^OVERLAP' "$log" || { cat -- "$log" >&2; fail "two CMDs ran at once"; }

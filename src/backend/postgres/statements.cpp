@@ -132,22 +132,28 @@ mark AS (
     until_ms = greatest(s.until_ms, excluded.until_ms), longest = excluded.longest),
 )";
 
-// FIFO on the timed path (core/fifo.hpp), for acquire and acquire_once,
-// after k_old_row (the row, locked) and q: fg.until_ms, the end of the
-// fallback when the contender $2 is refused, else 0. Gated only just after
-// a lease that ran out unreleased (an owner, or a revocation's: ttl_at
-// before transition_at, which a release sets to its own time; its
-// transition_at passed) or the end of a quarantine (q.till passed), and
-// only then is the queue
-// read (CASE: in order), so a new or released row costs nothing more. A
-// live waiter queued before $2 (its session runs): refused. Only refuses
+// FIFO (core/fifo.hpp), for acquire and acquire_once, after k_old_row
+// (the row, locked) and q: fg.until_ms, the end of the fallback when the
+// contender $2 is refused, else 0. Gated only just after the lease ended
+// or the end of a quarantine (q.till passed), and only then is the queue
+// read (CASE: in order), so a new row, or one free for longer, costs
+// nothing more. Ended: ran out unreleased (an owner, or a revocation's:
+// ttl_at before transition_at, which a release sets to its own time; its
+// transition_at passed), or, with `released_too` (acquire), released: a
+// release wakes the first live waiter only, and another waiter's timer
+// that fired first took the mutex ahead of it (w1 w3 w2 in
+// e2e-postgres/test_fifo_kill9 under load). release_once wakes every
+// waiter (the window's run is over: each learns it at once). A live
+// waiter queued before $2 (its session runs): refused. Only refuses
 // (DESIGN §2): the statements grant nothing more for it.
-std::string fifo_gate() {
+std::string fifo_gate(bool released_too) {
   const std::string fallback = std::to_string(core::k_fifo_fallback_ms);
+  const std::string ended =
+      released_too ? "" : "(o.o_owner <> '' OR o.o_ttl_at < o.o_transition_at) AND ";
   return R"(,
 fs AS (
-  SELECT greatest(CASE WHEN (o.o_owner <> '' OR o.o_ttl_at < o.o_transition_at)
-                            AND o.o_transition_at <= n.ms THEN o.o_transition_at
+  SELECT greatest(CASE WHEN )" +
+         ended + R"(o.o_transition_at <= n.ms THEN o.o_transition_at
                        ELSE 0 END,
                   CASE WHEN q.till > 0 AND q.till <= n.ms THEN q.till ELSE 0 END) AS since
   FROM old o CROSS JOIN n CROSS JOIN q),
@@ -180,7 +186,7 @@ constexpr const char* k_fifo_open = "coalesce((SELECT until_ms FROM fg), 0) = 0"
 // "" none), written with a new lease, and its history events.
 std::string acquire_sql(int64_t history) {
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + fifo_gate() + k_mark +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + fifo_gate(true) + k_mark +
          R"(
 up AS (
   INSERT INTO {L} AS l (mutex, owner, acquired_at, ttl_at, transition_at, token, holding,
@@ -333,7 +339,7 @@ std::string acquire_once_sql(int64_t history) {
   once.replace(once.find("{WINDOW}"), std::strlen("{WINDOW}"),
                window_start_sql("n.ms", "$6::bigint", "$7::bigint"));
   return std::string("WITH ") + k_now + ",\n" +
-         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + fifo_gate() + k_mark +
+         quarantine("$3::bigint + $4::bigint", "$5::boolean") + k_old_row + fifo_gate(false) + k_mark +
          once + history_writes(acquired_events("$11"), history) +
          answer(true, "", k_once_columns, true, true);
 }

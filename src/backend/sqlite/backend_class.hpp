@@ -67,7 +67,7 @@ public:
     Reply r = write_op(mutex, timeout_ms, [&](const core::Lease& cur, int64_t now) {
       if (cur.free_at(now) && held_before_reopen(mutex, contender, now))
         return Decision{false, m_before_reopen->lease}; // not before it would have ended
-      if ((gated = fifo_refuses(mutex, cur, now))) return Decision{false, fifo_shown(cur)};
+      if ((gated = fifo_refuses(mutex, cur, now, true))) return Decision{false, fifo_shown(cur)};
       return decide_acquire(cur, now, contender, ttl_ms, transition_ms, m_clocks.now().wall);
     });
     if (gated) wake_first_waiter(mutex);
@@ -216,17 +216,22 @@ private:
     m_waiters.notify(row.substr(0, hash));
   }
 
-  // FIFO on the timed path (core/fifo.hpp), inside the acquire's
-  // transaction: a lease that ran out unreleased (an owner left, or a
-  // revocation's transition ran out: a release leaves no owner and ends
-  // the transition at its own time) less than the fallback ago goes to the
-  // first live waiter only. Only refuses (DESIGN §2: the gate never grants).
-  // A released or new row is never gated: the uncontended acquire reads no
-  // queue. The refused caller then wakes that waiter (wake_first_waiter):
-  // its timer may fire later than ours.
-  bool fifo_refuses(const std::string& mutex, const core::Lease& cur, int64_t now) {
+  // FIFO (core/fifo.hpp), inside the acquire's transaction: a lease that
+  // ended less than the fallback ago goes to the first live waiter only.
+  // Ended: ran out unreleased (an owner left, or a revocation's transition
+  // ran out: a release leaves no owner and ends the transition at its own
+  // time), or, with `released_too` (acquire), released: a release wakes
+  // the first live waiter only, and another's timer that fired first took
+  // the mutex ahead of it. (release_once wakes every waiter: the window's
+  // run is over, each of them learns it at once.) Only refuses (DESIGN §2:
+  // the gate never grants). A new row, or one free for longer, is never
+  // gated: such an acquire reads no queue. The refused caller then wakes
+  // that waiter (wake_first_waiter): its timer may fire later than ours.
+  bool fifo_refuses(const std::string& mutex, const core::Lease& cur, int64_t now,
+                    bool released_too) {
     bool timed_end = !cur.owner_id.empty() || cur.ttl_at < cur.transition_at;
-    if (!cur.free_at(now) || !timed_end || !core::fifo_gate_due(cur.transition_at, now))
+    if (!cur.free_at(now) || !(timed_end || released_too) ||
+        !core::fifo_gate_due(cur.transition_at, now))
       return false;
     return !core::may_take_freed_lease(m_waiters.live_ahead(mutex, 1, {}), cur.transition_at, now);
   }

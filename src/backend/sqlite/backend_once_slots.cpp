@@ -95,7 +95,7 @@ Reply SqliteBackend::acquire_once(const std::string& mutex, const std::string& c
     done_rc = select_done(m_db, mutex, record);
     if (done_rc != SQLITE_OK) return Decision{false, cur};
     // FIFO on the timed path, as acquire's (backend_class.hpp).
-    if ((gated = fifo_refuses(mutex, cur, now))) return Decision{false, fifo_shown(cur)};
+    if ((gated = fifo_refuses(mutex, cur, now, false))) return Decision{false, fifo_shown(cur)};
     int64_t wall_now = m_clocks.reply_now();
     bool start = false;
     Decision d = decide_acquire_once(cur, now, contender, ttl_ms, transition_ms,
