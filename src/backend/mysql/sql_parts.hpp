@@ -16,6 +16,9 @@ std::string num(int64_t v);
 std::string unum(uint64_t v);
 // A live waiter of the queue, the row of alias `z` (statements.cpp).
 std::string live_waiter(const std::string& z, const std::string& now);
+// The connection `conn` (an SQL expression: a waiter's conn_id) is there:
+// it holds its liveness lock (statements.cpp, Statements::enqueue).
+std::string conn_alive(const std::string& conn);
 
 // An UPDATE that renews the lease of the row `where` selects: `target`
 // follows UPDATE (the table, or a join whose written row has the alias
