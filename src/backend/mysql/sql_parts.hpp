@@ -7,8 +7,16 @@
 
 namespace simba::backend::mysql {
 
+// What every write query begins with: the session's clock zone and the
+// isolation level set by the query itself, the transaction (3 statements).
+extern const char* const k_begin;
+
 // How many statements Statements::quarantine_sql is.
 constexpr int k_quarantine_statements = 6;
+
+// The touch's notes of the lease as it was (was_*, wrote and gate_till
+// reset), assignments.
+std::string was_columns();
 
 // The call's clock, as the touch noted it in the row: "(now_us DIV 1000)".
 std::string n();
