@@ -336,9 +336,10 @@ std::string live_waiter(const std::string& z, const std::string& now) {
 // the lease ended (ran out, or released: a newcomer must not take what the
 // release's hint woke the first waiter for, mysql/wakeups.hpp), a
 // contender with a live waiter queued before it is refused, and shown the
-// mutex busy until then (gate_till). Only refuses; the queue is read only
-// in that second.
-std::string Statements::fifo_gate(const Call& c) const {
+// mutex busy until then. Only refuses; the queue is read only in that
+// second. The condition on the lease row (its columns as committed: the
+// look's, Statements::look) at the clock `now`.
+std::string Statements::gated(const Call& c, const std::string& now) const {
   const std::string fallback = num(core::k_fifo_fallback_ms);
   // The waiter the release's hint woke holds the hint lock now (the server
   // gives it to one at a time, not always in the order of queued_at): it
@@ -350,17 +351,16 @@ std::string Statements::fifo_gate(const Call& c) const {
                            " AND w.conn_id <=> IS_USED_LOCK(" + c.hint + "))";
   // A waiter ahead that a release from another process woke by ending
   // its session (woken_at) still goes first, whoever holds the lock now.
-  const std::string ahead = woken.empty() ? live_waiter("z", n())
-                                          : "(z.woken_at > " + n() + " - " + fallback +
+  const std::string ahead = woken.empty() ? live_waiter("z", now)
+                                          : "(z.woken_at > " + now + " - " + fallback +
                                                 " OR (" + conn_alive("z.conn_id") + woken +
                                                 "))";
-  return "UPDATE " + m_leases + " SET gate_till = was_transition_at + " + fallback +
-         " WHERE mutex = " + c.mutex + " AND was_token > 0 AND was_transition_at <= " + n() +
-         " AND " + n() + " < was_transition_at + " + fallback + " AND EXISTS (SELECT 1 FROM " +
-         m_waiters + " z WHERE z.mutex = " + c.mutex + " AND z.contender <> " + c.contender +
+  return "(token > 0 AND transition_at <= " + now + " AND " + now + " < transition_at + " +
+         fallback + " AND EXISTS (SELECT 1 FROM " + m_waiters + " z WHERE z.mutex = " + c.mutex +
+         " AND z.contender <> " + c.contender +
          " AND z.queued_at < COALESCE((SELECT y.queued_at FROM " + m_waiters +
          " y WHERE y.mutex = " + c.mutex + " AND y.contender = " + c.contender +
-         "), 9223372036854775807) AND " + ahead + ")";
+         "), 9223372036854775807) AND " + ahead + "))";
 }
 
 // How long the contender waited in the queue (waited_ms of "acquired"): 0
@@ -419,13 +419,17 @@ std::string Statements::look(const Call& c) const {
     clock = "INSERT IGNORE INTO " + m_run + " VALUES (1, UUID());SELECT " + k_now_ms + ", " +
             run_sql(m_run) + ", (SELECT run FROM " + m_server +
             " WHERE id = 1) INTO @simba_now, @simba_run, @simba_marker";
-  return clock +
-         ";SELECT COUNT(*), MAX(owner), MAX(acquired_at), MAX(LEAST(ttl_at, "
-         "transition_at)), MAX(transition_at), MAX(token), MAX(holding) INTO @simba_busy, "
-         "@simba_owner, @simba_acquired_at, @simba_ttl_at, @simba_transition_at, @simba_token, "
-         "@simba_holding FROM " +
-         m_leases + " WHERE mutex = " + c.mutex +
-         " AND transition_at > @simba_now AND NOT (owner = " + c.contender + " AND owner <> '')";
+  // Busy: valid and another's; or ended, but the first-come gate keeps it
+  // for a waiter ahead (gated): shown busy until the gate opens.
+  const std::string until =
+      "IF(transition_at > @simba_now, transition_at, transition_at + " +
+      num(core::k_fifo_fallback_ms) + ")";
+  return clock + ";SELECT COUNT(*), MAX(owner), MAX(acquired_at), MAX(LEAST(ttl_at, " + until +
+         ")), MAX(" + until +
+         "), MAX(token), MAX(holding) INTO @simba_busy, @simba_owner, @simba_acquired_at, "
+         "@simba_ttl_at, @simba_transition_at, @simba_token, @simba_holding FROM " +
+         m_leases + " WHERE mutex = " + c.mutex + " AND ((transition_at > @simba_now AND NOT (owner = " +
+         c.contender + " AND owner <> '')) OR " + gated(c, "@simba_now") + ")";
 }
 
 // quarantine_sql's check of the server run, in one statement, before the
@@ -483,8 +487,8 @@ Query Statements::acquire(const Call& c) const {
     sql += run_check(c) + ";";
     index += 2;
   }
-  sql += looked_touch(c) + ";" + fifo_gate(c) + k_go + ";" + renew + ";" + take + ";";
-  index += 4;
+  sql += looked_touch(c) + ";" + renew + ";" + take + ";";
+  index += 3;
   if (std::string h = history_sql(c.mutex, acquired_event_list(c, k_go), k_go); !h.empty()) {
     sql += h;
     index += 3;

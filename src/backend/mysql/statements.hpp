@@ -123,7 +123,7 @@ private:
   std::string acquired_events(const Call& c) const;
   std::string looked_touch(const Call& c) const;
   std::string waited(const Call& c) const;
-  std::string fifo_gate(const Call& c) const;
+  std::string gated(const Call& c, const std::string& now) const;
   Query creating(const std::string& mutex, Query q) const;
   static Query taking_hint(const Call& c, const std::string& leases, Query q,
                            const std::string& guard = "");
