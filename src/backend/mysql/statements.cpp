@@ -14,7 +14,8 @@
 // Atomicity: the query's first write (touch) takes the row's exclusive
 // lock, which the transaction keeps to its COMMIT; every later statement
 // of the query decides on the row as it then is, and nobody else writes
-// it meanwhile. Each UPDATE's condition is its WHERE, read before any of
+// it meanwhile. An acquire reads the row without a lock before (its look:
+// Statements::look), and goes no further when the lease is another's. Each UPDATE's condition is its WHERE, read before any of
 // its assignments; the assignments read only columns that no earlier
 // assignment of the same statement wrote (was_*, now_us), so they mean the
 // same whether the server assigns left to right (MySQL, MariaDB's default)
