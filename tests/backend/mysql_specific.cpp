@@ -1,10 +1,16 @@
 // The MySQL backend's own cases (run by conformance/mysql only): the
 // owner-or-expired acquire is one atomic step even when many processes
 // send it at the same instant, on a new mutex and on one whose lease ran
-// out (README.md in src/backend/mysql: the row's lock orders the queries).
+// out (README.md in src/backend/mysql: the row's lock orders the queries);
+// an acquire of a mutex another holds does not wait for that lock (its
+// look); the hint channel.
 #include "support.hpp"
 
 #include "backend/backend.hpp"
+#include "backend/mysql/connection.hpp"
+#include "backend/mysql/packets.hpp"
+#include "backend/uri.hpp"
+#include "sys/clock.hpp"
 
 #include <csignal>
 #include <set>
@@ -166,4 +172,45 @@ TEST_CASE("mysql hint: a holder that dies lets its waiter look at once") {
   CHECK(wait_for_wakeup(wake, fd, 1000)); // a look: the lease itself runs out at its time
   close(ready[0]);
   close(ready[1]);
+}
+
+// statements.cpp, Statements::look: a newcomer that finds the lease valid
+// and another's answers from a plain read, without the row's lock, which
+// a session in the middle of a write holds here (as an owner's guard or a
+// woken waiter's acquire would). Without the look it waits for the lock
+// (innodb_lock_wait_timeout, the call's budget) and fails.
+TEST_CASE("mysql look: an acquire of a mutex another holds answers at once, without the row's "
+          "lock; the owner's renewal waits for it") {
+  auto owner = open_test_backend();
+  auto m = unique_mutex("look");
+  Reply held = require_ok(owner->acquire(m, "A", 10000, 1000, k_timeout));
+  REQUIRE(held.changed);
+  auto uri = std::get<simba::backend::MysqlUri>(simba::backend::parse_backend_uri(backend_uri()));
+  simba::backend::mysql::Connection raw;
+  REQUIRE(raw.connect(uri, simba::sys::boottime_ms() + 5000).empty());
+  const std::string row = "SELECT 1 FROM `" + uri.prefix + "leases` WHERE mutex = " +
+                          simba::backend::mysql::wire::hex_literal(m) + " FOR UPDATE";
+  REQUIRE(raw.query("START TRANSACTION;" + row, simba::sys::boottime_ms() + 5000).ok);
+  auto b = open_test_backend();
+  int64_t t0 = mono_ms();
+  Reply r = b->acquire(m, "B", 10000, 1000, 3000);
+  const int64_t took = mono_ms() - t0;
+  REQUIRE(r.ok());
+  CHECK_FALSE(r.changed);
+  CHECK(r.observed.lease.owner_id == "A");
+  CHECK(r.observed.lease.fencing_token == held.observed.lease.fencing_token);
+  CHECK(r.observed.lease.transition_at == held.observed.lease.transition_at);
+  CHECK(took < 500);
+  MESSAGE("answered in " << took << " ms with the row locked");
+  // The owner's renewal writes: it waits for the lock, and gets it.
+  std::thread unlock([&] {
+    sleep_ms(300);
+    raw.query("ROLLBACK", simba::sys::boottime_ms() + 5000);
+  });
+  t0 = mono_ms();
+  Reply renewed = owner->acquire(m, "A", 10000, 1000, 3000);
+  unlock.join();
+  REQUIRE(renewed.ok());
+  CHECK(renewed.changed);
+  CHECK(mono_ms() - t0 >= 250);
 }

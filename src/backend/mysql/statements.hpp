@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace simba::backend::mysql {
 
@@ -112,12 +113,20 @@ private:
   std::string quarantine_sql(const std::string& mutex, int64_t lease_ms) const;
   Query wrap(const std::string& mutex, const std::string& body, int statements,
              const std::string& events, const std::string& extra = "") const;
+  std::string history_sql(const std::string& mutex, const std::vector<std::string>& events,
+                          const std::string& guard) const;
+  std::string answer_sql(const std::string& mutex, const std::string& extra, bool looked) const;
+  std::string look(const Call& c) const;
+  std::string run_check(const Call& c) const;
   std::string event(const std::string& mutex, const std::string& values) const;
+  std::vector<std::string> acquired_event_list(const Call& c, const std::string& guard) const;
   std::string acquired_events(const Call& c) const;
+  std::string looked_touch(const Call& c) const;
   std::string waited(const Call& c) const;
-  std::string fifo_gate(const Call& c) const;
+  std::string gated(const Call& c, const std::string& now) const;
   Query creating(const std::string& mutex, Query q) const;
-  static Query taking_hint(const Call& c, const std::string& leases, Query q);
+  static Query taking_hint(const Call& c, const std::string& leases, Query q,
+                           const std::string& guard = "");
   Query leaving_hint(const Call& c, Query q) const;
 
   std::string m_leases, m_server, m_run, m_waiters, m_history, m_schema;
