@@ -66,3 +66,26 @@ TEST_CASE("etcd history: an expiry is written by the next acquisition and counte
   REQUIRE(h.events[1].held_ms);
   CHECK(*h.events[1].held_ms >= 500);
 }
+
+// The owner's release writes its event in the transaction that deletes its
+// key, compared on the record as the acquisition left it (history.cpp): an
+// event another process wrote in between makes it look again, so neither
+// event takes the other's place in the ring.
+TEST_CASE("etcd history: an event written by another process between an acquisition and its "
+          "release keeps its place") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto b = open_test_backend();
+  auto m = unique_mutex("etcd-history-between");
+  uint64_t t = require_ok(a->acquire(m, "A", 10000, 2000, k_timeout)).observed.lease.fencing_token;
+  REQUIRE(b->record_skipped(m, "B", simba::backend::SkippedRun{"busy", "A", t, {}, 5, {}},
+                            k_timeout).ok());
+  REQUIRE(require_ok(a->release(m, "A", t, k_timeout)).changed);
+  simba::backend::History h = a->history(m, 0, k_timeout);
+  REQUIRE_MESSAGE(h.ok, h.error);
+  std::vector<std::string> names;
+  for (const HistoryEvent& e : h.events) names.push_back(e.event + " " + e.owner_id);
+  CHECK(names == std::vector<std::string>{"acquired A", "skipped B", "released A"});
+  CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{1, 0});
+  CHECK_FALSE(require_ok(a->get(m, k_timeout)).observed.lease.fencing_token); // free: no key
+}

@@ -450,12 +450,11 @@ Reply EtcdBackend::release(const std::string& mutex, const std::string& contende
   if (own != m_places.end() && own->second.owner && own->second.mod > 0 && token != 0 &&
       own->second.token == token) {
     bool ran = ran_out(k, token);
-    // The event first, while our key holds the mutex, as below (a forced
-    // release that comes between them has its own end written already, or
-    // finds ours: history.cpp writes one end per lease).
-    if (!ran) note_ended(mutex, token, false, history_deadline());
+    // With its event in the same write (history.cpp; a forced release that
+    // came first has its own end written: history writes one per lease).
     bool done = false;
-    Call c = m_store.remove(k, int64_t(token), own->second.mod, done, deadline);
+    Call c = ran ? m_store.remove(k, int64_t(token), own->second.mod, done, deadline)
+                 : remove_noting_end(mutex, k, token, own->second.mod, done, deadline);
     if (!c.ok()) return failure(c);
     if (done) {
       m_places.erase(own);

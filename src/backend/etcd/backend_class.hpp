@@ -178,7 +178,15 @@ private:
                      int64_t deadline);
   void note_acquired(const std::string& mutex, const std::string& contender, uint64_t token,
                      int64_t waited_ms, const std::vector<uint64_t>& live, int64_t deadline);
+  HistoryChange end_change(uint64_t token, bool forced) const;
   void note_ended(const std::string& mutex, uint64_t token, bool forced, int64_t deadline);
+  // The owner's release and its event in one write (else one after the other).
+  Call remove_noting_end(const std::string& mutex, const std::string& k, uint64_t token,
+                         int64_t mod, bool& done, int64_t deadline);
+  nlohmann::json history_ops(const std::string& mutex, HistoryRecord& r,
+                             std::vector<HistoryEvent>& events, std::string& value) const;
+  // The compare of a txn that the record of `mutex` is as seen at `mod`.
+  nlohmann::json record_unchanged(const std::string& mutex, int64_t mod) const;
   void note_holding(const std::string& mutex, uint64_t token, int64_t deadline);
   void add_counters(Listing& out, bool all, int64_t deadline);
   // History's own budget: it never eats the operation's.

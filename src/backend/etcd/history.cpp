@@ -20,7 +20,7 @@ namespace simba::backend::etcd {
 namespace {
 
 std::string place(int64_t n) {
-  char buf[16];
+  char buf[24];
   std::snprintf(buf, sizeof buf, "%07lld", static_cast<long long>(n));
   return buf;
 }
@@ -99,6 +99,37 @@ nlohmann::json EtcdBackend::encode_record(const HistoryRecord& r) {
   return {{"s", r.seq}, {"a", r.acquisitions}, {"l", r.losses}, {"open", open}};
 }
 
+// The writes of `events` (numbered on from `r`, which they update) and of
+// the record `r` then (`value`): the ring's places, those past a lowered
+// limit deleted.
+nlohmann::json EtcdBackend::history_ops(const std::string& mutex, HistoryRecord& r,
+                                        std::vector<HistoryEvent>& events,
+                                        std::string& value) const {
+  const int64_t limit = history_limit();
+  nlohmann::json ops = nlohmann::json::array();
+  for (HistoryEvent& e : events) {
+    e.mutex = mutex;
+    int64_t seq = ++r.seq;
+    if (limit == 0) continue;
+    ops.push_back({{"request_put",
+                    {{"key", base64(events_prefix(mutex) + place((seq - 1) % limit))},
+                     {"value", base64(encode_event(e, seq).dump())}}}});
+  }
+  if (limit > 0 && !events.empty()) // the places past a lowered limit
+    ops.push_back({{"request_delete_range",
+                    {{"key", base64(events_prefix(mutex) + place(limit))},
+                     {"range_end", base64(end_of(events_prefix(mutex)))}}}});
+  value = encode_record(r).dump();
+  ops.push_back(
+      {{"request_put", {{"key", base64(record_key(mutex))}, {"value", base64(value)}}}});
+  return ops;
+}
+
+nlohmann::json EtcdBackend::record_unchanged(const std::string& mutex, int64_t mod) const {
+  return {{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(record_key(mutex))},
+          {"mod_revision", std::to_string(mod)}};
+}
+
 // Reads the record of `mutex`, lets `change` update it and say which events
 // to append (false: nothing to write), and writes both in one transaction
 // on the record's mod revision; again when another writer came first.
@@ -108,7 +139,6 @@ void EtcdBackend::write_history(const std::string& row, const HistoryChange& cha
                                 int64_t deadline) {
   const std::string mutex(core::mutex_of_row(row)); // a slot's events are its mutex's
   const std::string rk = record_key(mutex);
-  const int64_t limit = history_limit();
   for (int i = 0; i < 4 && sys::boottime_ms() < deadline; ++i) {
     // The record as this process last saw it (store.hpp): most often the
     // read of the operation itself; read anew when not, or when stale.
@@ -128,25 +158,9 @@ void EtcdBackend::write_history(const std::string& row, const HistoryChange& cha
     if (exists) r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
     std::vector<HistoryEvent> events;
     if (!change(r, exists, events)) return;
-    nlohmann::json ops = nlohmann::json::array();
-    for (HistoryEvent& e : events) {
-      e.mutex = mutex;
-      int64_t seq = ++r.seq;
-      if (limit == 0) continue;
-      ops.push_back({{"request_put",
-                      {{"key", base64(events_prefix(mutex) + place((seq - 1) % limit))},
-                       {"value", base64(encode_event(e, seq).dump())}}}});
-    }
-    if (limit > 0 && !events.empty()) // the places past a lowered limit
-      ops.push_back({{"request_delete_range",
-                      {{"key", base64(events_prefix(mutex) + place(limit))},
-                       {"range_end", base64(end_of(events_prefix(mutex)))}}}});
-    std::string value = encode_record(r).dump();
-    ops.push_back({{"request_put", {{"key", base64(rk)}, {"value", base64(value)}}}});
-    nlohmann::json txn = {
-        {"compare", {{{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(rk)},
-                      {"mod_revision", std::to_string(mod)}}}},
-        {"success", ops}};
+    std::string value;
+    nlohmann::json ops = history_ops(mutex, r, events, value);
+    nlohmann::json txn = {{"compare", {record_unchanged(mutex, mod)}}, {"success", ops}};
     Call w = m_store.client().call("/v3/kv/txn", txn, true, deadline);
     bool written = w.ok() && w.json.value("succeeded", false);
     // Written: the record as it now stands (its mod revision is the
@@ -220,9 +234,8 @@ void EtcdBackend::note_acquired(const std::string& mutex, const std::string& con
 
 // The end of lease `token`: "released" (its owner's release, or one only
 // held released by --lease), or "forced" (by us: our holder), a loss.
-void EtcdBackend::note_ended(const std::string& mutex, uint64_t token, bool forced,
-                             int64_t deadline) {
-  write_history(mutex, [&](HistoryRecord& r, bool, std::vector<HistoryEvent>& out) {
+EtcdBackend::HistoryChange EtcdBackend::end_change(uint64_t token, bool forced) const {
+  return [this, token, forced](HistoryRecord& r, bool, std::vector<HistoryEvent>& out) {
     auto it = r.open.find(token);
     if (it == r.open.end()) return false; // written already (a lost event, an expiry)
     // A forced one names who forced it; a release, like an expiry, no holder.
@@ -234,7 +247,53 @@ void EtcdBackend::note_ended(const std::string& mutex, uint64_t token, bool forc
     if (forced && !it->second.counted) ++r.losses;
     r.open.erase(it);
     return true;
-  }, deadline);
+  };
+}
+
+void EtcdBackend::note_ended(const std::string& mutex, uint64_t token, bool forced,
+                             int64_t deadline) {
+  write_history(mutex, end_change(token, forced), deadline);
+}
+
+// The owner's release in one write with its event: our key `k` deleted
+// unless it changed since `mod` (a forced release rewrote it), "released"
+// and the record written, compared on the record's mod revision as this
+// process last saw it (the acquisition's read or write), so that the ring's
+// place is still the next one. A crash loses nothing here: both or neither.
+// The record not seen or changed meanwhile (another process wrote an event
+// of the mutex): the event first, then the key, as before (two writes).
+Call EtcdBackend::remove_noting_end(const std::string& mutex, const std::string& k,
+                                    uint64_t token, int64_t mod, bool& done, int64_t deadline) {
+  done = false;
+  std::optional<Store::Record> seen = m_store.record_seen(mutex);
+  HistoryRecord r;
+  std::vector<HistoryEvent> events;
+  if (seen && seen->mod_revision != 0)
+    r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
+  if (seen && end_change(token, false)(r, seen->mod_revision != 0, events)) {
+    std::string value;
+    nlohmann::json ops = history_ops(mutex, r, events, value);
+    ops.insert(ops.begin(), nlohmann::json{{"request_delete_range", {{"key", base64(k)}}}});
+    nlohmann::json compare = key_unchanged(k, int64_t(token), mod);
+    compare.push_back(record_unchanged(mutex, seen->mod_revision));
+    nlohmann::json txn = {
+        {"compare", compare},
+        {"success", ops},
+        {"failure", {{{"request_range", range_one(record_key(mutex))}}}}};
+    Call c = m_store.client().call("/v3/kv/txn", txn, true, deadline);
+    if (!c.ok()) {
+      m_store.record_is(mutex, std::nullopt);
+      return c;
+    }
+    if (c.json.value("succeeded", false)) {
+      done = true;
+      m_store.record_is(mutex, Store::Record{header_revision(c), value});
+      return c;
+    }
+    m_store.note_record(mutex, c.json, 0); // as it is now: the event below needs no read
+  }
+  note_ended(mutex, token, false, history_deadline());
+  return m_store.remove(k, int64_t(token), mod, done, deadline);
 }
 
 // A lease only held (--min-hold, simba acquire's) that runs out is its

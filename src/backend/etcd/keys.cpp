@@ -165,4 +165,13 @@ std::vector<Kv> kvs_of(const nlohmann::json& range) {
   return out;
 }
 
+nlohmann::json key_unchanged(const std::string& key, int64_t create_revision,
+                             int64_t mod_revision) {
+  return nlohmann::json::array(
+      {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(key)},
+        {"create_revision", std::to_string(create_revision)}},
+       {{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(key)},
+        {"mod_revision", std::to_string(mod_revision)}}});
+}
+
 } // namespace simba::backend::etcd

@@ -78,6 +78,11 @@ nlohmann::json range_newest(const std::string& prefix, const std::string& mutex,
 nlohmann::json range_before(const std::string& prefix, const std::string& mutex,
                             int64_t revision);
 
+// The compares of a txn that `key` is still the one made at
+// `create_revision` and last written at `mod_revision`.
+nlohmann::json key_unchanged(const std::string& key, int64_t create_revision,
+                             int64_t mod_revision);
+
 // The keys of a range answer (of a txn's response_range too).
 std::vector<Kv> kvs_of(const nlohmann::json& range_response);
 

@@ -184,12 +184,8 @@ void Store::record_is(const std::string& mutex, std::optional<Record> r) {
 
 Call Store::remove(const std::string& key, int64_t create_revision, int64_t mod_revision,
                    bool& done, int64_t deadline) {
-  nlohmann::json txn = {
-      {"compare", {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(key)},
-                    {"create_revision", std::to_string(create_revision)}},
-                   {{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(key)},
-                    {"mod_revision", std::to_string(mod_revision)}}}},
-      {"success", {{{"request_delete_range", {{"key", base64(key)}}}}}}};
+  nlohmann::json txn = {{"compare", key_unchanged(key, create_revision, mod_revision)},
+                        {"success", {{{"request_delete_range", {{"key", base64(key)}}}}}}};
   Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
   done = c.ok() && c.json.value("succeeded", false);
   return c;

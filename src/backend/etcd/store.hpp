@@ -92,10 +92,10 @@ public:
   };
   std::optional<Record> record_seen(const std::string& mutex) const;
   void record_is(const std::string& mutex, std::optional<Record> r);
+  // The record as the `at`-th response (a range of it) of a txn answer shows it.
+  void note_record(const std::string& mutex, const nlohmann::json& txn, size_t at);
 
 private:
-  // The record from the last response of a txn answer.
-  void note_record(const std::string& mutex, const nlohmann::json& txn, size_t at);
 
   Client m_client;
   std::map<std::string, Record> m_records; // by mutex
