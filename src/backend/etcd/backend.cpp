@@ -151,7 +151,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, m_length_ms, false, false};
   e.slots = slots_of(k);
   bool created = false;
-  Seen s = m_store.enqueue(mutex, k, e, g.id, created, deadline);
+  Seen s = m_store.enqueue(mutex, k, e, g.id, "", created, deadline);
   if (!s.call.ok() || !created) {
     m_store.revoke(g.id, deadline);
     return false;
@@ -195,7 +195,13 @@ Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender
   e.acquired = l.acquired_at;
   e.ttl_at = l.ttl_at;
   e.until = l.transition_at;
-  return m_store.enqueue(mutex, key(mutex, contender), e, p.lease, created, deadline);
+  // Its acquisition's event, written in the same transaction if it owns at
+  // once (history.cpp); not with slots (a slot is taken by another write),
+  // nor for --once-per (written once the run is recorded).
+  std::string event = e.slots > 1 || m_defer_acquired ? "" : pending_event(contender, l.acquired_at);
+  Seen s = m_store.enqueue(mutex, key(mutex, contender), e, p.lease, event, created, deadline);
+  p.pending = s.pending;
+  return s;
 }
 
 Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string& contender,

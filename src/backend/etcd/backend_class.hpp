@@ -74,6 +74,7 @@ private:
     int64_t queued = 0;     // epoch ms: its key was made (history's waited_ms)
     int64_t kept_at = 0;    // boot clock: when the last grant or keep-alive of `lease` was sent
     int64_t mod = 0;        // our key's mod revision as we last read or wrote it
+    bool pending = false;   // its enqueue wrote its acquisition's event (history.cpp)
   };
 
   // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
@@ -171,9 +172,23 @@ private:
   std::string events_prefix(const std::string& mutex) const;
   static HistoryRecord decode_record(const nlohmann::json& j);
   static nlohmann::json encode_record(const HistoryRecord& r);
-  void write_history(const std::string& row, const HistoryChange& change, int64_t deadline);
+  // `fold_last`: the token of an acquisition the change writes itself
+  // (its pending event is deleted, not folded).
+  void write_history(const std::string& row, const HistoryChange& change, int64_t deadline,
+                     uint64_t fold_last = 0);
   HistoryEvent event_of(const char* name, const std::string& owner, uint64_t token,
                         const std::string& holder) const;
+  // The event of an acquisition by `contender` at `at` (epoch ms), to be
+  // numbered later (Store::enqueue's `event`).
+  std::string pending_event(const std::string& contender, int64_t at) const;
+  // Folds the pending events of `seen` into `r` (numbered "acquired"
+  // events in `out`), but for `skip`'s: whether any was.
+  static bool fold_pending(HistoryRecord& r, const std::vector<Store::Pending>& pending,
+                           uint64_t skip, std::vector<HistoryEvent>& out);
+  // history_ops() and the deletion of the pending events `pending`.
+  nlohmann::json write_ops(const std::string& mutex, HistoryRecord& r,
+                           std::vector<HistoryEvent>& events,
+                           const std::vector<Store::Pending>& pending, std::string& value) const;
   void after_acquire(const std::string& mutex, const std::string& contender, const Reply& r,
                      int64_t deadline);
   void note_acquired(const std::string& mutex, const std::string& contender, uint64_t token,

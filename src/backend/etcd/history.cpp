@@ -7,6 +7,12 @@
 // again when another writer came first): the ring overwrites the oldest
 // event and deletes places past a lowered limit in the same step. None of
 // these keys has a lease; simba never deletes a record.
+// An acquisition of a free mutex writes its event, unnumbered, in the
+// transaction that queues it ("<prefix>!p/<mutex>|<lease>": the record is
+// not read yet then); the next write of the record numbers it and deletes
+// it, most often the owner's release, which writes its own event in the
+// transaction that deletes its key. So an uncontended run writes history
+// in no call of its own.
 #include "backend/etcd/backend_class.hpp"
 
 #include "backend/history.hpp"
@@ -57,6 +63,18 @@ HistoryEvent decode_event(const nlohmann::json& j, const std::string& mutex) {
   e.reason = j.value("r", std::string());
   e.by = j.value("b", std::string());
   return e;
+}
+
+// The keys of the n-th range of a txn answer, raw.
+const nlohmann::json& range_kvs(const nlohmann::json& txn, size_t n) {
+  static const nlohmann::json none = nlohmann::json::array();
+  if (!txn.contains("responses") || !txn["responses"].is_array() || txn["responses"].size() <= n)
+    return none;
+  const nlohmann::json& r = txn["responses"][n];
+  if (!r.contains("response_range") || !r["response_range"].contains("kvs") ||
+      !r["response_range"]["kvs"].is_array())
+    return none;
+  return r["response_range"]["kvs"];
 }
 
 } // namespace
@@ -130,43 +148,69 @@ nlohmann::json EtcdBackend::record_unchanged(const std::string& mutex, int64_t m
           {"mod_revision", std::to_string(mod)}};
 }
 
-// Reads the record of `mutex`, lets `change` update it and say which events
-// to append (false: nothing to write), and writes both in one transaction
-// on the record's mod revision; again when another writer came first.
-// Best effort: a failure here never changes a lease (the operation it
-// records is done).
+std::string EtcdBackend::pending_event(const std::string& contender, int64_t at) const {
+  HistoryEvent e = event_of("acquired", contender, 0, m_holder);
+  e.at = at;
+  e.waited_ms = 0;
+  return encode_event(e, 0).dump();
+}
+
+bool EtcdBackend::fold_pending(HistoryRecord& r, const std::vector<Store::Pending>& pending,
+                               uint64_t skip, std::vector<HistoryEvent>& out) {
+  bool folded = false;
+  for (const Store::Pending& p : pending) { // in token order
+    nlohmann::json j = nlohmann::json::parse(p.value, nullptr, false);
+    if (p.token == skip || r.open.count(p.token) || !j.is_object()) continue;
+    HistoryEvent e = decode_event(j, "");
+    e.token = p.token;
+    out.push_back(e);
+    ++r.acquisitions;
+    r.open[p.token] = OpenLease{e.owner_id, j.value("h", std::string()), e.at, false, false};
+    folded = true;
+  }
+  return folded;
+}
+
+nlohmann::json EtcdBackend::write_ops(const std::string& mutex, HistoryRecord& r,
+                                      std::vector<HistoryEvent>& events,
+                                      const std::vector<Store::Pending>& pending,
+                                      std::string& value) const {
+  nlohmann::json ops = history_ops(mutex, r, events, value);
+  for (const Store::Pending& p : pending)
+    ops.push_back({{"request_delete_range", {{"key", base64(p.key)}}}});
+  return ops;
+}
+
+// Reads the record of `mutex`, folds in the acquisitions' events that wait
+// for their number, lets `change` update it and say which events to append
+// (false: nothing to write), and writes them in one transaction on the
+// record's mod revision; again when another writer came first. Best
+// effort: a failure here never changes a lease (the operation it records
+// is done).
 void EtcdBackend::write_history(const std::string& row, const HistoryChange& change,
-                                int64_t deadline) {
+                                int64_t deadline, uint64_t fold_last) {
   const std::string mutex(core::mutex_of_row(row)); // a slot's events are its mutex's
-  const std::string rk = record_key(mutex);
   for (int i = 0; i < 4 && sys::boottime_ms() < deadline; ++i) {
     // The record as this process last saw it (store.hpp): most often the
     // read of the operation itself; read anew when not, or when stale.
-    std::optional<Store::Record> seen = m_store.record_seen(mutex);
-    if (!seen) {
-      Call c = m_store.client().call("/v3/kv/range", range_one(rk), false, deadline);
-      if (!c.ok()) return;
-      seen.emplace();
-      if (c.json.contains("kvs") && c.json["kvs"].is_array() && !c.json["kvs"].empty()) {
-        seen->mod_revision = number(c.json["kvs"][0], "mod_revision");
-        seen->value = unbase64(c.json["kvs"][0].value("value", ""));
-      }
-    }
+    if (!m_store.record_seen(mutex) && !m_store.read_record(mutex, deadline)) return;
+    Store::Record seen = *m_store.record_seen(mutex);
     HistoryRecord r;
-    int64_t mod = seen->mod_revision;
-    bool exists = mod != 0;
-    if (exists) r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
+    int64_t mod = seen.mod_revision;
+    if (mod != 0) r = decode_record(nlohmann::json::parse(seen.value, nullptr, false));
     std::vector<HistoryEvent> events;
-    if (!change(r, exists, events)) return;
+    bool folded = fold_pending(r, seen.pending, fold_last, events);
+    bool changed = change(r, mod != 0 || !seen.pending.empty(), events);
+    if (!folded && !changed) return;
     std::string value;
-    nlohmann::json ops = history_ops(mutex, r, events, value);
+    nlohmann::json ops = write_ops(mutex, r, events, seen.pending, value);
     nlohmann::json txn = {{"compare", {record_unchanged(mutex, mod)}}, {"success", ops}};
     Call w = m_store.client().call("/v3/kv/txn", txn, true, deadline);
     bool written = w.ok() && w.json.value("succeeded", false);
     // Written: the record as it now stands (its mod revision is the
-    // txn's); else (stale, or unknown) read anew next time.
+    // txn's, no event pending); else (stale, or unknown) read anew next time.
     m_store.record_is(mutex, written ? std::optional<Store::Record>(Store::Record{
-                                           number(w.json["header"], "revision"), value})
+                                           header_revision(w), value, {}})
                                      : std::nullopt);
     if (!w.ok() || written) return;
   }
@@ -190,7 +234,9 @@ HistoryEvent EtcdBackend::event_of(const char* name, const std::string& owner, u
 // What an acquire's reply leads to besides the lease: a plain contender
 // that met slots (refused: simba ends with 64) leaves the queue at once
 // (slots.cpp); a new lease of ours is written "acquired" (not yet for
-// acquire_once, which writes it once the run is recorded).
+// acquire_once, which writes it once the run is recorded), unless the
+// transaction that queued us wrote it to be numbered later and the record
+// has no lease to write the expiry of.
 void EtcdBackend::after_acquire(const std::string& mutex, const std::string& contender,
                                 const Reply& r, int64_t deadline) {
   if (r.ok() && !r.changed && core::slots_of_owner(r.observed.lease.owner_id) > 1)
@@ -199,8 +245,14 @@ void EtcdBackend::after_acquire(const std::string& mutex, const std::string& con
       !r.observed.lease.owned_by(contender, r.observed.now))
     return;
   const Place& p = m_places[key(mutex, contender)];
-  note_acquired(mutex, contender, r.observed.lease.fencing_token,
-                p.queued ? sys::wall_ms() - p.queued : 0, {}, history_deadline());
+  uint64_t token = r.observed.lease.fencing_token;
+  std::optional<Store::Record> seen = m_store.record_seen(mutex);
+  if (p.pending && seen && seen->pending.size() == 1 && seen->pending[0].token == token &&
+      (seen->mod_revision == 0 ||
+       decode_record(nlohmann::json::parse(seen->value, nullptr, false)).open.empty()))
+    return;
+  note_acquired(mutex, contender, token, p.queued ? sys::wall_ms() - p.queued : 0, {},
+                history_deadline());
 }
 
 // A new lease (`token`, ours): "acquired", after an "expired" of each
@@ -229,7 +281,7 @@ void EtcdBackend::note_acquired(const std::string& mutex, const std::string& con
     ++r.acquisitions;
     r.open[token] = OpenLease{contender, m_holder, e.at, false, false};
     return true;
-  }, deadline);
+  }, deadline, token); // ours written here, after the expiries
 }
 
 // The end of lease `token`: "released" (its owner's release, or one only
@@ -270,16 +322,17 @@ Call EtcdBackend::remove_noting_end(const std::string& mutex, const std::string&
   std::vector<HistoryEvent> events;
   if (seen && seen->mod_revision != 0)
     r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
-  if (seen && end_change(token, false)(r, seen->mod_revision != 0, events)) {
+  // Our acquisition's event too when it waits for its number (the run's
+  // only other write then was the one that queued us).
+  bool folded = seen && fold_pending(r, seen->pending, 0, events);
+  if (seen && (end_change(token, false)(r, true, events) || folded)) {
     std::string value;
-    nlohmann::json ops = history_ops(mutex, r, events, value);
+    nlohmann::json ops = write_ops(mutex, r, events, seen->pending, value);
     ops.insert(ops.begin(), nlohmann::json{{"request_delete_range", {{"key", base64(k)}}}});
     nlohmann::json compare = key_unchanged(k, int64_t(token), mod);
     compare.push_back(record_unchanged(mutex, seen->mod_revision));
     nlohmann::json txn = {
-        {"compare", compare},
-        {"success", ops},
-        {"failure", {{{"request_range", range_one(record_key(mutex))}}}}};
+        {"compare", compare}, {"success", ops}, {"failure", m_store.record_ranges(mutex)}};
     Call c = m_store.client().call("/v3/kv/txn", txn, true, deadline);
     if (!c.ok()) {
       m_store.record_is(mutex, std::nullopt);
@@ -287,7 +340,7 @@ Call EtcdBackend::remove_noting_end(const std::string& mutex, const std::string&
     }
     if (c.json.value("succeeded", false)) {
       done = true;
-      m_store.record_is(mutex, Store::Record{header_revision(c), value});
+      m_store.record_is(mutex, Store::Record{header_revision(c), value, {}});
       return c;
     }
     m_store.note_record(mutex, c.json, 0); // as it is now: the event below needs no read
@@ -354,10 +407,12 @@ Reply EtcdBackend::record_skipped(const std::string& mutex, const std::string& c
 History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   History h;
-  const std::string from = events_prefix(mutex);
+  // The ring and the acquisitions' events not numbered yet, at one revision.
   Call c = m_store.client().call(
-      "/v3/kv/range", {{"key", base64(from)}, {"range_end", base64(end_of(from))}}, false,
-      deadline);
+      "/v3/kv/txn",
+      {{"success", {{{"request_range", range_prefix(events_prefix(mutex))}},
+                    {{"request_range", range_prefix(pending_prefix(m_uri.prefix, mutex))}}}}},
+      false, deadline);
   if (!c.ok()) {
     h.error = c.error;
     return h;
@@ -365,17 +420,24 @@ History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t
   h.ok = h.kept = true;
   h.now = now();
   std::vector<std::pair<int64_t, HistoryEvent>> numbered;
-  const std::string all = events_prefix("");
-  if (c.json.contains("kvs") && c.json["kvs"].is_array())
-    for (const nlohmann::json& kv : c.json["kvs"]) {
+  for (int pending = 0; pending < 2; ++pending) {
+    const std::string all = pending ? pending_prefix(m_uri.prefix, "") : events_prefix("");
+    for (const nlohmann::json& kv : range_kvs(c.json, pending)) {
       std::string k = unbase64(kv.value("key", ""));
       size_t bar = k.rfind('|');
       if (bar == std::string::npos || bar < all.size()) continue;
       nlohmann::json j = nlohmann::json::parse(unbase64(kv.value("value", "")), nullptr, false);
       if (!j.is_object()) continue;
       HistoryEvent e = decode_event(j, k.substr(all.size(), bar - all.size()));
-      if (e.at >= since_ms) numbered.emplace_back(number(j, "n"), std::move(e));
+      // A pending one comes after every numbered one, by its token.
+      int64_t n = number(j, "n");
+      if (pending) {
+        e.token = uint64_t(number(kv, "create_revision"));
+        n = (int64_t(1) << 62) + int64_t(e.token);
+      }
+      if (e.at >= since_ms) numbered.emplace_back(n, std::move(e));
     }
+  }
   // A mutex's events in their order; several mutexes' by time.
   std::stable_sort(numbered.begin(), numbered.end(), [](const auto& a, const auto& b) {
     if (a.second.mutex == b.second.mutex) return a.first < b.first;
@@ -389,17 +451,25 @@ History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t
 // `all`: every mutex with a record (ever leased) is listed, free or not.
 void EtcdBackend::add_counters(Listing& out, bool all, int64_t deadline) {
   const std::string from = m_uri.prefix + "!e/";
-  Call c = m_store.client().call(
-      "/v3/kv/range", {{"key", base64(from)}, {"range_end", base64(end_of(from))}}, false,
-      deadline);
-  std::map<std::string, HistoryRecord> records;
-  if (c.ok() && c.json.contains("kvs") && c.json["kvs"].is_array())
-    for (const nlohmann::json& kv : c.json["kvs"]) {
-      std::string name = unbase64(kv.value("key", "")).substr(from.size());
-      records[name] = decode_record(
-          nlohmann::json::parse(unbase64(kv.value("value", "")), nullptr, false));
-    }
+  const std::string pending = pending_prefix(m_uri.prefix, "");
+  Call c = m_store.client().call("/v3/kv/txn",
+                                 {{"success", {{{"request_range", range_prefix(from)}},
+                                               {{"request_range", range_prefix(pending)}}}}},
+                                 false, deadline);
   if (!c.ok()) return;
+  std::map<std::string, HistoryRecord> records;
+  for (const nlohmann::json& kv : range_kvs(c.json, 0)) {
+    std::string name = unbase64(kv.value("key", "")).substr(from.size());
+    records[name] = decode_record(
+        nlohmann::json::parse(unbase64(kv.value("value", "")), nullptr, false));
+  }
+  // An acquisition whose event waits for its number counts already.
+  for (const nlohmann::json& kv : range_kvs(c.json, 1)) {
+    std::string k = unbase64(kv.value("key", ""));
+    size_t bar = k.rfind('|');
+    if (bar != std::string::npos && bar >= pending.size())
+      ++records[k.substr(pending.size(), bar - pending.size())].acquisitions;
+  }
   for (const auto& [name, record] : records)
     if (all && std::none_of(out.mutexes.begin(), out.mutexes.end(),
                             [&](const MutexLease& m) { return m.mutex == name; })) {

@@ -55,6 +55,10 @@ std::string queue_key(const std::string& prefix, const std::string& mutex,
                       const std::string& owner);
 // The history record of `mutex` (history.cpp): '!' begins no mutex name.
 std::string record_key(const std::string& prefix, const std::string& mutex);
+// Where an acquisition's event waits for its number (history.cpp), by
+// the acquisition's lease id: "<prefix>!p/<mutex>|<lease>" (mutex "": every
+// mutex's).
+std::string pending_prefix(const std::string& prefix, const std::string& mutex);
 // The mutex a queue key belongs to ("" when it is not one).
 std::string mutex_of_key(const std::string& prefix, const std::string& key);
 
@@ -66,6 +70,10 @@ std::string unbase64(const std::string& text);
 
 // Request parts, as the gateway's JSON takes them.
 nlohmann::json range_one(const std::string& key);
+// Every key that starts with `from`.
+nlohmann::json range_prefix(const std::string& from);
+// The compare of a txn that `mutex` has no key (nobody owns or waits).
+nlohmann::json mutex_is_free(const std::string& prefix, const std::string& mutex);
 // The oldest key (lowest create revision) of `mutex`: its owner.
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex);
 // Every key of `mutex` (mutex "": every mutex's), in create-revision order.
