@@ -85,6 +85,7 @@ TEST_CASE("etcd history: a waiter's acquisition is written once, when it takes t
   auto m = unique_mutex("etcd-history-waiter");
   uint64_t t = require_ok(a->acquire(m, "A", 10000, 2000, k_timeout)).observed.lease.fencing_token;
   CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed); // queued
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed); // a look
   CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{1, 0});
   REQUIRE(require_ok(a->release(m, "A", t, k_timeout)).changed);
   REQUIRE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed);
@@ -137,4 +138,23 @@ TEST_CASE("etcd history: a killed holder's waiting event is numbered before its 
   for (const HistoryEvent& e : h.events) names.push_back(e.event + " " + e.owner_id);
   CHECK(names == std::vector<std::string>{"acquired A", "expired A", "acquired B"});
   CHECK(counters(*b, m) == std::pair<int64_t, int64_t>{2, 1});
+}
+
+// A waiter at the head whose key a forced release rewrote (revoked before
+// it took the mutex) does not take it, and writes no acquisition.
+TEST_CASE("etcd history: a waiter whose place was revoked writes no acquisition") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto b = open_test_backend();
+  auto admin = open_test_backend();
+  auto m = unique_mutex("etcd-history-revoked-waiter");
+  uint64_t t = require_ok(a->acquire(m, "A", 10000, 2000, k_timeout)).observed.lease.fencing_token;
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed); // queued
+  REQUIRE(require_ok(a->release(m, "A", t, k_timeout)).changed);
+  REQUIRE(require_ok(admin->force_release(m, 0, k_timeout)).changed); // B's key, at the head
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed);
+  CHECK(counters(*a, m).first == 1);
+  simba::backend::History h = a->history(m, 0, k_timeout);
+  REQUIRE_MESSAGE(h.ok, h.error);
+  for (const HistoryEvent& e : h.events) CHECK(e.owner_id != "B");
 }

@@ -161,6 +161,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   p.granted_s = g.ttl_s;
   p.queued = e.since;
   p.kept_at = g.call.sent_at;
+  if (s.mine) p.mod = p.created = s.mine->create_revision;
   return true;
 }
 
@@ -198,8 +199,30 @@ Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender
   // Its acquisition's event, written in the same transaction if it owns at
   // once (history.cpp); not with slots (a slot is taken by another write),
   // nor for --once-per (written once the run is recorded).
-  std::string event = e.slots > 1 || m_defer_acquired ? "" : pending_event(contender, l.acquired_at);
+  std::string event =
+      e.slots > 1 || m_defer_acquired ? "" : pending_event(contender, 0, l.acquired_at, 0);
   Seen s = m_store.enqueue(mutex, key(mutex, contender), e, p.lease, event, created, deadline);
+  p.pending = s.pending;
+  if (created && s.mine) p.created = s.mine->create_revision;
+  return s;
+}
+
+// Queued already (woken, or trying again): a read, no write, on the way
+// from a release to CMD; or, when our key is as we made it and its lease
+// needs no keep-alive (below), the read in a transaction that writes our
+// acquisition's event if our key is the oldest (history.cpp): one call.
+Seen EtcdBackend::look(const std::string& mutex, const std::string& contender, Place& p,
+                       int64_t length_ms, int64_t& checked, int64_t deadline) {
+  const std::string k = key(mutex, contender);
+  int64_t now_at = sys::boottime_ms();
+  if (p.owner || p.created == 0 || p.mod != p.created || slots_of(k) > 1 || m_defer_acquired ||
+      !covers(p, length_ms))
+    return m_store.read(mutex, k, deadline);
+  checked = now_at;
+  Seen s = m_store.take(mutex, k, p.created, p.lease,
+                        pending_event(contender, uint64_t(p.created), at(now_at),
+                                      p.queued ? sys::wall_ms() - p.queued : 0),
+                        deadline);
   p.pending = s.pending;
   return s;
 }
@@ -218,11 +241,10 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
     p = Place{};
   }
   bool created = false;
+  int64_t checked = 0; // look()'s
   Seen s;
   if (!p.lease.empty()) {
-    // Queued already (woken, or trying again): a read, no write, on the
-    // way from a release to CMD.
-    s = m_store.read(mutex, k, deadline);
+    s = look(mutex, contender, p, length_ms, checked, deadline);
     if (!s.call.ok()) return failure(s.call);
     if (!s.mine) { // its lease ran out meanwhile: acquire() queues anew
       m_places.erase(k);
@@ -247,9 +269,10 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
   // Woken at the head of the queue with a lease kept alive recently enough
   // that etcd keeps it the whole length from now (README.md, "Timing"): no
   // keep-alive on the way from the release to CMD. The read showed the key
-  // (so its lease) there after that keep-alive.
-  if (!lease_sent && !revoked && s.mine_is_oldest() && covers(p, length_ms))
-    lease_sent = sys::boottime_ms();
+  // (so its lease) there after that keep-alive. A take that wrote our event
+  // checked it before its call (an earlier `now`: an earlier deadline).
+  if (!lease_sent && !revoked && s.mine_is_oldest() && (s.pending || covers(p, length_ms)))
+    lease_sent = s.pending && checked ? checked : sys::boottime_ms();
   if (!lease_sent && !revoked) {
     LeaseCall ka = m_store.keep_alive(p.lease, deadline);
     if (!ka.call.ok()) return failure(ka.call);

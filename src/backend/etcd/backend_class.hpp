@@ -74,7 +74,8 @@ private:
     int64_t queued = 0;     // epoch ms: its key was made (history's waited_ms)
     int64_t kept_at = 0;    // boot clock: when the last grant or keep-alive of `lease` was sent
     int64_t mod = 0;        // our key's mod revision as we last read or wrote it
-    bool pending = false;   // its enqueue wrote its acquisition's event (history.cpp)
+    bool pending = false;   // its enqueue or take wrote its acquisition's event (history.cpp)
+    int64_t created = 0;    // our key's create revision, as our enqueue made it
   };
 
   // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
@@ -100,6 +101,10 @@ private:
   Seen enqueue(const std::string& mutex, const std::string& contender, Place& p,
                int64_t length_ms, int64_t transition_ms, bool& created, int64_t& lease_sent,
                int64_t deadline);
+  // A queued contender's look at its place: a read, or a take (`checked`:
+  // when its lease was found to need no keep-alive).
+  Seen look(const std::string& mutex, const std::string& contender, Place& p, int64_t length_ms,
+            int64_t& checked, int64_t deadline);
   Reply acquire_once_more(const std::string& mutex, const std::string& contender,
                           int64_t length_ms, int64_t transition_ms, int64_t deadline);
   // The lease of `mine`, ours, proved by a grant or keep-alive sent at
@@ -179,8 +184,10 @@ private:
   HistoryEvent event_of(const char* name, const std::string& owner, uint64_t token,
                         const std::string& holder) const;
   // The event of an acquisition by `contender` at `at` (epoch ms), to be
-  // numbered later (Store::enqueue's `event`).
-  std::string pending_event(const std::string& contender, int64_t at) const;
+  // numbered later (Store::enqueue's and take's `event`); token 0: the
+  // pending key's create revision (enqueue's).
+  std::string pending_event(const std::string& contender, uint64_t token, int64_t at,
+                            int64_t waited_ms) const;
   // Folds the pending events of `seen` into `r` (numbered "acquired"
   // events in `out`), but for `skip`'s: whether any was.
   static bool fold_pending(HistoryRecord& r, const std::vector<Store::Pending>& pending,

@@ -148,10 +148,11 @@ nlohmann::json EtcdBackend::record_unchanged(const std::string& mutex, int64_t m
           {"mod_revision", std::to_string(mod)}};
 }
 
-std::string EtcdBackend::pending_event(const std::string& contender, int64_t at) const {
-  HistoryEvent e = event_of("acquired", contender, 0, m_holder);
+std::string EtcdBackend::pending_event(const std::string& contender, uint64_t token, int64_t at,
+                                       int64_t waited_ms) const {
+  HistoryEvent e = event_of("acquired", contender, token, m_holder);
   e.at = at;
-  e.waited_ms = 0;
+  e.waited_ms = std::max<int64_t>(waited_ms, 0);
   return encode_event(e, 0).dump();
 }
 
@@ -162,7 +163,7 @@ bool EtcdBackend::fold_pending(HistoryRecord& r, const std::vector<Store::Pendin
     nlohmann::json j = nlohmann::json::parse(p.value, nullptr, false);
     if (p.token == skip || r.open.count(p.token) || !j.is_object()) continue;
     HistoryEvent e = decode_event(j, "");
-    e.token = p.token;
+    e.token = p.token; // Store::Pending's
     out.push_back(e);
     ++r.acquisitions;
     r.open[p.token] = OpenLease{e.owner_id, j.value("h", std::string()), e.at, false, false};
@@ -432,7 +433,7 @@ History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t
       // A pending one comes after every numbered one, by its token.
       int64_t n = number(j, "n");
       if (pending) {
-        e.token = uint64_t(number(kv, "create_revision"));
+        if (!e.token) e.token = uint64_t(number(kv, "create_revision")); // enqueue's
         n = (int64_t(1) << 62) + int64_t(e.token);
       }
       if (e.at >= since_ms) numbered.emplace_back(n, std::move(e));

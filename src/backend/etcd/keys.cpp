@@ -128,6 +128,14 @@ nlohmann::json mutex_is_free(const std::string& prefix, const std::string& mutex
           {"range_end", base64(range_end_of(from))}, {"create_revision", "0"}};
 }
 
+nlohmann::json no_key_before(const std::string& prefix, const std::string& mutex,
+                             int64_t create_revision) {
+  std::string from = mutex_prefix(prefix, mutex);
+  return {{"target", "CREATE"}, {"result", "GREATER"}, {"key", base64(from)},
+          {"range_end", base64(range_end_of(from))},
+          {"create_revision", std::to_string(create_revision - 1)}};
+}
+
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex) {
   nlohmann::json r = range_all(prefix, mutex);
   r["limit"] = "1";

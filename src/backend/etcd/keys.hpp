@@ -74,6 +74,10 @@ nlohmann::json range_one(const std::string& key);
 nlohmann::json range_prefix(const std::string& from);
 // The compare of a txn that `mutex` has no key (nobody owns or waits).
 nlohmann::json mutex_is_free(const std::string& prefix, const std::string& mutex);
+// The compare of a txn that no key of `mutex` is older than
+// `create_revision` (made before it).
+nlohmann::json no_key_before(const std::string& prefix, const std::string& mutex,
+                             int64_t create_revision);
 // The oldest key (lowest create revision) of `mutex`: its owner.
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex);
 // Every key of `mutex` (mutex "": every mutex's), in create-revision order.

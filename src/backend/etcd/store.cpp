@@ -143,6 +143,29 @@ Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entr
   return s;
 }
 
+Seen Store::take(const std::string& mutex, const std::string& key, int64_t created,
+                 const std::string& lease, const std::string& event, int64_t deadline) {
+  nlohmann::json reads = nlohmann::json::array(
+      {{{"request_range", range_oldest(prefix(), mutex)}}, {{"request_range", range_one(key)}}});
+  for (const nlohmann::json& op : record_ranges(mutex)) reads.push_back(op);
+  nlohmann::json compare = key_unchanged(key, created, created);
+  compare.push_back(no_key_before(prefix(), mutex, created));
+  nlohmann::json success = {{{"request_put", {{"key", base64(pending_prefix(prefix(), mutex) + lease)},
+                                              {"value", base64(event)}}}}};
+  for (const nlohmann::json& op : reads) success.push_back(op);
+  Seen s;
+  s.call = m_client.call("/v3/kv/txn", {{"compare", compare}, {"success", success}, {"failure", reads}},
+                         true, deadline);
+  if (!s.call.ok()) return s;
+  s.pending = s.call.json.value("succeeded", false);
+  size_t at = s.pending ? 1 : 0;
+  note_record(mutex, s.call.json, at + 2);
+  s.revision = revision_of(s.call.json);
+  s.oldest = first(kvs_at(s.call.json, at));
+  s.mine = first(kvs_at(s.call.json, at + 1));
+  return s;
+}
+
 std::optional<Predecessor> Store::take_predecessor(const std::string& mine, bool waiting) {
   std::optional<Predecessor> p;
   if (m_predecessor && m_predecessor->mine == mine && (m_predecessor->key != mine) == waiting)
@@ -187,9 +210,13 @@ void Store::note_record(const std::string& mutex, const nlohmann::json& txn, siz
   }
   if (p["response_range"].contains("kvs") && p["response_range"]["kvs"].is_array())
     for (const nlohmann::json& kv : p["response_range"]["kvs"])
+    {
+      std::string value = unbase64(kv.value("value", ""));
+      int64_t token = number(nlohmann::json::parse(value, nullptr, false), "t");
       rec.pending.push_back(Pending{unbase64(kv.value("key", "")),
-                                    uint64_t(number(kv, "create_revision")),
-                                    unbase64(kv.value("value", ""))});
+                                    uint64_t(token ? token : number(kv, "create_revision")),
+                                    value});
+    }
   std::sort(rec.pending.begin(), rec.pending.end(),
             [](const Pending& a, const Pending& b) { return a.token < b.token; });
   m_records[mutex] = rec;

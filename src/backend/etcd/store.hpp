@@ -69,6 +69,11 @@ public:
   Seen enqueue(const std::string& mutex, const std::string& key, const Entry& entry,
                const std::string& lease, const std::string& event, bool& created,
                int64_t deadline);
+  // read()'s transaction, writing `event` as enqueue() does if `key` is
+  // still as made at `created` (never rewritten) and the oldest
+  // (Seen::pending): a waiter at the head takes the mutex in one call.
+  Seen take(const std::string& mutex, const std::string& key, int64_t created,
+            const std::string& lease, const std::string& event, int64_t deadline);
   // Writes `entry` into `key` if its mod revision is still `mod_revision`,
   // keeping its lease, or moving it to `lease` when not "". False with an
   // ok call: the key changed meanwhile.
@@ -92,8 +97,9 @@ public:
   // of this process saw it: read and enqueue read it in their transaction,
   // so that an event costs one write, compared on its mod revision (0:
   // none). nullopt: never seen.
-  // With it, the acquisitions' events not numbered yet (enqueue's
-  // `event`), by token (the key's create revision: the acquisition's).
+  // With it, the acquisitions' events not numbered yet (enqueue's and
+  // take's `event`), by token (the acquisition's: the event's own, else
+  // the pending key's create revision, enqueue's key's).
   struct Pending {
     std::string key;
     uint64_t token = 0;
