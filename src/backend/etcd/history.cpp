@@ -315,8 +315,9 @@ void EtcdBackend::note_ended(const std::string& mutex, uint64_t token, bool forc
 // place is still the next one. A crash loses nothing here: both or neither.
 // The record not seen or changed meanwhile (another process wrote an event
 // of the mutex): the event first, then the key, as before (two writes).
-Call EtcdBackend::remove_noting_end(const std::string& mutex, const std::string& k,
+Call EtcdBackend::remove_noting_end(const std::string& row, const std::string& k,
                                     uint64_t token, int64_t mod, bool& done, int64_t deadline) {
+  const std::string mutex(core::mutex_of_row(row)); // a slot's events are its mutex's
   done = false;
   std::optional<Store::Record> seen = m_store.record_seen(mutex);
   HistoryRecord r;
