@@ -231,17 +231,15 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
                                      int64_t length_ms, int64_t transition_ms, int64_t deadline) {
   const std::string k = key(mutex, contender);
   Place& p = m_places[k];
-  int64_t lease_sent = 0;
+  int64_t lease_sent = 0, checked = 0; // checked: look()'s
   if (p.owner && sys::boottime_ms() >= p.until) {
     // Our lease ran out as we counted it (CMD is stopped by then), though
-    // etcd may keep the key a little longer: it goes, and a new
-    // acquisition queues anew, with a new token.
+    // etcd may keep the key a little longer: it goes; we queue anew (new token).
     Call c = m_store.revoke(p.lease, deadline);
     if (!c.ok()) return failure(c);
     p = Place{};
   }
   bool created = false;
-  int64_t checked = 0; // look()'s
   Seen s;
   if (!p.lease.empty()) {
     s = look(mutex, contender, p, length_ms, checked, deadline);
@@ -260,9 +258,11 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
     }
   }
   if (!s.mine) return Reply::failure(Reply::Status::failed, "our key in etcd vanished at once");
+  bool took = checked && s.pending; // look()'s take: covers() held at `checked`
   if (s.mine->lease != p.lease) { // made by an earlier call whose answer we missed
     p.lease = s.mine->lease;
     p.kept_at = lease_sent = 0;
+    took = false;
   }
   p.mod = s.mine->mod_revision;
   bool revoked = s.mine->entry.revoked;
@@ -271,8 +271,8 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
   // keep-alive on the way from the release to CMD. The read showed the key
   // (so its lease) there after that keep-alive. A take that wrote our event
   // checked it before its call (an earlier `now`: an earlier deadline).
-  if (!lease_sent && !revoked && s.mine_is_oldest() && (s.pending || covers(p, length_ms)))
-    lease_sent = s.pending && checked ? checked : sys::boottime_ms();
+  if (!lease_sent && !revoked && s.mine_is_oldest() && (took || covers(p, length_ms)))
+    lease_sent = took ? checked : sys::boottime_ms();
   if (!lease_sent && !revoked) {
     LeaseCall ka = m_store.keep_alive(p.lease, deadline);
     if (!ka.call.ok()) return failure(ka.call);
