@@ -47,6 +47,13 @@ TEST_CASE("etcd history: an expiry is written by the next acquisition and counte
   auto m = unique_mutex("etcd-history");
   CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{0, 0});
   uint64_t t = require_ok(a->acquire(m, "A", 300, 200, k_timeout)).observed.lease.fencing_token;
+  // Its event written in the transaction that queued it, to be numbered by
+  // the next write: counted and shown already.
+  CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{1, 0});
+  simba::backend::History first = a->history(m, 0, k_timeout);
+  REQUIRE(first.events.size() == 1);
+  CHECK(first.events[0].event == "acquired");
+  CHECK(first.events[0].token == t);
   auto b = open_test_backend(); // A stops renewing (a killed holder)
   uint64_t tb = acquire_when_free(*b, m, "B").observed.lease.fencing_token;
   CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{2, 1});
@@ -65,4 +72,89 @@ TEST_CASE("etcd history: an expiry is written by the next acquisition and counte
   CHECK(h.events[1].token == t);
   REQUIRE(h.events[1].held_ms);
   CHECK(*h.events[1].held_ms >= 500);
+}
+
+// The owner's release writes its event in the transaction that deletes its
+// key, compared on the record as the acquisition left it (history.cpp): an
+// event another process wrote in between makes it look again, so neither
+// event takes the other's place in the ring.
+TEST_CASE("etcd history: a waiter's acquisition is written once, when it takes the mutex") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto b = open_test_backend();
+  auto m = unique_mutex("etcd-history-waiter");
+  uint64_t t = require_ok(a->acquire(m, "A", 10000, 2000, k_timeout)).observed.lease.fencing_token;
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed); // queued
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed); // a look
+  CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{1, 0});
+  REQUIRE(require_ok(a->release(m, "A", t, k_timeout)).changed);
+  REQUIRE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed);
+  CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{2, 0});
+  simba::backend::History h = a->history(m, 0, k_timeout);
+  REQUIRE_MESSAGE(h.ok, h.error);
+  std::vector<std::string> names;
+  for (const HistoryEvent& e : h.events) names.push_back(e.event + " " + e.owner_id);
+  CHECK(names == std::vector<std::string>{"acquired A", "released A", "acquired B"});
+}
+
+TEST_CASE("etcd history: an event written by another process between an acquisition and its "
+          "release keeps its place") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto b = open_test_backend();
+  auto m = unique_mutex("etcd-history-between");
+  uint64_t t = require_ok(a->acquire(m, "A", 10000, 2000, k_timeout)).observed.lease.fencing_token;
+  REQUIRE(b->record_skipped(m, "B", simba::backend::SkippedRun{"busy", "A", t, {}, 5, {}},
+                            k_timeout).ok());
+  REQUIRE(require_ok(a->release(m, "A", t, k_timeout)).changed);
+  simba::backend::History h = a->history(m, 0, k_timeout);
+  REQUIRE_MESSAGE(h.ok, h.error);
+  std::vector<std::string> names;
+  for (const HistoryEvent& e : h.events) names.push_back(e.event + " " + e.owner_id);
+  CHECK(names == std::vector<std::string>{"acquired A", "skipped B", "released A"});
+  CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{1, 0});
+  CHECK_FALSE(require_ok(a->get(m, k_timeout)).observed.lease.fencing_token); // free: no key
+}
+
+// A holder killed before any other write of the mutex leaves its
+// acquisition's event waiting for its number, and its key goes with its
+// lease: the next owner, queued on a free mutex, numbers it and writes its
+// expiry before its own acquisition.
+TEST_CASE("etcd history: a killed holder's waiting event is numbered before its expiry and the "
+          "next acquisition") {
+  if (!on_etcd()) return;
+  auto m = unique_mutex("etcd-history-killed");
+  {
+    auto a = open_test_backend();
+    REQUIRE(require_ok(a->acquire(m, "A", 300, 200, k_timeout)).changed);
+  } // killed: its lease runs out
+  auto b = open_test_backend();
+  for (int64_t until = mono_ms() + 6000; mono_ms() < until; sleep_ms(100))
+    if (!require_ok(b->get(m, k_timeout)).observed.lease.fencing_token) break; // no key
+  REQUIRE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed);
+  simba::backend::History h = b->history(m, 0, k_timeout);
+  REQUIRE_MESSAGE(h.ok, h.error);
+  std::vector<std::string> names;
+  for (const HistoryEvent& e : h.events) names.push_back(e.event + " " + e.owner_id);
+  CHECK(names == std::vector<std::string>{"acquired A", "expired A", "acquired B"});
+  CHECK(counters(*b, m) == std::pair<int64_t, int64_t>{2, 1});
+}
+
+// A waiter at the head whose key a forced release rewrote (revoked before
+// it took the mutex) does not take it, and writes no acquisition.
+TEST_CASE("etcd history: a waiter whose place was revoked writes no acquisition") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto b = open_test_backend();
+  auto admin = open_test_backend();
+  auto m = unique_mutex("etcd-history-revoked-waiter");
+  uint64_t t = require_ok(a->acquire(m, "A", 10000, 2000, k_timeout)).observed.lease.fencing_token;
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed); // queued
+  REQUIRE(require_ok(a->release(m, "A", t, k_timeout)).changed);
+  REQUIRE(require_ok(admin->force_release(m, 0, k_timeout)).changed); // B's key, at the head
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 2000, k_timeout)).changed);
+  CHECK(counters(*a, m).first == 1);
+  simba::backend::History h = a->history(m, 0, k_timeout);
+  REQUIRE_MESSAGE(h.ok, h.error);
+  for (const HistoryEvent& e : h.events) CHECK(e.owner_id != "B");
 }

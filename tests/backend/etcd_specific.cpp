@@ -146,3 +146,34 @@ TEST_CASE("etcd: a waiter that takes the mutex never shows its lease longer than
   MESSAGE("shown " << shown << " ms, etcd keeps the key " << left_s << " s more");
   CHECK(shown <= left_s * 1000 + 500);
 }
+
+// The release's event goes in the transaction that deletes the key
+// (history.cpp): that transaction still compares the key, not only the
+// history's record. A forced release that crashed after its rewrite, before
+// its event (the record unchanged), must not let the release free the mutex.
+TEST_CASE("etcd: an owner's release with its event leaves a key rewritten as revoked, its "
+          "history unchanged") {
+  if (!on_etcd()) return;
+  auto a = open_test_backend();
+  auto b = open_test_backend();
+  auto m = unique_mutex("etcd-release-event-revoked");
+  Reply got = require_ok(a->acquire(m, "A", 10000, 1000, k_timeout));
+  REQUIRE(got.changed);
+  uint64_t t = got.observed.lease.fencing_token;
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed); // B queues
+  auto uri = std::get<simba::backend::EtcdUri>(simba::backend::parse_backend_uri(backend_uri()));
+  simba::backend::etcd::Store store(uri);
+  int64_t deadline = simba::sys::boottime_ms() + k_timeout;
+  simba::backend::etcd::Seen s =
+      store.read(m, simba::backend::etcd::queue_key(uri.prefix, m, "A"), deadline);
+  REQUIRE(s.mine);
+  simba::backend::etcd::Entry e = s.mine->entry;
+  e.revoked = true; // force_release's rewrite, without its history write
+  bool done = false;
+  REQUIRE(store.rewrite(s.mine->key, s.mine->mod_revision, e, "", done, deadline).ok());
+  REQUIRE(done);
+  CHECK_FALSE(require_ok(a->release(m, "A", t, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed);
+  REQUIRE(require_ok(a->end_revoked(m, "A", t, k_timeout)).changed);
+  CHECK(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed);
+}

@@ -154,7 +154,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   Entry e{contender, m_holder, sys::wall_ms(), m_gives_up, m_length_ms, false, false};
   e.slots = slots_of(k);
   bool created = false;
-  Seen s = m_store.enqueue(mutex, k, e, g.id, created, deadline);
+  Seen s = m_store.enqueue(mutex, k, e, g.id, "", created, deadline);
   if (!s.call.ok() || !created) {
     m_store.revoke(g.id, deadline);
     return false;
@@ -164,6 +164,7 @@ bool EtcdBackend::join(const std::string& mutex, const std::string& contender) {
   p.granted_s = g.ttl_s;
   p.queued = e.since;
   p.kept_at = g.call.sent_at;
+  if (s.mine) p.mod = p.created = s.mine->create_revision;
   return true;
 }
 
@@ -198,18 +199,45 @@ Seen EtcdBackend::enqueue(const std::string& mutex, const std::string& contender
   e.acquired = l.acquired_at;
   e.ttl_at = l.ttl_at;
   e.until = l.transition_at;
-  return m_store.enqueue(mutex, key(mutex, contender), e, p.lease, created, deadline);
+  // Its acquisition's event, written in the same transaction if it owns at
+  // once (history.cpp); not with slots (a slot is taken by another write),
+  // nor for --once-per (written once the run is recorded).
+  std::string event =
+      e.slots > 1 || m_defer_acquired ? "" : pending_event(contender, 0, l.acquired_at, 0);
+  Seen s = m_store.enqueue(mutex, key(mutex, contender), e, p.lease, event, created, deadline);
+  p.pending = s.pending;
+  if (created && s.mine) p.created = s.mine->create_revision;
+  return s;
+}
+
+// Queued already (woken, or trying again): a read, no write, on the way
+// from a release to CMD; or, when our key is as we made it and its lease
+// needs no keep-alive (below), the read in a transaction that writes our
+// acquisition's event if our key is the oldest (history.cpp): one call.
+Seen EtcdBackend::look(const std::string& mutex, const std::string& contender, Place& p,
+                       int64_t length_ms, int64_t& checked, int64_t deadline) {
+  const std::string k = key(mutex, contender);
+  int64_t now_at = sys::boottime_ms();
+  if (p.owner || p.created == 0 || p.mod != p.created || slots_of(k) > 1 || m_defer_acquired ||
+      !covers(p, length_ms))
+    return m_store.read(mutex, k, deadline);
+  checked = now_at;
+  Seen s = m_store.take(mutex, k, p.created, p.lease,
+                        pending_event(contender, uint64_t(p.created), at(now_at),
+                                      p.queued ? sys::wall_ms() - p.queued : 0),
+                        deadline);
+  p.pending = s.pending;
+  return s;
 }
 
 Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string& contender,
                                      int64_t length_ms, int64_t transition_ms, int64_t deadline) {
   const std::string k = key(mutex, contender);
   Place& p = m_places[k];
-  int64_t lease_sent = 0;
+  int64_t lease_sent = 0, checked = 0; // checked: look()'s
   if (p.owner && sys::boottime_ms() >= p.until) {
     // Our lease ran out as we counted it (CMD is stopped by then), though
-    // etcd may keep the key a little longer: it goes, and a new
-    // acquisition queues anew, with a new token.
+    // etcd may keep the key a little longer: it goes; we queue anew (new token).
     Call c = m_store.revoke(p.lease, deadline);
     if (!c.ok()) return failure(c);
     p = Place{};
@@ -217,9 +245,7 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
   bool created = false;
   Seen s;
   if (!p.lease.empty()) {
-    // Queued already (woken, or trying again): a read, no write, on the
-    // way from a release to CMD.
-    s = m_store.read(mutex, k, deadline);
+    s = look(mutex, contender, p, length_ms, checked, deadline);
     if (!s.call.ok()) return failure(s.call);
     if (!s.mine) { // its lease ran out meanwhile: acquire() queues anew
       m_places.erase(k);
@@ -235,18 +261,21 @@ Reply EtcdBackend::acquire_once_more(const std::string& mutex, const std::string
     }
   }
   if (!s.mine) return Reply::failure(Reply::Status::failed, "our key in etcd vanished at once");
+  bool took = checked && s.pending; // look()'s take: covers() held at `checked`
   if (s.mine->lease != p.lease) { // made by an earlier call whose answer we missed
     p.lease = s.mine->lease;
     p.kept_at = lease_sent = 0;
+    took = false;
   }
   p.mod = s.mine->mod_revision;
   bool revoked = s.mine->entry.revoked;
   // Woken at the head of the queue with a lease kept alive recently enough
   // that etcd keeps it the whole length from now (README.md, "Timing"): no
   // keep-alive on the way from the release to CMD. The read showed the key
-  // (so its lease) there after that keep-alive.
-  if (!lease_sent && !revoked && s.mine_is_oldest() && covers(p, length_ms))
-    lease_sent = sys::boottime_ms();
+  // (so its lease) there after that keep-alive. A take that wrote our event
+  // checked it before its call (an earlier `now`: an earlier deadline).
+  if (!lease_sent && !revoked && s.mine_is_oldest() && (took || covers(p, length_ms)))
+    lease_sent = took ? checked : sys::boottime_ms();
   if (!lease_sent && !revoked) {
     LeaseCall ka = m_store.keep_alive(p.lease, deadline);
     if (!ka.call.ok()) return failure(ka.call);
@@ -470,12 +499,11 @@ Reply EtcdBackend::release(const std::string& mutex, const std::string& contende
   if (own != m_places.end() && own->second.owner && own->second.mod > 0 && token != 0 &&
       own->second.token == token) {
     bool ran = ran_out(k, token);
-    // The event first, while our key holds the mutex, as below (a forced
-    // release that comes between them has its own end written already, or
-    // finds ours: history.cpp writes one end per lease).
-    if (!ran) note_ended(mutex, token, false, history_deadline());
+    // With its event in the same write (history.cpp; a forced release that
+    // came first has its own end written: history writes one per lease).
     bool done = false;
-    Call c = m_store.remove(k, int64_t(token), own->second.mod, done, deadline);
+    Call c = ran ? m_store.remove(k, int64_t(token), own->second.mod, done, deadline)
+                 : remove_noting_end(mutex, k, token, own->second.mod, done, deadline);
     if (!c.ok()) return failure(c);
     if (done) {
       m_places.erase(own);

@@ -74,6 +74,8 @@ private:
     int64_t queued = 0;     // epoch ms: its key was made (history's waited_ms)
     int64_t kept_at = 0;    // boot clock: when the last grant or keep-alive of `lease` was sent
     int64_t mod = 0;        // our key's mod revision as we last read or wrote it
+    bool pending = false;   // its enqueue or take wrote its acquisition's event (history.cpp)
+    int64_t created = 0;    // our key's create revision, as our enqueue made it
   };
 
   // The backend's clock: CLOCK_BOOTTIME (the driver's) moved onto the
@@ -99,6 +101,10 @@ private:
   Seen enqueue(const std::string& mutex, const std::string& contender, Place& p,
                int64_t length_ms, int64_t transition_ms, bool& created, int64_t& lease_sent,
                int64_t deadline);
+  // A queued contender's look at its place: a read, or a take (`checked`:
+  // when its lease was found to need no keep-alive).
+  Seen look(const std::string& mutex, const std::string& contender, Place& p, int64_t length_ms,
+            int64_t& checked, int64_t deadline);
   Reply acquire_once_more(const std::string& mutex, const std::string& contender,
                           int64_t length_ms, int64_t transition_ms, int64_t deadline);
   // The lease of `mine`, ours, proved by a grant or keep-alive sent at
@@ -171,14 +177,38 @@ private:
   std::string events_prefix(const std::string& mutex) const;
   static HistoryRecord decode_record(const nlohmann::json& j);
   static nlohmann::json encode_record(const HistoryRecord& r);
-  void write_history(const std::string& row, const HistoryChange& change, int64_t deadline);
+  // `fold_last`: the token of an acquisition the change writes itself
+  // (its pending event is deleted, not folded).
+  void write_history(const std::string& row, const HistoryChange& change, int64_t deadline,
+                     uint64_t fold_last = 0);
   HistoryEvent event_of(const char* name, const std::string& owner, uint64_t token,
                         const std::string& holder) const;
+  // The event of an acquisition by `contender` at `at` (epoch ms), to be
+  // numbered later (Store::enqueue's and take's `event`); token 0: the
+  // pending key's create revision (enqueue's).
+  std::string pending_event(const std::string& contender, uint64_t token, int64_t at,
+                            int64_t waited_ms) const;
+  // Folds the pending events of `seen` into `r` (numbered "acquired"
+  // events in `out`), but for `skip`'s: whether any was.
+  static bool fold_pending(HistoryRecord& r, const std::vector<Store::Pending>& pending,
+                           uint64_t skip, std::vector<HistoryEvent>& out);
+  // history_ops() and the deletion of the pending events `pending`.
+  nlohmann::json write_ops(const std::string& mutex, HistoryRecord& r,
+                           std::vector<HistoryEvent>& events,
+                           const std::vector<Store::Pending>& pending, std::string& value) const;
   void after_acquire(const std::string& mutex, const std::string& contender, const Reply& r,
                      int64_t deadline);
   void note_acquired(const std::string& mutex, const std::string& contender, uint64_t token,
                      int64_t waited_ms, const std::vector<uint64_t>& live, int64_t deadline);
+  HistoryChange end_change(uint64_t token, bool forced) const;
   void note_ended(const std::string& mutex, uint64_t token, bool forced, int64_t deadline);
+  // The owner's release and its event in one write (else one after the other).
+  Call remove_noting_end(const std::string& mutex, const std::string& k, uint64_t token,
+                         int64_t mod, bool& done, int64_t deadline);
+  nlohmann::json history_ops(const std::string& mutex, HistoryRecord& r,
+                             std::vector<HistoryEvent>& events, std::string& value) const;
+  // The compare of a txn that the record of `mutex` is as seen at `mod`.
+  nlohmann::json record_unchanged(const std::string& mutex, int64_t mod) const;
   void note_holding(const std::string& mutex, uint64_t token, int64_t deadline);
   void add_counters(Listing& out, bool all, int64_t deadline);
   // History's own budget: it never eats the operation's.

@@ -7,6 +7,12 @@
 // again when another writer came first): the ring overwrites the oldest
 // event and deletes places past a lowered limit in the same step. None of
 // these keys has a lease; simba never deletes a record.
+// An acquisition of a free mutex writes its event, unnumbered, in the
+// transaction that queues it ("<prefix>!p/<mutex>|<lease>": the record is
+// not read yet then); the next write of the record numbers it and deletes
+// it, most often the owner's release, which writes its own event in the
+// transaction that deletes its key. So an uncontended run writes history
+// in no call of its own.
 #include "backend/etcd/backend_class.hpp"
 
 #include "backend/history.hpp"
@@ -20,7 +26,7 @@ namespace simba::backend::etcd {
 namespace {
 
 std::string place(int64_t n) {
-  char buf[16];
+  char buf[24];
   std::snprintf(buf, sizeof buf, "%07lld", static_cast<long long>(n));
   return buf;
 }
@@ -57,6 +63,18 @@ HistoryEvent decode_event(const nlohmann::json& j, const std::string& mutex) {
   e.reason = j.value("r", std::string());
   e.by = j.value("b", std::string());
   return e;
+}
+
+// The keys of the n-th range of a txn answer, raw.
+const nlohmann::json& range_kvs(const nlohmann::json& txn, size_t n) {
+  static const nlohmann::json none = nlohmann::json::array();
+  if (!txn.contains("responses") || !txn["responses"].is_array() || txn["responses"].size() <= n)
+    return none;
+  const nlohmann::json& r = txn["responses"][n];
+  if (!r.contains("response_range") || !r["response_range"].contains("kvs") ||
+      !r["response_range"]["kvs"].is_array())
+    return none;
+  return r["response_range"]["kvs"];
 }
 
 } // namespace
@@ -99,60 +117,101 @@ nlohmann::json EtcdBackend::encode_record(const HistoryRecord& r) {
   return {{"s", r.seq}, {"a", r.acquisitions}, {"l", r.losses}, {"open", open}};
 }
 
-// Reads the record of `mutex`, lets `change` update it and say which events
-// to append (false: nothing to write), and writes both in one transaction
-// on the record's mod revision; again when another writer came first.
-// Best effort: a failure here never changes a lease (the operation it
-// records is done).
-void EtcdBackend::write_history(const std::string& row, const HistoryChange& change,
-                                int64_t deadline) {
-  const std::string mutex(core::mutex_of_row(row)); // a slot's events are its mutex's
-  const std::string rk = record_key(mutex);
+// The writes of `events` (numbered on from `r`, which they update) and of
+// the record `r` then (`value`): the ring's places, those past a lowered
+// limit deleted.
+nlohmann::json EtcdBackend::history_ops(const std::string& mutex, HistoryRecord& r,
+                                        std::vector<HistoryEvent>& events,
+                                        std::string& value) const {
   const int64_t limit = history_limit();
+  nlohmann::json ops = nlohmann::json::array();
+  for (HistoryEvent& e : events) {
+    e.mutex = mutex;
+    int64_t seq = ++r.seq;
+    if (limit == 0) continue;
+    ops.push_back({{"request_put",
+                    {{"key", base64(events_prefix(mutex) + place((seq - 1) % limit))},
+                     {"value", base64(encode_event(e, seq).dump())}}}});
+  }
+  if (limit > 0 && !events.empty()) // the places past a lowered limit
+    ops.push_back({{"request_delete_range",
+                    {{"key", base64(events_prefix(mutex) + place(limit))},
+                     {"range_end", base64(end_of(events_prefix(mutex)))}}}});
+  value = encode_record(r).dump();
+  ops.push_back(
+      {{"request_put", {{"key", base64(record_key(mutex))}, {"value", base64(value)}}}});
+  return ops;
+}
+
+nlohmann::json EtcdBackend::record_unchanged(const std::string& mutex, int64_t mod) const {
+  return {{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(record_key(mutex))},
+          {"mod_revision", std::to_string(mod)}};
+}
+
+std::string EtcdBackend::pending_event(const std::string& contender, uint64_t token, int64_t at,
+                                       int64_t waited_ms) const {
+  HistoryEvent e = event_of("acquired", contender, token, m_holder);
+  e.at = at;
+  e.waited_ms = std::max<int64_t>(waited_ms, 0);
+  return encode_event(e, 0).dump();
+}
+
+bool EtcdBackend::fold_pending(HistoryRecord& r, const std::vector<Store::Pending>& pending,
+                               uint64_t skip, std::vector<HistoryEvent>& out) {
+  bool folded = false;
+  for (const Store::Pending& p : pending) { // in token order
+    nlohmann::json j = nlohmann::json::parse(p.value, nullptr, false);
+    if (p.token == skip || r.open.count(p.token) || !j.is_object()) continue;
+    HistoryEvent e = decode_event(j, "");
+    e.token = p.token; // Store::Pending's
+    out.push_back(e);
+    ++r.acquisitions;
+    r.open[p.token] = OpenLease{e.owner_id, j.value("h", std::string()), e.at, false, false};
+    folded = true;
+  }
+  return folded;
+}
+
+nlohmann::json EtcdBackend::write_ops(const std::string& mutex, HistoryRecord& r,
+                                      std::vector<HistoryEvent>& events,
+                                      const std::vector<Store::Pending>& pending,
+                                      std::string& value) const {
+  nlohmann::json ops = history_ops(mutex, r, events, value);
+  for (const Store::Pending& p : pending)
+    ops.push_back({{"request_delete_range", {{"key", base64(p.key)}}}});
+  return ops;
+}
+
+// Reads the record of `mutex`, folds in the acquisitions' events that wait
+// for their number, lets `change` update it and say which events to append
+// (false: nothing to write), and writes them in one transaction on the
+// record's mod revision; again when another writer came first. Best
+// effort: a failure here never changes a lease (the operation it records
+// is done).
+void EtcdBackend::write_history(const std::string& row, const HistoryChange& change,
+                                int64_t deadline, uint64_t fold_last) {
+  const std::string mutex(core::mutex_of_row(row)); // a slot's events are its mutex's
   for (int i = 0; i < 4 && sys::boottime_ms() < deadline; ++i) {
     // The record as this process last saw it (store.hpp): most often the
     // read of the operation itself; read anew when not, or when stale.
-    std::optional<Store::Record> seen = m_store.record_seen(mutex);
-    if (!seen) {
-      Call c = m_store.client().call("/v3/kv/range", range_one(rk), false, deadline);
-      if (!c.ok()) return;
-      seen.emplace();
-      if (c.json.contains("kvs") && c.json["kvs"].is_array() && !c.json["kvs"].empty()) {
-        seen->mod_revision = number(c.json["kvs"][0], "mod_revision");
-        seen->value = unbase64(c.json["kvs"][0].value("value", ""));
-      }
-    }
+    if (!m_store.record_seen(mutex) && !m_store.read_record(mutex, deadline)) return;
+    Store::Record seen = *m_store.record_seen(mutex);
     HistoryRecord r;
-    int64_t mod = seen->mod_revision;
-    bool exists = mod != 0;
-    if (exists) r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
+    int64_t mod = seen.mod_revision;
+    if (mod != 0) r = decode_record(nlohmann::json::parse(seen.value, nullptr, false));
     std::vector<HistoryEvent> events;
-    if (!change(r, exists, events)) return;
-    nlohmann::json ops = nlohmann::json::array();
-    for (HistoryEvent& e : events) {
-      e.mutex = mutex;
-      int64_t seq = ++r.seq;
-      if (limit == 0) continue;
-      ops.push_back({{"request_put",
-                      {{"key", base64(events_prefix(mutex) + place((seq - 1) % limit))},
-                       {"value", base64(encode_event(e, seq).dump())}}}});
-    }
-    if (limit > 0 && !events.empty()) // the places past a lowered limit
-      ops.push_back({{"request_delete_range",
-                      {{"key", base64(events_prefix(mutex) + place(limit))},
-                       {"range_end", base64(end_of(events_prefix(mutex)))}}}});
-    std::string value = encode_record(r).dump();
-    ops.push_back({{"request_put", {{"key", base64(rk)}, {"value", base64(value)}}}});
-    nlohmann::json txn = {
-        {"compare", {{{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(rk)},
-                      {"mod_revision", std::to_string(mod)}}}},
-        {"success", ops}};
+    bool folded = fold_pending(r, seen.pending, fold_last, events);
+    bool changed = change(r, mod != 0 || !seen.pending.empty(), events);
+    if (!folded && !changed) return;
+    std::string value;
+    nlohmann::json ops = write_ops(mutex, r, events, seen.pending, value);
+    nlohmann::json txn = {{"compare", {record_unchanged(mutex, mod)}}, {"success", ops}};
     Call w = m_store.client().call("/v3/kv/txn", txn, true, deadline);
     bool written = w.ok() && w.json.value("succeeded", false);
     // Written: the record as it now stands (its mod revision is the
-    // txn's); else (stale, or unknown) read anew next time.
+    // txn's, no event pending); else (stale, or unknown) read anew next time.
     m_store.record_is(mutex, written ? std::optional<Store::Record>(Store::Record{
-                                           number(w.json["header"], "revision"), value})
+                                           header_revision(w), value, {}})
                                      : std::nullopt);
     if (!w.ok() || written) return;
   }
@@ -176,7 +235,9 @@ HistoryEvent EtcdBackend::event_of(const char* name, const std::string& owner, u
 // What an acquire's reply leads to besides the lease: a plain contender
 // that met slots (refused: simba ends with 64) leaves the queue at once
 // (slots.cpp); a new lease of ours is written "acquired" (not yet for
-// acquire_once, which writes it once the run is recorded).
+// acquire_once, which writes it once the run is recorded), unless the
+// transaction that queued us wrote it to be numbered later and the record
+// has no lease to write the expiry of.
 void EtcdBackend::after_acquire(const std::string& mutex, const std::string& contender,
                                 const Reply& r, int64_t deadline) {
   if (r.ok() && !r.changed && core::slots_of_owner(r.observed.lease.owner_id) > 1)
@@ -185,8 +246,14 @@ void EtcdBackend::after_acquire(const std::string& mutex, const std::string& con
       !r.observed.lease.owned_by(contender, r.observed.now))
     return;
   const Place& p = m_places[key(mutex, contender)];
-  note_acquired(mutex, contender, r.observed.lease.fencing_token,
-                p.queued ? sys::wall_ms() - p.queued : 0, {}, history_deadline());
+  uint64_t token = r.observed.lease.fencing_token;
+  std::optional<Store::Record> seen = m_store.record_seen(mutex);
+  if (p.pending && seen && seen->pending.size() == 1 && seen->pending[0].token == token &&
+      (seen->mod_revision == 0 ||
+       decode_record(nlohmann::json::parse(seen->value, nullptr, false)).open.empty()))
+    return;
+  note_acquired(mutex, contender, token, p.queued ? sys::wall_ms() - p.queued : 0, {},
+                history_deadline());
 }
 
 // A new lease (`token`, ours): "acquired", after an "expired" of each
@@ -215,14 +282,13 @@ void EtcdBackend::note_acquired(const std::string& mutex, const std::string& con
     ++r.acquisitions;
     r.open[token] = OpenLease{contender, m_holder, e.at, false, false};
     return true;
-  }, deadline);
+  }, deadline, token); // ours written here, after the expiries
 }
 
 // The end of lease `token`: "released" (its owner's release, or one only
 // held released by --lease), or "forced" (by us: our holder), a loss.
-void EtcdBackend::note_ended(const std::string& mutex, uint64_t token, bool forced,
-                             int64_t deadline) {
-  write_history(mutex, [&](HistoryRecord& r, bool, std::vector<HistoryEvent>& out) {
+EtcdBackend::HistoryChange EtcdBackend::end_change(uint64_t token, bool forced) const {
+  return [this, token, forced](HistoryRecord& r, bool, std::vector<HistoryEvent>& out) {
     auto it = r.open.find(token);
     if (it == r.open.end()) return false; // written already (a lost event, an expiry)
     // A forced one names who forced it; a release, like an expiry, no holder.
@@ -234,7 +300,55 @@ void EtcdBackend::note_ended(const std::string& mutex, uint64_t token, bool forc
     if (forced && !it->second.counted) ++r.losses;
     r.open.erase(it);
     return true;
-  }, deadline);
+  };
+}
+
+void EtcdBackend::note_ended(const std::string& mutex, uint64_t token, bool forced,
+                             int64_t deadline) {
+  write_history(mutex, end_change(token, forced), deadline);
+}
+
+// The owner's release in one write with its event: our key `k` deleted
+// unless it changed since `mod` (a forced release rewrote it), "released"
+// and the record written, compared on the record's mod revision as this
+// process last saw it (the acquisition's read or write), so that the ring's
+// place is still the next one. A crash loses nothing here: both or neither.
+// The record not seen or changed meanwhile (another process wrote an event
+// of the mutex): the event first, then the key, as before (two writes).
+Call EtcdBackend::remove_noting_end(const std::string& row, const std::string& k,
+                                    uint64_t token, int64_t mod, bool& done, int64_t deadline) {
+  const std::string mutex(core::mutex_of_row(row)); // a slot's events are its mutex's
+  done = false;
+  std::optional<Store::Record> seen = m_store.record_seen(mutex);
+  HistoryRecord r;
+  std::vector<HistoryEvent> events;
+  if (seen && seen->mod_revision != 0)
+    r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
+  // Our acquisition's event too when it waits for its number (the run's
+  // only other write then was the one that queued us).
+  bool folded = seen && fold_pending(r, seen->pending, 0, events);
+  if (seen && (end_change(token, false)(r, true, events) || folded)) {
+    std::string value;
+    nlohmann::json ops = write_ops(mutex, r, events, seen->pending, value);
+    ops.insert(ops.begin(), nlohmann::json{{"request_delete_range", {{"key", base64(k)}}}});
+    nlohmann::json compare = key_unchanged(k, int64_t(token), mod);
+    compare.push_back(record_unchanged(mutex, seen->mod_revision));
+    nlohmann::json txn = {
+        {"compare", compare}, {"success", ops}, {"failure", m_store.record_ranges(mutex)}};
+    Call c = m_store.client().call("/v3/kv/txn", txn, true, deadline);
+    if (!c.ok()) {
+      m_store.record_is(mutex, std::nullopt);
+      return c;
+    }
+    if (c.json.value("succeeded", false)) {
+      done = true;
+      m_store.record_is(mutex, Store::Record{header_revision(c), value, {}});
+      return c;
+    }
+    m_store.note_record(mutex, c.json, 0); // as it is now: the event below needs no read
+  }
+  note_ended(mutex, token, false, history_deadline());
+  return m_store.remove(k, int64_t(token), mod, done, deadline);
 }
 
 // A lease only held (--min-hold, simba acquire's) that runs out is its
@@ -295,10 +409,12 @@ Reply EtcdBackend::record_skipped(const std::string& mutex, const std::string& c
 History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t timeout_ms) {
   int64_t deadline = sys::boottime_ms() + timeout_ms;
   History h;
-  const std::string from = events_prefix(mutex);
+  // The ring and the acquisitions' events not numbered yet, at one revision.
   Call c = m_store.client().call(
-      "/v3/kv/range", {{"key", base64(from)}, {"range_end", base64(end_of(from))}}, false,
-      deadline);
+      "/v3/kv/txn",
+      {{"success", {{{"request_range", range_prefix(events_prefix(mutex))}},
+                    {{"request_range", range_prefix(pending_prefix(m_uri.prefix, mutex))}}}}},
+      false, deadline);
   if (!c.ok()) {
     h.error = c.error;
     return h;
@@ -306,17 +422,24 @@ History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t
   h.ok = h.kept = true;
   h.now = now();
   std::vector<std::pair<int64_t, HistoryEvent>> numbered;
-  const std::string all = events_prefix("");
-  if (c.json.contains("kvs") && c.json["kvs"].is_array())
-    for (const nlohmann::json& kv : c.json["kvs"]) {
+  for (int pending = 0; pending < 2; ++pending) {
+    const std::string all = pending ? pending_prefix(m_uri.prefix, "") : events_prefix("");
+    for (const nlohmann::json& kv : range_kvs(c.json, pending)) {
       std::string k = unbase64(kv.value("key", ""));
       size_t bar = k.rfind('|');
       if (bar == std::string::npos || bar < all.size()) continue;
       nlohmann::json j = nlohmann::json::parse(unbase64(kv.value("value", "")), nullptr, false);
       if (!j.is_object()) continue;
       HistoryEvent e = decode_event(j, k.substr(all.size(), bar - all.size()));
-      if (e.at >= since_ms) numbered.emplace_back(number(j, "n"), std::move(e));
+      // A pending one comes after every numbered one, by its token.
+      int64_t n = number(j, "n");
+      if (pending) {
+        if (!e.token) e.token = uint64_t(number(kv, "create_revision")); // enqueue's
+        n = (int64_t(1) << 62) + int64_t(e.token);
+      }
+      if (e.at >= since_ms) numbered.emplace_back(n, std::move(e));
     }
+  }
   // A mutex's events in their order; several mutexes' by time.
   std::stable_sort(numbered.begin(), numbered.end(), [](const auto& a, const auto& b) {
     if (a.second.mutex == b.second.mutex) return a.first < b.first;
@@ -330,17 +453,25 @@ History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t
 // `all`: every mutex with a record (ever leased) is listed, free or not.
 void EtcdBackend::add_counters(Listing& out, bool all, int64_t deadline) {
   const std::string from = m_uri.prefix + "!e/";
-  Call c = m_store.client().call(
-      "/v3/kv/range", {{"key", base64(from)}, {"range_end", base64(end_of(from))}}, false,
-      deadline);
-  std::map<std::string, HistoryRecord> records;
-  if (c.ok() && c.json.contains("kvs") && c.json["kvs"].is_array())
-    for (const nlohmann::json& kv : c.json["kvs"]) {
-      std::string name = unbase64(kv.value("key", "")).substr(from.size());
-      records[name] = decode_record(
-          nlohmann::json::parse(unbase64(kv.value("value", "")), nullptr, false));
-    }
+  const std::string pending = pending_prefix(m_uri.prefix, "");
+  Call c = m_store.client().call("/v3/kv/txn",
+                                 {{"success", {{{"request_range", range_prefix(from)}},
+                                               {{"request_range", range_prefix(pending)}}}}},
+                                 false, deadline);
   if (!c.ok()) return;
+  std::map<std::string, HistoryRecord> records;
+  for (const nlohmann::json& kv : range_kvs(c.json, 0)) {
+    std::string name = unbase64(kv.value("key", "")).substr(from.size());
+    records[name] = decode_record(
+        nlohmann::json::parse(unbase64(kv.value("value", "")), nullptr, false));
+  }
+  // An acquisition whose event waits for its number counts already.
+  for (const nlohmann::json& kv : range_kvs(c.json, 1)) {
+    std::string k = unbase64(kv.value("key", ""));
+    size_t bar = k.rfind('|');
+    if (bar != std::string::npos && bar >= pending.size())
+      ++records[k.substr(pending.size(), bar - pending.size())].acquisitions;
+  }
   for (const auto& [name, record] : records)
     if (all && std::none_of(out.mutexes.begin(), out.mutexes.end(),
                             [&](const MutexLease& m) { return m.mutex == name; })) {

@@ -34,6 +34,10 @@ std::string record_key(const std::string& prefix, const std::string& mutex) {
   return prefix + "!e/" + mutex;
 }
 
+std::string pending_prefix(const std::string& prefix, const std::string& mutex) {
+  return prefix + "!p/" + mutex + (mutex.empty() ? "" : "|");
+}
+
 std::string mutex_of_key(const std::string& prefix, const std::string& key) {
   // '!' begins no mutex name: simba's other keys (records, history).
   if (key.compare(0, prefix.size(), prefix) != 0 || key.compare(prefix.size(), 1, "!") == 0)
@@ -112,6 +116,26 @@ std::string unbase64(const std::string& text) {
 
 nlohmann::json range_one(const std::string& key) { return {{"key", base64(key)}}; }
 
+nlohmann::json range_prefix(const std::string& from) {
+  return {{"key", base64(from)}, {"range_end", base64(range_end_of(from))}};
+}
+
+nlohmann::json mutex_is_free(const std::string& prefix, const std::string& mutex) {
+  // Over a range a compare holds for every key in it; with none, it sees
+  // one whose create revision is 0.
+  std::string from = mutex_prefix(prefix, mutex);
+  return {{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(from)},
+          {"range_end", base64(range_end_of(from))}, {"create_revision", "0"}};
+}
+
+nlohmann::json no_key_before(const std::string& prefix, const std::string& mutex,
+                             int64_t create_revision) {
+  std::string from = mutex_prefix(prefix, mutex);
+  return {{"target", "CREATE"}, {"result", "GREATER"}, {"key", base64(from)},
+          {"range_end", base64(range_end_of(from))},
+          {"create_revision", std::to_string(create_revision - 1)}};
+}
+
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex) {
   nlohmann::json r = range_all(prefix, mutex);
   r["limit"] = "1";
@@ -163,6 +187,15 @@ std::vector<Kv> kvs_of(const nlohmann::json& range) {
     out.push_back(std::move(kv));
   }
   return out;
+}
+
+nlohmann::json key_unchanged(const std::string& key, int64_t create_revision,
+                             int64_t mod_revision) {
+  return nlohmann::json::array(
+      {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(key)},
+        {"create_revision", std::to_string(create_revision)}},
+       {{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(key)},
+        {"mod_revision", std::to_string(mod_revision)}}});
 }
 
 } // namespace simba::backend::etcd

@@ -55,6 +55,10 @@ std::string queue_key(const std::string& prefix, const std::string& mutex,
                       const std::string& owner);
 // The history record of `mutex` (history.cpp): '!' begins no mutex name.
 std::string record_key(const std::string& prefix, const std::string& mutex);
+// Where an acquisition's event waits for its number (history.cpp), by
+// the acquisition's lease id: "<prefix>!p/<mutex>|<lease>" (mutex "": every
+// mutex's).
+std::string pending_prefix(const std::string& prefix, const std::string& mutex);
 // The mutex a queue key belongs to ("" when it is not one).
 std::string mutex_of_key(const std::string& prefix, const std::string& key);
 
@@ -66,6 +70,14 @@ std::string unbase64(const std::string& text);
 
 // Request parts, as the gateway's JSON takes them.
 nlohmann::json range_one(const std::string& key);
+// Every key that starts with `from`.
+nlohmann::json range_prefix(const std::string& from);
+// The compare of a txn that `mutex` has no key (nobody owns or waits).
+nlohmann::json mutex_is_free(const std::string& prefix, const std::string& mutex);
+// The compare of a txn that no key of `mutex` is older than
+// `create_revision` (made before it).
+nlohmann::json no_key_before(const std::string& prefix, const std::string& mutex,
+                             int64_t create_revision);
 // The oldest key (lowest create revision) of `mutex`: its owner.
 nlohmann::json range_oldest(const std::string& prefix, const std::string& mutex);
 // Every key of `mutex` (mutex "": every mutex's), in create-revision order.
@@ -77,6 +89,11 @@ nlohmann::json range_newest(const std::string& prefix, const std::string& mutex,
 // The key of `mutex` just before create revision `revision`: whom a waiter watches.
 nlohmann::json range_before(const std::string& prefix, const std::string& mutex,
                             int64_t revision);
+
+// The compares of a txn that `key` is still the one made at
+// `create_revision` and last written at `mod_revision`.
+nlohmann::json key_unchanged(const std::string& key, int64_t create_revision,
+                             int64_t mod_revision);
 
 // The keys of a range answer (of a txn's response_range too).
 std::vector<Kv> kvs_of(const nlohmann::json& range_response);

@@ -1,6 +1,7 @@
 // The backend's etcd calls, typed (store.hpp).
 #include "backend/etcd/store.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace simba::backend::etcd {
@@ -86,11 +87,11 @@ Seen Store::read(const std::string& mutex, const std::string& key, int64_t deadl
   ops.push_back({{"request_range", row_slot < 0 ? range_oldest(prefix(), name)
                                                 : range_all(prefix(), name)}});
   if (!key.empty()) ops.push_back({{"request_range", range_one(key)}});
-  ops.push_back({{"request_range", range_one(record_key(prefix(), name))}}); // the last
+  for (const nlohmann::json& op : record_ranges(name)) ops.push_back(op); // the last two
   Seen s;
   s.call = m_client.call("/v3/kv/txn", {{"success", ops}}, false, deadline);
   if (!s.call.ok()) return s;
-  note_record(name, s.call.json, ops.size() - 1);
+  note_record(name, s.call.json, ops.size() - 2);
   s.revision = revision_of(s.call.json);
   s.oldest = row_slot < 0 ? first(kvs_at(s.call.json, 0)) : slot_holder(kvs_at(s.call.json, 0), row_slot);
   if (!key.empty()) s.mine = first(kvs_at(s.call.json, 1));
@@ -98,25 +99,36 @@ Seen Store::read(const std::string& mutex, const std::string& key, int64_t deadl
 }
 
 Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entry& entry,
-                    const std::string& lease, bool& created, int64_t deadline) {
+                    const std::string& lease, const std::string& event, bool& created,
+                    int64_t deadline) {
   nlohmann::json put = {{"key", base64(key)}, {"value", base64(encode_entry(entry))},
                         {"lease", lease}};
+  nlohmann::json reads = nlohmann::json::array(
+      {{{"request_range", range_oldest(prefix(), mutex)}}, {{"request_range", range_one(key)}}});
+  for (const nlohmann::json& op : record_ranges(mutex)) reads.push_back(op);
+  nlohmann::json success = {{{"request_put", put}}};
+  if (!event.empty()) // its compare is of the store before our put
+    success.push_back(
+        {{"request_txn",
+          {{"compare", {mutex_is_free(prefix(), mutex)}},
+           {"success", {{{"request_put", {{"key", base64(pending_prefix(prefix(), mutex) + lease)},
+                                          {"value", base64(event)}}}}}}}}});
+  for (const nlohmann::json& op : reads) success.push_back(op);
+  success.push_back({{"request_range", range_newest(prefix(), mutex, 2)}});
   nlohmann::json txn = {
       {"compare", {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(key)},
                     {"create_revision", "0"}}}},
-      {"success", {{{"request_put", put}},
-                   {{"request_range", range_oldest(prefix(), mutex)}},
-                   {{"request_range", range_one(key)}},
-                   {{"request_range", range_one(record_key(prefix(), mutex))}},
-                   {{"request_range", range_newest(prefix(), mutex, 2)}}}},
-      {"failure", {{{"request_range", range_oldest(prefix(), mutex)}},
-                   {{"request_range", range_one(key)}},
-                   {{"request_range", range_one(record_key(prefix(), mutex))}}}}};
+      {"success", success},
+      {"failure", reads}};
   Seen s;
   s.call = m_client.call("/v3/kv/txn", txn, true, deadline);
   if (!s.call.ok()) return s;
   created = s.call.json.value("succeeded", false);
-  size_t at = created ? 1 : 0;
+  size_t at = created ? (event.empty() ? 1 : 2) : 0;
+  if (created && !event.empty()) {
+    const nlohmann::json& r = s.call.json["responses"][1];
+    s.pending = r.contains("response_txn") && r["response_txn"].value("succeeded", false);
+  }
   note_record(mutex, s.call.json, at + 2);
   s.revision = revision_of(s.call.json);
   s.oldest = first(kvs_at(s.call.json, at));
@@ -125,9 +137,32 @@ Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entr
   // The newest two keys at the put's revision: ours, and the one just
   // before it (none: ours is the oldest). Not with --slots: a slot's waiter
   // watches another key (slots.cpp).
-  std::vector<Kv> newest = created ? kvs_at(s.call.json, 4) : std::vector<Kv>{};
+  std::vector<Kv> newest = created ? kvs_at(s.call.json, at + 4) : std::vector<Kv>{};
   if (newest.size() == 2 && newest[0].key == key && entry.slots <= 1)
     m_predecessor = Predecessor{key, newest[1].key, s.revision};
+  return s;
+}
+
+Seen Store::take(const std::string& mutex, const std::string& key, int64_t created,
+                 const std::string& lease, const std::string& event, int64_t deadline) {
+  nlohmann::json reads = nlohmann::json::array(
+      {{{"request_range", range_oldest(prefix(), mutex)}}, {{"request_range", range_one(key)}}});
+  for (const nlohmann::json& op : record_ranges(mutex)) reads.push_back(op);
+  nlohmann::json compare = key_unchanged(key, created, created);
+  compare.push_back(no_key_before(prefix(), mutex, created));
+  nlohmann::json success = {{{"request_put", {{"key", base64(pending_prefix(prefix(), mutex) + lease)},
+                                              {"value", base64(event)}}}}};
+  for (const nlohmann::json& op : reads) success.push_back(op);
+  Seen s;
+  s.call = m_client.call("/v3/kv/txn", {{"compare", compare}, {"success", success}, {"failure", reads}},
+                         true, deadline);
+  if (!s.call.ok()) return s;
+  s.pending = s.call.json.value("succeeded", false);
+  size_t at = s.pending ? 1 : 0;
+  note_record(mutex, s.call.json, at + 2);
+  s.revision = revision_of(s.call.json);
+  s.oldest = first(kvs_at(s.call.json, at));
+  s.mine = first(kvs_at(s.call.json, at + 1));
   return s;
 }
 
@@ -155,18 +190,42 @@ Call Store::rewrite(const std::string& key, int64_t mod_revision, const Entry& e
   return c;
 }
 
+nlohmann::json Store::record_ranges(const std::string& mutex) const {
+  return nlohmann::json::array({{{"request_range", range_one(record_key(prefix(), mutex))}},
+                                {{"request_range", range_prefix(pending_prefix(prefix(), mutex))}}});
+}
+
 void Store::note_record(const std::string& mutex, const nlohmann::json& txn, size_t at) {
-  if (!txn.contains("responses") || !txn["responses"].is_array() || txn["responses"].size() <= at)
+  if (!txn.contains("responses") || !txn["responses"].is_array() ||
+      txn["responses"].size() <= at + 1)
     return;
   const nlohmann::json& r = txn["responses"][at];
-  if (!r.contains("response_range")) return;
+  const nlohmann::json& p = txn["responses"][at + 1];
+  if (!r.contains("response_range") || !p.contains("response_range")) return;
   const nlohmann::json& range = r["response_range"];
   Record rec;
   if (range.contains("kvs") && range["kvs"].is_array() && !range["kvs"].empty()) {
     rec.mod_revision = number(range["kvs"][0], "mod_revision");
     rec.value = unbase64(range["kvs"][0].value("value", ""));
   }
+  if (p["response_range"].contains("kvs") && p["response_range"]["kvs"].is_array())
+    for (const nlohmann::json& kv : p["response_range"]["kvs"])
+    {
+      std::string value = unbase64(kv.value("value", ""));
+      int64_t token = number(nlohmann::json::parse(value, nullptr, false), "t");
+      rec.pending.push_back(Pending{unbase64(kv.value("key", "")),
+                                    uint64_t(token ? token : number(kv, "create_revision")),
+                                    value});
+    }
+  std::sort(rec.pending.begin(), rec.pending.end(),
+            [](const Pending& a, const Pending& b) { return a.token < b.token; });
   m_records[mutex] = rec;
+}
+
+bool Store::read_record(const std::string& mutex, int64_t deadline) {
+  Call c = m_client.call("/v3/kv/txn", {{"success", record_ranges(mutex)}}, false, deadline);
+  if (c.ok()) note_record(mutex, c.json, 0);
+  return c.ok();
 }
 
 std::optional<Store::Record> Store::record_seen(const std::string& mutex) const {
@@ -184,12 +243,8 @@ void Store::record_is(const std::string& mutex, std::optional<Record> r) {
 
 Call Store::remove(const std::string& key, int64_t create_revision, int64_t mod_revision,
                    bool& done, int64_t deadline) {
-  nlohmann::json txn = {
-      {"compare", {{{"target", "CREATE"}, {"result", "EQUAL"}, {"key", base64(key)},
-                    {"create_revision", std::to_string(create_revision)}},
-                   {{"target", "MOD"}, {"result", "EQUAL"}, {"key", base64(key)},
-                    {"mod_revision", std::to_string(mod_revision)}}}},
-      {"success", {{{"request_delete_range", {{"key", base64(key)}}}}}}};
+  nlohmann::json txn = {{"compare", key_unchanged(key, create_revision, mod_revision)},
+                        {"success", {{{"request_delete_range", {{"key", base64(key)}}}}}}};
   Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
   done = c.ok() && c.json.value("succeeded", false);
   return c;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace simba::backend::etcd {
 
@@ -26,6 +27,7 @@ struct Seen {
   std::optional<Kv> oldest; // the mutex's owner (or revoked lease); a slot's row
                             // ("m#k"): the key that holds slot k
   int64_t revision = 0;     // the store's revision at the read
+  bool pending = false;     // enqueue wrote the acquisition's event to number later
   bool mine_is_oldest() const {
     return mine && oldest && mine->create_revision == oldest->create_revision;
   }
@@ -60,9 +62,18 @@ public:
   // Creates `key` with `entry` on lease `lease` unless it exists, and reads
   // it and the oldest key of `mutex` in the same transaction (the
   // `etcdctl lock` recipe). `created` says whether it made the key; when
-  // it did behind another, take_predecessor() tells that one.
+  // it did behind another, take_predecessor() tells that one. `event`
+  // (not ""): when the mutex had no key (so ours owns it at once), the
+  // acquisition's event is written under pending_prefix() in the same
+  // transaction (Seen::pending).
   Seen enqueue(const std::string& mutex, const std::string& key, const Entry& entry,
-               const std::string& lease, bool& created, int64_t deadline);
+               const std::string& lease, const std::string& event, bool& created,
+               int64_t deadline);
+  // read()'s transaction, writing `event` as enqueue() does if `key` is
+  // still as made at `created` (never rewritten) and the oldest
+  // (Seen::pending): a waiter at the head takes the mutex in one call.
+  Seen take(const std::string& mutex, const std::string& key, int64_t created,
+            const std::string& lease, const std::string& event, int64_t deadline);
   // Writes `entry` into `key` if its mod revision is still `mod_revision`,
   // keeping its lease, or moving it to `lease` when not "". False with an
   // ok call: the key changed meanwhile.
@@ -86,16 +97,30 @@ public:
   // of this process saw it: read and enqueue read it in their transaction,
   // so that an event costs one write, compared on its mod revision (0:
   // none). nullopt: never seen.
+  // With it, the acquisitions' events not numbered yet (enqueue's and
+  // take's `event`), by token (the acquisition's: the event's own, else
+  // the pending key's create revision, enqueue's key's).
+  struct Pending {
+    std::string key;
+    uint64_t token = 0;
+    std::string value;
+  };
   struct Record {
     int64_t mod_revision = 0;
     std::string value;
+    std::vector<Pending> pending;
   };
   std::optional<Record> record_seen(const std::string& mutex) const;
   void record_is(const std::string& mutex, std::optional<Record> r);
+  // The two ranges that read the record of `mutex` and its pending events.
+  nlohmann::json record_ranges(const std::string& mutex) const;
+  // The record as the `at`-th and next responses of a txn answer show it
+  // (record_ranges()).
+  void note_record(const std::string& mutex, const nlohmann::json& txn, size_t at);
+  // Reads the record: false when the call failed.
+  bool read_record(const std::string& mutex, int64_t deadline);
 
 private:
-  // The record from the last response of a txn answer.
-  void note_record(const std::string& mutex, const nlohmann::json& txn, size_t at);
 
   Client m_client;
   std::map<std::string, Record> m_records; // by mutex
