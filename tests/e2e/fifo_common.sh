@@ -7,7 +7,7 @@
 #   fifo_hold MUTEX ROUND [TERMS...]
 #                           a holder whose CMD sleeps (its pid in
 #                           $T/holder.ROUND); its simba's pid in $holder;
-#                           TERMS instead of ${fifo_terms[@]}
+#                           TERMS instead of ${fifo_terms[@]} --kill-after 100ms
 #   fifo_queue MUTEX        w1 w2 w3 queued on MUTEX, in that order (status
 #                           shows each in the queue before the next starts);
 #                           their pids in ${pids[@]}
@@ -17,7 +17,14 @@ fifo_terms=(--ttl 1s --transition 1s)
 
 fifo_hold() {
   ORDER=$T/order.$2
-  local terms=("${fifo_terms[@]}")
+  # --kill-after 100ms: the holder renews when its 1 s ttl ends and its CMD
+  # is stopped at the kill point (the lease's end less --kill-after: half
+  # the transition by default), so its renewal has about 0.8 s to come
+  # back, not 0.4 s. Under load a holder that lost its lease let w1 in
+  # while the waiters queued, and the count of queued waiters never came
+  # (the *_fifo_queued timeouts of e2e-etcd, e2e-mysql). The lease's length,
+  # and so each test's time, stay as they were.
+  local terms=("${fifo_terms[@]}" --kill-after 100ms)
   (($# > 2)) && terms=("${@:3}")
   "$SIMBA" run --mutex "$1" "${terms[@]}" -- \
     sh -c 'echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300' "$T/holder.$2" \

@@ -26,7 +26,7 @@ SIMBA_BACKEND="etcd://127.0.0.1:${ETCD_CLIENT_PORTS[CUT]},$OTHERS/partition?time
 a=$!
 wait_line "$T/a.pid" 10 || fail "the holder's CMD did not start: $(<"$T/a.err")"
 watch_death "$(<"$T/a.pid")" "$T/a.death" &
-wait_file "$T/a.death.ready" 5
+wait_file "$T/a.death.ready" 60 # python3 starts slowly on a loaded machine
 SIMBA_BACKEND="etcd://$OTHERS/partition?timeout=500ms" \
   timeout -k 5 30 "$SIMBA" run "${opts[@]}" --timeout 25s -- sh -c "$HOLD_CMD" "$T/b" 0 2>"$T/b.err" &
 b=$!

@@ -27,9 +27,14 @@ trap 'trap "" TERM INT; echo "end $$ $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log
 while :; do wait; done
 EOF
 
+# --transition 2s: the leader renews when its 1 s ttl ends and stops CMD at
+# the kill point (the transition less --kill-after, half of it): a renewal
+# has about 0.9 s to come back, not 0.4 s (under load a leader lost its
+# lease and another CMD started: e2e-etcd, e2e-mysql). It makes the
+# takeover a second longer; the stable leader is watched a second less.
 declare -a simbas
 for i in 1 2 3; do
-  "$SIMBA" lead --mutex m --ttl 1s --transition 1s -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.$i" &
+  "$SIMBA" lead --mutex m --ttl 1s --transition 2s -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.$i" &
   simbas+=("$!")
 done
 
@@ -56,14 +61,14 @@ check_no_overlap() {
 
 wait_for 10 starts_at_least 1
 
-# ~5 s: one CMD, always the same one, never a second start.
-end=$(($(now_ms) + 5000))
+# ~4 s: one CMD, always the same one, never a second start.
+end=$(($(now_ms) + 4000))
 while (($(now_ms) < end)); do
   n=$(alive_cmds)
   [[ $n == 1 ]] || { cat -- "$log" >&2; fail "$n CMDs running at once (expected exactly 1)"; }
   sleep 0.1
 done
-assert_eq 1 "$(starts)" "CMD starts over 5 s with a stable leader"
+assert_eq 1 "$(starts)" "CMD starts over 4 s with a stable leader"
 check_no_overlap
 
 read -r _ cmd1 leader token1 _ < <(grep '^start ' "$log")
@@ -87,8 +92,13 @@ echo "new CMD started ${gap} ms after kill -9 (token $token1 -> $token2)" >&2
 [[ $leader2 != "$leader" ]] || fail "the new CMD's parent is the killed simba"
 [[ $cmd2 != "$cmd1" ]] || fail "the new CMD has the old CMD's pid"
 ((token2 > token1)) || fail "fencing token did not increase: $token1 -> $token2"
-# ttl + transition + 1 s, plus 0.5 s of slack for a loaded machine.
-((gap <= 3500)) || fail "new CMD started ${gap} ms after kill -9 (expected <= ttl + transition + 1 s)"
+# ttl + transition + 1 s, plus 0.5 s of slack for a loaded machine. etcd:
+# its lease is granted a second more and ends at etcd's next check for
+# ended leases (twice a second): docs/backends/etcd.md (4.1 s under load
+# with the bound of the other backends).
+bound=4500
+[[ ${SIMBA_E2E_BACKEND:-} == etcd ]] && bound=$((bound + 1500))
+((gap <= bound)) || fail "new CMD started ${gap} ms after kill -9 (expected <= ttl + transition + 1 s)"
 
 # Still exactly one leader afterwards.
 end=$(($(now_ms) + 2500))

@@ -7,9 +7,14 @@
 #   always: restart after every exit, under the same lease (same fencing
 #   token), --restart-delay apart, until a signal stops simba.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+# --transition 2s everywhere: the renewal is sent when the 1 s ttl ends, and
+# CMD is stopped at the kill point (the transition less --kill-after, half
+# of it), so a renewal has about 0.9 s to come back, not 0.4 s (under load
+# e2e-mysql lost a lease mid-test: "command exited after the lease's kill
+# point"). Nothing here waits for a lease to run out: it costs no time.
 
 # --- never -----------------------------------------------------------------
-assert_exit 3 timeout 20 "$SIMBA" lead --mutex r1 --ttl 1s --transition 1s --restart never -- \
+assert_exit 3 timeout 20 "$SIMBA" lead --mutex r1 --ttl 1s --transition 2s --restart never -- \
   sh -c 'echo run >>"$0"; exit 3' "$T/never.log"
 assert_eq 1 "$(wc -l <"$T/never.log")" "--restart never: CMD runs"
 grep -q "acquired r1 (fencing token [0-9]*)" "$T/err" || fail "--restart never: no 'acquired' line"
@@ -19,13 +24,13 @@ grep -q "releasing r1" "$T/err" || fail "--restart never: no 'releasing r1' line
 assert_eq free "$(mutex_state r1)" "--restart never: state of the mutex after simba exited"
 
 # The default is never, and a CMD killed by a signal gives 128+N.
-assert_exit 137 timeout 20 "$SIMBA" lead --mutex r1 --ttl 1s --transition 1s -- \
+assert_exit 137 timeout 20 "$SIMBA" lead --mutex r1 --ttl 1s --transition 2s -- \
   sh -c 'echo run >>"$0"; kill -KILL $$' "$T/default.log"
 assert_eq 1 "$(wc -l <"$T/default.log")" "default restart policy: CMD runs"
 assert_eq free "$(mutex_state r1)" "default restart policy: state of the mutex after simba exited"
 
 # --- on-failure: fails twice, then succeeds ----------------------------------
-assert_exit 0 timeout 20 "$SIMBA" lead --mutex r2 --ttl 1s --transition 1s \
+assert_exit 0 timeout 20 "$SIMBA" lead --mutex r2 --ttl 1s --transition 2s \
   --restart on-failure --restart-delay 100ms -- \
   sh -c 'n=$(($(cat "$0" 2>/dev/null || echo 0) + 1)); echo $n >"$0"
          echo "start $n $SIMBA_FENCING_TOKEN" >>"$1"; [ $n -ge 3 ] || exit 5' \
@@ -39,7 +44,7 @@ assert_eq free "$(mutex_state r2)" "--restart on-failure: state of the mutex aft
 
 # --- always ----------------------------------------------------------------
 # CMD succeeds every time: always restarts it anyway.
-"$SIMBA" lead --mutex r3 --ttl 1s --transition 1s --restart always --restart-delay 200ms -- \
+"$SIMBA" lead --mutex r3 --ttl 1s --transition 2s --restart always --restart-delay 200ms -- \
   sh -c 'echo "start $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$0"' "$T/always.log" 2>"$T/always.err" &
 lead=$!
 starts() {
@@ -104,7 +109,7 @@ assert_eq free "$(mutex_state r5)" "state of the mutex after SIGTERM while lefto
 
 # A long-running CMD under --restart always: SIGTERM to simba is forwarded to
 # CMD, and simba exits with CMD's status, not restarting it.
-"$SIMBA" lead --mutex r4 --ttl 1s --transition 1s --restart always --restart-delay 100ms -- \
+"$SIMBA" lead --mutex r4 --ttl 1s --transition 2s --restart always --restart-delay 100ms -- \
   sh -c 'trap "echo got-term >>\"\$0\"; exit 7" TERM; echo started >>"$0"; while :; do sleep 0.05; done' \
   "$T/fwd.log" 2>"$T/fwd.err" &
 lead=$!

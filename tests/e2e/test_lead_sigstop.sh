@@ -40,10 +40,15 @@ check_no_overlap() {
   fi
 }
 
-# Two instances; whichever wins is the leader.
-"$SIMBA" lead --mutex m --ttl 1s --transition 1s -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.1" &
+# Two instances; whichever wins is the leader. --kill-after 100ms, not half
+# the 1 s transition: a leader renews when its ttl ends and stops CMD at
+# the kill point (the lease's end less --kill-after), so its renewal has
+# about 0.8 s to come back, not 0.4 s (the other lead tests lost leases
+# under load so). The lease's length, and so the takeover, stay as they
+# were; CMD dies of the TERM at once.
+"$SIMBA" lead --mutex m --ttl 1s --transition 1s --kill-after 100ms -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.1" &
 s1=$!
-"$SIMBA" lead --mutex m --ttl 1s --transition 1s -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.2" &
+"$SIMBA" lead --mutex m --ttl 1s --transition 1s --kill-after 100ms -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.2" &
 s2=$!
 wait_for 10 starts_at_least 1
 # The other instance waits (status lists it in the queue): it started and

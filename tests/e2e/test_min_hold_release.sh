@@ -20,14 +20,18 @@ assert_exit 0 simba_bounded run --mutex m --no-wait -- touch "$T/ran"
 [[ -e $T/ran ]] || fail "the next run did not run CMD"
 
 # A lease whose CMD runs: revoked, not freed (its CMD is stopped first).
-# CMD takes 2 s to stop: once it is gone its simba frees the mutex
-# (end_revoked), and the check below must come before that.
-"$SIMBA" run --mutex r --ttl 5s --transition 2s -- \
-  sh -c 'trap "sleep 2; exit 143" TERM; touch "$0"; sleep 60 & wait' "$T/held" &
+# CMD stops only once the check below is made (a stop file; --kill-after
+# gives it the time): once it is gone its simba frees the mutex
+# (end_revoked). A CMD that took 2 s to stop was killed after --kill-after
+# (1 s), and under load the check came after that (e2e-etcd).
+"$SIMBA" run --mutex r --ttl 5s --transition 10s --kill-after 9s -- \
+  sh -c 'trap "until [ -e \"\$0.stop\" ]; do sleep 0.05; done; exit 143" TERM
+         touch "$0"; sleep 60 & wait' "$T/held" &
 holder=$!
 wait_file "$T/held" 10
 assert_exit 0 simba_bounded release --force --mutex r
 grep -q "being stopped" "$T/err" || fail "release of a running lease: $(cat -- "$T/err")"
 assert_exit 75 simba_bounded run --mutex r --no-wait -- true
+touch "$T/held.stop"
 wait "$holder" || rc=$?
 assert_eq 76 "${rc:-0}" "exit of the revoked holder"

@@ -64,28 +64,25 @@ std::string new_run_sql(const std::string& run) {
          run + " WHERE one = 1)";
 }
 
+// The tables, the leases' last: the marker of the current run (the row of
+// "<prefix>server", quarantine_sql below) is written before the leases'
+// table exists, so nobody's query can touch a lease row of tables just made
+// before their marker is there. (Made first, another first use's acquire
+// ran between the two, found no marker and quarantined both: 13 s for two
+// --slots holders racing on new tables, e2e-mysql/test_slots_fifo.) A
+// leases' table that was already there gets a marker only while empty,
+// read by a plain SELECT: an INSERT ... SELECT of it locked the rows it
+// read, while holding "<prefix>run" (a MEMORY table, locked whole), and
+// an acquire that held a lease row and waited for "<prefix>run" made a
+// cycle that InnoDB does not see (8 first uses at once hung to their
+// timeout).
 std::string schema_sql(const std::string& leases, const std::string& server,
                        const std::string& run, const std::string& waiters,
                        const std::string& history) {
-  return "CREATE TABLE IF NOT EXISTS " + leases + R"( (
-  mutex VARBINARY(255) NOT NULL PRIMARY KEY, owner VARBINARY(255) NOT NULL DEFAULT '',
-  acquired_at BIGINT NOT NULL DEFAULT 0, ttl_at BIGINT NOT NULL DEFAULT 0,
-  transition_at BIGINT NOT NULL DEFAULT 0, token BIGINT NOT NULL DEFAULT 0,
-  holding TINYINT NOT NULL DEFAULT 0, holder BLOB NULL, holder_token BIGINT NOT NULL DEFAULT 0,
-  acquisitions BIGINT NOT NULL DEFAULT 0, losses BIGINT NOT NULL DEFAULT 0,
-  lost_token BIGINT NULL, history_seq BIGINT NOT NULL DEFAULT 0, last_run_at BIGINT NULL,
-  now_us BIGINT NOT NULL DEFAULT 0, wrote TINYINT NOT NULL DEFAULT 0,
-  was_owner VARBINARY(255) NOT NULL DEFAULT '', was_acquired_at BIGINT NOT NULL DEFAULT 0,
-  was_ttl_at BIGINT NOT NULL DEFAULT 0, was_transition_at BIGINT NOT NULL DEFAULT 0,
-  was_token BIGINT NOT NULL DEFAULT 0, was_holding TINYINT NOT NULL DEFAULT 0,
-  was_last_run_at BIGINT NULL, once_window BIGINT NULL, once_label VARBINARY(255) NULL,
-  once_host VARBINARY(255) NULL, once_token BIGINT NULL, once_started_at BIGINT NULL,
-  once_finished TINYINT NULL, once_exit_code INT NULL, once_finished_at BIGINT NULL,
-  once_period BIGINT NULL, once_offset BIGINT NULL, once_case TINYINT NOT NULL DEFAULT 0,
-  slot_act TINYINT NOT NULL DEFAULT 0, slot_pick INT NOT NULL DEFAULT -1,
-  slot_token BIGINT NOT NULL DEFAULT 0, lease_ms BIGINT NOT NULL DEFAULT 0,
-  q_till BIGINT NOT NULL DEFAULT 0, gate_till BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
-CREATE TABLE IF NOT EXISTS )" + server + R"( (
+  const std::string leases_name = wire::hex_literal(leases.substr(1, leases.size() - 2));
+  const std::string marker = "INSERT IGNORE INTO " + server + " SELECT 1, " + run_sql(run) +
+                             ", 0, 0 FROM DUAL WHERE ";
+  return "CREATE TABLE IF NOT EXISTS " + server + R"( (
   id TINYINT NOT NULL PRIMARY KEY, run VARBINARY(100) NOT NULL, until_ms BIGINT NOT NULL,
   longest BIGINT NOT NULL) ENGINE=InnoDB;
 CREATE TABLE IF NOT EXISTS )" + run + R"( (
@@ -104,8 +101,26 @@ CREATE TABLE IF NOT EXISTS )" +
   PRIMARY KEY (mutex, seq)) ENGINE=InnoDB;
 )" + new_run_sql(run) + R"(;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-INSERT IGNORE INTO )" + server + " SELECT 1, " + run_sql(run) + R"(, 0, 0 FROM DUAL
-  WHERE NOT EXISTS (SELECT 1 FROM )" + leases + ")";
+)" + marker + "NOT EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() " +
+         "AND TABLE_NAME = " + leases_name + ");\nCREATE TABLE IF NOT EXISTS " + leases + R"( (
+  mutex VARBINARY(255) NOT NULL PRIMARY KEY, owner VARBINARY(255) NOT NULL DEFAULT '',
+  acquired_at BIGINT NOT NULL DEFAULT 0, ttl_at BIGINT NOT NULL DEFAULT 0,
+  transition_at BIGINT NOT NULL DEFAULT 0, token BIGINT NOT NULL DEFAULT 0,
+  holding TINYINT NOT NULL DEFAULT 0, holder BLOB NULL, holder_token BIGINT NOT NULL DEFAULT 0,
+  acquisitions BIGINT NOT NULL DEFAULT 0, losses BIGINT NOT NULL DEFAULT 0,
+  lost_token BIGINT NULL, history_seq BIGINT NOT NULL DEFAULT 0, last_run_at BIGINT NULL,
+  now_us BIGINT NOT NULL DEFAULT 0, wrote TINYINT NOT NULL DEFAULT 0,
+  was_owner VARBINARY(255) NOT NULL DEFAULT '', was_acquired_at BIGINT NOT NULL DEFAULT 0,
+  was_ttl_at BIGINT NOT NULL DEFAULT 0, was_transition_at BIGINT NOT NULL DEFAULT 0,
+  was_token BIGINT NOT NULL DEFAULT 0, was_holding TINYINT NOT NULL DEFAULT 0,
+  was_last_run_at BIGINT NULL, once_window BIGINT NULL, once_label VARBINARY(255) NULL,
+  once_host VARBINARY(255) NULL, once_token BIGINT NULL, once_started_at BIGINT NULL,
+  once_finished TINYINT NULL, once_exit_code INT NULL, once_finished_at BIGINT NULL,
+  once_period BIGINT NULL, once_offset BIGINT NULL, once_case TINYINT NOT NULL DEFAULT 0,
+  slot_act TINYINT NOT NULL DEFAULT 0, slot_pick INT NOT NULL DEFAULT -1,
+  slot_token BIGINT NOT NULL DEFAULT 0, lease_ms BIGINT NOT NULL DEFAULT 0,
+  q_till BIGINT NOT NULL DEFAULT 0, gate_till BIGINT NOT NULL DEFAULT 0) ENGINE=InnoDB;
+)" + "SELECT EXISTS (SELECT 1 FROM " + leases + ") INTO @simba_used;" + marker + "@simba_used = 0";
 }
 
 } // namespace
