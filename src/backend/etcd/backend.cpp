@@ -21,9 +21,6 @@ std::unique_ptr<Backend> open_etcd(EtcdUri uri) {
 
 namespace etcd {
 
-// Tries of a lease's rewrite (relet) that lost to another process's rewrite.
-constexpr int k_relet_tries = 4;
-
 int64_t grant_seconds(int64_t length_ms) { return (std::max<int64_t>(length_ms, 1) + 999) / 1000 + 1; }
 
 EtcdBackend::EtcdBackend(EtcdUri uri)
@@ -437,8 +434,9 @@ Reply EtcdBackend::relet(const std::string& mutex, const std::string& contender,
   // The steps of one lease and renew --lease rewrite its key from other
   // processes: a rewrite lost to one of them is tried again on what it
   // wrote (a step's end lost to a renewal left the lease guarded, with no
-  // step to guard it, until it ran out), a few times within the deadline.
-  for (int tries = 1;; ++tries) {
+  // step to guard it, until it ran out), until the deadline (then the
+  // read fails: the caller's failure).
+  for (;;) {
     Seen s = m_store.read(mutex, k, deadline);
     if (!s.call.ok()) return failure(s.call);
     if (!s.mine || uint64_t(s.mine->create_revision) != token || s.mine->entry.revoked ||
@@ -467,8 +465,7 @@ Reply EtcdBackend::relet(const std::string& mutex, const std::string& contender,
       // Only one surely not applied frees the new lease at once.
       if (w.status != Reply::Status::indeterminate) m_store.revoke(g.id, deadline);
       if (!w.ok()) return failure(w);
-      if (tries < k_relet_tries) continue;
-      return unchanged(m_store.read(mutex, k, deadline), deadline);
+      continue;
     }
     m_store.revoke(s.mine->lease, deadline); // it holds no key now; best effort
     p.lease = g.id;
