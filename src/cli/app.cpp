@@ -8,6 +8,8 @@
 #include "core/error.hpp"
 #include "process/signals.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <unistd.h>
 
 #include <cstring>

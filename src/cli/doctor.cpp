@@ -13,6 +13,8 @@
 #include "core/error.hpp"
 #include "sys/clock.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cctype>
 #include <iostream>
 #include <variant>

@@ -6,6 +6,7 @@
 #include "core/names.hpp"
 #include "sys/clock.hpp"
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <ctime>

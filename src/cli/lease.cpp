@@ -9,6 +9,8 @@
 #include "sys/clock.hpp"
 #include "sys/fd.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <fcntl.h>
 #include <unistd.h>
 

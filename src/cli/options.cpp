@@ -5,6 +5,8 @@
 #include "core/names.hpp"
 #include "sys/clock.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <sys/random.h>
 #include <unistd.h>
 

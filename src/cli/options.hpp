@@ -3,11 +3,17 @@
 #include "backend/open_backend.hpp"
 #include "core/contender.hpp"
 
-#include <CLI/CLI.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
+
+// CLI11 is named only: its header costs each file that includes it ~5 s of
+// compile time and a copy of its validators' static objects; the files that
+// build the command line include it.
+namespace CLI {
+class App;
+class Validator;
+} // namespace CLI
 
 namespace simba::cli {
 

@@ -11,6 +11,8 @@
 #include "process/child.hpp"
 #include "process/signals.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdlib>
 #include <sstream>
 

@@ -10,6 +10,8 @@
 #include "core/error.hpp"
 #include "core/names.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
