@@ -41,11 +41,6 @@ int64_t monotonic_ns() {
   return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-bool same_lease(const Lease& a, const Lease& b) {
-  return a.owner_id == b.owner_id && a.acquired_at == b.acquired_at && a.ttl_at == b.ttl_at &&
-         a.transition_at == b.transition_at && a.fencing_token == b.fencing_token;
-}
-
 } // namespace
 
 TEST_CASE("acquire: a free mutex is acquired with backend times and a token") {

@@ -21,12 +21,6 @@ using namespace simba::test;
 
 namespace {
 
-bool same_lease(const Lease& a, const Lease& b) {
-  return a.owner_id == b.owner_id && a.acquired_at == b.acquired_at && a.ttl_at == b.ttl_at &&
-         a.transition_at == b.transition_at && a.fencing_token == b.fencing_token &&
-         a.holding == b.holding;
-}
-
 // `name`'s lease is still `was`.
 void unchanged(Backend& b, const std::string& name, const Lease& was) {
   Reply now = require_ok(b.get(name, k_timeout));

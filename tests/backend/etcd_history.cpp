@@ -16,8 +16,6 @@ using namespace simba::test;
 
 namespace {
 
-bool on_etcd() { return backend_uri().rfind("etcd", 0) == 0; }
-
 std::pair<int64_t, int64_t> counters(simba::backend::Backend& b, const std::string& m) {
   Listing l = b.inspect(m, k_timeout);
   REQUIRE_MESSAGE(l.ok, l.error);
@@ -42,7 +40,7 @@ Reply acquire_when_free(simba::backend::Backend& b, const std::string& m, const 
 
 TEST_CASE("etcd history: an expiry is written by the next acquisition and counted once; the "
           "holder's late lost event adds no loss; a forced release is one") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto m = unique_mutex("etcd-history");
   CHECK(counters(*a, m) == std::pair<int64_t, int64_t>{0, 0});
@@ -79,7 +77,7 @@ TEST_CASE("etcd history: an expiry is written by the next acquisition and counte
 // event another process wrote in between makes it look again, so neither
 // event takes the other's place in the ring.
 TEST_CASE("etcd history: a waiter's acquisition is written once, when it takes the mutex") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto b = open_test_backend();
   auto m = unique_mutex("etcd-history-waiter");
@@ -99,7 +97,7 @@ TEST_CASE("etcd history: a waiter's acquisition is written once, when it takes t
 
 TEST_CASE("etcd history: an event written by another process between an acquisition and its "
           "release keeps its place") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto b = open_test_backend();
   auto m = unique_mutex("etcd-history-between");
@@ -122,7 +120,7 @@ TEST_CASE("etcd history: an event written by another process between an acquisit
 // expiry before its own acquisition.
 TEST_CASE("etcd history: a killed holder's waiting event is numbered before its expiry and the "
           "next acquisition") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto m = unique_mutex("etcd-history-killed");
   {
     auto a = open_test_backend();
@@ -143,7 +141,7 @@ TEST_CASE("etcd history: a killed holder's waiting event is numbered before its 
 // A waiter at the head whose key a forced release rewrote (revoked before
 // it took the mutex) does not take it, and writes no acquisition.
 TEST_CASE("etcd history: a waiter whose place was revoked writes no acquisition") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto b = open_test_backend();
   auto admin = open_test_backend();

@@ -15,14 +15,8 @@
 using simba::backend::Reply;
 using namespace simba::test;
 
-namespace {
-
-bool on_etcd() { return backend_uri().rfind("etcd", 0) == 0; }
-
-} // namespace
-
 TEST_CASE("etcd: a lease that ran out goes when etcd's lease of its key ends, to the next in line") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto b = open_test_backend();
   auto m = unique_mutex("etcd-expiry");
@@ -48,7 +42,7 @@ TEST_CASE("etcd: a lease that ran out goes when etcd's lease of its key ends, to
 
 TEST_CASE("etcd: a waiter at the head whose place was revoked is shown the revocation on its own "
           "clock, and queues anew once its key is gone") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto w = open_test_backend();
   auto m = unique_mutex("etcd-head-revoked");
@@ -74,7 +68,7 @@ TEST_CASE("etcd: a waiter at the head whose place was revoked is shown the revoc
 }
 
 TEST_CASE("etcd: a busy contender that goes leaves the queue (its process's end)") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto m = unique_mutex("etcd-leave");
   REQUIRE(require_ok(a->acquire(m, "A", 10000, 1000, k_timeout)).changed);
@@ -96,7 +90,7 @@ TEST_CASE("etcd: a busy contender that goes leaves the queue (its process's end)
 }
 
 TEST_CASE("etcd: an owner's one-write release leaves a key a forced release rewrote to end_revoked") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto admin = open_test_backend();
   auto b = open_test_backend();
@@ -123,7 +117,7 @@ TEST_CASE("etcd: an owner's one-write release leaves a key a forced release rewr
 }
 
 TEST_CASE("etcd: a waiter that takes the mutex never shows its lease longer than etcd keeps it") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto b = open_test_backend();
   auto m = unique_mutex("etcd-kept");
@@ -153,7 +147,7 @@ TEST_CASE("etcd: a waiter that takes the mutex never shows its lease longer than
 // its event (the record unchanged), must not let the release free the mutex.
 TEST_CASE("etcd: an owner's release with its event leaves a key rewritten as revoked, its "
           "history unchanged") {
-  if (!on_etcd()) return;
+  if (!backend_is_etcd()) return;
   auto a = open_test_backend();
   auto b = open_test_backend();
   auto m = unique_mutex("etcd-release-event-revoked");

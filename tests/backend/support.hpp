@@ -31,8 +31,17 @@ inline std::string backend_uri() {
 
 inline bool backend_is_sqlite() { return backend_uri().rfind("sqlite:", 0) == 0; }
 inline bool backend_is_postgres() { return backend_uri().rfind("postgres", 0) == 0; }
+inline bool backend_is_etcd() { return backend_uri().rfind("etcd", 0) == 0; }
 inline bool backend_is_mysql() {
   return backend_uri().rfind("mysql:", 0) == 0 || backend_uri().rfind("mariadb:", 0) == 0;
+}
+
+// Two views of one lease agree on every field a backend keeps (the slot is
+// the CLI's).
+inline bool same_lease(const core::Lease& a, const core::Lease& b) {
+  return a.owner_id == b.owner_id && a.acquired_at == b.acquired_at && a.ttl_at == b.ttl_at &&
+         a.transition_at == b.transition_at && a.fencing_token == b.fencing_token &&
+         a.holding == b.holding && a.quarantine == b.quarantine;
 }
 
 // The SQLite database's directory is made here: simba makes only the

@@ -4,11 +4,19 @@
 
 #include <csignal>
 #include <cstdint>
+#include <ctime>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 namespace simba::test {
+
+// Microseconds on the watchdog's clock (CLOCK_BOOTTIME).
+inline int64_t boottime_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
 
 inline sigset_t current_mask() {
   sigset_t m;

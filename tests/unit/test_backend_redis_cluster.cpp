@@ -18,7 +18,7 @@ using namespace simba::backend::redis;
 namespace {
 
 // A reply parsed by hiredis from the bytes a server sends.
-ReplyPtr parse(const std::string& resp) {
+ReplyPtr parse_reply(const std::string& resp) {
   std::unique_ptr<redisReader, void (*)(redisReader*)> reader(redisReaderCreate(), redisReaderFree);
   REQUIRE(redisReaderFeed(reader.get(), resp.data(), resp.size()) == REDIS_OK);
   void* out = nullptr;
@@ -75,7 +75,7 @@ TEST_SUITE("backend::redis::cluster") {
   }
 
   TEST_CASE("the slot map from CLUSTER SLOTS, with moves and range ends") {
-    ReplyPtr r = parse("*3\r\n" + range(0, 5460, "127.0.0.1", 7000) +
+    ReplyPtr r = parse_reply("*3\r\n" + range(0, 5460, "127.0.0.1", 7000) +
                        range(5461, 10922, "127.0.0.1", 7001) + range(10923, 16383, "", 7002));
     SlotMap map;
     REQUIRE(map.read(r.get(), ClusterNode{"10.0.0.9", 7002}));
@@ -90,7 +90,7 @@ TEST_SUITE("backend::redis::cluster") {
     CHECK(map.range_ends_of("127.0.0.1:7001") == std::vector<int>{2059, 5461, 10922});
     CHECK(map.range_ends_of("127.0.0.1:7000") == std::vector<int>{0, 2058, 2060, 5460});
     // Not a slot map: the map stays as it was.
-    CHECK_FALSE(map.read(parse("-ERR This instance has cluster support disabled\r\n").get(),
+    CHECK_FALSE(map.read(parse_reply("-ERR This instance has cluster support disabled\r\n").get(),
                          ClusterNode{"h", 1}));
     CHECK(map.owner(0)->port == 7000);
   }

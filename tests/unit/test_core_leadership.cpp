@@ -15,7 +15,7 @@ using Mode = ContenderConfig::Mode;
 
 namespace {
 
-struct World {
+struct LeaderWorld {
   test::FakeBackend backend;
   int64_t local = 1000;
   Contender c;
@@ -23,7 +23,7 @@ struct World {
   bool child = false;
   std::optional<int> exit_code;
 
-  explicit World(ContenderConfig cfg)
+  explicit LeaderWorld(ContenderConfig cfg)
       : c(cfg, ContendPeriod("me", [](int64_t, int64_t) { return 0; })) {}
 
   void advance_to(int64_t t) {
@@ -81,7 +81,7 @@ TEST_SUITE("core::schedule") {
   TEST_CASE("fixed-rate: a run every D from the election; a tick during a run is skipped") {
     ContenderConfig cfg = contender_config("me", Mode::schedule);
     cfg.every_ms = 1000;
-    World w(cfg);
+    LeaderWorld w(cfg);
     w.start();
     CHECK(w.starts == 1); // no initial delay: at once
     w.until(1500);
@@ -103,7 +103,7 @@ TEST_SUITE("core::schedule") {
     ContenderConfig cfg = contender_config("me", Mode::schedule);
     cfg.every_ms = 500;
     cfg.fixed_rate = false;
-    World w(cfg);
+    LeaderWorld w(cfg);
     w.start();
     w.until(1700);
     w.child_exits(0);
@@ -118,7 +118,7 @@ TEST_SUITE("core::schedule") {
     cfg.every_ms = 1000;
     cfg.initial_delay_ms = 3000;
     cfg.max_runs = 2;
-    World w(cfg);
+    LeaderWorld w(cfg);
     w.start();
     w.until(3999);
     CHECK(w.starts == 0);
@@ -137,7 +137,7 @@ TEST_SUITE("core::schedule") {
   TEST_CASE("the schedule keeps guarding between runs and stops ticking on loss") {
     ContenderConfig cfg = contender_config("me", Mode::schedule);
     cfg.every_ms = 60000;
-    World w(cfg);
+    LeaderWorld w(cfg);
     w.start();
     w.child_exits(0);
     w.until(30000); // several guards between runs
@@ -152,7 +152,7 @@ TEST_SUITE("core::schedule") {
 
 TEST_SUITE("core::lead") {
   TEST_CASE("restart never: CMD's exit releases and exits with its status") {
-    World w(contender_config("me", Mode::lead));
+    LeaderWorld w(contender_config("me", Mode::lead));
     w.start();
     w.child_exits(3);
     REQUIRE(w.exit_code);
@@ -164,7 +164,7 @@ TEST_SUITE("core::lead") {
     ContenderConfig cfg = contender_config("me", Mode::lead);
     cfg.restart = ContenderConfig::Restart::on_failure;
     cfg.restart_delay_ms = 500;
-    World w(cfg);
+    LeaderWorld w(cfg);
     w.start();
     w.child_exits(1);
     w.until(1499);
@@ -178,7 +178,7 @@ TEST_SUITE("core::lead") {
 
   TEST_CASE("loss stops CMD and contends again; CMD starts anew when re-elected") {
     ContenderConfig cfg = contender_config("me", Mode::lead);
-    World w(cfg);
+    LeaderWorld w(cfg);
     w.start();
     uint64_t first = w.backend.lease("m").fencing_token;
     w.backend.steal("m", "other", 1000, 500);
@@ -193,7 +193,7 @@ TEST_SUITE("core::lead") {
   }
 
   TEST_CASE("TERM stops CMD, releases and exits with CMD's status; between runs 128+N") {
-    World w(contender_config("me", Mode::lead));
+    LeaderWorld w(contender_config("me", Mode::lead));
     w.start();
     Actions a = w.c.on_signal(w.local, SIGTERM);
     REQUIRE(find<action::SignalChild>(a));
@@ -206,7 +206,7 @@ TEST_SUITE("core::lead") {
     ContenderConfig cfg = contender_config("me", Mode::lead);
     cfg.restart = ContenderConfig::Restart::always;
     cfg.restart_delay_ms = 5000;
-    World idle(cfg);
+    LeaderWorld idle(cfg);
     idle.start();
     idle.child_exits(0);
     idle.run(idle.c.on_signal(idle.local, SIGINT));
@@ -218,7 +218,7 @@ TEST_SUITE("core::lead") {
   TEST_CASE("TERM after CMD exited, while what it left is stopped: 128+N unless the run was the last") {
     ContenderConfig cfg = contender_config("me", Mode::lead);
     cfg.restart = ContenderConfig::Restart::always;
-    World w(cfg);
+    LeaderWorld w(cfg);
     w.start();
     w.child = false;
     w.run(w.c.on_child_exit(w.local, 0, true)); // exited 0, leftovers: draining
@@ -230,7 +230,7 @@ TEST_SUITE("core::lead") {
     CHECK(w.starts == 1);
 
     // restart never: that exit was the last run, its status stays.
-    World last(contender_config("me", Mode::lead));
+    LeaderWorld last(contender_config("me", Mode::lead));
     last.start();
     last.child = false;
     last.run(last.c.on_child_exit(last.local, 0, true));
@@ -240,7 +240,7 @@ TEST_SUITE("core::lead") {
     CHECK(*last.exit_code == 0);
 
     // TERM forwarded to a running CMD that answers it with 0: CMD's status.
-    World fwd(cfg);
+    LeaderWorld fwd(cfg);
     fwd.start();
     fwd.run(fwd.c.on_signal(fwd.local, SIGTERM));
     fwd.child_exits(0);
@@ -250,7 +250,7 @@ TEST_SUITE("core::lead") {
   }
 
   TEST_CASE("USR1 is forwarded and does not stop the leader") {
-    World w(contender_config("me", Mode::lead));
+    LeaderWorld w(contender_config("me", Mode::lead));
     w.start();
     Actions a = w.c.on_signal(w.local, SIGUSR1);
     REQUIRE(find<action::SignalChild>(a));
@@ -272,7 +272,7 @@ TEST_SUITE("core::lead hand-over") {
   }
 
   TEST_CASE("on-failure, others waiting: the failed run hands over; the waiter leads") {
-    World w(failing_lead(ContenderConfig::Restart::on_failure));
+    LeaderWorld w(failing_lead(ContenderConfig::Restart::on_failure));
     w.backend.waiters = 1;
     w.start();
     uint64_t ours = w.backend.lease("m").fencing_token;
@@ -294,7 +294,7 @@ TEST_SUITE("core::lead hand-over") {
 
   TEST_CASE("nobody waiting, or not known: the restart is in place, under the same lease") {
     for (std::optional<int> waiting : {std::optional<int>(0), std::optional<int>()}) {
-      World w(failing_lead(ContenderConfig::Restart::on_failure));
+      LeaderWorld w(failing_lead(ContenderConfig::Restart::on_failure));
       w.backend.waiters = waiting;
       w.start();
       uint64_t ours = w.backend.lease("m").fencing_token;
@@ -309,7 +309,7 @@ TEST_SUITE("core::lead hand-over") {
   }
 
   TEST_CASE("always: a success restarts in place even with others waiting; a failure hands over") {
-    World w(failing_lead(ContenderConfig::Restart::always));
+    LeaderWorld w(failing_lead(ContenderConfig::Restart::always));
     w.backend.waiters = 2;
     w.start();
     uint64_t ours = w.backend.lease("m").fencing_token;
@@ -323,7 +323,7 @@ TEST_SUITE("core::lead hand-over") {
   }
 
   TEST_CASE("handed over and nobody took it: leads again after the pause, with a new lease") {
-    World w(failing_lead(ContenderConfig::Restart::on_failure));
+    LeaderWorld w(failing_lead(ContenderConfig::Restart::on_failure));
     w.backend.waiters = 1; // a waiter that does not come
     w.start();
     uint64_t ours = w.backend.lease("m").fencing_token;
@@ -340,7 +340,7 @@ TEST_SUITE("core::lead hand-over") {
   TEST_CASE("--max-restarts N: the failed run after N failed in a row releases and exits") {
     ContenderConfig cfg = failing_lead(ContenderConfig::Restart::always);
     cfg.max_restarts = 1;
-    World w(cfg);
+    LeaderWorld w(cfg);
     w.start();
     w.child_exits(3); // 1st failure: restart
     w.until(w.local + 500);
@@ -357,7 +357,7 @@ TEST_SUITE("core::lead hand-over") {
 
     // Counted across hand-overs: they do not start it again.
     cfg.max_restarts = 1;
-    World h(cfg);
+    LeaderWorld h(cfg);
     h.backend.waiters = 1;
     h.start();
     h.child_exits(3); // handed over; nobody takes it; leads again
@@ -369,7 +369,7 @@ TEST_SUITE("core::lead hand-over") {
 
     // 0: no restart after a failure at all.
     cfg.max_restarts = 0;
-    World z(cfg);
+    LeaderWorld z(cfg);
     z.start();
     z.child_exits(2);
     REQUIRE(z.exit_code);

@@ -22,7 +22,7 @@ namespace {
 // of them: calls answered by the fake backend (or failed, while `failing`),
 // CMD started, the kill signal ending it with 128+N (unless `ignore_term`),
 // the lost event noted.
-struct World {
+struct LostWorld {
   test::FakeBackend backend;
   int64_t local = 1000;
   Contender c;
@@ -34,7 +34,7 @@ struct World {
   std::optional<int64_t> killed_at; // local time of the SIGKILL that ended CMD
   Actions log; // every action, in the order it was executed
 
-  explicit World(ContenderConfig cfg)
+  explicit LostWorld(ContenderConfig cfg)
       : c(cfg, ContendPeriod("me", [](int64_t, int64_t) { return 0; })) {}
 
   void advance(int64_t ms) {
@@ -112,7 +112,7 @@ struct World {
 
 TEST_SUITE("core::Contender lost event") {
   TEST_CASE("an ordinary run, a run with renewals and a hand-over ask for no lost event") {
-    World w(contender_config());
+    LostWorld w(contender_config());
     w.start();
     REQUIRE(w.child);
     w.until(w.local + 35000); // three guards
@@ -122,7 +122,7 @@ TEST_SUITE("core::Contender lost event") {
     CHECK(w.lost().empty());
 
     // A waiter handed the mutex by a release: no lost event either.
-    World h(contender_config());
+    LostWorld h(contender_config());
     h.backend.acquire("m", "other", 10000, 2000);
     h.start();
     CHECK(h.c.phase() == Contender::Phase::contending);
@@ -137,7 +137,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("stopped by a signal, or losing the lease during --min-hold: no lost event") {
-    World w(contender_config());
+    LostWorld w(contender_config());
     w.start();
     w.run(w.c.on_signal(w.local, SIGTERM));
     w.child_exits(143);
@@ -146,7 +146,7 @@ TEST_SUITE("core::Contender lost event") {
 
     ContenderConfig cfg = contender_config();
     cfg.min_hold_ms = 60000;
-    World m(cfg);
+    LostWorld m(cfg);
     m.start();
     // CMD is done; the hold of --min-hold goes out and finds the lease
     // revoked: simba ends with CMD's status, nothing was stopped.
@@ -161,7 +161,7 @@ TEST_SUITE("core::Contender lost event") {
 
   TEST_CASE("a forced release during the run: revoked, CMD's status, how long it was held; "
             "then the release, then 76") {
-    World w(contender_config());
+    LostWorld w(contender_config());
     w.start();
     uint64_t token = w.backend.lease("m").fencing_token;
     w.advance(4321);
@@ -192,7 +192,7 @@ TEST_SUITE("core::Contender lost event") {
             "lead, or after a loss of another kind") {
     // A step: the lease's token is the job's, shared by every step.
     ContenderConfig step = contender_config("me", Mode::step);
-    World s(step);
+    LostWorld s(step);
     s.backend.acquire("m", "me", 10000, 2000);
     s.c = Contender(
         [&] {
@@ -211,7 +211,7 @@ TEST_SUITE("core::Contender lost event") {
     CHECK_FALSE(s.lost()[0].end_revoked);
 
     // lead contends again at once: it would take the mutex straight back.
-    World l(contender_config("me", Mode::lead));
+    LostWorld l(contender_config("me", Mode::lead));
     l.start();
     REQUIRE(l.child);
     l.backend.force_release("m");
@@ -220,7 +220,7 @@ TEST_SUITE("core::Contender lost event") {
     CHECK_FALSE(l.lost()[0].end_revoked);
 
     // A plain run that lost it otherwise: nothing revoked to end.
-    World t(contender_config());
+    LostWorld t(contender_config());
     t.start();
     t.backend.steal("m", "thief#1", 10000, 2000);
     t.run(t.c.on_notify(t.local));
@@ -229,7 +229,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("another owner: taken, by whom; no lease at all or a quarantine: gone") {
-    World t(contender_config());
+    LostWorld t(contender_config());
     t.start();
     t.advance(100);
     t.backend.steal("m", "thief#1", 10000, 2000);
@@ -241,7 +241,7 @@ TEST_SUITE("core::Contender lost event") {
 
     for (bool quarantine : {false, true}) {
       CAPTURE(quarantine);
-      World g(contender_config());
+      LostWorld g(contender_config());
       g.start();
       REQUIRE(g.child);
       g.advance(g.c.wake_at().value() - g.local); // the guard is due
@@ -265,7 +265,7 @@ TEST_SUITE("core::Contender lost event") {
   // Issue 31 §5: the log of an owner whose backend is down was 4 lines a
   // second ("guard failed ... retrying" at every retry).
   TEST_CASE("a guard outage: one warning with the time CMD has left, one line when it answers") {
-    World w(contender_config());
+    LostWorld w(contender_config());
     w.start();
     REQUIRE(w.child);
     auto lines = [&](LogLevel level, const std::string& part) {
@@ -297,7 +297,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("no renewal by the kill point: unrenewed, after SIGKILL when CMD ignores TERM") {
-    World w(contender_config());
+    LostWorld w(contender_config());
     w.start();
     int64_t deadline = w.c.deadline();
     w.failing = true;
@@ -322,7 +322,7 @@ TEST_SUITE("core::Contender lost event") {
   TEST_CASE("a loss noticed late: SIGKILL no later than the deadline, at once when past it") {
     for (int64_t late : {500, 0, -300, -700}) { // noticed at deadline + late
       CAPTURE(late);
-      World w(contender_config()); // kill_after 1 s
+      LostWorld w(contender_config()); // kill_after 1 s
       w.ignore_term = true;
       w.start();
       REQUIRE(w.child);
@@ -344,7 +344,7 @@ TEST_SUITE("core::Contender lost event") {
     }
     // The guard's reply shows another owner, handled 300 ms before the
     // deadline (sent before the kill point, answered late).
-    World g(contender_config());
+    LostWorld g(contender_config());
     g.ignore_term = true;
     g.start();
     int64_t deadline = g.c.deadline();
@@ -365,7 +365,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("CMD's exit noticed after the kill point (simba was stopped): unrenewed, its status") {
-    World w(contender_config());
+    LostWorld w(contender_config());
     w.start();
     w.advance(w.c.deadline() - w.local + 5);
     w.child_exits(137); // the watchdog killed it
@@ -377,7 +377,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("the lost event waits for what CMD left running; CMD that had ended keeps its code") {
-    World w(contender_config());
+    LostWorld w(contender_config());
     w.leftovers = true;
     w.start();
     w.backend.force_release("m");
@@ -389,7 +389,7 @@ TEST_SUITE("core::Contender lost event") {
     CHECK(w.lost()[0].exit_code == 143);
 
     // CMD exited 0 on its own; what it left still runs when the lease goes.
-    World d(contender_config());
+    LostWorld d(contender_config());
     d.leftovers = true;
     d.start();
     d.child_exits(0);
@@ -405,7 +405,7 @@ TEST_SUITE("core::Contender lost event") {
   }
 
   TEST_CASE("a refused renewal: refused, then the release and 69") {
-    World w(contender_config());
+    LostWorld w(contender_config());
     w.start();
     w.advance(w.c.wake_at().value() - w.local);
     Actions a = w.c.on_timer(w.local);
@@ -424,7 +424,7 @@ TEST_SUITE("core::Contender lost event") {
     ContenderConfig cfg = contender_config("me", Mode::lead);
     cfg.restart = ContenderConfig::Restart::always;
     cfg.restart_delay_ms = 5000;
-    World w(cfg);
+    LostWorld w(cfg);
     w.start();
     w.child_exits(0); // between runs now
     w.backend.steal("m", "other", 1000, 500);

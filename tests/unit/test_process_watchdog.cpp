@@ -30,12 +30,6 @@ void sleep_until(int64_t t) {
     usleep(useconds_t((t - now) * 1000));
 }
 
-int64_t boottime_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-}
-
 // Open descriptors of `pid`.
 int open_fds(pid_t pid) {
   DIR* dir = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());

@@ -28,12 +28,6 @@ using namespace simba::test;
 
 namespace {
 
-int64_t boottime_us() { // the watchdog's clock (CLOCK_BOOTTIME)
-  timespec ts{};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-}
-
 // True while `pid` (a `sleep`) is asleep with no SIGKILL pending: the kill
 // has not been sent. A sent SIGKILL is pending (SigPnd, ShdPnd) until the
 // process runs, then it is running its exit, a zombie, or gone.
