@@ -8,7 +8,8 @@
 # of the revoked lease's transition (20 s after its acquisition, past the
 # waiter's --timeout). The gap is made deterministic: CMD's last act is a
 # SIGSTOP to its simba (CMD then exits while simba is stopped), the force
-# comes, then SIGCONT: simba reaps CMD first, then releases.
+# comes, then SIGCONT: simba reaps CMD first, then releases. Then the same
+# with --min-hold, whose hold the force precedes.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 needs jq
 
@@ -62,3 +63,23 @@ events=$("$SIMBA" history --mutex m --json | jq -c '[.events[] | .event]')
   fail "history: $events"
 grep -q "revoked (release --force) after the command had ended" "$T/owner.err" ||
   fail "the owner's stderr: $(<"$T/owner.err")"
+
+# The same gap before --min-hold's hold: the hold finds the lease revoked;
+# nothing runs under it, so it ends at once too (a newcomer takes it).
+"$SIMBA" run --mutex h "${long[@]}" --min-hold 10m -- sh -c '
+  until [ -s "$0" ]; do sleep 0.02; done; kill -STOP "$(cat "$0")"' "$T/holder.pid" \
+  2>"$T/holder.err" &
+holder=$!
+echo "$holder" >"$T/holder.pid"
+wait_for 10 stopped "$holder"
+"$SIMBA" release --force --mutex h -q || fail "release --force of h"
+assert_eq revoked "$(mutex_state h)" "state of h after the force, its owner stopped"
+kill -CONT "$holder"
+rc=$((128 + $(kill -l STOP)))
+for _ in 1 2 3; do
+  ((rc == 128 + $(kill -l STOP))) || break
+  rc=0
+  wait "$holder" || rc=$?
+done
+assert_eq 0 "$rc" "the --min-hold owner's exit status (its CMD's)"
+assert_exit 0 "$SIMBA" run --mutex h --no-wait -- true
