@@ -131,10 +131,10 @@ Actions Contender::on_release_reply(int64_t now, const CallResult& r) {
     // A lost event (after_loss) already asked for the revoked lease's end.
     auto end = releasing->after_loss ? std::nullopt : revoked_after_cmd(r, releasing->token);
     if (end) {
-      acts.push_back(action::Log{LogLevel::warning,
-                                 m_config.mutex +
-                                     " was revoked (release --force) after the command had "
-                                     "ended; its lease ends now"});
+      acts.push_back(
+          action::Log{LogLevel::warning, m_config.mutex +
+                                             " was revoked (release --force) after the command had "
+                                             "ended; its lease ends now"});
       acts.push_back(*end);
     }
     return finish(now, code, std::move(acts));

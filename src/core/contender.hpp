@@ -216,9 +216,9 @@ private:
     }
   };
   struct Releasing {
-    uint64_t token = 0; // see action::Call::token
-    int exit_code = 0;  // once the release is answered
-    bool hand_over = false; // lead: contend again once it is answered, not exit
+    uint64_t token = 0;      // see action::Call::token
+    int exit_code = 0;       // once the release is answered
+    bool hand_over = false;  // lead: contend again once it is answered, not exit
     bool after_loss = false; // after a loss: the lost event (RecordLost) spoke for it
   };
   struct Done {};

@@ -74,7 +74,6 @@ TEST_CASE("end_revoked of a mutex never held, or released, changes nothing") {
   CHECK_FALSE(require_ok(b->end_revoked(m, "A", t, k_timeout)).changed);
 }
 
-
 namespace {
 
 // W, a waiter in a process of its own (as simba is; SQLite never wakes its
@@ -96,8 +95,8 @@ pid_t waiter_process(const std::string& m, int queued) {
     ssize_t ignored = write(queued, "q", 1);
     (void)ignored;
     for (int64_t end = mono_ms() + 10000; fd > -2 && mono_ms() < end;) {
-      if (fd >= 0 ? !wait_for_wakeup(wake, fd, end - mono_ms()) : (sleep_ms(100), false))
-        continue;
+      if (fd >= 0 && !wait_for_wakeup(wake, fd, end - mono_ms())) continue;
+      if (fd < 0) sleep_ms(100);
       Reply r = w->acquire(m, "W", 10000, 10000, k_timeout);
       if (r.ok() && r.observed.lease.owned_by("W", r.observed.now)) {
         code = 0;
