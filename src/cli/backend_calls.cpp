@@ -208,9 +208,9 @@ backend::Reply BackendCalls::record_lost(const core::action::RecordLost& a) {
   return m_backend.record_lost(row, m_config.contender_id, lost, a.timeout_ms);
 }
 
-backend::Reply BackendCalls::end_revoked(const core::action::RecordLost& a) {
+backend::Reply BackendCalls::end_revoked(uint64_t token, int64_t timeout_ms) {
   ++m_count;
-  return m_backend.end_revoked(m_config.mutex, m_config.contender_id, a.token, a.timeout_ms);
+  return m_backend.end_revoked(m_config.mutex, m_config.contender_id, token, timeout_ms);
 }
 
 backend::Reply BackendCalls::record_skipped(const core::action::RecordSkipped& a) {

@@ -1,6 +1,6 @@
 #pragma once
-// The core's calls (action::Call, action::Disown, action::RecordLost, RecordSkipped) as
-// backend operations:
+// The core's calls (action::Call, action::Disown, action::RecordLost, RecordSkipped,
+// EndRevoked) as backend operations:
 // which Backend method each one is, and the count of them all
 // (SIMBA_CALL_COUNT_FILE, for scripts/bench).
 #include "backend/backend.hpp"
@@ -25,8 +25,8 @@ public:
   void disown(const core::action::Disown& a);
   // The lost event (Backend::record_lost); its reply only for a log line.
   backend::Reply record_lost(const core::action::RecordLost& a);
-  // The lost lease, revoked, ended now (Backend::end_revoked).
-  backend::Reply end_revoked(const core::action::RecordLost& a);
+  // Our lease with `token`, revoked, ended now (Backend::end_revoked).
+  backend::Reply end_revoked(uint64_t token, int64_t timeout_ms);
   // The skipped event (Backend::record_skipped), in the mutex's own history
   // also with --slots; its reply only for a log line.
   backend::Reply record_skipped(const core::action::RecordSkipped& a);

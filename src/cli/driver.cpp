@@ -135,13 +135,18 @@ private:
     if (!r.ok())
       m_log.at(int(core::LogLevel::verbose),
                "the loss of " + m_config.mutex + " is not in its history: " + r.error);
-    if (a.end_revoked) end_revoked(a);
+    if (a.end_revoked) end_revoked(a.token, a.timeout_ms);
+    return {};
+  }
+  // Revoked once CMD was done: best effort, its reply only logged.
+  core::Actions perform(const core::action::EndRevoked& a) {
+    end_revoked(a.token, a.timeout_ms);
     return {};
   }
   // CMD and all it started are gone: the revoked lease need not keep the
-  // others out any longer (action::RecordLost::end_revoked).
-  void end_revoked(const core::action::RecordLost& a) {
-    backend::Reply r = m_calls.end_revoked(a);
+  // others out any longer (action::RecordLost::end_revoked, EndRevoked).
+  void end_revoked(uint64_t token, int64_t timeout_ms) {
+    backend::Reply r = m_calls.end_revoked(token, timeout_ms);
     if (!r.ok())
       m_log.at(int(core::LogLevel::verbose), "the revoked lease of " + m_config.mutex +
                                                  " stays until its transition ends: " + r.error);

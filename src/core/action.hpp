@@ -1,6 +1,7 @@
 #pragma once
 // What the contender asks of the driver (actions): call the backend, start or
-// signal CMD, move the watchdog, log, record a loss in the history, exit. Each action is a small
+// signal CMD, move the watchdog, log, record a loss in the history, end a
+// lease revoked once CMD was done, exit. Each action is a small
 // struct that carries only what its kind needs; `Action` is one of them.
 #include "core/lease.hpp"
 
@@ -140,6 +141,19 @@ struct RecordLost {
   bool end_revoked = false;
 };
 
+// Our lease was revoked by release --force once CMD and all it started were
+// already gone (the force came between CMD's exit and our release, or our
+// --min-hold's hold): the release or hold found it revoked and changed
+// nothing. Nothing runs under it, so it ends now (Backend::end_revoked, by
+// its token), waking the waiters as a release does, instead of keeping
+// them out until its transition_at. No lost event: nothing was stopped
+// (the force's `forced` is its end in the history). Best effort, bounded
+// by `timeout_ms`, its reply nobody waits for; just before the exit.
+struct EndRevoked {
+  uint64_t token = 0;
+  int64_t timeout_ms = 0;
+};
+
 // A contender that does not run says why in the history, just before its
 // exit: like RecordLost, one best-effort backend call bounded by
 // `timeout_ms`, whose reply nobody waits for, that writes history only.
@@ -204,7 +218,7 @@ struct Notice {
 using Action =
     std::variant<action::Call, action::Disown, action::StartChild, action::SetDeadline,
                  action::SignalChild, action::SignalAll, action::Exit, action::Log, action::Notice,
-                 action::Leased, action::RecordLost, action::RecordSkipped>;
+                 action::Leased, action::RecordLost, action::RecordSkipped, action::EndRevoked>;
 using Actions = std::vector<Action>;
 
 } // namespace simba::core

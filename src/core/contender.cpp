@@ -126,7 +126,19 @@ Actions Contender::on_release_reply(int64_t now, const CallResult& r) {
   if (!releasing) return {};
   if (releasing->hand_over) return contend_after_hand_over(now, r);
   int code = releasing->exit_code;
-  if (r.status == CallResult::Status::ok) return finish(now, code);
+  if (r.status == CallResult::Status::ok) {
+    Actions acts;
+    // A lost event (after_loss) already asked for the revoked lease's end.
+    auto end = releasing->after_loss ? std::nullopt : revoked_after_cmd(r, releasing->token);
+    if (end) {
+      acts.push_back(
+          action::Log{LogLevel::warning, m_config.mutex +
+                                             " was revoked (release --force) after the command had "
+                                             "ended; its lease ends now"});
+      acts.push_back(*end);
+    }
+    return finish(now, code, std::move(acts));
+  }
   // Refused (an ACL without the release script's commands): CMD's code stays.
   if (r.status == CallResult::Status::refused)
     return finish(now, code,
@@ -268,6 +280,26 @@ Actions Contender::release_then_exit(int64_t now, int code, Actions acts) {
   m_state = Releasing{token, code};
   if (m_in_flight) return acts; // on_reply sends the release after this reply
   return call(now, Op::release, std::move(acts));
+}
+
+// The force came between CMD's end (of it and all it started) and our
+// release, or --min-hold's hold: the call changed nothing, and the lease
+// would keep the waiters out until its transition_at, although nothing runs
+// under it. Ours by its token (a revoked lease has no owner; tokens are
+// never reused), not a quarantine (no token of ours). Only when simba exits
+// next (run, and lead or schedule at their end): not a step's lease (the
+// job's token, its other steps may run), nor simba acquire's, nor a slot's
+// (Backend::end_revoked leaves a slot's row to run out).
+std::optional<action::EndRevoked> Contender::revoked_after_cmd(const CallResult& r,
+                                                               uint64_t token) const {
+  using Mode = ContenderConfig::Mode;
+  const Observed& o = r.observed;
+  bool ours = r.status == CallResult::Status::ok && token != 0 && o.lease.revoked_at(o.now) &&
+              !o.lease.quarantine && o.lease.fencing_token == token;
+  bool exits = m_config.mode == Mode::run || long_running();
+  if (!ours || !exits || m_config.slots != 1) return std::nullopt;
+  // As long as the release it stands for may take.
+  return action::EndRevoked{token, m_config.call_timeout_ms};
 }
 
 Actions Contender::finish(int64_t, int code, Actions acts) {

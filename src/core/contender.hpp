@@ -216,9 +216,10 @@ private:
     }
   };
   struct Releasing {
-    uint64_t token = 0; // see action::Call::token
-    int exit_code = 0;  // once the release is answered
-    bool hand_over = false; // lead: contend again once it is answered, not exit
+    uint64_t token = 0;      // see action::Call::token
+    int exit_code = 0;       // once the release is answered
+    bool hand_over = false;  // lead: contend again once it is answered, not exit
+    bool after_loss = false; // after a loss: the lost event (RecordLost) spoke for it
   };
   struct Done {};
 
@@ -254,6 +255,9 @@ private:
   Actions on_release_reply(int64_t now, const CallResult& r);
   Actions release_then_exit(int64_t now, int code, Actions acts = {});
   Actions finish(int64_t now, int code, Actions acts = {});
+  // A release or a --min-hold hold whose reply shows our lease revoked
+  // although CMD and all it started were gone: its end (action::EndRevoked).
+  std::optional<action::EndRevoked> revoked_after_cmd(const CallResult& r, uint64_t token) const;
   OwnerTimes owner_times(const Observed& o, int64_t sent_at) const;
   bool long_running() const {
     return m_config.mode == ContenderConfig::Mode::lead ||

@@ -147,8 +147,9 @@ Actions Contender::on_guard_reply(int64_t now, const CallResult& r, int64_t sent
     std::string why = describe_owner(o, m_config.contender_id);
     if (!r.error.empty()) why += " (" + r.error + ")"; // the backend's remark on an ok reply
     if (own.holding) {
-      return finish(now, m_child_code,
-                    {action::Log{LogLevel::warning, "lease lost during --min-hold: " + why}});
+      Actions acts{action::Log{LogLevel::warning, "lease lost during --min-hold: " + why}};
+      if (auto end = revoked_after_cmd(r, own.lease.fencing_token)) acts.push_back(*end);
+      return finish(now, m_child_code, std::move(acts));
     }
     LossSeen loss{reason_of(o), {}, {}};
     if (loss.reason == LossReason::taken) loss.by = o.lease.owner_id;
@@ -360,9 +361,11 @@ Actions Contender::after_loss(int64_t now, Actions acts) {
   // A refused guard (m_refused) ends with 69, in every mode.
   int code = m_refused ? exit_code::k_unavailable : exit_code::k_lost;
   if (m_config.mode == ContenderConfig::Mode::step) return finish(now, code, std::move(acts));
-  if (!long_running() || m_refused) return release_then_exit(now, code, std::move(acts));
-  if (m_shutdown) return release_then_exit(now, m_child_code, std::move(acts));
-  return recontend(now, std::move(acts));
+  if (long_running() && !m_refused && !m_shutdown) return recontend(now, std::move(acts));
+  if (long_running() && !m_refused) code = m_child_code; // stopped: CMD's status
+  acts = release_then_exit(now, code, std::move(acts));
+  std::get<Releasing>(m_state).after_loss = true;
+  return acts;
 }
 
 Actions Contender::recontend(int64_t now, Actions acts) {

@@ -114,6 +114,26 @@ public:
     return r;
   }
 
+  // The revoked lease with `token` ends now (backend.hpp: end_revoked).
+  core::CallResult end_revoked(const std::string& mutex, uint64_t token) {
+    core::Lease& l = m_leases[mutex];
+    bool ends = token != 0 && l.revoked_at(now) && !l.quarantine && l.fencing_token == token;
+    if (ends) l.transition_at = l.ttl_at = now;
+    core::CallResult r = ok(l);
+    r.changed = ends;
+    return r;
+  }
+
+  // Tests only: the server lost the lease (a quarantine: no owner, no new
+  // lease for `ms`); the token shown stays, the worst case for a check.
+  void quarantine(const std::string& mutex, int64_t ms) {
+    core::Lease& l = m_leases[mutex];
+    l.owner_id.clear();
+    l.quarantine = true;
+    l.ttl_at = now;
+    l.transition_at = now + ms;
+  }
+
   // Tests only: another contender takes the mutex over, whatever it holds.
   void steal(const std::string& mutex, const std::string& who, int64_t ttl, int64_t transition) {
     core::Lease& l = m_leases[mutex];
