@@ -152,19 +152,21 @@ TEST_CASE("slots: an expired slot is taken again; the marker frees with the last
   auto b = open_test_backend();
   REQUIRE(b->has_slots());
   auto m = unique_mutex("slots-expiry");
-  Reply a = require_ok(b->acquire_slot(m, "A", 2, 100, 100, k_timeout));
-  Reply c = require_ok(b->acquire_slot(m, "B", 2, 100, 100, k_timeout));
+  // Leases of 600 ms: long enough that C comes while both are valid on a
+  // busy machine (200 ms were not, under load), short enough to wait out.
+  Reply a = require_ok(b->acquire_slot(m, "A", 2, 400, 200, k_timeout));
+  Reply c = require_ok(b->acquire_slot(m, "B", 2, 400, 200, k_timeout));
   REQUIRE(a.changed);
   REQUIRE(c.changed);
-  CHECK_FALSE(require_ok(b->acquire_slot(m, "C", 2, 100, 100, k_timeout)).changed);
-  sleep_ms(300);
+  CHECK_FALSE(require_ok(b->acquire_slot(m, "C", 2, 400, 200, k_timeout)).changed);
+  sleep_ms(700);
   Reply g = require_ok(b->get(m, k_timeout));
   CHECK(g.observed.lease.free_at(g.observed.now));
   // An expired slot is taken again (the other still expired too).
-  Reply d = require_ok(b->acquire_slot(m, "D", 2, 100, 100, k_timeout));
+  Reply d = require_ok(b->acquire_slot(m, "D", 2, 400, 200, k_timeout));
   CHECK(d.changed);
   CHECK(d.observed.lease.fencing_token > c.observed.lease.fencing_token);
-  sleep_ms(300);
+  sleep_ms(700);
   // Free: a plain contender may take it (no slots held).
   Reply plain = require_ok(b->acquire(m, "P", 10000, 2000, k_timeout));
   CHECK(plain.changed);
