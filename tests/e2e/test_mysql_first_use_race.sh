@@ -6,7 +6,10 @@
 # of the leases' table and its marker found no marker, quarantined the
 # tables ("in quarantine ... no simba marker of this server run"), and
 # every --no-wait run exited 69 (two --slots holders waited 13 s:
-# e2e-mysql/test_slots_fifo under load).
+# e2e-mysql/test_slots_fifo under load). And an acquire reads the marker
+# in the statement that reads its lease row: read by a statement of its
+# own before, it was read before another first use wrote it, and the
+# leases' table was there by the next statement (1 in 40-120 runs).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/mysql_common.sh"
 use_test_mysql
