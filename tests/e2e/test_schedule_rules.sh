@@ -37,7 +37,7 @@ check_runs() {
 }
 
 # --- fixed-rate: a 1.5 s run every 1 s ------------------------------------
-assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s1 --ttl 1s --transition 1s \
+assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s1 --ttl 3s --transition 2s \
   --every 1s --max-runs 3 -- sh -c "$RUN" "$T/rate.log" 1.5 0
 check_runs "$T/rate.log" 3
 grep -q "tick skipped" "$T/err" || { cat -- "$T/err" >&2; fail "fixed-rate: no 'tick skipped' on stderr"; }
@@ -55,13 +55,13 @@ done
 assert_eq free "$(mutex_state s1)" "fixed-rate: state after --max-runs"
 
 # The default strategy is fixed-rate: same skip.
-assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s1 --ttl 1s --transition 1s \
+assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s1 --ttl 3s --transition 2s \
   --every 500ms --max-runs 2 -- sh -c "$RUN" "$T/default.log" 0.7 0
 check_runs "$T/default.log" 2
 grep -q "tick skipped" "$T/err" || { cat -- "$T/err" >&2; fail "default strategy: no 'tick skipped' on stderr"; }
 
 # --- fixed-delay: 500 ms from one end to the next start ----------------------
-assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s2 --ttl 1s --transition 1s \
+assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s2 --ttl 3s --transition 2s \
   --strategy fixed-delay --every 500ms --max-runs 3 -- sh -c "$RUN" "$T/delay.log" 0.3 0
 check_runs "$T/delay.log" 3
 for i in 1 2; do
@@ -74,7 +74,7 @@ done
 
 # --- --initial-delay --------------------------------------------------------
 t0=$(date +%s%N)
-assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s3 --ttl 1s --transition 1s \
+assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s3 --ttl 3s --transition 2s \
   --every 1s --initial-delay 1s --max-runs 1 -- sh -c "$RUN" "$T/initial.log" 0 0
 check_runs "$T/initial.log" 1
 gap=$(((starts[0] - t0) / 1000000))
@@ -86,21 +86,21 @@ echo "--initial-delay 1s: first run ${gap} ms after simba started" >&2
 # Another mutex: on s3 the run above is the last one, and a new leader waits
 # for the next tick after it (test_schedule_phase.sh).
 t0=$(date +%s%N)
-assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s3-fresh --ttl 1s --transition 1s \
+assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s3-fresh --ttl 3s --transition 2s \
   --every 1s --max-runs 1 -- sh -c "$RUN" "$T/noinitial.log" 0 0
 check_runs "$T/noinitial.log" 1
 gap=$(((starts[0] - t0) / 1000000))
 ((gap < 900)) || fail "no --initial-delay: the first run started ${gap} ms after simba started"
 
 # --- a failing CMD does not stop the schedule ---------------------------------
-assert_exit 2 timeout 30 "$SIMBA" schedule --mutex s4 --ttl 1s --transition 1s \
+assert_exit 2 timeout 30 "$SIMBA" schedule --mutex s4 --ttl 3s --transition 2s \
   --every 300ms --max-runs 3 -- sh -c "$RUN" "$T/fail.log" 0 2
 check_runs "$T/fail.log" 3
 assert_eq 3 "$(grep -c "command exited with status 2" "$T/err")" "failing CMD: logged statuses"
 assert_eq free "$(mutex_state s4)" "failing CMD: state after --max-runs"
 
 # The status is the last run's: fail, fail, succeed -> 0.
-assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s4 --ttl 1s --transition 1s \
+assert_exit 0 timeout 30 "$SIMBA" schedule --mutex s4 --ttl 3s --transition 2s \
   --every 300ms --max-runs 3 -- \
   sh -c 'n=$(($(cat "$0" 2>/dev/null || echo 0) + 1)); echo $n >"$0"; [ $n -ge 3 ] || exit 2' "$T/count"
 assert_eq 3 "$(<"$T/count")" "fail, fail, succeed: runs"

@@ -24,7 +24,7 @@ EOF
 "$SIMBA" run --mutex warm-up -- true || fail "no first use"
 declare -a simbas
 for i in 1 2 3; do
-  "$SIMBA" schedule --mutex s --every 1s --ttl 1s --transition 1s -- \
+  "$SIMBA" schedule --mutex s --every 1s --ttl 3s --transition 2s -- \
     sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.$i" &
   simbas+=("$!")
 done
