@@ -461,6 +461,10 @@ void check_quarantine_then_token(Backend& c, const std::string& m, int64_t owner
   CHECK(q.quarantine);
   CHECK(simba::core::window_at(q, early.observed.now) == simba::core::Window::quarantine);
   CHECK(q.transition_at >= owner_end_ms);
+  // The longest lease + 1 s from this first acquire after the loss (the
+  // check that holds the rule when the loss took longer than the lease's
+  // part beyond 1 s: a quarantine of 1 s alone also ends after B's lease).
+  CHECK(q.transition_at >= early.observed.now + k_ttl + k_transition + 1000);
   // get (status) shows it too.
   Reply seen = require_ok(c.get(m, k_timeout));
   CHECK(seen.observed.lease.quarantine);
