@@ -10,19 +10,41 @@
 # the page is 0.2 s here). Three jobs each: a normal one with a failing
 # step, one after a runner that died holding the lease (the next job must
 # outwait that lease), and one whose acquire timed out (its clean-up must
-# not fail).
+# not fail). The GitHub jobs, the GitLab jobs and the GitLab job that timed
+# out run side by side (each waits seconds for a lease or a time-out), each
+# in a directory and a backend namespace of its own (a database, a key or
+# table prefix): the recipes' mutex is the same name in all three.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 readme=$(dirname -- "${BASH_SOURCE[0]}")/../../docs/recipes.md
 PATH="$(dirname -- "$SIMBA"):$PATH"
 export PATH
-cd "$T" || fail "cd $T"
-for step in migrate deploy; do
-  # A step's work: logs its name and token; $T/fail.STEP makes it fail (3).
-  printf '#!/bin/sh\necho "%s token=$SIMBA_FENCING_TOKEN" >>"%s/log"\n[ ! -e "%s/fail.%s" ] || exit 3\n' \
-    "$step" "$T" "$T" "$step" >"$step.sh"
-  chmod +x "$step.sh"
-done
+
+# in_part NAME FUNCTION: FUNCTION in a subshell whose $T is $T/NAME (its
+# own steps, log and env files) and whose backend is a namespace of its
+# own; the part's pid in $part_pid.
+in_part() {
+  (
+    local base=$SIMBA_BACKEND
+    T=$T/$1
+    mkdir -p -- "$T" && cd "$T" || fail "$1: cd $T"
+    case $base in
+    sqlite:*) SIMBA_BACKEND=sqlite:$T/simba.db ;;
+    *prefix=*) SIMBA_BACKEND=${base/prefix=/prefix=$1} ;;
+    etcd*) SIMBA_BACKEND=$base-$1 ;;
+    *) fail "no namespace of its own for part $1 on $base" ;;
+    esac
+    export SIMBA_BACKEND
+    for step in migrate deploy; do
+      # A step's work: logs its name and token; $T/fail.STEP makes it fail (3).
+      printf '#!/bin/sh\necho "%s token=$SIMBA_FENCING_TOKEN" >>"%s/log"\n[ ! -e "%s/fail.%s" ] || exit 3\n' \
+        "$step" "$T" "$T" "$step" >"$step.sh"
+      chmod +x "$step.sh"
+    done
+    "$2"
+  ) &
+  part_pid=$!
+}
 
 # recipe_block FIRST_LINE: the page's fenced block after the line FIRST_LINE.
 recipe_block() {
@@ -69,6 +91,7 @@ gh_step() {
   env "${vars[@]}" bash -e -c "$1"
 }
 
+github_jobs() {
 # 1. A failing Deploy step: its status, and Unlock frees the mutex.
 touch fail.deploy
 rc=0
@@ -89,6 +112,7 @@ rm -f log
 gh_job next || fail "GitHub: the job after a dead runner failed (its --timeout is shorter than the dead lease)"
 assert_eq "migrate deploy" "$(cut -d' ' -f1 log | tr '\n' ' ' | sed 's/ $//')" \
   "GitHub: the steps of the job after a dead runner"
+}
 
 # ---- GitLab CI ------------------------------------------------------------------
 gitlab=$(recipe_block 'GitLab CI (`before_script` and `script` share a shell')
@@ -119,6 +143,7 @@ gitlab_job() {
   return "$rc"
 }
 
+gitlab_jobs() {
 # 1. A normal job.
 rm -f log
 gitlab_job normal || fail "GitLab: before_script and script"
@@ -134,7 +159,9 @@ rm -f log
 gitlab_job next || fail "GitLab: the job after a dead runner failed (its --timeout is shorter than the dead lease)"
 assert_eq "migrate deploy" "$(cut -d' ' -f1 log | tr '\n' ' ' | sed 's/ $//')" \
   "GitLab: the steps of the job after a dead runner"
+}
 
+gitlab_timed_out() {
 # 3. An acquire that timed out (another job holds the mutex all along):
 # script fails with 75, after_script has nothing to end and succeeds.
 "$SIMBA" run --mutex deploy-prod --ttl 2s -- sh -c 'touch "$0"; sleep 30' "$T/holding" &
@@ -146,3 +173,13 @@ assert_eq 75 "$rc" "GitLab: script of a job whose acquire timed out ($(<"$T/time
 [[ ! -e $T/timedout/simba.env ]] || fail "GitLab: the timed-out acquire left its env file behind"
 kill -TERM "$holder"
 wait "$holder" 2>/dev/null || true
+}
+
+declare -A parts
+for part in github_jobs gitlab_jobs gitlab_timed_out; do
+  in_part "$part" "$part"
+  parts[$part]=$part_pid
+done
+for part in github_jobs gitlab_jobs gitlab_timed_out; do
+  wait "${parts[$part]}" || fail "$part failed (above)"
+done

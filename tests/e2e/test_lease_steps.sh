@@ -15,7 +15,7 @@ guarded() { "$SIMBA" status --mutex deploy --json | grep -o '"guarded":[a-z]*' |
 # A step of job A: a fresh process with the job's env file loaded.
 step() { (set -a && . "$T/a.env" && set +a && "$@"); }
 
-assert_exit 0 "$SIMBA" acquire --mutex deploy --ttl 4s --transition 2s \
+assert_exit 0 "$SIMBA" acquire --mutex deploy --ttl 3s --transition 1s \
   --contender-id job-a --env-file "$T/a.env"
 [[ -z $(<"$T/out") ]] || fail "acquire --env-file printed on stdout: $(<"$T/out")"
 grep -q '^SIMBA_LEASE=simba1\.' "$T/a.env" || fail "no handle in the env file: $(<"$T/a.env")"
@@ -32,7 +32,7 @@ assert_eq 0 "$(pgrep -f -c -- "--env-file $T/a.env" || true)" "processes acquire
 # A second job waits for the mutex meanwhile.
 (
   rc=0
-  "$SIMBA" acquire --mutex deploy --ttl 4s --transition 2s --contender-id job-b \
+  "$SIMBA" acquire --mutex deploy --ttl 3s --transition 1s --contender-id job-b \
     --env-file "$T/b.env" 2>"$T/b.err" || rc=$?
   echo "$rc $(now_ms)" >"$T/b.done"
 ) &
@@ -40,7 +40,7 @@ job_b=$!
 
 for i in 1 2 3; do
   nap=0.1
-  [[ $i == 2 ]] && nap=7 # longer than the ttl (4 s) + transition (2 s)
+  [[ $i == 2 ]] && nap=4.5 # longer than the ttl (3 s) + transition (1 s)
   rc=0
   step sh -c '"$0" run --lease "$SIMBA_LEASE" -- sh -c "echo \$SIMBA_FENCING_TOKEN \$SIMBA_MUTEX >>\"\$0\"; \"\$1\" renew --lease \"\$SIMBA_LEASE\" >/dev/null && \"\$1\" status --json --mutex deploy >\"\$0.status\"; sleep \$2" "$1" "$0" "$2"' \
     "$SIMBA" "$T/steps" "$nap" || rc=$?

@@ -10,13 +10,13 @@
 # at its next guard (docs/backends/mysql.md).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-# An idle holder, --ttl 2s for 8 s: the acquire, a guard per ttl, the
-# release; a guard or two more under load, not one per guard.
-SIMBA_CALL_COUNT_FILE=$T/calls "$SIMBA" run --mutex idle --ttl 2s --transition 1s -- sleep 8 ||
+# An idle holder, --ttl 1500ms for 6 s: the acquire, a guard per ttl (4),
+# the release; a guard or two more under load, not one per guard (10).
+SIMBA_CALL_COUNT_FILE=$T/calls "$SIMBA" run --mutex idle --ttl 1500ms --transition 1s -- sleep 6 ||
   fail "the idle holder failed"
 read -r _ calls <"$T/calls"
-echo "an idle holder over 8 s with --ttl 2s: $calls backend calls" >&2
-((calls <= 9)) || fail "an idle holder made $calls backend calls over 8 s (--ttl 2s): more than one guard per ttl"
+echo "an idle holder over 6 s with --ttl 1500ms: $calls backend calls" >&2
+((calls <= 9)) || fail "an idle holder made $calls backend calls over 6 s (--ttl 1500ms): more than one guard per ttl"
 
 "$SIMBA" run --mutex m --ttl 10s --transition 2s -- sh -c 'echo $$ >"$0"; exec sleep 60' "$T/child.pid" &
 holder=$!

@@ -15,43 +15,57 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 command -v python3 >/dev/null 2>&1 || fail "needs python3 (scripts/test installs it)"
 start_own_redis
 lease=(--ttl 1s --transition 1s)
-proxy_n=0
 
-# start_proxy CODE [SECONDS]: sets PROXY_PORT.
+# start_proxy NAME CODE [SECONDS]: sets PROXY_PORT and PROXY_PID.
 start_proxy() {
-  proxy_n=$((proxy_n + 1))
-  python3 "$(dirname -- "${BASH_SOURCE[0]}")/redis_refusing_proxy.py" "$1" "$OWN_REDIS_PORT" \
-    "$T/proxy.$proxy_n" "${2:-inf}" 2>"$T/proxy.$proxy_n.err" &
+  python3 "$(dirname -- "${BASH_SOURCE[0]}")/redis_refusing_proxy.py" "$2" "$OWN_REDIS_PORT" \
+    "$T/proxy.$1" "${3:-inf}" 2>"$T/proxy.$1.err" &
   PROXY_PID=$!
-  wait_line "$T/proxy.$proxy_n" 60
-  PROXY_PORT=$(<"$T/proxy.$proxy_n")
+  wait_line "$T/proxy.$1" 60
+  PROXY_PORT=$(<"$T/proxy.$1")
 }
 stop_proxy() {
   kill -KILL "$PROXY_PID" 2>/dev/null || true
   wait "$PROXY_PID" 2>/dev/null || true
 }
 
-for code in LOADING BUSY MASTERDOWN TRYAGAIN; do
+# refused CODE: the checks of one refusal, with files of its own ($T/*.CODE):
+# the four codes run side by side (each ~7 s, mostly waiting).
+refused() {
+  local code=$1 query t0 dt rc err=$T/err.$1 ran=$T/ran.$1
   # Refused all along: 69 when --timeout passes, not before; CMD not run.
-  start_proxy "$code"
+  start_proxy "$code.all" "$code"
   for query in "timeout=500ms" "timeout=500ms&quarantine=off"; do
-    export SIMBA_BACKEND="redis://127.0.0.1:$PROXY_PORT/0?$query&prefix=$code:"
     t0=$(now_ms)
-    assert_exit 69 timeout -k 5 60 "$SIMBA" run --mutex m "${lease[@]}" --timeout 2s -- touch "$T/ran"
+    rc=0
+    SIMBA_BACKEND="redis://127.0.0.1:$PROXY_PORT/0?$query&prefix=$code:" \
+      timeout -k 5 60 "$SIMBA" run --mutex m "${lease[@]}" --timeout 2s -- touch "$ran" \
+      2>"$err" || rc=$?
     dt=$(($(now_ms) - t0))
-    ((dt >= 2000)) || fail "$code ($query): exit 69 after ${dt} ms, before --timeout 2s: $(cat -- "$T/err")"
-    [[ ! -e $T/ran ]] || fail "$code ($query): CMD ran"
-    grep -q "^simba: error: gave up waiting for m after 2s: backend unavailable: .*$code" "$T/err" ||
-      fail "$code ($query): $(cat -- "$T/err")"
+    assert_eq 69 "$rc" "$code ($query): exit ($(cat -- "$err"))"
+    ((dt >= 2000)) || fail "$code ($query): exit 69 after ${dt} ms, before --timeout 2s: $(cat -- "$err")"
+    [[ ! -e $ran ]] || fail "$code ($query): CMD ran"
+    grep -q "^simba: error: gave up waiting for m after 2s: backend unavailable: .*$code" "$err" ||
+      fail "$code ($query): $(cat -- "$err")"
   done
   stop_proxy
 
   # Refused for 2 s, then ready: simba (no --timeout) goes on and runs CMD.
-  start_proxy "$code" 2
-  export SIMBA_BACKEND="redis://127.0.0.1:$PROXY_PORT/0?timeout=500ms&prefix=$code-ready:"
-  assert_exit 0 timeout -k 5 60 "$SIMBA" run --mutex m "${lease[@]}" -- touch "$T/ran"
-  [[ -e $T/ran ]] || fail "$code: CMD did not run once the server was ready: $(cat -- "$T/err")"
-  grep -q "$code" "$T/err" || fail "$code: simba did not say the backend failed: $(cat -- "$T/err")"
-  rm -f -- "$T/ran"
+  start_proxy "$code.ready" "$code" 2
+  rc=0
+  SIMBA_BACKEND="redis://127.0.0.1:$PROXY_PORT/0?timeout=500ms&prefix=$code-ready:" \
+    timeout -k 5 60 "$SIMBA" run --mutex m "${lease[@]}" -- touch "$ran" 2>"$err" || rc=$?
+  assert_eq 0 "$rc" "$code: exit once the server was ready ($(cat -- "$err"))"
+  [[ -e $ran ]] || fail "$code: CMD did not run once the server was ready: $(cat -- "$err")"
+  grep -q "$code" "$err" || fail "$code: simba did not say the backend failed: $(cat -- "$err")"
   stop_proxy
+}
+
+declare -A cases
+for code in LOADING BUSY MASTERDOWN TRYAGAIN; do
+  refused "$code" &
+  cases[$code]=$!
+done
+for code in LOADING BUSY MASTERDOWN TRYAGAIN; do
+  wait "${cases[$code]}" || fail "$code: failed (above)"
 done

@@ -9,6 +9,12 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 # CMD: appends its start time (ms) to the file $0.
 RUN='echo "$(($(date +%s%N) / 1000000))" >>"$0"'
 
+# --- --align (checked at the end; it runs beside the two parts below, on
+# a mutex of its own): every run on a multiple of --every ------------------
+timeout 30 "$SIMBA" schedule --mutex aligned --every 2s --align --max-runs 3 \
+  -- sh -c "$RUN" "$T/aligned.log" 2>"$T/aligned.err" &
+aligned=$!
+
 # --- the leader stopped right after a run: the standby waits for the tick --
 "$SIMBA" schedule --mutex phase --every 4s --contender-id host-a -- sh -c "$RUN" "$T/a.log" \
   2>"$T/a.err" &
@@ -16,6 +22,7 @@ a=$!
 wait_line "$T/a.log" 10
 "$SIMBA" schedule --mutex phase --every 4s --contender-id host-b -- sh -c "$RUN" "$T/b.log" \
   2>"$T/b.err" &
+b=$!
 sleep 0.3
 kill -TERM "$a" # a release: the standby takes over at once
 wait_line "$T/b.log" 10
@@ -27,8 +34,8 @@ echo "the standby's first run came ${gap} ms after the leader's last run" >&2
 ((gap <= 6000)) || fail "the standby ran ${gap} ms after the last run (expected about 4 s)"
 grep -q "the last run started .* ago; the next one in" "$T/b.err" ||
   fail "the standby did not say when it runs: $(cat "$T/b.err")"
-kill -TERM %2 2>/dev/null || true
-wait
+kill -TERM "$b" 2>/dev/null || true
+wait "$a" "$b" || true
 
 # --- the same after a SIGKILL: the lease runs out (1.5 s), the tick (4 s) --
 "$SIMBA" schedule --mutex killed --every 4s --ttl 1s --transition 500ms --contender-id host-a \
@@ -46,11 +53,11 @@ echo "after a SIGKILL, the standby's first run came ${gap} ms after the last run
 ((gap >= 3800 && gap <= 6000)) ||
   fail "after a SIGKILL the standby ran ${gap} ms after the last run (expected about 4 s)"
 kill -TERM "$b"
-wait
+wait "$a" "$b" || true
 
-# --- --align: every run on a multiple of --every ---------------------------
-assert_exit 0 timeout 30 "$SIMBA" schedule --mutex aligned --every 2s --align --max-runs 3 \
-  -- sh -c "$RUN" "$T/aligned.log"
+rc=0
+wait "$aligned" || rc=$?
+assert_eq 0 "$rc" "schedule --align --max-runs 3 ($(<"$T/aligned.err"))"
 assert_eq 3 "$(wc -l <"$T/aligned.log")" "runs with --align"
 while read -r at; do
   off=$((at % 2000))

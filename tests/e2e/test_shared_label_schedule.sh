@@ -18,7 +18,7 @@ sleep 0.15
 EOF
 
 for i in 1 2; do
-  "$SIMBA" schedule --mutex m --contender-id job --every 300ms --ttl 1s --transition 1s -- \
+  "$SIMBA" schedule --mutex m --contender-id job --every 300ms --ttl 3s --transition 2s -- \
     sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.$i" &
 done
 runs() {

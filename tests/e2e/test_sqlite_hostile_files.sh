@@ -148,7 +148,7 @@ dt=$(($(<"$T/woke") - t0))
 ((dt < 2000)) || fail "the waiter was not woken (${dt} ms)"
 # A forced release (it touches the mutex's broadcast file), and an owner that
 # watches for one.
-"$SIMBA" run --mutex m --ttl 20s -- sh -c 'touch "$0"; sleep 30' "$T/held2" &
+"$SIMBA" run --mutex m --ttl 3s -- sh -c 'touch "$0"; sleep 30' "$T/held2" &
 holder=$!
 wait_for 10 test -e "$T/held2"
 sleep 0.5 # the owner sets its watch up after 200 ms
