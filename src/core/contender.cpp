@@ -128,13 +128,18 @@ Actions Contender::on_release_reply(int64_t now, const CallResult& r) {
   int code = releasing->exit_code;
   if (r.status == CallResult::Status::ok) {
     Actions acts;
-    // A lost event (after_loss) already asked for the revoked lease's end.
-    auto end = releasing->after_loss ? std::nullopt : revoked_after_cmd(r, releasing->token);
+    // Not when the lost event already asked for the revoked lease's end; a
+    // loss of another kind (unrenewed, a lead stopped by a signal) that the
+    // release finds revoked ends it here (CMD is gone: after_loss).
+    auto end =
+        releasing->lost_ends_revoked ? std::nullopt : revoked_after_cmd(r, releasing->token);
     if (end) {
-      acts.push_back(
-          action::Log{LogLevel::warning, m_config.mutex +
-                                             " was revoked (release --force) after the command had "
-                                             "ended; its lease ends now"});
+      // The force may also have come just before CMD's end, before simba saw
+      // it: either way it was found at the release, with nothing running.
+      acts.push_back(action::Log{LogLevel::warning,
+                                 m_config.mutex +
+                                     " was revoked (release --force) before simba released it; "
+                                     "the command had ended, and the lease ends now"});
       acts.push_back(*end);
     }
     return finish(now, code, std::move(acts));

@@ -219,7 +219,9 @@ private:
     uint64_t token = 0;      // see action::Call::token
     int exit_code = 0;       // once the release is answered
     bool hand_over = false;  // lead: contend again once it is answered, not exit
-    bool after_loss = false; // after a loss: the lost event (RecordLost) spoke for it
+    // After a loss whose lost event (RecordLost::end_revoked) already asks
+    // for the revoked lease's end: not asked twice.
+    bool lost_ends_revoked = false;
   };
   struct Done {};
 

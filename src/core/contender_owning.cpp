@@ -351,7 +351,9 @@ Actions Contender::on_all_gone(int64_t now) {
 Actions Contender::after_loss(int64_t now, Actions acts) {
   // The history hears of the loss from us first (the lease as it stands
   // is unchanged by that write), then the release below.
+  bool lost_ends_revoked = false;
   if (auto* o = std::get_if<Owner>(&m_state); o && o->lost) {
+    lost_ends_revoked = o->lost->end_revoked;
     acts.push_back(std::move(*o->lost));
     o->lost.reset();
   }
@@ -364,7 +366,7 @@ Actions Contender::after_loss(int64_t now, Actions acts) {
   if (long_running() && !m_refused && !m_shutdown) return recontend(now, std::move(acts));
   if (long_running() && !m_refused) code = m_child_code; // stopped: CMD's status
   acts = release_then_exit(now, code, std::move(acts));
-  std::get<Releasing>(m_state).after_loss = true;
+  std::get<Releasing>(m_state).lost_ends_revoked = lost_ends_revoked;
   return acts;
 }
 

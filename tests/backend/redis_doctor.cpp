@@ -79,11 +79,6 @@ std::string sh(const std::string& cmd) {
 
 } // namespace
 
-#define SKIP_UNLESS_REDIS()                                                                        \
-  if (backend_uri().rfind("redis", 0) != 0) {                                                      \
-    FAIL("a redis-only case ran against " << backend_uri());                                       \
-  }
-
 TEST_CASE("redis doctor: allkeys-lru fails maxmemory-policy, no persistence warns") {
   SKIP_UNLESS_REDIS();
   // No password, database 0: the backend opens (its checks wait for the

@@ -44,17 +44,6 @@ using namespace simba::test;
 
 namespace {
 
-bool backend_is_redis() { return simba::test::backend_uri().rfind("redis", 0) == 0; }
-
-// The cases of this file run only against Redis: main() (conformance.cpp)
-// filters the file out for other backends, and doctest counts its cases as
-// skipped. Reached anyway, a case fails: it must never pass without running.
-#define SKIP_UNLESS_REDIS()                                                                        \
-  if (!backend_is_redis()) {                                                                       \
-    FAIL("a redis-only case ran against " << simba::test::backend_uri()                            \
-                                          << " (files tests/backend/redis* are filtered out)");    \
-  }
-
 // A loopback listener that is not Redis: it never answers (the kernel
 // accepts connections into the backlog), or, with `banner`, a thread
 // accepts and sends the banner, like an HTTP or SSH server would.

@@ -31,6 +31,7 @@ inline std::string backend_uri() {
 
 inline bool backend_is_sqlite() { return backend_uri().rfind("sqlite:", 0) == 0; }
 inline bool backend_is_postgres() { return backend_uri().rfind("postgres", 0) == 0; }
+inline bool backend_is_redis() { return backend_uri().rfind("redis", 0) == 0; }
 inline bool backend_is_etcd() { return backend_uri().rfind("etcd", 0) == 0; }
 inline bool backend_is_mysql() {
   return backend_uri().rfind("mysql:", 0) == 0 || backend_uri().rfind("mariadb:", 0) == 0;
@@ -152,3 +153,13 @@ struct ScopedEnv {
   }
 };
 } // namespace simba::test
+
+// The cases of tests/backend/redis*.cpp run only against Redis: main()
+// (conformance.cpp) filters those files out for other backends, and doctest
+// counts their cases as skipped. Reached anyway, a case fails: it must never
+// pass without running.
+#define SKIP_UNLESS_REDIS()                                                                        \
+  if (!simba::test::backend_is_redis()) {                                                          \
+    FAIL("a redis-only case ran against " << simba::test::backend_uri()                            \
+                                          << " (files tests/backend/redis* are filtered out)");    \
+  }

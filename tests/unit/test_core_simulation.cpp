@@ -227,6 +227,10 @@ private:
         // as the driver does: at once, the reply dropped
         CallResult r = release(p, disown->token);
         if (r.changed) notify_all();
+      } else if (const auto* end = std::get_if<action::EndRevoked>(&a)) {
+        end_revoked(p, end->token);
+      } else if (const auto* lost = std::get_if<action::RecordLost>(&a); lost && lost->end_revoked) {
+        end_revoked(p, lost->token);
       } else if (const auto* start = std::get_if<action::StartChild>(&a)) {
         start_child(p, *start);
       } else if (const auto* move = std::get_if<action::SetDeadline>(&a)) {
@@ -341,6 +345,14 @@ private:
   CallResult release(Proc& p, uint64_t token) {
     if (m_slots == 1) return m_backend.release("m", p.id, token);
     return release_slot(p.id, p.slot, token);
+  }
+
+  // A revoked lease's end (action::EndRevoked, RecordLost::end_revoked),
+  // as the driver does: at once, the reply dropped. Only once CMD is gone;
+  // a slot's row is left to run out (backend.hpp: end_revoked).
+  void end_revoked(Proc& p, uint64_t token) {
+    CHECK_MESSAGE(!p.child_alive, "a revoked lease ended with CMD running");
+    if (m_slots == 1 && m_backend.end_revoked("m", token).changed) notify_all();
   }
 
   // The Redis backend's release: the first waiter still listening (alive,
