@@ -25,6 +25,10 @@ failover_to() {
     rcli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER mymaster >/dev/null
     sleep 0.5
   done
+  # What Sentinel does itself once the demoted master has reported its
+  # old role for 8 s (SENTINEL_PUBLISH_PERIOD * 4), and then only at its
+  # next INFO: the same REPLICAOF at once.
+  rcli "$other" REPLICAOF 127.0.0.1 "$1" >/dev/null
   wait_for 40 _replica_of "$other" "$1"
 }
 _replica_of() {
