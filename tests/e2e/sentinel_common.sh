@@ -134,7 +134,8 @@ _group_ready() {
 # held_lease_scenario ACTION HOLD_S [LEASE]: runs and a hand-over through
 # SENTINEL_URI, then a lease held (CMD of HOLD_S seconds; every lease is
 # LEASE, default "--ttl 2s --transition 2s") with a waiter queued behind
-# it, and ACTION at t0 while fresh contenders (--no-wait) keep trying for 15 s. ACTION is
+# it, and ACTION at t0 while fresh contenders (--no-wait) keep trying until
+# the holder and the waiter have ended (15 s at most). ACTION is
 # "failover" (SENTINEL FAILOVER) or "kill9" (the replica is pointed at a
 # port where nobody listens before the holder acquires, so that the lease
 # never reaches it -- a replica that lags; then SIGKILL of the master: the
@@ -194,9 +195,12 @@ CMD
       ) &
       ;;
   esac
+  # The contenders try until both the holder and the waiter have ended
+  # (the window where a second CMD could start beside one of theirs), for
+  # 15 s at most.
   (
     end=$(($(now_ms) + 15000))
-    while (($(now_ms) < end)); do
+    while (($(now_ms) < end)) && [[ ! -e $T/contenders.stop ]]; do
       timeout 10 "$SIMBA" run --mutex m --no-wait "${lease[@]}" -- \
         bash "$T/cmd.sh" "$log" "$T" 0 2>>"$T/contenders.err" || true
       sleep 0.2
@@ -210,6 +214,7 @@ CMD
   wait_for 40 pid_dead "$waiter"
   WAITER_RC=0
   wait "$waiter" || WAITER_RC=$?
+  touch "$T/contenders.stop"
   wait_for 30 pid_dead "$contenders"
   echo "failover: master $(master_port) (was $MASTER_PORT, replica $REPLICA_PORT)" >&2
   _check_log "$log" "$t0"
