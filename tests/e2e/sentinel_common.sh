@@ -158,7 +158,9 @@ exec sleep "$3"
 CMD
   start_sentinel_group
   export SIMBA_BACKEND=$SENTINEL_URI
-  # A fresh database quarantines its first lease (docs/safety.md).
+  # A fresh database quarantines its first lease (docs/safety.md): marked
+  # new (the group was just started), it does not.
+  "$SIMBA" doctor --init >/dev/null || fail "doctor --init refused the new group's master"
   "$SIMBA" run --mutex warm-up --ttl 1s --transition 1s -- true
   assert_exit 0 "$SIMBA" run --mutex m "${lease[@]}" -- bash "$T/cmd.sh" "$log" "$T" 0
   # A hand-over: B queues behind A and gets the mutex from A's release.

@@ -12,8 +12,13 @@ needs redis-server redis-cli
 
 start_sentinel_group
 export SIMBA_BACKEND=$SENTINEL_URI
-# The marker now names the first master's run (a fresh database waits once).
+# The marker now names the first master's run: doctor --init (the group was
+# just started) writes it, and the warm-up's lease, granted at once, shows
+# that the scripts take it as this run's (a fresh database waited once).
+"$SIMBA" doctor --init >/dev/null || fail "doctor --init refused the new group's master"
+t0=$(now_ms)
 "$SIMBA" run --mutex warm-up --ttl 1s --transition 1s -- true
+(($(now_ms) - t0 < 2500)) || fail "the warm-up after doctor --init waited a quarantine"
 
 # failover_to PORT: SENTINEL FAILOVER until PORT is the master and the other
 # server its replica, in sync (a failover is refused while the last one is
