@@ -69,9 +69,12 @@ db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN EXCLUSIVE")
 open(sys.argv[2], "w").close()
 time.sleep(2.5)
+# The time before COMMIT: nobody gets an answer before it, and one read
+# after it came 1 ms after a READY=1 once (this process descheduled).
+unlocked = int(time.time() * 1000)
 db.execute("COMMIT")
 with open(sys.argv[3], "w") as f:
-    f.write("%d\n" % int(time.time() * 1000))
+    f.write("%d\n" % unlocked)
 time.sleep(60)
 EOF
 wait_file "$T/locked" 5
