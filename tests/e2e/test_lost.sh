@@ -181,7 +181,9 @@ if [[ $backend != redis ]]; then
   rc=0
   wait "$unheard" || rc=$?
   assert_eq 76 "$rc" "exit status of the holder whose backend never answered"
-  sleep 1 # PostgreSQL: the server's statement_timeout ends what it still had
+  # PostgreSQL (MySQL): the server's statement timeout ends what it still
+  # had; SQLite has nothing in flight once simba has exited.
+  [[ $backend == sqlite ]] || sleep 1
   unblock
   "$SIMBA" run --mutex n --contender-id after --timeout 10s -q -- true || fail "the next run failed"
   assert_eq '["acquired unheard","expired unheard","acquired after","released after"]' \
