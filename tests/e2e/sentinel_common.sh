@@ -140,7 +140,7 @@ _group_ready() {
 # port where nobody listens before the holder acquires, so that the lease
 # never reaches it -- a replica that lags; then SIGKILL of the master: the
 # replica Sentinel promotes lacks the running lease; the holder's simba is
-# paused from t0 to t0 + 12 s). Every CMD
+# paused from t0 to t0 + 10 s). Every CMD
 # takes an exclusive flock on $T/excl and logs "start PID TOKEN MS" (or
 # OVERLAP when another CMD still holds the lock). Sets HOLDER_RC, WAITER_RC,
 # NEXT_MS (from t0 to the first CMD after the holder's) and HOLDER_END_MS
@@ -189,10 +189,11 @@ CMD
       kill -KILL "$MASTER_PID"
       # The holder's simba paused, as if cut off from the new master: only
       # its watchdog stops CMD, at the end of the lease; the new master's
-      # quarantine must outlast that. It goes on after 12 s.
+      # quarantine must outlast that. It goes on after 10 s (past the lease's
+      # end, 7 s, where its watchdog stopped CMD).
       kill -STOP "$holder"
       (
-        sleep 12
+        sleep 10
         kill -CONT "$holder"
       ) &
       ;;
