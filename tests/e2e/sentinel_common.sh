@@ -134,12 +134,13 @@ _group_ready() {
 # held_lease_scenario ACTION HOLD_S [LEASE]: runs and a hand-over through
 # SENTINEL_URI, then a lease held (CMD of HOLD_S seconds; every lease is
 # LEASE, default "--ttl 2s --transition 2s") with a waiter queued behind
-# it, and ACTION at t0 while fresh contenders (--no-wait) keep trying for 15 s. ACTION is
+# it, and ACTION at t0 while fresh contenders (--no-wait) keep trying until
+# the holder and the waiter have ended (15 s at most). ACTION is
 # "failover" (SENTINEL FAILOVER) or "kill9" (the replica is pointed at a
 # port where nobody listens before the holder acquires, so that the lease
 # never reaches it -- a replica that lags; then SIGKILL of the master: the
 # replica Sentinel promotes lacks the running lease; the holder's simba is
-# paused from t0 to t0 + 12 s). Every CMD
+# paused from t0 to t0 + 10 s). Every CMD
 # takes an exclusive flock on $T/excl and logs "start PID TOKEN MS" (or
 # OVERLAP when another CMD still holds the lock). Sets HOLDER_RC, WAITER_RC,
 # NEXT_MS (from t0 to the first CMD after the holder's) and HOLDER_END_MS
@@ -157,7 +158,9 @@ exec sleep "$3"
 CMD
   start_sentinel_group
   export SIMBA_BACKEND=$SENTINEL_URI
-  # A fresh database quarantines its first lease (docs/safety.md).
+  # A fresh database quarantines its first lease (docs/safety.md): marked
+  # new (the group was just started), it does not.
+  "$SIMBA" doctor --init >/dev/null || fail "doctor --init refused the new group's master"
   "$SIMBA" run --mutex warm-up --ttl 1s --transition 1s -- true
   assert_exit 0 "$SIMBA" run --mutex m "${lease[@]}" -- bash "$T/cmd.sh" "$log" "$T" 0
   # A hand-over: B queues behind A and gets the mutex from A's release.
@@ -186,17 +189,21 @@ CMD
       kill -KILL "$MASTER_PID"
       # The holder's simba paused, as if cut off from the new master: only
       # its watchdog stops CMD, at the end of the lease; the new master's
-      # quarantine must outlast that. It goes on after 12 s.
+      # quarantine must outlast that. It goes on after 10 s (past the lease's
+      # end, 7 s, where its watchdog stopped CMD).
       kill -STOP "$holder"
       (
-        sleep 12
+        sleep 10
         kill -CONT "$holder"
       ) &
       ;;
   esac
+  # The contenders try until both the holder and the waiter have ended
+  # (the window where a second CMD could start beside one of theirs), for
+  # 15 s at most.
   (
     end=$(($(now_ms) + 15000))
-    while (($(now_ms) < end)); do
+    while (($(now_ms) < end)) && [[ ! -e $T/contenders.stop ]]; do
       timeout 10 "$SIMBA" run --mutex m --no-wait "${lease[@]}" -- \
         bash "$T/cmd.sh" "$log" "$T" 0 2>>"$T/contenders.err" || true
       sleep 0.2
@@ -210,6 +217,7 @@ CMD
   wait_for 40 pid_dead "$waiter"
   WAITER_RC=0
   wait "$waiter" || WAITER_RC=$?
+  touch "$T/contenders.stop"
   wait_for 30 pid_dead "$contenders"
   echo "failover: master $(master_port) (was $MASTER_PORT, replica $REPLICA_PORT)" >&2
   _check_log "$log" "$t0"

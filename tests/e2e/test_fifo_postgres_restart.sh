@@ -21,8 +21,6 @@
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/postgres_common.sh"
 needs jq
-start_own_postgres
-export SIMBA_BACKEND="$PG_URI?timeout=500ms"
 
 source "$(dirname -- "${BASH_SOURCE[0]}")/fifo_common.sh"
 
@@ -43,8 +41,16 @@ queued_again_in_order() {
     [[ $holder == "${pids[0]}" && $queue == "${pids[*]:1}" ]]
 }
 
-"$SIMBA" run --mutex warm "${fifo_terms[@]}" -- true
-for round in 1 2; do
+# The two rounds run side by side, each in a directory ($T) and on a server
+# of its own, which it kills.
+one_round() {
+  local round=$1
+  chmod 711 -- "$T" # the server's user (root: simba-pg) goes through it
+  T=$T/round$round
+  mkdir -p -- "$T"
+  start_own_postgres
+  export SIMBA_BACKEND="$PG_URI?timeout=500ms"
+  "$SIMBA" run --mutex warm "${fifo_terms[@]}" -- true
   fifo_hold "restart$round" "$round" --ttl 8s --transition 1s
   fifo_queue "restart$round"
   kill -KILL "$holder"
@@ -54,4 +60,12 @@ for round in 1 2; do
   pg_server_spawn || fail "cannot restart PostgreSQL"
   wait_for 12 queued_again_in_order "restart$round"
   fifo_ran_in_order "after the restart, round $round"
+}
+rounds=()
+for round in 1 2; do
+  one_round "$round" &
+  rounds+=($!)
+done
+for round in 1 2; do
+  wait "${rounds[round - 1]}" || fail "round $round failed (above)"
 done

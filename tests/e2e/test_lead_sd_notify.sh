@@ -28,6 +28,38 @@ first_time() { # LOG FIELD
   awk -v f="$2" 'index($0, f) { print $1; exit }' "$1"
 }
 
+# --- WATCHDOG=1 stops when the backend is gone (Redis killed) ----------------------
+# Beside the SQLite parts below, in a directory ($T) and on a server of its own.
+backend_gone() {
+  T=$T/gone
+  mkdir -p -- "$T"
+  start_own_redis
+  export SIMBA_BACKEND=$OWN_REDIS_URI
+  # A server just started, marked new: its first lease waits no quarantine.
+  assert_exit 0 "$SIMBA" doctor --init
+  listen "$T/c.sock" "$T/c.log"
+  NOTIFY_SOCKET=$T/c.sock WATCHDOG_USEC=400000 "$SIMBA" lead --mutex n --contender-id gamma \
+    --ttl 1s --transition 1s -- sleep 600 2>"$T/gamma.err" &
+  gamma=$!
+  wait_for 10 grep -q READY=1 "$T/c.log"
+  sleep 1.5
+  gone=$(now_ms)
+  kill -KILL "$OWN_REDIS_PID"
+  # Pings go on while the backend answered within a lease's time (ttl 1s +
+  # transition 1s + 1s of a waiter's jitter + one call, 500ms): 3.5 s.
+  sleep 6
+  before=$(($(count_since "$T/c.log" WATCHDOG=1 $((gone - 1000))) - $(count_since "$T/c.log" WATCHDOG=1 "$gone")))
+  late=$(count_since "$T/c.log" WATCHDOG=1 $((gone + 4500)))
+  echo "WATCHDOG=1: $before in the second before Redis was killed, $late from 4.5 s after" >&2
+  ((before >= 3)) || fail "WATCHDOG=1: only $before in the second before Redis was killed"
+  assert_eq 0 "$late" "WATCHDOG=1 from 4.5 s after the backend was gone"
+  pid_alive "$gamma" || fail "simba exited when the backend went away"
+  grep -qE ' STATUS=standby; the backend is failing: ' "$T/c.log" ||
+    { cat -- "$T/c.log" >&2; fail "no STATUS saying the backend is failing"; }
+}
+backend_gone &
+gone_part=$!
+
 # --- READY only after the backend answered (SQLite, locked) --------------------
 "$SIMBA" run --mutex warm-up -- true
 listen "$T/a.sock" "$T/a.log"
@@ -37,9 +69,12 @@ db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("BEGIN EXCLUSIVE")
 open(sys.argv[2], "w").close()
 time.sleep(2.5)
+# The time before COMMIT: nobody gets an answer before it, and one read
+# after it came 1 ms after a READY=1 once (this process descheduled).
+unlocked = int(time.time() * 1000)
 db.execute("COMMIT")
 with open(sys.argv[3], "w") as f:
-    f.write("%d\n" % int(time.time() * 1000))
+    f.write("%d\n" % unlocked)
 time.sleep(60)
 EOF
 wait_file "$T/locked" 5
@@ -88,26 +123,4 @@ assert_eq 1 "$(count_since "$T/b.log" READY=1 0)" "READY=1 datagrams of the stan
 kill -TERM "$beta"
 wait_for 10 pid_dead "$beta"
 
-# --- WATCHDOG=1 stops when the backend is gone (Redis killed) ----------------------
-start_own_redis
-export SIMBA_BACKEND=$OWN_REDIS_URI
-"$SIMBA" run --mutex warm-up --ttl 1s --transition 1s -- true
-listen "$T/c.sock" "$T/c.log"
-NOTIFY_SOCKET=$T/c.sock WATCHDOG_USEC=400000 "$SIMBA" lead --mutex n --contender-id gamma \
-  --ttl 1s --transition 1s -- sleep 600 2>"$T/gamma.err" &
-gamma=$!
-wait_for 10 grep -q READY=1 "$T/c.log"
-sleep 1.5
-gone=$(now_ms)
-kill -KILL "$OWN_REDIS_PID"
-# Pings go on while the backend answered within a lease's time (ttl 1s +
-# transition 1s + 1s of a waiter's jitter + one call, 500ms): 3.5 s.
-sleep 6
-before=$(($(count_since "$T/c.log" WATCHDOG=1 $((gone - 1000))) - $(count_since "$T/c.log" WATCHDOG=1 "$gone")))
-late=$(count_since "$T/c.log" WATCHDOG=1 $((gone + 4500)))
-echo "WATCHDOG=1: $before in the second before Redis was killed, $late from 4.5 s after" >&2
-((before >= 3)) || fail "WATCHDOG=1: only $before in the second before Redis was killed"
-assert_eq 0 "$late" "WATCHDOG=1 from 4.5 s after the backend was gone"
-pid_alive "$gamma" || fail "simba exited when the backend went away"
-grep -qE ' STATUS=standby; the backend is failing: ' "$T/c.log" ||
-  { cat -- "$T/c.log" >&2; fail "no STATUS saying the backend is failing"; }
+wait "$gone_part" || fail "WATCHDOG=1 once the backend is gone: failed (above)"

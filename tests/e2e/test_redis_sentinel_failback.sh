@@ -12,8 +12,13 @@ needs redis-server redis-cli
 
 start_sentinel_group
 export SIMBA_BACKEND=$SENTINEL_URI
-# The marker now names the first master's run (a fresh database waits once).
+# The marker now names the first master's run: doctor --init (the group was
+# just started) writes it, and the warm-up's lease, granted at once, shows
+# that the scripts take it as this run's (a fresh database waited once).
+"$SIMBA" doctor --init >/dev/null || fail "doctor --init refused the new group's master"
+t0=$(now_ms)
 "$SIMBA" run --mutex warm-up --ttl 1s --transition 1s -- true
+(($(now_ms) - t0 < 2500)) || fail "the warm-up after doctor --init waited a quarantine"
 
 # failover_to PORT: SENTINEL FAILOVER until PORT is the master and the other
 # server its replica, in sync (a failover is refused while the last one is
@@ -25,6 +30,10 @@ failover_to() {
     rcli "${SENTINEL_PORTS[0]}" SENTINEL FAILOVER mymaster >/dev/null
     sleep 0.5
   done
+  # What Sentinel does itself once the demoted master has reported its
+  # old role for 8 s (SENTINEL_PUBLISH_PERIOD * 4), and then only at its
+  # next INFO: the same REPLICAOF at once.
+  rcli "$other" REPLICAOF 127.0.0.1 "$1" >/dev/null
   wait_for 40 _replica_of "$other" "$1"
 }
 _replica_of() {

@@ -50,7 +50,9 @@ CMD
 log=$T/log
 lease=(--ttl 2s --transition 2s)
 
-# A's first lease waits for its quarantine (a fresh database): before t0.
+# A's first lease would wait for its quarantine (a fresh database): A, just
+# started, is marked new (B is not: the waiter on B waits B's).
+"$SIMBA" doctor --init --backend "$(uri "${S[@]}")" >/dev/null || fail "doctor --init refused A"
 "$SIMBA" run --backend "$(uri "${S[@]}")" --mutex warm-up "${lease[@]}" -- true
 "$SIMBA" run --backend "$(uri "${S[@]}")" --mutex splitmx "${lease[@]}" -- \
   bash "$T/cmd.sh" "$log" "$T" 9 2>"$T/holder.err" &

@@ -9,6 +9,8 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
 use_test_redis
 start_own_redis
 export SIMBA_BACKEND=$OWN_REDIS_URI
+# The server just started is marked new: its first lease waits no quarantine.
+assert_exit 0 "$SIMBA" doctor --init
 
 "$SIMBA" run --mutex m --ttl 1s --transition 1s -- \
   sh -c 'echo $$ >"$0.tmp"; mv "$0.tmp" "$0"; exec sleep 300' "$T/child.pid" &

@@ -42,6 +42,10 @@ grep -q SIMBA_REDIS_PASSWORD "$T/err" || fail "no hint at SIMBA_REDIS_PASSWORD: 
 # The right one, from the environment: works, and is neither in what simba
 # tells its child (SIMBA_HELD names the backend) nor in status.
 export SIMBA_REDIS_PASSWORD=right-pw-42
+# The server was just started: marked new, its first lease waits no
+# quarantine (the default lease's, 13 s).
+assert_exit 0 bounded "$SIMBA" doctor --init --backend "$uri"
+no_secret
 # shellcheck disable=SC2016
 assert_exit 0 bounded "$SIMBA" run --mutex m --backend "$uri" -- sh -c 'echo "$SIMBA_HELD"'
 grep -q "redis://127.0.0.1:$OWN_REDIS_PORT/0" "$T/out" || fail "SIMBA_HELD: $(cat -- "$T/out")"

@@ -19,6 +19,9 @@ paused_for_3s() {
 }
 
 # Without timeout=: 2 s, then exit 69 and nothing run.
+# The server was just started: marked new, its first lease waits no
+# quarantine (1 s + 2 s + 1 s).
+assert_exit 0 env SIMBA_BACKEND="$uri" "$SIMBA" doctor --init
 SIMBA_BACKEND=$uri "$SIMBA" run --mutex m --ttl 1s -- true # the scripts loaded
 paused_for_3s &
 pauser=$!

@@ -11,8 +11,9 @@
 #
 # The slow server: Redis, PostgreSQL and MySQL behind a proxy that holds
 # each request naming the mutex (MySQL: its hex literal, as simba sends
-# names) 1.5 s before passing it on; SQLite with its
-# write lock held by another process until the TERM has been sent.
+# names) 1 s before passing it on (the TERM goes within a poll, 50 ms,
+# of the hold); SQLite with its write lock held by another process until
+# the TERM has been sent.
 # CMD would show that it ran whatever simba forwards to it: simba is
 # started with SIGTERM blocked, a mask CMD inherits, and CMD leaves a file.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
@@ -109,7 +110,7 @@ EOF
   marker=$mutex
   [[ $backend != mysql ]] || marker=$(printf %s "$mutex" | od -An -tx1 | tr -d ' \n' | tr a-f A-F)
   : >"$T/proxy.log"
-  python3 "$T/proxy.py" "$T/proxy.port" "$server_port" "$marker" 1.5 "$T/proxy.log" &
+  python3 "$T/proxy.py" "$T/proxy.port" "$server_port" "$marker" 1 "$T/proxy.log" &
   wait_file "$T/proxy.port" 20
   slow="${BASH_REMATCH[1]}127.0.0.1:$(<"$T/proxy.port")${BASH_REMATCH[4]}&timeout=5s"
   slow_begin() { : >"$T/proxy.log"; }
