@@ -12,8 +12,9 @@
 #  * while the stopped leader's lease is between ttl_at and transition_at,
 #    a newcomer (`simba run --no-wait`) is refused: the takeover waits for
 #    transition_at, not ttl_at;
-#  * the other instance's CMD starts no earlier than transition_at (and
-#    after the old CMD's last heartbeat), and not much later either.
+#  * a second `simba lead`, started then too, starts its CMD no earlier
+#    than transition_at (and after the old CMD's last heartbeat), and not
+#    much later either.
 # test_lead_one_leader checks one CMD at a time with kill -9, where the
 # kernel ends CMD at once; it cannot see a deadline that is too late.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
@@ -62,19 +63,15 @@ renewed_since() { [[ $(lease_times) != "$1" ]]; }
 
 # ttl 1 s, transition 2 s: the stopped leader's lease ends 2 s after its
 # ttl; kill-after stays half the transition (it plays no part here: the
-# stopped simba sends no SIGTERM, only the watchdog kills).
-declare -a simbas
-for i in 1 2; do
-  "$SIMBA" lead --mutex m --ttl 1s --transition 2s -- bash "$T/cmd.sh" "$log" "$T" 2>"$T/err.$i" &
-  simbas+=("$!")
-done
+# stopped simba sends no SIGTERM, only the watchdog kills). The leader is
+# alone at first: no waiter is queued, so nothing but the lease's end
+# keeps the newcomers below out (a queued waiter would be first in line).
+lead=(lead --mutex m --ttl 1s --transition 2s -- bash "$T/cmd.sh" "$log" "$T")
+"$SIMBA" "${lead[@]}" 2>"$T/err.1" &
+leader=$!
 wait_for 10 starts_at_least 1
-read -r _ cmd1 leader token1 _ < <(grep '^start ' "$log")
-if [[ $leader == "${simbas[0]}" ]]; then other=${simbas[1]}; elif [[ $leader == "${simbas[1]}" ]]; then
-  other=${simbas[0]}
-else
-  fail "CMD's parent $leader is neither simba (${simbas[*]})"
-fi
+read -r _ cmd1 parent1 token1 _ < <(grep '^start ' "$log")
+assert_eq "$leader" "$parent1" "parent of the first CMD"
 
 # Stop it right after a renewal (the lease changed): the deadline the
 # watchdog holds is then a renewal's, not the acquisition's.
@@ -99,6 +96,10 @@ assert_exit 75 "$SIMBA" run --no-wait --mutex m -- sh -c 'echo "probe $(date +%s
 probe_done=$(now_ms)
 echo "newcomer refused $((probe_at - ttl_at))..$((probe_done - ttl_at)) ms after ttl_at ($((transition_at - probe_done)) ms before transition_at)" >&2
 grep -q '^probe' "$log" && fail "a newcomer ran its CMD before transition_at"
+# The next leader arrives now, still before transition_at: refused at
+# first, it must wait for the lease's end.
+"$SIMBA" "${lead[@]}" 2>"$T/err.2" &
+other=$!
 
 wait_for $((transition_at / 1000 - stopped_ms / 1000 + 2)) pid_dead "$cmd1"
 wait_for 5 starts_at_least 2
@@ -116,7 +117,7 @@ clock_margin_us=$(((2 + 3000 / 100) * 1000))
 end_us=$((transition_at * 1000))
 echo "old CMD's last heartbeat $(((end_us - last_beat) / 1000)) ms before transition_at; new CMD started $(((start2 - end_us) / 1000)) ms after it (token $token1 -> $token2)" >&2
 ((last_beat <= end_us - clock_margin_us)) ||
-  fail "the stopped leader's CMD ran until $(((last_beat - end_us) / 1000)) ms from its lease's end (transition_at); expected dead $((clock_margin_us / 1000)) ms before it"
+  fail "the stopped leader's CMD ran until $(((end_us - last_beat) / 1000)) ms before its lease's end (negative: after it) (transition_at); expected dead $((clock_margin_us / 1000)) ms before it"
 ((start2 >= end_us)) || fail "the new CMD started $(((end_us - start2) / 1000)) ms before the old lease's end"
 ((start2 > last_beat)) || fail "the new CMD started before the old CMD's last heartbeat"
 assert_eq "$other" "$leader2" "parent of the new CMD"
@@ -131,3 +132,4 @@ late_ms=2500
 # Both CMDs ignore SIGTERM: kill -9 ends the simbas and, with them, their
 # CMDs at once (rather than the exit trap's SIGTERM and 2 s wait).
 kill -KILL "$leader" "$other" 2>/dev/null || true
+{ wait "$leader" "$other"; } 2>/dev/null || true
