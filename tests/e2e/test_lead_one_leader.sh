@@ -5,6 +5,9 @@
 # time. kill -9 of the leader's simba: its CMD and CMD's children are gone at
 # once (PR_SET_PDEATHSIG, the watchdog's group kill), and another instance's
 # CMD starts within ttl + transition + 1 s with a larger fencing token.
+# kill -9 ends CMD at once, so this cannot see a deadline counted too late
+# (CMD killed past its lease's end) or a takeover before transition_at:
+# test_lead_stopped_deadline and test_redis_slow_reply_deadline time those.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 log=$T/log
