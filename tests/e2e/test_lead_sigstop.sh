@@ -6,6 +6,7 @@
 # SIGCONT the old simba sees the loss, does not run its CMD next to the new
 # leader's, and contends again.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/leader_common.sh"
 
 log=$T/log
 # CMD: "start PID SIMBA TOKEN NS" (SIMBA: the parent of CMD's parent, simba's
@@ -21,18 +22,6 @@ echo "start $$ $simba $SIMBA_FENCING_TOKEN $(date +%s%N)" >>"$log"
 exec sleep 300
 EOF
 
-starts() {
-  local n
-  n=$(grep -c '^start ' "$log" 2>/dev/null) || true
-  printf '%s\n' "${n:-0}"
-}
-starts_at_least() { (($(starts) >= $1)); }
-is_stopped() {
-  local stat
-  read -r stat <"/proc/$1/stat" || return 1
-  stat=${stat##*) }
-  [[ ${stat:0:1} == T ]]
-}
 check_no_overlap() {
   if grep -q '^OVERLAP' "$log" 2>/dev/null; then
     cat -- "$log" >&2
@@ -50,12 +39,12 @@ check_no_overlap() {
 s1=$!
 "$SIMBA" lead --mutex m --ttl 1s --transition 1s --kill-after 100ms -- sh "$T/cmd.sh" "$log" "$T" 2>"$T/err.2" &
 s2=$!
-wait_for 10 starts_at_least 1
+wait_for 10 starts_at_least "$log" 1
 # The other instance waits (status lists it in the queue): it started and
 # did not get the mutex.
 queued() { "$SIMBA" status --mutex m --format json | grep -q '"position"'; }
 wait_for 10 queued
-assert_eq 1 "$(starts)" "CMD starts before the SIGSTOP"
+assert_eq 1 "$(starts "$log")" "CMD starts before the SIGSTOP"
 read -r _ cmd1 leader token1 _ < <(grep '^start ' "$log")
 if [[ $leader == "$s1" ]]; then other=$s2; elif [[ $leader == "$s2" ]]; then other=$s1; else
   fail "CMD's parent $leader is neither simba ($s1, $s2)"
@@ -74,7 +63,7 @@ wait_for 2 is_stopped "$leader"
 
 # ttl + transition after the last renewal, and the other instance takes over.
 wait_for 3 pid_dead "$cmd1"
-wait_for 6 starts_at_least 2
+wait_for 6 starts_at_least "$log" 2
 wait_for 10 test -s "$T/died"
 died=$(<"$T/died")
 read -r _ cmd2 leader2 token2 ns2 < <(grep '^start ' "$log" | sed -n 2p)
@@ -102,7 +91,7 @@ while (($(now_ms) < end)); do
   pid_alive "$cmd2" || { cat -- "$log" >&2; fail "the new leader's CMD stopped"; }
   sleep 0.1
 done
-assert_eq 2 "$(starts)" "CMD starts after the SIGCONT"
+assert_eq 2 "$(starts "$log")" "CMD starts after the SIGCONT"
 check_no_overlap
 pid_alive "$leader" || fail "the old simba exited after SIGCONT (lead contends again)"
 assert_eq "$token2" "$(mutex_field m fencing_token)" "fencing token in status after SIGCONT"

@@ -18,48 +18,14 @@
 # test_lead_one_leader checks one CMD at a time with kill -9, where the
 # kernel ends CMD at once; it cannot see a deadline that is too late.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/leader_common.sh"
 needs jq
 
 log=$T/log
-# CMD: "start PID SIMBA TOKEN US" (SIMBA: the parent of CMD's parent,
-# simba's watchdog; US: epoch microseconds), then a heartbeat "US" line in
-# $T/beats.PID every 10 ms, without a fork ($EPOCHREALTIME, read -t on a
-# FIFO). It ignores TERM and INT: it dies of a SIGKILL only. The flock as
-# in test_lead_one_leader: a CMD started while another lives records
-# OVERLAP.
-cat >"$T/cmd.sh" <<'EOF'
-trap '' TERM INT
-log=$1 dir=$2
-exec 9>>"$dir/excl"
-flock -n 9 || echo "OVERLAP $$ $SIMBA_FENCING_TOKEN ${EPOCHREALTIME/./}" >>"$log"
-read -r _ _ _ simba _ <"/proc/$PPID/stat"
-echo "start $$ $simba $SIMBA_FENCING_TOKEN ${EPOCHREALTIME/./}" >>"$log"
-mkfifo "$dir/fifo.$$"
-exec 8<>"$dir/fifo.$$"
-while :; do
-  echo "${EPOCHREALTIME/./}" >>"$dir/beats.$$"
-  read -r -t 0.01 -u 8 || :
-done
-EOF
+# CMD: leader_common.sh's beating CMD (a SIGKILL alone ends it; OVERLAP
+# as in test_lead_one_leader).
+write_beating_cmd "$T/cmd.sh"
 
-starts() {
-  local n
-  n=$(grep -c '^start ' "$log" 2>/dev/null) || true
-  printf '%s\n' "${n:-0}"
-}
-starts_at_least() { (($(starts) >= $1)); }
-is_stopped() {
-  local stat
-  read -r stat <"/proc/$1/stat" || return 1
-  stat=${stat##*) }
-  [[ ${stat:0:1} == T ]]
-}
-# lease_times: "TTL_AT TRANSITION_AT" of m (epoch ms), from one status call.
-lease_times() {
-  "$SIMBA" status --mutex m --json |
-    jq -r '.mutexes[] | select(.mutex == "m") | "\(.ttl_at) \(.transition_at)"'
-}
-renewed_since() { [[ $(lease_times) != "$1" ]]; }
 
 # ttl 1 s, transition 2 s: the stopped leader's lease ends 2 s after its
 # ttl; kill-after stays half the transition (it plays no part here: the
@@ -69,14 +35,14 @@ renewed_since() { [[ $(lease_times) != "$1" ]]; }
 lead=(lead --mutex m --ttl 1s --transition 2s -- bash "$T/cmd.sh" "$log" "$T")
 "$SIMBA" "${lead[@]}" 2>"$T/err.1" &
 leader=$!
-wait_for 10 starts_at_least 1
+wait_for 10 starts_at_least "$log" 1
 read -r _ cmd1 parent1 token1 _ < <(grep '^start ' "$log")
 assert_eq "$leader" "$parent1" "parent of the first CMD"
 
 # Stop it right after a renewal (the lease changed): the deadline the
 # watchdog holds is then a renewal's, not the acquisition's.
-first=$(lease_times)
-wait_for 5 renewed_since "$first"
+first=$(lease_times m)
+wait_for 5 renewed_since m "$first"
 kill -STOP "$leader"
 wait_for 2 is_stopped "$leader"
 stopped_ms=$(now_ms)
@@ -85,7 +51,7 @@ stopped_ms=$(now_ms)
 # deadline (the stopped simba never reads its reply): the times read here
 # stay the ones the deadline is counted against, or later.
 sleep 0.1
-read -r ttl_at transition_at < <(lease_times)
+read -r ttl_at transition_at < <(lease_times m)
 [[ $ttl_at =~ ^[0-9]+$ && $transition_at =~ ^[0-9]+$ ]] ||
   fail "no lease times in status: [$ttl_at] [$transition_at]"
 
@@ -102,7 +68,7 @@ grep -q '^probe' "$log" && fail "a newcomer ran its CMD before transition_at"
 other=$!
 
 wait_for $((transition_at / 1000 - stopped_ms / 1000 + 2)) pid_dead "$cmd1"
-wait_for 5 starts_at_least 2
+wait_for 5 starts_at_least "$log" 2
 check_overlap() {
   if grep -q '^OVERLAP' "$log"; then
     cat -- "$log" >&2

@@ -12,6 +12,7 @@
 # to Redis, takes over no earlier than transition_at.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/redis_common.sh"
+source "$(dirname -- "${BASH_SOURCE[0]}")/leader_common.sh"
 use_test_redis
 needs python3 jq # the delaying proxy; status's fields
 [[ $SIMBA_TEST_REDIS_URI =~ ^redis://([^/:?]+):([0-9]+) ]] ||
@@ -55,40 +56,9 @@ wait_file "$T/proxy.port" 10
 slow_backend="redis://127.0.0.1:$(<"$T/proxy.port")/0?timeout=2s&prefix=${SIMBA_BACKEND##*prefix=}"
 
 log=$T/log
-# CMD as in test_lead_stopped_deadline: "start PID SIMBA TOKEN US", then a
-# heartbeat (epoch us) in $T/beats.PID every 10 ms without a fork; it
-# ignores TERM and INT, so a SIGKILL alone ends it.
-cat >"$T/cmd.sh" <<'EOF'
-trap '' TERM INT
-log=$1 dir=$2
-read -r _ _ _ simba _ <"/proc/$PPID/stat"
-echo "start $$ $simba $SIMBA_FENCING_TOKEN ${EPOCHREALTIME/./}" >>"$log"
-mkfifo "$dir/fifo.$$"
-exec 8<>"$dir/fifo.$$"
-while :; do
-  echo "${EPOCHREALTIME/./}" >>"$dir/beats.$$"
-  read -r -t 0.01 -u 8 || :
-done
-EOF
+# CMD: leader_common.sh's beating CMD (a SIGKILL alone ends it).
+write_beating_cmd "$T/cmd.sh"
 
-starts() {
-  local n
-  n=$(grep -c '^start ' "$log" 2>/dev/null) || true
-  printf '%s\n' "${n:-0}"
-}
-starts_at_least() { (($(starts) >= $1)); }
-is_stopped() {
-  local stat
-  read -r stat <"/proc/$1/stat" || return 1
-  stat=${stat##*) }
-  [[ ${stat:0:1} == T ]]
-}
-# lease_times: "TTL_AT TRANSITION_AT" of m (epoch ms), straight from Redis.
-lease_times() {
-  "$SIMBA" status --mutex m --json |
-    jq -r '.mutexes[] | select(.mutex == "m") | "\(.ttl_at) \(.transition_at)"'
-}
-renewed_since() { [[ $(lease_times) != "$1" ]]; }
 
 # The slow leader first; the direct one waits.
 # --ttl 2s: a renewal every 2 s leaves the SIGSTOP below more than a
@@ -97,7 +67,7 @@ renewed_since() { [[ $(lease_times) != "$1" ]]; }
 lead=(lead --mutex m --ttl 2s --transition 2s -- bash "$T/cmd.sh" "$log" "$T")
 SIMBA_BACKEND=$slow_backend "$SIMBA" "${lead[@]}" 2>"$T/err.1" &
 leader=$!
-wait_for 10 starts_at_least 1
+wait_for 10 starts_at_least "$log" 1
 "$SIMBA" "${lead[@]}" 2>"$T/err.2" &
 other=$!
 read -r _ cmd1 parent1 token1 _ < <(grep '^start ' "$log")
@@ -109,18 +79,18 @@ assert_eq "$leader" "$parent1" "parent of the first CMD (the leader behind the p
 # (Stopped a little late, after the next renewal went out, its deadline is
 # the one before: earlier than the lease status shows, so the test still
 # passes, only it tells less.)
-first=$(lease_times)
-wait_for 5 renewed_since "$first"
+first=$(lease_times m)
+wait_for 5 renewed_since m "$first"
 sleep 0.55 # delay_ms + 150 ms
 kill -STOP "$leader"
 wait_for 2 is_stopped "$leader"
 sleep 0.1 # a renewal sent just before the SIGSTOP has reached Redis
-read -r ttl_at transition_at < <(lease_times)
+read -r ttl_at transition_at < <(lease_times m)
 [[ $ttl_at =~ ^[0-9]+$ && $transition_at =~ ^[0-9]+$ ]] ||
   fail "no lease times in status: [$ttl_at] [$transition_at]"
 
 wait_for $((transition_at / 1000 - $(now_ms) / 1000 + 2)) pid_dead "$cmd1"
-wait_for 5 starts_at_least 2
+wait_for 5 starts_at_least "$log" 2
 read -r _ _ parent2 token2 start2 < <(grep '^start ' "$log" | sed -n 2p)
 last_beat=$(tail -n 1 "$T/beats.$cmd1")
 clock_margin_us=$(((2 + 4000 / 100) * 1000)) # 2 ms + 1% of (ttl + transition)
