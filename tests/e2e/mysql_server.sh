@@ -97,12 +97,17 @@ SQL
   MY_PID=$!
 }
 
-# The server answers on its TCP port with its greeting (protocol 10).
+# The server answers on its socket (mariadb-admin ping: 0 once it answers,
+# even with access denied), and its TCP port is bound. A socket file and a
+# bound port alone were once not it: the client's first statement then
+# found nobody on the socket (ECONNREFUSED, a CI run under load).
 my_server_wait() {
   local i limit=$((${1:-30} * 20))
   for ((i = 0; i < limit; i++)); do
     kill -0 "$MY_PID" 2>/dev/null || break
-    if [[ -S $MY_SOCKET ]] && _my_port_taken "$MY_PORT"; then
+    if [[ -S $MY_SOCKET ]] && _my_port_taken "$MY_PORT" &&
+      mariadb-admin --no-defaults -S "$MY_SOCKET" -u root --connect-timeout=2 ping \
+        >/dev/null 2>&1; then
       [[ -s $MY_DIR/mariadbd.pid ]] && MY_PID=$(<"$MY_DIR/mariadbd.pid")
       return 0
     fi
