@@ -106,11 +106,14 @@ kill -TERM "$leader"
 wait "$leader" || true
 
 # Revoked while CMD, which ignores SIGTERM, keeps running a while: the
-# mutex is "revoked" (no owner) until its lease would have ended.
-stubborn='trap "" TERM; touch "$0"; i=0; while [ $i -lt 40 ]; do sleep 0.1; i=$((i+1)); done'
-"$SIMBA" run --mutex r --ttl 20s -- sh -c "$stubborn" "$T/r" &
+# mutex is "revoked" (no owner) until its lease would have ended, or until
+# CMD is gone and its simba ends the lease (end_revoked). --kill-after
+# keeps CMD alive past the two forces and the status, however slow they
+# are (the default, 1 s, was not always enough on a Redis Cluster).
+stubborn='trap "" TERM; touch "$0"; i=0; while [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done'
+"$SIMBA" run --mutex r --ttl 20s --transition 16s --kill-after 15s -- sh -c "$stubborn" "$T/r" &
 r_pid=$!
-"$SIMBA" run --mutex s --slots 2 --ttl 20s -- sh -c "$stubborn" "$T/s" &
+"$SIMBA" run --mutex s --slots 2 --ttl 20s --transition 16s --kill-after 15s -- sh -c "$stubborn" "$T/s" &
 s_pid=$!
 wait_file "$T/r" 10
 wait_file "$T/s" 10
