@@ -6,6 +6,9 @@
 #   python3 hostile_server.py PROTOCOL ANNOUNCE MODE PORT_FILE
 #   PROTOCOL redis: ANNOUNCE is sent as is (e.g. '*2147483647', '$2147483647')
 #   PROTOCOL postgres: trust authentication, then a DataRow of ANNOUNCE bytes
+#   PROTOCOL http (etcd's gateway): an HTTP/1.1 200 head, then ANNOUNCE:
+#   'chunked' (Transfer-Encoding: chunked, then 1 MiB chunks), 'line' (the
+#   same, one line that never ends: a watch stream's), or a Content-Length
 #   MODE: stall (nothing more), or stream (':1' elements after '*N', bytes
 #   otherwise, as fast as they go)
 import os
@@ -46,6 +49,16 @@ def serve(c):
         if protocol == "redis":
             c.recv(65536)
             c.sendall(announce.encode() + b"\r\n")
+        elif protocol == "http":
+            c.recv(65536)
+            chunked = announce in ("chunked", "line")
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" +
+                      (b"Transfer-Encoding: chunked" if chunked else
+                       b"Content-Length: " + announce.encode()) + b"\r\n\r\n")
+            if chunked and mode == "stream":
+                chunk = b"100000\r\n" + b"a" * (1 << 20) + b"\r\n"
+                while True:
+                    c.sendall(chunk)
         else:
             greet_postgres(c)
         if mode == "stream":
