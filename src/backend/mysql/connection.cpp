@@ -4,6 +4,7 @@
 
 #include "backend/mysql/packets.hpp"
 #include "backend/net/deadline_io.hpp"
+#include "sys/clock.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -99,6 +100,15 @@ std::string Connection::read_result_set(uint64_t columns, ResultSet& set, uint16
       row.push_back(in.lenenc_string(null));
     }
     if (!in.ok() || !in.done()) return not_mysql("row");
+    // A row costs more kept than it took on the wire (a 5-byte row, its
+    // vector and string: 15 times that): counted as kept, so that the
+    // bound is on memory. Rows that keep coming fast never let the
+    // deadline be seen by read_packet's wait: looked at here.
+    m_received += sizeof(Row) + columns * sizeof(std::string);
+    if (m_received > k_max_result_bytes)
+      return "a result larger than " + std::to_string(k_max_result_bytes >> 20) +
+             " MiB (a broken or hostile server?)";
+    if (sys::boottime_ms() >= deadline) return net::k_timed_out;
     set.rows.push_back(std::move(row));
   }
 }
