@@ -13,6 +13,8 @@
 #        silent: a greeting, then nothing at all (the client's timeout ends it)
 #        endless-rows: a login accepted, then a result set of one column whose
 #             rows (one empty value each, 5 bytes) never end
+#        endless-oks: a login accepted, then OK packets that each say more
+#             results follow, without end
 import os
 import socket
 import struct
@@ -71,6 +73,12 @@ def serve(c):
                 c.sendall(packet(2, b"\xfe" + b"client_ed25519\0" + b"x" * 32))
             elif mode == "silent":
                 time.sleep(30)
+            elif mode == "endless-oks":
+                c.sendall(packet(2, b"\0\0\0\2\0\0\0"))
+                read_packet(c)
+                oks = b"".join(packet(i & 0xff, b"\0\0\0\x0a\0\0\0") for i in range(1, 65537))
+                while True:
+                    c.sendall(oks)
             elif mode == "endless-rows":
                 c.sendall(packet(2, b"\0\0\0\2\0\0\0"))
                 read_packet(c)
