@@ -49,6 +49,11 @@ def serve(c):
         if protocol == "redis":
             c.recv(65536)
             c.sendall(announce.encode() + b"\r\n")
+        elif protocol == "http" and announce.startswith("{"):
+            body = announce.encode()
+            while c.recv(65536):  # a request (each in one read: they are small)
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            return
         elif protocol == "http":
             c.recv(65536)
             chunked = announce in ("chunked", "line")

@@ -16,6 +16,23 @@ int64_t number(const nlohmann::json& j, const char* key) {
   return 0;
 }
 
+std::string text(const nlohmann::json& j, const char* key, const std::string& otherwise) {
+  const nlohmann::json& v = member(j, key);
+  return v.is_string() ? v.get<std::string>() : otherwise;
+}
+
+bool flag(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = member(j, key);
+  return v.is_boolean() && v.get<bool>();
+}
+
+const nlohmann::json& member(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json none;
+  if (!j.is_object()) return none;
+  auto it = j.find(key);
+  return it == j.end() ? none : *it;
+}
+
 Client::Client(const EtcdUri& uri) : m_uri(uri), m_conn(target_of(0)) {}
 
 HttpTarget Client::target_of(size_t i) const {
@@ -71,7 +88,7 @@ std::string Client::authenticate(int64_t deadline, bool& refused) {
     refused = a.status >= 400 && a.status < 500;
     return "etcd refused the login of user " + m_uri.user + ": " + c.error.substr(6);
   }
-  m_token = c.json.value("token", "");
+  m_token = text(c.json, "token");
   return m_token.empty() ? "etcd sent no token for user " + m_uri.user : "";
 }
 

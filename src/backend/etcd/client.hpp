@@ -64,5 +64,12 @@ constexpr int k_grpc_unauthenticated = 16;
 
 // int64 fields come as strings ("42"), sometimes as numbers; absent: 0.
 int64_t number(const nlohmann::json& j, const char* key);
+// The others, read so that nothing throws whatever the JSON holds (an
+// answer from a broken gateway, a value another program wrote in simba's
+// prefix): `otherwise` (text), false (flag), null (member) when `j` is no
+// object or the field is absent or of another type.
+std::string text(const nlohmann::json& j, const char* key, const std::string& otherwise = "");
+bool flag(const nlohmann::json& j, const char* key);
+const nlohmann::json& member(const nlohmann::json& j, const char* key);
 
 } // namespace simba::backend::etcd

@@ -43,7 +43,7 @@ MemberStatus status_of(const EtcdUri& uri, size_t i, const std::string& token, i
     s.error = a.status ? "HTTP status " + std::to_string(a.status) : a.error;
     return s;
   }
-  s.version = j.value("version", "?");
+  s.version = text(j, "version", "?");
   s.leader = number(j, "leader");
   if (j.contains("header")) s.id = number(j["header"], "member_id");
   return s;

@@ -179,11 +179,11 @@ std::vector<Kv> kvs_of(const nlohmann::json& range) {
   if (!range.is_object() || !range.contains("kvs") || !range["kvs"].is_array()) return out;
   for (const nlohmann::json& j : range["kvs"]) {
     Kv kv;
-    kv.key = unbase64(j.value("key", ""));
+    kv.key = unbase64(text(j, "key"));
     kv.create_revision = number(j, "create_revision");
     kv.mod_revision = number(j, "mod_revision");
     kv.lease = std::to_string(number(j, "lease"));
-    kv.entry = decode_entry(unbase64(j.value("value", "")));
+    kv.entry = decode_entry(unbase64(text(j, "value")));
     out.push_back(std::move(kv));
   }
   return out;
