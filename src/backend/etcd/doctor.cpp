@@ -122,6 +122,12 @@ void diagnose(const EtcdUri& uri, Client& client, Diagnosis& found,
     all.push_back(status_of(uri, i, token, sys::boottime_ms() + budget));
   check_members(all, found);
   check_checkpoints(options, found);
+  // etcd:// with a user: the login's password, then its token with every
+  // call, in clear to whoever sees the network.
+  if (!uri.tls && !uri.user.empty())
+    found.push_back(finding("tls", Verdict::warn,
+                            "user " + uri.user + "'s password and token go unencrypted (etcd://)",
+                            "etcds:// (and cacert=) on a network"));
   nlohmann::json r = range_all(uri.prefix, "");
   r["limit"] = "1";
   r["keys_only"] = true;
