@@ -68,6 +68,10 @@ TEST_CASE("etcd URI: refusals, and the password only from SIMBA_ETCD_PASSWORD") 
   CHECK(refusal("etcd://h?db=1").find("unknown parameter 'db'") != std::string::npos);
   CHECK(refusal("etcd://h:0").find("1 to 65535") != std::string::npos);
   CHECK(refusal("etcd://").find("no member") != std::string::npos);
+  // A prefix in every key, several times a request: a long one made every
+  // call "request is too large", retried without end.
+  CHECK(refusal("etcd://h/" + std::string(1024, 'p')).find("at most 1023") != std::string::npos);
+  CHECK(etcd_of("etcd://h/" + std::string(1023, 'p')).prefix.size() == 1024);
   std::string pw = refusal("etcd://u:secret-pw@h");
   CHECK(pw.find("SIMBA_ETCD_PASSWORD") != std::string::npos);
   CHECK(pw.find("secret-pw") == std::string::npos);
