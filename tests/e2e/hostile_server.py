@@ -8,7 +8,10 @@
 #   PROTOCOL postgres: trust authentication, then a DataRow of ANNOUNCE bytes
 #   PROTOCOL http (etcd's gateway): an HTTP/1.1 200 head, then ANNOUNCE:
 #   'chunked' (Transfer-Encoding: chunked, then 1 MiB chunks), 'line' (the
-#   same, one line that never ends: a watch stream's), or a Content-Length
+#   same, one line that never ends: a watch stream's), a Content-Length, a
+#   JSON object (starts with '{': every request of the connection gets it
+#   as a whole answer), or 'nested' (the same with {"kvs": and 20 million
+#   nested arrays: 40 MB)
 #   MODE: stall (nothing more), or stream (':1' elements after '*N', bytes
 #   otherwise, as fast as they go)
 import os
@@ -49,8 +52,10 @@ def serve(c):
         if protocol == "redis":
             c.recv(65536)
             c.sendall(announce.encode() + b"\r\n")
-        elif protocol == "http" and announce.startswith("{"):
-            body = announce.encode()
+        elif protocol == "http" and (announce.startswith("{") or announce == "nested"):
+            n = 20000000
+            body = (b'{"kvs":' + b"[" * n + b"]" * n + b"}" if announce == "nested"
+                    else announce.encode())
             while c.recv(65536):  # a request (each in one read: they are small)
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
             return

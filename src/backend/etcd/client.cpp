@@ -16,6 +16,30 @@ int64_t number(const nlohmann::json& j, const char* key) {
   return 0;
 }
 
+bool nested_too_deep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > k_max_depth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+nlohmann::json parse_json(const std::string& text) {
+  if (nested_too_deep(text)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
 std::string text(const nlohmann::json& j, const char* key, const std::string& otherwise) {
   const nlohmann::json& v = member(j, key);
   return v.is_string() ? v.get<std::string>() : otherwise;
@@ -51,7 +75,7 @@ HttpTarget Client::target_of(size_t i) const {
 // The gateway's error body: {"error": ..., "code": N, "message": ...}.
 Call Client::answer_of(const HttpAnswer& a, bool write) const {
   Call c;
-  nlohmann::json j = nlohmann::json::parse(a.body, nullptr, false);
+  nlohmann::json j = parse_json(a.body);
   if (a.status == 200 && j.is_object()) {
     c.status = Reply::Status::ok;
     c.json = std::move(j);
@@ -60,7 +84,10 @@ Call Client::answer_of(const HttpAnswer& a, bool write) const {
   int code = int(number(j, "code"));
   std::string message = j.is_object() && j.contains("message") && j["message"].is_string()
                             ? j["message"].get<std::string>()
-                            : "HTTP status " + std::to_string(a.status);
+                            : nested_too_deep(a.body)
+                                ? "an answer nested deeper than " + std::to_string(k_max_depth) +
+                                      " (not etcd's gateway?)"
+                                : "HTTP status " + std::to_string(a.status);
   c.error = "etcd: " + message;
   if (code == k_grpc_permission_denied ||
       (code == k_grpc_invalid_argument && message.find("user name") != std::string::npos))
@@ -129,7 +156,7 @@ Call Client::call(const std::string& path, const nlohmann::json& body, bool writ
       }
       // A member without a leader, or too slow to commit: the next call
       // goes to another member (a read, whose retry is harmless, at once).
-      int code = c.ok() ? 0 : int(number(nlohmann::json::parse(a.body, nullptr, false), "code"));
+      int code = c.ok() ? 0 : int(number(parse_json(a.body), "code"));
       if (code == k_grpc_unavailable || code == k_grpc_deadline_exceeded) {
         next_member();
         if (!write) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace simba::backend::etcd {
 
@@ -64,6 +65,12 @@ constexpr int k_grpc_unauthenticated = 16;
 
 // int64 fields come as strings ("42"), sometimes as numbers; absent: 0.
 int64_t number(const nlohmann::json& j, const char* key);
+// JSON as parse(text, nullptr, false) reads it, but discarded unparsed
+// when it nests deeper than k_max_depth (etcd's answers and simba's values
+// nest a few levels): 40 MB of "[[[..." took 2.8 GB parsed.
+constexpr int k_max_depth = 32;
+bool nested_too_deep(std::string_view text);
+nlohmann::json parse_json(const std::string& text);
 // The others, read so that nothing throws whatever the JSON holds (an
 // answer from a broken gateway, a value another program wrote in simba's
 // prefix): `otherwise` (text), false (flag), null (member) when `j` is no

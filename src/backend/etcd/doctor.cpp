@@ -38,7 +38,7 @@ MemberStatus status_of(const EtcdUri& uri, size_t i, const std::string& token, i
   s.where = n.host + ":" + std::to_string(n.port);
   HttpConnection conn(t);
   HttpAnswer a = conn.post("/v3/maintenance/status", "{}", token, deadline);
-  nlohmann::json j = nlohmann::json::parse(a.body, nullptr, false);
+  nlohmann::json j = parse_json(a.body);
   if (a.status != 200 || !j.is_object()) {
     s.error = a.status ? "HTTP status " + std::to_string(a.status) : a.error;
     return s;

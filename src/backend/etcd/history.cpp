@@ -160,7 +160,7 @@ bool EtcdBackend::fold_pending(HistoryRecord& r, const std::vector<Store::Pendin
                                uint64_t skip, std::vector<HistoryEvent>& out) {
   bool folded = false;
   for (const Store::Pending& p : pending) { // in token order
-    nlohmann::json j = nlohmann::json::parse(p.value, nullptr, false);
+    nlohmann::json j = parse_json(p.value);
     if (p.token == skip || r.open.count(p.token) || !j.is_object()) continue;
     HistoryEvent e = decode_event(j, "");
     e.token = p.token; // Store::Pending's
@@ -198,7 +198,7 @@ void EtcdBackend::write_history(const std::string& row, const HistoryChange& cha
     Store::Record seen = *m_store.record_seen(mutex);
     HistoryRecord r;
     int64_t mod = seen.mod_revision;
-    if (mod != 0) r = decode_record(nlohmann::json::parse(seen.value, nullptr, false));
+    if (mod != 0) r = decode_record(parse_json(seen.value));
     std::vector<HistoryEvent> events;
     bool folded = fold_pending(r, seen.pending, fold_last, events);
     bool changed = change(r, mod != 0 || !seen.pending.empty(), events);
@@ -250,7 +250,7 @@ void EtcdBackend::after_acquire(const std::string& mutex, const std::string& con
   std::optional<Store::Record> seen = m_store.record_seen(mutex);
   if (p.pending && seen && seen->pending.size() == 1 && seen->pending[0].token == token &&
       (seen->mod_revision == 0 ||
-       decode_record(nlohmann::json::parse(seen->value, nullptr, false)).open.empty()))
+       decode_record(parse_json(seen->value)).open.empty()))
     return;
   note_acquired(mutex, contender, token, p.queued ? sys::wall_ms() - p.queued : 0, {},
                 history_deadline());
@@ -323,7 +323,7 @@ Call EtcdBackend::remove_noting_end(const std::string& row, const std::string& k
   HistoryRecord r;
   std::vector<HistoryEvent> events;
   if (seen && seen->mod_revision != 0)
-    r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
+    r = decode_record(parse_json(seen->value));
   // Our acquisition's event too when it waits for its number (the run's
   // only other write then was the one that queued us).
   bool folded = seen && fold_pending(r, seen->pending, 0, events);
@@ -428,7 +428,7 @@ History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t
       std::string k = unbase64(text(kv, "key"));
       size_t bar = k.rfind('|');
       if (bar == std::string::npos || bar < all.size()) continue;
-      nlohmann::json j = nlohmann::json::parse(unbase64(text(kv, "value")), nullptr, false);
+      nlohmann::json j = parse_json(unbase64(text(kv, "value")));
       if (!j.is_object()) continue;
       HistoryEvent e = decode_event(j, k.substr(all.size(), bar - all.size()));
       // A pending one comes after every numbered one, by its token.
@@ -464,7 +464,7 @@ void EtcdBackend::add_counters(Listing& out, bool all, int64_t deadline) {
     std::string key = unbase64(text(kv, "key"));
     if (key.compare(0, from.size(), from) != 0) continue; // not asked for: a broken gateway
     records[key.substr(from.size())] = decode_record(
-        nlohmann::json::parse(unbase64(text(kv, "value")), nullptr, false));
+        parse_json(unbase64(text(kv, "value"))));
   }
   // An acquisition whose event waits for its number counts already.
   for (const nlohmann::json& kv : range_kvs(c.json, 1)) {

@@ -62,7 +62,7 @@ std::string encode_entry(const Entry& e) {
 
 Entry decode_entry(const std::string& value) {
   Entry e;
-  nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+  nlohmann::json j = parse_json(value);
   if (!j.is_object()) return e;
   if (j.contains("o") && j["o"].is_string()) e.owner = j["o"].get<std::string>();
   if (j.contains("h") && j["h"].is_string()) e.holder = j["h"].get<std::string>();

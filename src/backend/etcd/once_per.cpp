@@ -26,7 +26,7 @@ std::string encode_done(const core::DoneRecord& d) {
 }
 
 std::optional<core::DoneRecord> decode_done(const std::string& value) {
-  nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+  nlohmann::json j = parse_json(value);
   if (!j.is_object()) return std::nullopt;
   core::DoneRecord d;
   d.window_start = number(j, "w");

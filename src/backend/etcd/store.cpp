@@ -212,7 +212,7 @@ void Store::note_record(const std::string& mutex, const nlohmann::json& txn, siz
     for (const nlohmann::json& kv : p["response_range"]["kvs"])
     {
       std::string value = unbase64(text(kv, "value"));
-      int64_t token = number(nlohmann::json::parse(value, nullptr, false), "t");
+      int64_t token = number(parse_json(value), "t");
       rec.pending.push_back(Pending{unbase64(text(kv, "key")),
                                     uint64_t(token ? token : number(kv, "create_revision")),
                                     value});

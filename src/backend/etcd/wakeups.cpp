@@ -108,7 +108,7 @@ bool EtcdWakeups::drain_wakeups() {
   std::string why = m_stream->read_stream(lines);
   bool woke = false;
   for (const std::string& line : lines) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::json j = parse_json(line);
     const nlohmann::json& r = j.is_object() && j.contains("result") ? j["result"] : j;
     if (!r.is_object()) continue;
     bool events = r.contains("events") && r["events"].is_array() && !r["events"].empty() &&
