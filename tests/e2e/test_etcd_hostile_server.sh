@@ -6,7 +6,7 @@
 # memory, CMD never started; an enormous Content-Length is refused before
 # anything is read, a stalled answer ends at the call's deadline (status:
 # 5 s, whatever the URI's timeout); an answer of arrays nested 20 million
-# deep is refused before it is parsed.
+# deep, or of 30 million values, is refused before it is parsed.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/hostile_common.sh"
 
@@ -35,3 +35,5 @@ try 100 stall 100000 7000 'timed out' status
 # 40 MB of nested arrays, under the bound: parsed into 2.8 GB, 12 s for a
 # status. JSON nested deeper than any of etcd's answers is refused unread.
 try nested stall 300000 5000 'an answer nested' status
+# 60 MB of "0,": 30 million values, each a key read (7.6 GB, 50 s).
+try flat stall 300000 5000 'an answer of more than' status

@@ -16,8 +16,9 @@ int64_t number(const nlohmann::json& j, const char* key) {
   return 0;
 }
 
-bool nested_too_deep(std::string_view text) {
+std::string json_too_big(std::string_view text) {
   int depth = 0;
+  size_t values = 0; // each ',' '[' '{' outside strings: about one value
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -27,16 +28,20 @@ bool nested_too_deep(std::string_view text) {
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > k_max_depth) return true;
+      if (++depth > k_max_depth) return "nested deeper than " + std::to_string(k_max_depth);
+      ++values;
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == ',') {
+      ++values;
     }
   }
-  return false;
+  if (values > k_max_values) return "of more than " + std::to_string(k_max_values) + " values";
+  return "";
 }
 
 nlohmann::json parse_json(const std::string& text) {
-  if (nested_too_deep(text)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  if (!json_too_big(text).empty()) return nlohmann::json(nlohmann::json::value_t::discarded);
   return nlohmann::json::parse(text, nullptr, false);
 }
 
@@ -84,9 +89,8 @@ Call Client::answer_of(const HttpAnswer& a, bool write) const {
   int code = int(number(j, "code"));
   std::string message = j.is_object() && j.contains("message") && j["message"].is_string()
                             ? j["message"].get<std::string>()
-                            : nested_too_deep(a.body)
-                                ? "an answer nested deeper than " + std::to_string(k_max_depth) +
-                                      " (not etcd's gateway?)"
+                            : !json_too_big(a.body).empty()
+                                ? "an answer " + json_too_big(a.body) + " (not etcd's gateway?)"
                                 : "HTTP status " + std::to_string(a.status);
   c.error = "etcd: " + message;
   if (code == k_grpc_permission_denied ||

@@ -67,9 +67,13 @@ constexpr int k_grpc_unauthenticated = 16;
 int64_t number(const nlohmann::json& j, const char* key);
 // JSON as parse(text, nullptr, false) reads it, but discarded unparsed
 // when it nests deeper than k_max_depth (etcd's answers and simba's values
-// nest a few levels): 40 MB of "[[[..." took 2.8 GB parsed.
+// nest a few levels: 40 MB of "[[[..." took 2.8 GB parsed) or holds more
+// than k_max_values values (a 64 MiB answer of keys, about 300 bytes of
+// JSON each, holds 1.5 million; 60 MB of "0," took 7.6 GB and 50 s).
+// json_too_big says why ("" when neither).
 constexpr int k_max_depth = 32;
-bool nested_too_deep(std::string_view text);
+constexpr size_t k_max_values = 2'000'000;
+std::string json_too_big(std::string_view text);
 nlohmann::json parse_json(const std::string& text);
 // The others, read so that nothing throws whatever the JSON holds (an
 // answer from a broken gateway, a value another program wrote in simba's

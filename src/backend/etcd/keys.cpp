@@ -178,6 +178,7 @@ std::vector<Kv> kvs_of(const nlohmann::json& range) {
   std::vector<Kv> out;
   if (!range.is_object() || !range.contains("kvs") || !range["kvs"].is_array()) return out;
   for (const nlohmann::json& j : range["kvs"]) {
+    if (!member(j, "key").is_string()) continue; // no key: nothing to keep
     Kv kv;
     kv.key = unbase64(text(j, "key"));
     kv.create_revision = number(j, "create_revision");
