@@ -94,6 +94,9 @@ EtcdUri parse_etcd(bool tls, const std::string& rest, const std::string& shown) 
   }
   if (auto slash = base.find('/'); slash != std::string::npos && slash + 1 < base.size()) {
     u.prefix = percent_decode(base.substr(slash + 1), shown);
+    // In every key, several times a request: etcd refuses a request over
+    // 1.5 MiB ("request is too large"), which a call retries without end.
+    if (u.prefix.size() > 1023) bad_uri(shown, "a prefix of at most 1023 bytes");
     if (u.prefix.back() != '/') u.prefix += '/';
   }
   parse_etcd_query(query, u, shown);

@@ -120,6 +120,10 @@ MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const s
   parse_host_port(authority, u, shown);
   parse_mysql_query(query, u, shown);
   if (u.user.empty()) bad_uri(shown, "no user name (" + expected.substr(9) + ")");
+  // Each ends at a NUL in the login packet: the rest would be read as the
+  // packet's next fields.
+  if (u.user.find('\0') != std::string::npos || u.database.find('\0') != std::string::npos)
+    bad_uri(shown, "no NUL (%00) in the user name or the database");
   if (u.password.empty()) {
     if (const char* p = std::getenv(k_mysql_password_env); p && *p) {
       u.password = p;

@@ -6,6 +6,12 @@
 #   python3 hostile_server.py PROTOCOL ANNOUNCE MODE PORT_FILE
 #   PROTOCOL redis: ANNOUNCE is sent as is (e.g. '*2147483647', '$2147483647')
 #   PROTOCOL postgres: trust authentication, then a DataRow of ANNOUNCE bytes
+#   PROTOCOL http (etcd's gateway): an HTTP/1.1 200 head, then ANNOUNCE:
+#   'chunked' (Transfer-Encoding: chunked, then 1 MiB chunks), 'line' (the
+#   same, one line that never ends: a watch stream's), a Content-Length, a
+#   JSON object (starts with '{': every request of the connection gets it
+#   as a whole answer), 'nested' (the same with {"kvs": and 20 million
+#   nested arrays: 40 MB) or 'flat' ({"kvs": and an array of 30 million 0s)
 #   MODE: stall (nothing more), or stream (':1' elements after '*N', bytes
 #   otherwise, as fast as they go)
 import os
@@ -46,6 +52,24 @@ def serve(c):
         if protocol == "redis":
             c.recv(65536)
             c.sendall(announce.encode() + b"\r\n")
+        elif protocol == "http" and (announce.startswith("{") or announce in ("nested", "flat")):
+            n = 20000000
+            body = (b'{"kvs":' + b"[" * n + b"]" * n + b"}" if announce == "nested"
+                    else b'{"kvs":[' + b"0," * 30000000 + b"0]}" if announce == "flat"
+                    else announce.encode())
+            while c.recv(65536):  # a request (each in one read: they are small)
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            return
+        elif protocol == "http":
+            c.recv(65536)
+            chunked = announce in ("chunked", "line")
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" +
+                      (b"Transfer-Encoding: chunked" if chunked else
+                       b"Content-Length: " + announce.encode()) + b"\r\n\r\n")
+            if chunked and mode == "stream":
+                chunk = b"100000\r\n" + b"a" * (1 << 20) + b"\r\n"
+                while True:
+                    c.sendall(chunk)
         else:
             greet_postgres(c)
         if mode == "stream":

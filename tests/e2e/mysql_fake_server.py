@@ -11,6 +11,10 @@
 #        caching-sha2: a greeting announcing caching_sha2_password, then its "more data"
 #        old-protocol: a greeting of protocol 9
 #        silent: a greeting, then nothing at all (the client's timeout ends it)
+#        endless-rows: a login accepted, then a result set of one column whose
+#             rows (one empty value each, 5 bytes) never end
+#        endless-oks: a login accepted, then OK packets that each say more
+#             results follow, without end
 import os
 import socket
 import struct
@@ -69,6 +73,20 @@ def serve(c):
                 c.sendall(packet(2, b"\xfe" + b"client_ed25519\0" + b"x" * 32))
             elif mode == "silent":
                 time.sleep(30)
+            elif mode == "endless-oks":
+                c.sendall(packet(2, b"\0\0\0\2\0\0\0"))
+                read_packet(c)
+                oks = b"".join(packet(i & 0xff, b"\0\0\0\x0a\0\0\0") for i in range(1, 65537))
+                while True:
+                    c.sendall(oks)
+            elif mode == "endless-rows":
+                c.sendall(packet(2, b"\0\0\0\2\0\0\0"))
+                read_packet(c)
+                c.sendall(packet(1, b"\1") + packet(2, b"\3def\0\0\0\1x\0\x0c" + b"\0" * 12)
+                          + packet(3, b"\xfe\0\0\2\0"))
+                rows = b"".join(packet(i & 0xff, b"\0") for i in range(4, 4 + 65536))
+                while True:
+                    c.sendall(rows)
         time.sleep(1)
     except OSError:
         pass

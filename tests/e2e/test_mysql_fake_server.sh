@@ -48,3 +48,32 @@ wait_file "$T/port" 10
 SIMBA_MYSQL_PASSWORD=$secret assert_exit 69 "$SIMBA" run --mutex m \
   --backend "mysql://u@127.0.0.1:$(<"$T/port")/db?tls=disable" -- true
 ! grep -qF -- "$secret" "$T/out" "$T/err" || fail "the password from the environment was printed"
+
+# A result set whose rows never end (5 bytes each on the wire): simba kept
+# them all up to the 256 MiB bound of what one query may receive, each row
+# costing a vector and a string (3.8 GB), and read on past its deadline
+# while bytes came (70 s for a run --timeout 1s, a URI timeout of 30 s).
+# OK packets that each say "more results" without end took 1 GB in 3 s.
+# Now what is kept counts what it costs, and the deadline holds while
+# packets come: exit 69 within the URI's timeout, CMD never run.
+source "$(dirname -- "${BASH_SOURCE[0]}")/hostile_common.sh"
+endless() {
+  local mode=$1 fake rc kb ms
+  rm -f -- "$T/port" "$T/ran"
+  python3 "$(dirname -- "${BASH_SOURCE[0]}")/mysql_fake_server.py" "$mode" "$T/port" &
+  fake=$!
+  wait_file "$T/port" 10
+  read -r rc kb ms < <(measured "$SIMBA" run --timeout 1s --mutex m \
+    --backend "mysql://u:$secret@127.0.0.1:$(<"$T/port")/db?tls=disable&timeout=3s" \
+    -- touch "$T/ran" 2>"$T/err")
+  kill "$fake" 2>/dev/null || true
+  { wait "$fake"; } 2>/dev/null || true
+  echo "$mode: exit $rc, peak RSS ${kb} kB, ${ms} ms: $(cat -- "$T/err")" >&2
+  assert_eq 69 "$rc" "simba's exit against $mode"
+  ((kb < 600000)) || fail "$mode: peak RSS ${kb} kB"
+  ((ms < 8000)) || fail "$mode: ${ms} ms, past the 3 s timeout"
+  [[ ! -e $T/ran ]] || fail "CMD ran against $mode"
+  ! grep -qF -- "$secret" "$T/err" || fail "$mode: the password was printed"
+}
+endless endless-rows
+endless endless-oks

@@ -19,7 +19,7 @@ cp -- "$T/err" "$T/refused"
 grep -q 'may not create simba.s tables' "$T/refused" || fail "the 69 does not say why: $(<"$T/refused")"
 assert_exit 0 "$SIMBA" doctor --sql mysql --backend "$SIMBA_BACKEND"
 cp -- "$T/out" "$T/setup.sql"
-grep -q "TO 'plain'@'%';" "$T/setup.sql" || fail "no GRANT to plain: $(<"$T/setup.sql")"
+grep -q "TO \`plain\`@'%';" "$T/setup.sql" || fail "no GRANT to plain: $(<"$T/setup.sql")"
 grep -q '`p_waiters`' "$T/setup.sql" || fail "no waiters' table: $(<"$T/setup.sql")"
 # The error names the same SQL (its lines, as the one error line shows them).
 first=$(grep -m1 '^CREATE TABLE' "$T/setup.sql")
@@ -38,5 +38,5 @@ wait_for 10 queued
 wait "$holder" "$waiter" || fail "a run on the administrator's tables failed"
 
 assert_exit 0 env -u SIMBA_BACKEND "$SIMBA" doctor --sql mysql
-grep -q "ON \`simba\`.\`simba_leases\` TO 'simba'@'%';" "$T/out" || fail "the defaults: $(<"$T/out")"
+grep -q "ON \`simba\`.\`simba_leases\` TO \`simba\`@'%';" "$T/out" || fail "the defaults: $(<"$T/out")"
 assert_exit 64 "$SIMBA" doctor --sql mysql --backend "sqlite:$T/x.db"

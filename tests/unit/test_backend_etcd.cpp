@@ -68,6 +68,10 @@ TEST_CASE("etcd URI: refusals, and the password only from SIMBA_ETCD_PASSWORD") 
   CHECK(refusal("etcd://h?db=1").find("unknown parameter 'db'") != std::string::npos);
   CHECK(refusal("etcd://h:0").find("1 to 65535") != std::string::npos);
   CHECK(refusal("etcd://").find("no member") != std::string::npos);
+  // A prefix in every key, several times a request: a long one made every
+  // call "request is too large", retried without end.
+  CHECK(refusal("etcd://h/" + std::string(1024, 'p')).find("at most 1023") != std::string::npos);
+  CHECK(etcd_of("etcd://h/" + std::string(1023, 'p')).prefix.size() == 1024);
   std::string pw = refusal("etcd://u:secret-pw@h");
   CHECK(pw.find("SIMBA_ETCD_PASSWORD") != std::string::npos);
   CHECK(pw.find("secret-pw") == std::string::npos);
@@ -219,4 +223,81 @@ TEST_CASE("etcd HTTP: nobody listening is an error before anything was sent") {
   CHECK(r.status == 0);
   CHECK_FALSE(r.sent);
   CHECK_FALSE(r.error.empty());
+}
+
+namespace {
+
+// A server that answers one request with a chunked 200 and then 1 MiB
+// chunks (no newline in them) until it sent `mib` of them or the client
+// left; then it waits for the client to close.
+class EndlessChunks {
+public:
+  explicit EndlessChunks(int mib) : m_mib(mib) {
+    m_listen = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(m_listen, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    getsockname(m_listen, reinterpret_cast<sockaddr*>(&a), &len);
+    m_port = ntohs(a.sin_port);
+    listen(m_listen, 1);
+    m_thread = std::thread([this] { serve(); });
+  }
+  ~EndlessChunks() {
+    m_thread.join();
+    close(m_listen);
+  }
+  int port() const { return m_port; }
+
+private:
+  void serve() {
+    int fd = accept(m_listen, nullptr, nullptr);
+    char buf[4096];
+    (void)!read(fd, buf, sizeof buf); // the request
+    const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    const std::string chunk = "100000\r\n" + std::string(1 << 20, 'a') + "\r\n";
+    bool gone = send(fd, head.data(), head.size(), MSG_NOSIGNAL) < 0;
+    for (int i = 0; i < m_mib && !gone; ++i)
+      for (size_t at = 0; at < chunk.size() && !gone;) {
+        ssize_t n = send(fd, chunk.data() + at, chunk.size() - at, MSG_NOSIGNAL);
+        gone = n <= 0;
+        at += n > 0 ? size_t(n) : 0;
+      }
+    while (!gone && read(fd, buf, sizeof buf) > 0) {
+    }
+    close(fd);
+  }
+
+  int m_mib;
+  int m_listen = -1;
+  int m_port = 0;
+  std::thread m_thread;
+};
+
+} // namespace
+
+TEST_CASE("etcd HTTP: chunks without end are refused past 64 MiB, an answer's or a stream's") {
+  using namespace simba::backend::etcd;
+  {
+    EndlessChunks server(200);
+    HttpConnection c(HttpTarget{"127.0.0.1", server.port(), false, {}});
+    HttpAnswer a = c.post("/v3/kv/range", "{}", "", simba::sys::boottime_ms() + 3000);
+    CHECK(a.status == 0);
+    CHECK(a.error == "an answer over 64 MiB");
+  }
+  EndlessChunks server(200);
+  HttpConnection c(HttpTarget{"127.0.0.1", server.port(), false, {}});
+  int64_t deadline = simba::sys::boottime_ms() + 3000;
+  REQUIRE(c.open_stream("/v3/watch", "{}", "", deadline).empty());
+  std::vector<std::string> lines;
+  std::string why;
+  while (why.empty() && simba::sys::boottime_ms() < deadline) {
+    pollfd p{c.fd(), POLLIN, 0};
+    poll(&p, 1, 100);
+    why = c.read_stream(lines);
+  }
+  CHECK(lines.empty());
+  CHECK(why == "an answer over 64 MiB");
+  c.close();
 }

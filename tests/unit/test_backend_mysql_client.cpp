@@ -126,6 +126,11 @@ TEST_CASE("mysql: URIs, their parameters and refusals; the password never shown"
         std::string::npos);
   CHECK(usage_error_of("mysql://a@h/db?bogus=1").find("unknown parameter 'bogus'") !=
         std::string::npos);
+  // NUL ends the user and the database in the login packet: what follows
+  // would be read as its next fields (the password's answer, the method).
+  CHECK(usage_error_of("mysql://a%00b@h/db").find("no NUL") != std::string::npos);
+  CHECK(usage_error_of("mysql://a@h/db%00mysql_clear_password").find("no NUL") !=
+        std::string::npos);
   std::string forgot = usage_error_of("mysql://app:hunter2/db");
   CHECK(forgot.find("hunter2") == std::string::npos);
   CHECK(forgot.find("the port must be a number") != std::string::npos);

@@ -16,6 +16,52 @@ int64_t number(const nlohmann::json& j, const char* key) {
   return 0;
 }
 
+std::string json_too_big(std::string_view text) {
+  int depth = 0;
+  size_t values = 0; // each ',' '[' '{' outside strings: about one value
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > k_max_depth) return "nested deeper than " + std::to_string(k_max_depth);
+      ++values;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    } else if (c == ',') {
+      ++values;
+    }
+  }
+  if (values > k_max_values) return "of more than " + std::to_string(k_max_values) + " values";
+  return "";
+}
+
+nlohmann::json parse_json(const std::string& text) {
+  if (!json_too_big(text).empty()) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+std::string text(const nlohmann::json& j, const char* key, const std::string& otherwise) {
+  const nlohmann::json& v = member(j, key);
+  return v.is_string() ? v.get<std::string>() : otherwise;
+}
+
+bool flag(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = member(j, key);
+  return v.is_boolean() && v.get<bool>();
+}
+
+const nlohmann::json& member(const nlohmann::json& j, const char* key) {
+  static const nlohmann::json none;
+  if (!j.is_object()) return none;
+  auto it = j.find(key);
+  return it == j.end() ? none : *it;
+}
+
 Client::Client(const EtcdUri& uri) : m_uri(uri), m_conn(target_of(0)) {}
 
 HttpTarget Client::target_of(size_t i) const {
@@ -34,7 +80,7 @@ HttpTarget Client::target_of(size_t i) const {
 // The gateway's error body: {"error": ..., "code": N, "message": ...}.
 Call Client::answer_of(const HttpAnswer& a, bool write) const {
   Call c;
-  nlohmann::json j = nlohmann::json::parse(a.body, nullptr, false);
+  nlohmann::json j = parse_json(a.body);
   if (a.status == 200 && j.is_object()) {
     c.status = Reply::Status::ok;
     c.json = std::move(j);
@@ -43,7 +89,9 @@ Call Client::answer_of(const HttpAnswer& a, bool write) const {
   int code = int(number(j, "code"));
   std::string message = j.is_object() && j.contains("message") && j["message"].is_string()
                             ? j["message"].get<std::string>()
-                            : "HTTP status " + std::to_string(a.status);
+                            : !json_too_big(a.body).empty()
+                                ? "an answer " + json_too_big(a.body) + " (not etcd's gateway?)"
+                                : "HTTP status " + std::to_string(a.status);
   c.error = "etcd: " + message;
   if (code == k_grpc_permission_denied ||
       (code == k_grpc_invalid_argument && message.find("user name") != std::string::npos))
@@ -71,7 +119,7 @@ std::string Client::authenticate(int64_t deadline, bool& refused) {
     refused = a.status >= 400 && a.status < 500;
     return "etcd refused the login of user " + m_uri.user + ": " + c.error.substr(6);
   }
-  m_token = c.json.value("token", "");
+  m_token = text(c.json, "token");
   return m_token.empty() ? "etcd sent no token for user " + m_uri.user : "";
 }
 
@@ -112,7 +160,7 @@ Call Client::call(const std::string& path, const nlohmann::json& body, bool writ
       }
       // A member without a leader, or too slow to commit: the next call
       // goes to another member (a read, whose retry is harmless, at once).
-      int code = c.ok() ? 0 : int(number(nlohmann::json::parse(a.body, nullptr, false), "code"));
+      int code = c.ok() ? 0 : int(number(parse_json(a.body), "code"));
       if (code == k_grpc_unavailable || code == k_grpc_deadline_exceeded) {
         next_member();
         if (!write) {

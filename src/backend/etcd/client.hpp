@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace simba::backend::etcd {
 
@@ -64,5 +65,22 @@ constexpr int k_grpc_unauthenticated = 16;
 
 // int64 fields come as strings ("42"), sometimes as numbers; absent: 0.
 int64_t number(const nlohmann::json& j, const char* key);
+// JSON as parse(text, nullptr, false) reads it, but discarded unparsed
+// when it nests deeper than k_max_depth (etcd's answers and simba's values
+// nest a few levels: 40 MB of "[[[..." took 2.8 GB parsed) or holds more
+// than k_max_values values (a 64 MiB answer of keys, about 300 bytes of
+// JSON each, holds 1.5 million; 60 MB of "0," took 7.6 GB and 50 s).
+// json_too_big says why ("" when neither).
+constexpr int k_max_depth = 32;
+constexpr size_t k_max_values = 2'000'000;
+std::string json_too_big(std::string_view text);
+nlohmann::json parse_json(const std::string& text);
+// The others, read so that nothing throws whatever the JSON holds (an
+// answer from a broken gateway, a value another program wrote in simba's
+// prefix): `otherwise` (text), false (flag), null (member) when `j` is no
+// object or the field is absent or of another type.
+std::string text(const nlohmann::json& j, const char* key, const std::string& otherwise = "");
+bool flag(const nlohmann::json& j, const char* key);
+const nlohmann::json& member(const nlohmann::json& j, const char* key);
 
 } // namespace simba::backend::etcd

@@ -38,12 +38,12 @@ MemberStatus status_of(const EtcdUri& uri, size_t i, const std::string& token, i
   s.where = n.host + ":" + std::to_string(n.port);
   HttpConnection conn(t);
   HttpAnswer a = conn.post("/v3/maintenance/status", "{}", token, deadline);
-  nlohmann::json j = nlohmann::json::parse(a.body, nullptr, false);
+  nlohmann::json j = parse_json(a.body);
   if (a.status != 200 || !j.is_object()) {
     s.error = a.status ? "HTTP status " + std::to_string(a.status) : a.error;
     return s;
   }
-  s.version = j.value("version", "?");
+  s.version = text(j, "version", "?");
   s.leader = number(j, "leader");
   if (j.contains("header")) s.id = number(j["header"], "member_id");
   return s;
@@ -122,6 +122,12 @@ void diagnose(const EtcdUri& uri, Client& client, Diagnosis& found,
     all.push_back(status_of(uri, i, token, sys::boottime_ms() + budget));
   check_members(all, found);
   check_checkpoints(options, found);
+  // etcd:// with a user: the login's password, then its token with every
+  // call, in clear to whoever sees the network.
+  if (!uri.tls && !uri.user.empty())
+    found.push_back(finding("tls", Verdict::warn,
+                            "user " + uri.user + "'s password and token go unencrypted (etcd://)",
+                            "etcds:// (and cacert=) on a network"));
   nlohmann::json r = range_all(uri.prefix, "");
   r["limit"] = "1";
   r["keys_only"] = true;

@@ -52,16 +52,16 @@ nlohmann::json encode_event(const HistoryEvent& e, int64_t seq) {
 HistoryEvent decode_event(const nlohmann::json& j, const std::string& mutex) {
   HistoryEvent e;
   e.mutex = mutex;
-  e.event = j.value("e", std::string());
+  e.event = text(j, "e");
   e.at = number(j, "at");
-  e.owner_id = j.value("o", std::string());
+  e.owner_id = text(j, "o");
   e.token = uint64_t(number(j, "t"));
   if (j.contains("h") && j["h"].is_string()) e.holder = decode_holder(j["h"].get<std::string>());
   if (j.contains("x")) e.exit_code = int(number(j, "x"));
   if (j.contains("hm")) e.held_ms = number(j, "hm");
   if (j.contains("w")) e.waited_ms = number(j, "w");
-  e.reason = j.value("r", std::string());
-  e.by = j.value("b", std::string());
+  e.reason = text(j, "r");
+  e.by = text(j, "b");
   return e;
 }
 
@@ -95,8 +95,8 @@ EtcdBackend::HistoryRecord EtcdBackend::decode_record(const nlohmann::json& j) {
   if (j.contains("open") && j["open"].is_object())
     for (auto it = j["open"].begin(); it != j["open"].end(); ++it) {
       OpenLease o;
-      o.owner = it->value("o", std::string());
-      o.holder = it->value("h", std::string());
+      o.owner = text(*it, "o");
+      o.holder = text(*it, "h");
       o.at = number(*it, "at");
       o.counted = number(*it, "c") != 0;
       o.holding = number(*it, "k") != 0;
@@ -160,13 +160,13 @@ bool EtcdBackend::fold_pending(HistoryRecord& r, const std::vector<Store::Pendin
                                uint64_t skip, std::vector<HistoryEvent>& out) {
   bool folded = false;
   for (const Store::Pending& p : pending) { // in token order
-    nlohmann::json j = nlohmann::json::parse(p.value, nullptr, false);
+    nlohmann::json j = parse_json(p.value);
     if (p.token == skip || r.open.count(p.token) || !j.is_object()) continue;
     HistoryEvent e = decode_event(j, "");
     e.token = p.token; // Store::Pending's
     out.push_back(e);
     ++r.acquisitions;
-    r.open[p.token] = OpenLease{e.owner_id, j.value("h", std::string()), e.at, false, false};
+    r.open[p.token] = OpenLease{e.owner_id, text(j, "h"), e.at, false, false};
     folded = true;
   }
   return folded;
@@ -198,7 +198,7 @@ void EtcdBackend::write_history(const std::string& row, const HistoryChange& cha
     Store::Record seen = *m_store.record_seen(mutex);
     HistoryRecord r;
     int64_t mod = seen.mod_revision;
-    if (mod != 0) r = decode_record(nlohmann::json::parse(seen.value, nullptr, false));
+    if (mod != 0) r = decode_record(parse_json(seen.value));
     std::vector<HistoryEvent> events;
     bool folded = fold_pending(r, seen.pending, fold_last, events);
     bool changed = change(r, mod != 0 || !seen.pending.empty(), events);
@@ -207,7 +207,7 @@ void EtcdBackend::write_history(const std::string& row, const HistoryChange& cha
     nlohmann::json ops = write_ops(mutex, r, events, seen.pending, value);
     nlohmann::json txn = {{"compare", {record_unchanged(mutex, mod)}}, {"success", ops}};
     Call w = m_store.client().call("/v3/kv/txn", txn, true, deadline);
-    bool written = w.ok() && w.json.value("succeeded", false);
+    bool written = w.ok() && flag(w.json, "succeeded");
     // Written: the record as it now stands (its mod revision is the
     // txn's, no event pending); else (stale, or unknown) read anew next time.
     m_store.record_is(mutex, written ? std::optional<Store::Record>(Store::Record{
@@ -250,7 +250,7 @@ void EtcdBackend::after_acquire(const std::string& mutex, const std::string& con
   std::optional<Store::Record> seen = m_store.record_seen(mutex);
   if (p.pending && seen && seen->pending.size() == 1 && seen->pending[0].token == token &&
       (seen->mod_revision == 0 ||
-       decode_record(nlohmann::json::parse(seen->value, nullptr, false)).open.empty()))
+       decode_record(parse_json(seen->value)).open.empty()))
     return;
   note_acquired(mutex, contender, token, p.queued ? sys::wall_ms() - p.queued : 0, {},
                 history_deadline());
@@ -323,7 +323,7 @@ Call EtcdBackend::remove_noting_end(const std::string& row, const std::string& k
   HistoryRecord r;
   std::vector<HistoryEvent> events;
   if (seen && seen->mod_revision != 0)
-    r = decode_record(nlohmann::json::parse(seen->value, nullptr, false));
+    r = decode_record(parse_json(seen->value));
   // Our acquisition's event too when it waits for its number (the run's
   // only other write then was the one that queued us).
   bool folded = seen && fold_pending(r, seen->pending, 0, events);
@@ -340,7 +340,7 @@ Call EtcdBackend::remove_noting_end(const std::string& row, const std::string& k
       m_store.record_is(mutex, std::nullopt);
       return c;
     }
-    if (c.json.value("succeeded", false)) {
+    if (flag(c.json, "succeeded")) {
       done = true;
       m_store.record_is(mutex, Store::Record{header_revision(c), value, {}});
       return c;
@@ -425,10 +425,10 @@ History EtcdBackend::history(const std::string& mutex, int64_t since_ms, int64_t
   for (int pending = 0; pending < 2; ++pending) {
     const std::string all = pending ? pending_prefix(m_uri.prefix, "") : events_prefix("");
     for (const nlohmann::json& kv : range_kvs(c.json, pending)) {
-      std::string k = unbase64(kv.value("key", ""));
+      std::string k = unbase64(text(kv, "key"));
       size_t bar = k.rfind('|');
       if (bar == std::string::npos || bar < all.size()) continue;
-      nlohmann::json j = nlohmann::json::parse(unbase64(kv.value("value", "")), nullptr, false);
+      nlohmann::json j = parse_json(unbase64(text(kv, "value")));
       if (!j.is_object()) continue;
       HistoryEvent e = decode_event(j, k.substr(all.size(), bar - all.size()));
       // A pending one comes after every numbered one, by its token.
@@ -461,13 +461,14 @@ void EtcdBackend::add_counters(Listing& out, bool all, int64_t deadline) {
   if (!c.ok()) return;
   std::map<std::string, HistoryRecord> records;
   for (const nlohmann::json& kv : range_kvs(c.json, 0)) {
-    std::string name = unbase64(kv.value("key", "")).substr(from.size());
-    records[name] = decode_record(
-        nlohmann::json::parse(unbase64(kv.value("value", "")), nullptr, false));
+    std::string key = unbase64(text(kv, "key"));
+    if (key.compare(0, from.size(), from) != 0) continue; // not asked for: a broken gateway
+    records[key.substr(from.size())] = decode_record(
+        parse_json(unbase64(text(kv, "value"))));
   }
   // An acquisition whose event waits for its number counts already.
   for (const nlohmann::json& kv : range_kvs(c.json, 1)) {
-    std::string k = unbase64(kv.value("key", ""));
+    std::string k = unbase64(text(kv, "key"));
     size_t bar = k.rfind('|');
     if (bar != std::string::npos && bar >= pending.size())
       ++records[k.substr(pending.size(), bar - pending.size())].acquisitions;

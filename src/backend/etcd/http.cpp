@@ -132,6 +132,9 @@ std::string HttpConnection::take_chunks(bool& ended) {
       return "";
     }
     if (m_in.size() < eol + 2 + size + 2) return "";
+    // Each chunk under the bound is not enough: a server that sends them
+    // without end took gigabytes before the deadline.
+    if (m_stream.size() + size > k_max_http_body) return "an answer over 64 MiB";
     m_stream.append(m_in, eol + 2, size);
     m_in.erase(0, eol + 2 + size + 2);
   }
@@ -225,7 +228,7 @@ std::string HttpConnection::read_stream(std::vector<std::string>& lines) {
       why = net::receive_some(m_fd, buf, sizeof buf, got);
       m_in.append(buf, got);
     }
-    if (!why.empty() || m_in.size() == before) break;
+    if (!why.empty() || m_in.size() == before || m_in.size() > k_max_http_body) break;
   }
   bool ended = false;
   std::string bad = take_chunks(ended);

@@ -62,7 +62,7 @@ std::string encode_entry(const Entry& e) {
 
 Entry decode_entry(const std::string& value) {
   Entry e;
-  nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+  nlohmann::json j = parse_json(value);
   if (!j.is_object()) return e;
   if (j.contains("o") && j["o"].is_string()) e.owner = j["o"].get<std::string>();
   if (j.contains("h") && j["h"].is_string()) e.holder = j["h"].get<std::string>();
@@ -178,12 +178,13 @@ std::vector<Kv> kvs_of(const nlohmann::json& range) {
   std::vector<Kv> out;
   if (!range.is_object() || !range.contains("kvs") || !range["kvs"].is_array()) return out;
   for (const nlohmann::json& j : range["kvs"]) {
+    if (!member(j, "key").is_string()) continue; // no key: nothing to keep
     Kv kv;
-    kv.key = unbase64(j.value("key", ""));
+    kv.key = unbase64(text(j, "key"));
     kv.create_revision = number(j, "create_revision");
     kv.mod_revision = number(j, "mod_revision");
     kv.lease = std::to_string(number(j, "lease"));
-    kv.entry = decode_entry(unbase64(j.value("value", "")));
+    kv.entry = decode_entry(unbase64(text(j, "value")));
     out.push_back(std::move(kv));
   }
   return out;

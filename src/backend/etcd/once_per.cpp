@@ -26,12 +26,12 @@ std::string encode_done(const core::DoneRecord& d) {
 }
 
 std::optional<core::DoneRecord> decode_done(const std::string& value) {
-  nlohmann::json j = nlohmann::json::parse(value, nullptr, false);
+  nlohmann::json j = parse_json(value);
   if (!j.is_object()) return std::nullopt;
   core::DoneRecord d;
   d.window_start = number(j, "w");
-  d.label = j.value("l", std::string());
-  d.host = j.value("h", std::string());
+  d.label = text(j, "l");
+  d.host = text(j, "h");
   d.token = uint64_t(number(j, "t"));
   d.started_at = number(j, "s");
   d.period_ms = number(j, "p");
@@ -51,7 +51,7 @@ EtcdBackend::DoneSeen EtcdBackend::read_done(const std::string& mutex, int64_t d
   const nlohmann::json& kvs = d.call.json.contains("kvs") ? d.call.json["kvs"] : nlohmann::json();
   if (!kvs.is_array() || kvs.empty()) return d;
   d.mod_revision = number(kvs[0], "mod_revision");
-  d.record = decode_done(unbase64(kvs[0].value("value", "")));
+  d.record = decode_done(unbase64(text(kvs[0], "value")));
   return d;
 }
 
@@ -70,7 +70,7 @@ Call EtcdBackend::write_done(const std::string& mutex, const std::string& conten
   nlohmann::json put = {{"key", base64(record)}, {"value", base64(encode_done(d))}};
   Call c = m_store.client().call(
       "/v3/kv/txn", {{"compare", compare}, {"success", {{{"request_put", put}}}}}, true, deadline);
-  done = c.ok() && c.json.value("succeeded", false);
+  done = c.ok() && flag(c.json, "succeeded");
   return c;
 }
 

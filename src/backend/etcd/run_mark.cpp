@@ -24,7 +24,7 @@ Reply EtcdBackend::guard_mark(const std::string& mutex, const std::string& conte
   std::vector<Kv> kvs = kvs_of(c.json);
   if (!kvs.empty()) {
     const nlohmann::json& raw = c.json["kvs"][0];
-    last = std::strtoll(unbase64(raw.value("value", "")).c_str(), nullptr, 10);
+    last = std::strtoll(unbase64(text(raw, "value")).c_str(), nullptr, 10);
   }
   Reply r = guard(mutex, contender, token, ttl_ms, transition_ms,
                   std::max<int64_t>(deadline - sys::boottime_ms(), 1));

@@ -31,8 +31,8 @@ SlotSeen read_lowest(Client& client, const std::string& prefix, const std::strin
   if (!s.call.ok()) return s;
   const nlohmann::json& rs = s.call.json["responses"];
   if (!rs.is_array() || rs.size() < 2) return s;
-  s.lowest = kvs_of(rs[0].value("response_range", nlohmann::json::object()));
-  std::vector<Kv> mine = kvs_of(rs[1].value("response_range", nlohmann::json::object()));
+  s.lowest = kvs_of(member(rs[0], "response_range"));
+  std::vector<Kv> mine = kvs_of(member(rs[1], "response_range"));
   if (!mine.empty()) s.mine = mine.front();
   return s;
 }
@@ -216,7 +216,7 @@ bool EtcdBackend::claim(const std::vector<Kv>& lowest, size_t owners, const std:
   }
   Call c = m_store.client().call("/v3/kv/txn", {{"compare", compare}, {"success", puts}}, true,
                                  deadline);
-  return c.ok() && c.json.value("succeeded", false);
+  return c.ok() && flag(c.json, "succeeded");
 }
 
 // A waiter's view: the slot that frees first, as its owner shows it. A

@@ -47,7 +47,7 @@ LeaseCall Store::grant(int64_t ttl_s, int64_t deadline) {
   l.ttl_s = number(l.call.json, "TTL");
   if (l.ttl_s <= 0 || l.id == "0") {
     l.call.status = Reply::Status::failed;
-    l.call.error = "etcd granted no lease: " + l.call.json.value("error", std::string("?"));
+    l.call.error = "etcd granted no lease: " + text(l.call.json, "error", "?");
   }
   return l;
 }
@@ -123,11 +123,11 @@ Seen Store::enqueue(const std::string& mutex, const std::string& key, const Entr
   Seen s;
   s.call = m_client.call("/v3/kv/txn", txn, true, deadline);
   if (!s.call.ok()) return s;
-  created = s.call.json.value("succeeded", false);
+  created = flag(s.call.json, "succeeded");
   size_t at = created ? (event.empty() ? 1 : 2) : 0;
   if (created && !event.empty()) {
-    const nlohmann::json& r = s.call.json["responses"][1];
-    s.pending = r.contains("response_txn") && r["response_txn"].value("succeeded", false);
+    const nlohmann::json& rs = member(s.call.json, "responses");
+    s.pending = rs.is_array() && rs.size() > 1 && flag(member(rs[1], "response_txn"), "succeeded");
   }
   note_record(mutex, s.call.json, at + 2);
   s.revision = revision_of(s.call.json);
@@ -157,7 +157,7 @@ Seen Store::take(const std::string& mutex, const std::string& key, int64_t creat
   s.call = m_client.call("/v3/kv/txn", {{"compare", compare}, {"success", success}, {"failure", reads}},
                          true, deadline);
   if (!s.call.ok()) return s;
-  s.pending = s.call.json.value("succeeded", false);
+  s.pending = flag(s.call.json, "succeeded");
   size_t at = s.pending ? 1 : 0;
   note_record(mutex, s.call.json, at + 2);
   s.revision = revision_of(s.call.json);
@@ -186,7 +186,7 @@ Call Store::rewrite(const std::string& key, int64_t mod_revision, const Entry& e
                     {"mod_revision", std::to_string(mod_revision)}}}},
       {"success", {{{"request_put", put}}}}};
   Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
-  done = c.ok() && c.json.value("succeeded", false);
+  done = c.ok() && flag(c.json, "succeeded");
   return c;
 }
 
@@ -206,14 +206,14 @@ void Store::note_record(const std::string& mutex, const nlohmann::json& txn, siz
   Record rec;
   if (range.contains("kvs") && range["kvs"].is_array() && !range["kvs"].empty()) {
     rec.mod_revision = number(range["kvs"][0], "mod_revision");
-    rec.value = unbase64(range["kvs"][0].value("value", ""));
+    rec.value = unbase64(text(range["kvs"][0], "value"));
   }
   if (p["response_range"].contains("kvs") && p["response_range"]["kvs"].is_array())
     for (const nlohmann::json& kv : p["response_range"]["kvs"])
     {
-      std::string value = unbase64(kv.value("value", ""));
-      int64_t token = number(nlohmann::json::parse(value, nullptr, false), "t");
-      rec.pending.push_back(Pending{unbase64(kv.value("key", "")),
+      std::string value = unbase64(text(kv, "value"));
+      int64_t token = number(parse_json(value), "t");
+      rec.pending.push_back(Pending{unbase64(text(kv, "key")),
                                     uint64_t(token ? token : number(kv, "create_revision")),
                                     value});
     }
@@ -246,7 +246,7 @@ Call Store::remove(const std::string& key, int64_t create_revision, int64_t mod_
   nlohmann::json txn = {{"compare", key_unchanged(key, create_revision, mod_revision)},
                         {"success", {{{"request_delete_range", {{"key", base64(key)}}}}}}};
   Call c = m_client.call("/v3/kv/txn", txn, true, deadline);
-  done = c.ok() && c.json.value("succeeded", false);
+  done = c.ok() && flag(c.json, "succeeded");
   return c;
 }
 

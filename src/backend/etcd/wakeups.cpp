@@ -21,9 +21,9 @@ constexpr int64_t k_setup_ms = 1000;
 // wake-up on each would send one more guard each, two per guard due.
 bool news_for_owner(const nlohmann::json& events) {
   for (const nlohmann::json& ev : events) {
-    if (!ev.is_object() || ev.value("type", "PUT") != "PUT" || !ev.contains("kv")) return true;
+    if (!ev.is_object() || text(ev, "type", "PUT") != "PUT" || !ev.contains("kv")) return true;
     const nlohmann::json& kv = ev["kv"];
-    if (!kv.is_object() || decode_entry(unbase64(kv.value("value", ""))).revoked) return true;
+    if (!kv.is_object() || decode_entry(unbase64(text(kv, "value"))).revoked) return true;
   }
   return false;
 }
@@ -108,12 +108,12 @@ bool EtcdWakeups::drain_wakeups() {
   std::string why = m_stream->read_stream(lines);
   bool woke = false;
   for (const std::string& line : lines) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::json j = parse_json(line);
     const nlohmann::json& r = j.is_object() && j.contains("result") ? j["result"] : j;
     if (!r.is_object()) continue;
     bool events = r.contains("events") && r["events"].is_array() && !r["events"].empty() &&
                   (m_waiting || news_for_owner(r["events"]));
-    if (events || r.value("canceled", false) || number(r, "compact_revision") > 0) woke = true;
+    if (events || flag(r, "canceled") || number(r, "compact_revision") > 0) woke = true;
     if (j.contains("error")) woke = true;
   }
   if (!why.empty()) woke = true; // the stream broke: look, and watch again

@@ -592,14 +592,27 @@ void MysqlBackend::open(Access access) {
 
 } // namespace
 
+// A name between backticks (a database, a table, a user: MySQL quotes an
+// account's user name as an identifier too), its backticks doubled: the
+// URI's database and user are anybody's text, and an administrator runs
+// what mysql_setup_sql prints. No backslash escapes in a quoted identifier,
+// whatever the server's sql_mode.
+namespace {
+std::string quoted(const std::string& name) {
+  std::string out = "`";
+  for (char c : name) out += c == '`' ? std::string("``") : std::string(1, c);
+  return out + "`";
+}
+} // namespace
+
 std::string mysql_setup_sql(const std::string& database, const std::string& prefix,
                             const std::string& user) {
   mysql::Statements s(prefix);
   std::string grants;
   for (const char* table : {"leases", "server", "run", "waiters", "history"})
-    grants += "\nGRANT SELECT, INSERT, UPDATE, DELETE ON `" + database + "`.`" + prefix + table +
-              "` TO '" + user + "'@'%';";
-  return "USE `" + database + "`;\n" + s.schema() + ";" + grants + "\n";
+    grants += "\nGRANT SELECT, INSERT, UPDATE, DELETE ON " + quoted(database) + "." +
+              quoted(prefix + table) + " TO " + quoted(user) + "@'%';";
+  return "USE " + quoted(database) + ";\n" + s.schema() + ";" + grants + "\n";
 }
 
 std::unique_ptr<Backend> open_mysql(MysqlUri uri, Access access) {

@@ -4,6 +4,7 @@
 
 #include "backend/mysql/packets.hpp"
 #include "backend/net/deadline_io.hpp"
+#include "sys/clock.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -56,6 +57,8 @@ std::string Connection::receive(bool& got) {
 // that big.
 std::string Connection::read_packet(std::string& payload, int64_t deadline) {
   for (;;) {
+    // Packets that keep coming never let the wait below see the deadline.
+    if (sys::boottime_ms() >= deadline) return net::k_timed_out;
     if (m_in.size() - m_pos >= 4) {
       auto byte = [&](size_t i) { return static_cast<uint8_t>(m_in[m_pos + i]); };
       size_t len = byte(0) | size_t(byte(1)) << 8 | size_t(byte(2)) << 16;
@@ -67,9 +70,7 @@ std::string Connection::read_packet(std::string& payload, int64_t deadline) {
         return "";
       }
     }
-    if (m_received > k_max_result_bytes)
-      return "a result larger than " + std::to_string(k_max_result_bytes >> 20) +
-             " MiB (a broken or hostile server?)";
+    if (std::string why = charge(0); !why.empty()) return why;
     // A server that says why, then hangs up: what came first is read first.
     if (!m_lost.empty()) return m_lost;
     if (m_pos > (1 << 16)) m_in.erase(0, m_pos), m_pos = 0;
@@ -77,6 +78,14 @@ std::string Connection::read_packet(std::string& payload, int64_t deadline) {
     bool got = false;
     m_lost = receive(got);
   }
+}
+
+// `bytes` more of the answer kept in memory; why not, past the bound.
+std::string Connection::charge(size_t bytes) {
+  m_received += bytes;
+  if (m_received <= k_max_result_bytes) return "";
+  return "a result larger than " + std::to_string(k_max_result_bytes >> 20) +
+         " MiB (a broken or hostile server?)";
 }
 
 // The column definitions (skipped), their EOF, the rows and their EOF.
@@ -99,6 +108,11 @@ std::string Connection::read_result_set(uint64_t columns, ResultSet& set, uint16
       row.push_back(in.lenenc_string(null));
     }
     if (!in.ok() || !in.done()) return not_mysql("row");
+    // A row costs more kept than it took on the wire (a 5-byte row, its
+    // vector and string: 15 times that): counted as kept, so that the
+    // bound is on memory.
+    if (std::string why = charge(sizeof(Row) + columns * sizeof(std::string)); !why.empty())
+      return why;
     set.rows.push_back(std::move(row));
   }
 }
@@ -165,6 +179,7 @@ Result Connection::answer(int64_t deadline) {
       else
         why = read_result_set(columns, set, status, deadline);
     }
+    if (why.empty()) why = charge(sizeof(ResultSet)); // endless OKs saying "more"
     if (!why.empty()) break;
     r.sets.push_back(std::move(set));
     more = (status & wire::k_more_results) != 0;

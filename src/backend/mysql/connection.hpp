@@ -87,6 +87,7 @@ private:
   std::string send_packet(const std::string& payload, int64_t deadline, size_t* sent = nullptr);
   std::string receive(bool& got);
   std::string read_packet(std::string& payload, int64_t deadline);
+  std::string charge(size_t bytes);
   std::string read_result_set(uint64_t columns, ResultSet& set, uint16_t& status,
                               int64_t deadline);
   void drop();
@@ -95,7 +96,7 @@ private:
   std::unique_ptr<net::TlsSession> m_tls;
   std::string m_in; // received, not yet taken
   size_t m_pos = 0; // where the next packet starts in m_in
-  uint64_t m_received = 0;
+  uint64_t m_received = 0; // of the answer: its bytes, and what its rows cost kept
   uint8_t m_sequence = 0; // of the next packet we send
   std::string m_lost;     // why the connection ended, once m_in is read
   std::string m_version;
