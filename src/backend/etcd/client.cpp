@@ -120,7 +120,16 @@ std::string Client::authenticate(int64_t deadline, bool& refused) {
     return "etcd refused the login of user " + m_uri.user + ": " + c.error.substr(6);
   }
   m_token = text(c.json, "token");
-  return m_token.empty() ? "etcd sent no token for user " + m_uri.user : "";
+  if (m_token.empty()) return "etcd sent no token for user " + m_uri.user;
+  // The token goes into a header of every call, to every member: a member
+  // that sent CR, LF or other bytes outside a header's visible ASCII could
+  // write headers of its own into requests to the others.
+  for (unsigned char ch : m_token)
+    if (ch < 0x21 || ch > 0x7e) {
+      m_token.clear();
+      return "etcd sent a token for user " + m_uri.user + " that no header can carry";
+    }
+  return "";
 }
 
 std::string Client::token(int64_t deadline) {

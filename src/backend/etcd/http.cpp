@@ -54,7 +54,10 @@ std::string HttpConnection::connect(int64_t deadline) {
 
 std::string HttpConnection::request(const std::string& path, const std::string& body,
                                     const std::string& auth) const {
-  std::string r = "POST " + path + " HTTP/1.1\r\nHost: " + m_target.host +
+  // An IPv6 address is bracketed in a Host header (RFC 9110, 7.2).
+  const bool v6 = m_target.host.find(':') != std::string::npos;
+  std::string r = "POST " + path + " HTTP/1.1\r\nHost: " +
+                  (v6 ? "[" + m_target.host + "]" : m_target.host) +
                   "\r\nContent-Type: application/json\r\nContent-Length: " +
                   std::to_string(body.size()) + "\r\n";
   if (!auth.empty()) r += "Authorization: " + auth + "\r\n";
