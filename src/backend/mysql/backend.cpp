@@ -578,8 +578,8 @@ std::string MysqlBackend::ensure_tables(int64_t deadline) {
   if (denied(r.code))
     return scrub("the MySQL user may not create simba's tables in database " + m_uri.database +
                  " at " + m_uri.shown + " (" + r.error.substr(r.error.find("ERROR")) +
-                 "); have an administrator run (docs/backends/mysql.md): " +
-                 mysql_setup_sql(m_uri.database, m_uri.prefix, m_uri.user));
+                 "); have an administrator run the SQL of " + mysql::setup_command(m_uri) +
+                 " with the mariadb or mysql client (docs/backends/mysql.md)");
   return r.error;
 }
 
