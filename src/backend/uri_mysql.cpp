@@ -115,6 +115,7 @@ MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const s
       std::string written = info.substr(colon + 1);
       u.password = percent_decode(written, shown);
       u.secrets = {written, u.password};
+      u.password_note = "the password came from the URI";
     }
   }
   parse_host_port(authority, u, shown);
@@ -124,6 +125,7 @@ MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const s
     if (const char* p = std::getenv(k_mysql_password_env); p && *p) {
       u.password = p;
       u.secrets.push_back(p);
+      u.password_note = std::string("the password came from ") + k_mysql_password_env;
     }
   }
   u.shown = shown;
