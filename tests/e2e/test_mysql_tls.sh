@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # TLS to MySQL through the SSL request (issue 34): a MariaDB of the test's
 # own with a certificate for localhost signed by the test's CA. verify-full with that CA works; a CA that signed nothing of ours is
-# refused (69); verify-full refuses a name the certificate does not carry,
+# refused (69), each line saying what to change; verify-full refuses a name the certificate does not carry,
 # which verify-ca and require accept; disable speaks plain; doctor says the
 # connection is encrypted.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
@@ -22,10 +22,15 @@ assert_exit 0 "$SIMBA" run --backend "$base?tls=verify-full&cacert=$PKI/ca.crt" 
 assert_exit 69 "$SIMBA" run --backend "$base?tls=verify-full&cacert=$PKI/other-ca.crt" \
   --mutex m -- true
 grep -q "TLS" "$T/err" || fail "a foreign CA refused without naming TLS: $(<"$T/err")"
+# Each refusal says what to change, once "TLS: ".
+grep -qF "(did $PKI/other-ca.crt sign it?)" "$T/err" || fail "a foreign CA: $(<"$T/err")"
+! grep -q "TLS: TLS" "$T/err" || fail "TLS: twice: $(<"$T/err")"
 # "127.0.0.1" is not in the certificate: verify-full refuses, verify-ca and
 # require do not check the name.
 other="mysql://simba:$MY_PASSWORD@127.0.0.1:$port/simba"
 assert_exit 69 "$SIMBA" run --backend "$other?tls=verify-full&cacert=$PKI/ca.crt" --mutex m -- true
+grep -qF "(tls=verify-full: the certificate must name 127.0.0.1; verify-ca checks the CA only)" "$T/err" ||
+  fail "a name the certificate does not carry: $(<"$T/err")"
 assert_exit 0 "$SIMBA" run --backend "$other?tls=verify-ca&cacert=$PKI/ca.crt" --mutex m -- true
 assert_exit 0 "$SIMBA" run --backend "$other?tls=require" --mutex m -- true
 assert_exit 0 "$SIMBA" run --backend "$other?tls=disable" --mutex m -- true
