@@ -3,7 +3,8 @@
 # own with a certificate for localhost signed by the test's CA. verify-full with that CA works; a CA that signed nothing of ours is
 # refused (69), each line saying what to change; verify-full refuses a name the certificate does not carry,
 # which verify-ca and require accept; disable speaks plain; doctor says the
-# connection is encrypted.
+# connection is encrypted (a warning when its certificate is not checked,
+# none on a Unix socket).
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/mysql_common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/tls_pki.sh"
@@ -36,3 +37,9 @@ assert_exit 0 "$SIMBA" run --backend "$other?tls=require" --mutex m -- true
 assert_exit 0 "$SIMBA" run --backend "$other?tls=disable" --mutex m -- true
 "$SIMBA" doctor --backend "$base?tls=verify-full&cacert=$PKI/ca.crt" >"$T/out" 2>&1 || true
 grep -Eq '^ok +tls +the connection is encrypted' "$T/out" || fail "doctor: $(cat -- "$T/out")"
+# Encrypted without a checked certificate is a warning; a Unix socket needs no TLS.
+"$SIMBA" doctor --backend "$other?tls=require" >"$T/out" 2>&1 || true
+grep -Eq "^warn +tls +the connection is encrypted, but the server's certificate is not checked" "$T/out" ||
+  fail "doctor, tls=require: $(cat -- "$T/out")"
+"$SIMBA" doctor --backend "mysql://simba:$MY_PASSWORD@localhost/simba?socket=$MY_SOCKET" >"$T/out" 2>&1 || true
+grep -Eq '^ok +tls +a Unix socket' "$T/out" || fail "doctor, a socket: $(cat -- "$T/out")"

@@ -141,6 +141,26 @@ std::string setup_command(const MysqlUri& uri) {
          "/" + uri_escaped(uri.database) + (query.empty() ? "" : "?" + query) + "'`";
 }
 
+// TLS where it matters: not on a Unix socket; encryption without a checked
+// certificate (prefer, require) lets whoever sits between answer for the
+// server, and lease it.
+void check_tls(const MysqlUri& uri, const Connection& conn, Diagnosis& found) {
+  const bool checked = uri.tls == MysqlUri::Tls::verify_ca || uri.tls == MysqlUri::Tls::verify_full;
+  const std::string fix = "tls=verify-full (and cacert=) on a network";
+  if (!uri.socket.empty())
+    found.push_back(finding("tls", Verdict::ok, "a Unix socket: this host only, no TLS needed"));
+  else if (!conn.tls())
+    found.push_back(finding("tls", Verdict::warn, "the connection is not encrypted", fix));
+  else if (!checked)
+    found.push_back(finding("tls", Verdict::warn,
+                            "the connection is encrypted, but the server's certificate is not "
+                            "checked (tls=prefer or require)",
+                            fix));
+  else
+    found.push_back(finding("tls", Verdict::ok,
+                            "the connection is encrypted, the server's certificate checked"));
+}
+
 void diagnose(const MysqlUri& uri, Diagnosis& found, const DiagnoseOptions& options) {
   const int64_t budget_ms = options.timeout_ms > 0 ? options.timeout_ms : uri.timeout_ms;
   Connection conn;
@@ -150,9 +170,7 @@ void diagnose(const MysqlUri& uri, Diagnosis& found, const DiagnoseOptions& opti
                             "check the URI, the password and the server"));
     return;
   }
-  found.push_back(conn.tls() ? finding("tls", Verdict::ok, "the connection is encrypted")
-                             : finding("tls", Verdict::warn, "the connection is not encrypted",
-                                       "tls=verify-full (and cacert=) on a network"));
+  check_tls(uri, conn, found);
   check_server(conn, budget_ms, found);
   check_tables(uri, conn, budget_ms, found);
   check_hint(uri, conn, budget_ms, found);
