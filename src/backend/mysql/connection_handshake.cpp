@@ -67,7 +67,8 @@ std::string read_greeting(const std::string& p, Greeting& g) {
 std::string unsupported_plugin(const std::string& plugin) {
   return "the server asks for the authentication method '" + plugin +
          "', which simba does not speak (only mysql_native_password: docs/backends/mysql.md); "
-         "ALTER USER ... IDENTIFIED WITH mysql_native_password BY '...' lets simba in";
+         "ALTER USER ... IDENTIFIED BY '...' (MariaDB) or IDENTIFIED WITH mysql_native_password "
+         "BY '...' (MySQL; a syntax error on MariaDB) lets simba in";
 }
 
 } // namespace
