@@ -1,4 +1,4 @@
-// MySQL and MariaDB URIs (uri.hpp): mysql://[user[:password]@]host[:port]/database
+// MySQL and MariaDB URIs (uri.hpp): mysql://user[:password]@host[:port]/database
 // with simba's parameters; every secret remembered so that messages can
 // hide it. The password may come from SIMBA_MYSQL_PASSWORD instead (and
 // then from an option file, read when the backend opens:
@@ -90,7 +90,7 @@ void parse_host_port(const std::string& hp, MysqlUri& u, const std::string& show
 namespace uri_parts {
 
 MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const std::string& shown) {
-  const std::string expected = "expected " + scheme + "://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE";
+  const std::string expected = "expected " + scheme + "://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
   if (rest.rfind("//", 0) != 0) bad_uri(shown, expected);
   MysqlUri u;
   std::string base = rest.substr(2), query;

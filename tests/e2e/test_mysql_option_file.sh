@@ -65,3 +65,8 @@ rm -f -- "$HOME/.my.cnf"
 assert_exit 69 "$SIMBA" run --backend "$bare" --mutex m -- true
 grep -qF "(no password: give it in SIMBA_MYSQL_PASSWORD or the [client] group of ~/.my.cnf)" "$T/err" ||
   fail "refused, no password anywhere: $(<"$T/err")"
+# A database the user may not use (1044): the password was right, no word of it.
+nodb="mysql://$user@${rest%%/*}/simba_no_such_db"
+assert_exit 69 env SIMBA_MYSQL_PASSWORD="$pw" "$SIMBA" run --backend "$nodb" --mutex m -- true
+grep -q "ERROR 1044" "$T/err" || fail "not 1044: $(<"$T/err")"
+! grep -q "the password came from" "$T/err" || fail "1044 blames the password: $(<"$T/err")"
