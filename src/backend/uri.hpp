@@ -118,7 +118,7 @@ constexpr const char* k_etcd_password_env = "SIMBA_ETCD_PASSWORD";
 // The URI as simba names the backend: canonical, never a password.
 std::string etcd_describe(const EtcdUri& u);
 
-// mysql://[user[:password]@]host[:port]/database[?param=value&...] (also
+// mysql://user[:password]@host[:port]/database[?param=value&...] (also
 // mariadb://): simba's own client (mysql/README.md). Parameters: socket
 // (a Unix socket's path instead of TCP), tls
 // (disable|prefer|require|verify-ca|verify-full), cacert, timeout, prefix

@@ -1,4 +1,4 @@
-// MySQL and MariaDB URIs (uri.hpp): mysql://[user[:password]@]host[:port]/database
+// MySQL and MariaDB URIs (uri.hpp): mysql://user[:password]@host[:port]/database
 // with simba's parameters; every secret remembered so that messages can
 // hide it. The password may come from SIMBA_MYSQL_PASSWORD instead (and
 // then from an option file, read when the backend opens:
@@ -90,7 +90,7 @@ void parse_host_port(const std::string& hp, MysqlUri& u, const std::string& show
 namespace uri_parts {
 
 MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const std::string& shown) {
-  const std::string expected = "expected " + scheme + "://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE";
+  const std::string expected = "expected " + scheme + "://USER[:PASSWORD]@HOST[:PORT]/DATABASE";
   if (rest.rfind("//", 0) != 0) bad_uri(shown, expected);
   MysqlUri u;
   std::string base = rest.substr(2), query;
@@ -115,6 +115,7 @@ MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const s
       std::string written = info.substr(colon + 1);
       u.password = percent_decode(written, shown);
       u.secrets = {written, u.password};
+      u.password_note = "the password came from the URI";
     }
   }
   parse_host_port(authority, u, shown);
@@ -128,6 +129,7 @@ MysqlUri parse_mysql(const std::string& scheme, const std::string& rest, const s
     if (const char* p = std::getenv(k_mysql_password_env); p && *p) {
       u.password = p;
       u.secrets.push_back(p);
+      u.password_note = std::string("the password came from ") + k_mysql_password_env;
     }
   }
   u.shown = shown;

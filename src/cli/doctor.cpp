@@ -47,6 +47,12 @@ std::string connection_fix(std::string uri, const std::string& error) {
   if (uri.rfind("postgres", 0) == 0)
     return "check the address, the role and its password (PGPASSWORD, ~/.pgpass) and the "
            "database (docs/backends/postgres.md)";
+  if (uri.rfind("mysql", 0) == 0 || uri.rfind("mariadb", 0) == 0)
+    return "check the address, the user and its password (SIMBA_MYSQL_PASSWORD, ~/.my.cnf), "
+           "tls= and the server (docs/backends/mysql.md)";
+  if (uri.rfind("etcd", 0) == 0)
+    return "check the members' addresses (name them all), the scheme (etcds:// for TLS), "
+           "the user and SIMBA_ETCD_PASSWORD (docs/backends/etcd.md)";
   if (error.rfind("no simba database", 0) == 0)
     return "check the path; the first simba run on it makes the database";
   return "see docs/backends/sqlite.md, \"Whose files simba trusts\" and \"Sharing a database "

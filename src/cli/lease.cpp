@@ -175,6 +175,7 @@ Outcome acquire_command(const AcquireOptions& o) {
   core::ContenderConfig config = acquire_config(o);
   EnvFile env(o.env_file);
   Log log{o.common.quiet, o.common.verbose, false, false};
+  log.redis = is_redis_uri(o.common.backend);
   auto backend = open_backend(o.common);
   if (config.slots > 1 && !backend->has_slots())
     throw UsageError("--slots above 1 is not supported by " + backend->describe());

@@ -111,15 +111,16 @@ std::string ordinal(int n) {
 // "held by 4711@build-3 since 2026-12-01T08:15:02Z", "its lease was revoked
 // ...", "in quarantine ...", or "" when no holder is known. The holder's label (its
 // --contender-id, by default <pid>@<host>) is all a backend tells of it.
-std::string holder_text(const core::WaitNotice& n, int64_t wall_now, nlohmann::ordered_json& f) {
+std::string holder_text(const core::WaitNotice& n, int64_t wall_now, bool redis,
+                        nlohmann::ordered_json& f) {
   if (n.quarantine) { // status's state `quarantine` (docs/backends/)
     f["quarantine"] = true;
     f["free_in_ms"] = n.free_in_ms;
     return "in quarantine until about " + iso8601_utc_s(wall_now + n.free_in_ms) + " (in " +
            for_people(n.free_in_ms) +
            "): no simba marker of this server run on this database: new, restarted, failed "
-           "over or flushed, it may have lost a running lease (a Redis database you know is "
-           "new: simba doctor --init)";
+           "over or flushed, it may have lost a running lease" +
+           (redis ? " (a Redis database you know is new: simba doctor --init)" : "");
   }
   if (n.revoked) {
     f["revoked"] = true;
@@ -157,7 +158,7 @@ void Log::notice(int level, const core::WaitNotice& n) const {
   f["event"] = event_name(n.event);
   f["mutex"] = n.mutex;
   f["waited_ms"] = n.waited_ms;
-  std::string holder = holder_text(n, sys::wall_ms(), f);
+  std::string holder = holder_text(n, sys::wall_ms(), redis, f);
   if (n.gives_up_in_ms) f["gives_up_in_ms"] = *n.gives_up_in_ms;
   std::string trouble; // while the backend fails: what it says
   if (!n.error.empty()) {

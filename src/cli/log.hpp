@@ -14,6 +14,7 @@ struct Log {
   bool verbose = false;
   bool stamp = false; // timestamps on every line (lead, schedule: long-running)
   bool json = false;  // {"time", "pid", "level", "message"} per line, for machines
+  bool redis = false; // a Redis backend: a quarantine's notice names doctor --init
   void info(const std::string& m) const;
   void verbose_line(const std::string& m) const;
   void warning(const std::string& m) const;

@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <random>
 
@@ -130,6 +131,12 @@ core::ContenderConfig contender_config(const CommonOptions& o) {
     c.notice_every_ms = core::parse_duration(every, "SIMBA_WAIT_NOTICE_EVERY");
   }
   return c;
+}
+
+bool is_redis_uri(const std::string& uri) {
+  std::string scheme = uri.substr(0, 5);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return scheme == "redis";
 }
 
 std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o, backend::Access access) {

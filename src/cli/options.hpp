@@ -50,6 +50,10 @@ void apply_wait_options(core::ContenderConfig& config, bool no_wait, const std::
 std::unique_ptr<backend::Backend> open_backend(const CommonOptions& o,
                                                backend::Access access = backend::Access::use);
 
+// A Redis URI (redis://, rediss://, redis+...): its quarantine notice
+// names doctor --init, which only Redis has.
+bool is_redis_uri(const std::string& uri);
+
 // This process's host name and pid, each read once (gethostname, getpid).
 const std::string& this_host();
 long this_pid();

@@ -81,6 +81,7 @@ Outcome supervise(core::ContenderConfig config, const SuperviseOptions& o,
   using Mode = core::ContenderConfig::Mode;
   bool long_running = config.mode == Mode::lead || config.mode == Mode::schedule;
   Log log{o.common.quiet, o.common.verbose, long_running, parse_log_format_json(o.log_format)};
+  log.redis = is_redis_uri(o.common.backend);
   Command command;
   command.path = process::resolve_command(cmd[0]); // 126/127 before any lock is taken
   command.argv = cmd;

@@ -21,3 +21,8 @@ grep -Eq '^warn +tls ' "$T/out" || fail "no TLS is not a warning"
 assert_exit 0 "$SIMBA" run --mutex m -- true
 "$SIMBA" doctor >"$T/out" 2>&1 || true
 grep -Eq "^ok +tables +simba's 5 tables are there" "$T/out" || fail "the tables, once made"
+
+# A server that does not answer: the connection fails, its fix for MySQL.
+assert_exit 69 "$SIMBA" doctor --backend "mysql://simba@127.0.0.1:1/simba"
+grep -q "^fail *connection .* — fix: check the address, the user and its password (SIMBA_MYSQL_PASSWORD, ~/.my.cnf), tls= and the server (docs/backends/mysql.md)" "$T/out" ||
+  fail "no MySQL fix for a connection that fails: $(<"$T/out")"

@@ -37,6 +37,8 @@ try cut "closed"
 try error-greeting "ERROR 1040 (08004): Too many connections"
 try error-login "ERROR 1045 (28000): Access denied"
 try ed25519 "'client_ed25519', which simba does not speak"
+# ... and what lets it in, on MariaDB as on MySQL
+try ed25519 "ALTER USER ... IDENTIFIED BY '...' (MariaDB) or IDENTIFIED WITH mysql_native_password BY '...' (MySQL"
 try caching-sha2 "'caching_sha2_password', which simba does not speak"
 try old-protocol "protocol 9, not 10"
 try silent "no answer from MySQL" 2500

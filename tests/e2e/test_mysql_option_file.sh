@@ -3,7 +3,8 @@
 # or ?option-file=; only when neither the URI nor SIMBA_MYSQL_PASSWORD
 # gives one (URI > SIMBA_MYSQL_PASSWORD > file). A file its group or
 # everyone may write is not read: ~/.my.cnf is skipped (the refused login
-# says why), a named one is an error (69). The password is never printed.
+# says why), a named one is an error (69). A refused login says where the
+# password came from, or that none was found. The password is never printed.
 source "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 source "$(dirname -- "${BASH_SOURCE[0]}")/mysql_common.sh"
 use_test_mysql
@@ -56,3 +57,16 @@ no_password_shown
 assert_exit 69 "$SIMBA" run --backend "$bare&option-file=$T/none.cnf" --mutex m -- true
 grep -q "cannot read the option file $T/none.cnf" "$T/err" || fail "missing named file: $(<"$T/err")"
 assert_exit 64 "$SIMBA" run --backend "$bare&option-file=relative.cnf" --mutex m -- true
+
+# A refused login says where the password came from, or that none was found.
+assert_exit 69 env SIMBA_MYSQL_PASSWORD=wrong "$SIMBA" run --backend "$bare" --mutex m -- true
+grep -qF "(the password came from SIMBA_MYSQL_PASSWORD)" "$T/err" || fail "refused, env: $(<"$T/err")"
+rm -f -- "$HOME/.my.cnf"
+assert_exit 69 "$SIMBA" run --backend "$bare" --mutex m -- true
+grep -qF "(no password: give it in SIMBA_MYSQL_PASSWORD or the [client] group of ~/.my.cnf)" "$T/err" ||
+  fail "refused, no password anywhere: $(<"$T/err")"
+# A database the user may not use (1044): the password was right, no word of it.
+nodb="mysql://$user@${rest%%/*}/simba_no_such_db"
+assert_exit 69 env SIMBA_MYSQL_PASSWORD="$pw" "$SIMBA" run --backend "$nodb" --mutex m -- true
+grep -q "ERROR 1044" "$T/err" || fail "not 1044: $(<"$T/err")"
+! grep -q "the password came from" "$T/err" || fail "1044 blames the password: $(<"$T/err")"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A MySQL user that may not create tables: its first use exits 69 naming
-# the SQL an administrator runs, the very text `simba doctor --sql mysql
-# --backend URI` prints; an administrator runs that with the mariadb
+# the command that prints the SQL an administrator runs, `simba doctor
+# --sql mysql --backend URI` (doctor's tables check names it too); an administrator runs that with the mariadb
 # client, and the user then locks (its waiters' queue included: status
 # lists a waiter). Without --backend: the database simba, the prefix
 # simba_, the user simba.
@@ -21,9 +21,20 @@ assert_exit 0 "$SIMBA" doctor --sql mysql --backend "$SIMBA_BACKEND"
 cp -- "$T/out" "$T/setup.sql"
 grep -q "TO \`plain\`@'%';" "$T/setup.sql" || fail "no GRANT to plain: $(<"$T/setup.sql")"
 grep -q '`p_waiters`' "$T/setup.sql" || fail "no waiters' table: $(<"$T/setup.sql")"
-# The error names the same SQL (its lines, as the one error line shows them).
-first=$(grep -m1 '^CREATE TABLE' "$T/setup.sql")
-grep -qF -- "$first" "$T/refused" || fail "the 69 names other SQL than --sql: $(<"$T/refused")"
+# The error names the command that prints that SQL (not the SQL itself:
+# one error line is cut past 4 KiB, which a long prefix's SQL passes), and
+# that command prints the same SQL.
+shown=$(grep -o "simba doctor --sql mysql --backend '[^']*'" "$T/refused") ||
+  fail "the 69 names no doctor --sql command: $(<"$T/refused")"
+eval "\"\$SIMBA\" ${shown#simba }" >"$T/named.sql" || fail "the command named fails: $shown"
+cmp -s -- "$T/setup.sql" "$T/named.sql" || fail "the command named prints other SQL: $shown"
+long=mysql://plain@127.0.0.1:$MY_PORT/simba?prefix=a_prefix_of_forty_characters_0123456789_
+assert_exit 69 "$SIMBA" run --backend "$long" --mutex m -- true
+grep -qF "doctor --sql mysql --backend '$long'" "$T/err" || fail "a long prefix: $(<"$T/err")"
+! grep -qF '[...' "$T/err" || fail "the 69 of a long prefix was cut: $(<"$T/err")"
+"$SIMBA" doctor --backend "$long" >"$T/out" 2>&1 || true
+grep -qF "fail  tables            simba's tables are missing and the user may not create them — fix: have an administrator run the SQL of \`simba doctor --sql mysql --backend '$long'\`" "$T/out" ||
+  fail "doctor's fix: $(<"$T/out")"
 
 my_server_sql "$(<"$T/setup.sql")" || fail "the printed SQL failed"
 assert_exit 0 "$SIMBA" run --mutex m -- true

@@ -30,7 +30,7 @@ t0=$(now_ms)
 # status then shows.
 "$SIMBA" run --mutex lost --ttl 3s --transition 1s --timeout 20s -- \
   sh -c 'if kill -0 "$1" 2>/dev/null; then echo overlap; else echo alone; fi >"$0"
-         echo "$SIMBA_FENCING_TOKEN" >"$2"' "$T/verdict" "$child" "$T/next" &
+         echo "$SIMBA_FENCING_TOKEN" >"$2"' "$T/verdict" "$child" "$T/next" 2>"$T/c.err" &
 contender=$!
 wait_for 10 sh -c '[ "$("$0" status --mutex lost --json | jq -r ".mutexes[0].state")" = quarantine ]' "$SIMBA"
 wait "$contender" || fail "the contender did not get the mutex after the restart"
@@ -43,3 +43,7 @@ assert_eq 76 "$rc" "exit status of the holder whose lease was lost"
 echo "the next holder started ${dt} ms after the restart (quarantine: 3 s + 1 s + 1 s)" >&2
 ((dt >= 4500)) || fail "the next holder started ${dt} ms after the restart: before the quarantine ended"
 (($(<"$T/next") > $(<"$T/first"))) || fail "the token after the restart is not larger"
+# Its notice says why it waits, and names no Redis remedy (doctor --init).
+grep -q "in quarantine until about .*it may have lost a running lease" "$T/c.err" ||
+  fail "the quarantine notice: $(<"$T/c.err")"
+! grep -q "Redis" "$T/c.err" || fail "a MySQL quarantine's notice names Redis: $(<"$T/c.err")"

@@ -9,6 +9,7 @@
 
 #include "backend/etcd/doctor.hpp"
 #include "backend/holder.hpp"
+#include "core/error.hpp"
 #include "sys/clock.hpp"
 
 #include <algorithm>
@@ -16,7 +17,9 @@
 namespace simba::backend {
 
 std::unique_ptr<Backend> open_etcd(EtcdUri uri) {
-  return std::make_unique<etcd::EtcdBackend>(std::move(uri));
+  auto backend = std::make_unique<etcd::EtcdBackend>(std::move(uri));
+  backend->reach();
+  return backend;
 }
 
 namespace etcd {
@@ -63,6 +66,20 @@ bool EtcdBackend::ran_out(const std::string& key, uint64_t token) const {
 }
 
 int64_t EtcdBackend::now() const { return at(sys::boottime_ms()); }
+
+// Opening asks whether any member answers (one read of a key under the
+// prefix), as the other backends' connection does: a cluster none of whose
+// members answers is exit 69 at once, as a Redis or MySQL server that is
+// down, not a wait that retries for ever. A member that answers with an
+// error (no leader, a refused login or read) is there: the calls say what.
+void EtcdBackend::reach() {
+  nlohmann::json r = range_all(m_uri.prefix, "");
+  r["limit"] = "1";
+  r["keys_only"] = true;
+  Call c = m_store.client().call("/v3/kv/range", r, false, sys::boottime_ms() + m_uri.timeout_ms);
+  if (c.status == Reply::Status::failed && c.error.rfind("etcd", 0) != 0)
+    throw UnavailableError("cannot reach etcd at " + describe() + ": " + c.error);
+}
 
 void EtcdBackend::diagnose(Diagnosis& found, const DiagnoseOptions& options) {
   etcd::diagnose(m_uri, m_store.client(), found, options);

@@ -61,6 +61,8 @@ public:
   void diagnose(Diagnosis& found, const DiagnoseOptions& options) override;
   int64_t call_timeout_ms() const override { return m_uri.timeout_ms; }
   std::string describe() const override { return etcd_describe(m_uri); }
+  // Throws UnavailableError when no member answers at all (backend.cpp).
+  void reach();
 
 private:
   // This process's place in a mutex's queue: its key's lease.

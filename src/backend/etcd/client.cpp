@@ -94,8 +94,16 @@ Call Client::answer_of(const HttpAnswer& a, bool write) const {
                                 : "HTTP status " + std::to_string(a.status);
   c.error = "etcd: " + message;
   if (code == k_grpc_permission_denied ||
-      (code == k_grpc_invalid_argument && message.find("user name") != std::string::npos))
+      (code == k_grpc_invalid_argument && message.find("user name") != std::string::npos)) {
+    // A refusal ends simba with this line: what to grant, or to give.
+    c.error += m_uri.user.empty()
+                   ? ": the cluster has authentication on: give ?user=NAME in the URI and its "
+                     "password in SIMBA_ETCD_PASSWORD"
+                   : ": user " + m_uri.user + " needs readwrite on the prefix " + m_uri.prefix +
+                         " (etcdctl --user root role grant-permission ROLE --prefix=true "
+                         "readwrite " + m_uri.prefix + ", a role of " + m_uri.user + ")";
     c.status = Reply::Status::refused;
+  }
   else if (code == k_grpc_invalid_argument || code == k_grpc_not_found ||
            code == k_grpc_unauthenticated || !write)
     c.status = Reply::Status::failed;
@@ -117,7 +125,8 @@ std::string Client::authenticate(int64_t deadline, bool& refused) {
   Call c = answer_of(a, false);
   if (!c.ok()) {
     refused = a.status >= 400 && a.status < 500;
-    return "etcd refused the login of user " + m_uri.user + ": " + c.error.substr(6);
+    return "etcd refused the login of user " + m_uri.user + ": " + c.error.substr(6) +
+           (refused ? " (its password comes from SIMBA_ETCD_PASSWORD)" : "");
   }
   m_token = text(c.json, "token");
   if (m_token.empty()) return "etcd sent no token for user " + m_uri.user;

@@ -1,5 +1,5 @@
 // simba doctor on etcd (doctor.hpp): each member's /v3/maintenance/status,
-// and one read of simba's prefix through the backend's client.
+// and one read and one write check of simba's prefix through the backend's client.
 #include "backend/etcd/doctor.hpp"
 
 #include "backend/etcd/keys.hpp"
@@ -132,12 +132,23 @@ void diagnose(const EtcdUri& uri, Client& client, Diagnosis& found,
   r["limit"] = "1";
   r["keys_only"] = true;
   Call c = client.call("/v3/kv/range", r, false, sys::boottime_ms() + budget);
+  // The right to write, without a write: etcd checks every operation of a
+  // transaction, the branch not taken too, and this one's comparison (a
+  // key's version below 0) never holds.
+  const std::string probe = base64(uri.prefix + "!doctor");
+  nlohmann::json txn = {
+      {"compare", {{{"target", "VERSION"}, {"result", "LESS"}, {"key", probe}, {"version", "0"}}}},
+      {"success", {{{"request_put", {{"key", probe}, {"value", base64("")}}}}}}};
+  if (c.ok()) c = client.call("/v3/kv/txn", txn, false, sys::boottime_ms() + budget);
+  const std::string fix = "give a role of the user readwrite on " + uri.prefix +
+                          " (docs/backends/etcd.md)";
   if (c.ok())
-    found.push_back(finding("rights", Verdict::ok, "simba's prefix " + uri.prefix + " can be read" +
+    found.push_back(finding("rights", Verdict::ok, "simba's prefix " + uri.prefix +
+                                                       " can be read and written" +
                                                        (uri.user.empty() ? "" : " by " + uri.user)));
   else
-    found.push_back(finding("rights", Verdict::fail, "cannot read " + uri.prefix + ": " + c.error,
-                            "grant the user readwrite on the prefix (docs/backends/etcd.md)"));
+    found.push_back(finding("rights", Verdict::fail,
+                            "cannot read and write " + uri.prefix + ": " + c.error, fix));
   found.push_back(finding("lease-clock", Verdict::ok,
                           "clock offsets are irrelevant: etcd times leases on its leader's "
                           "monotonic clock, simba on this host's"));

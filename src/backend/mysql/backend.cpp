@@ -329,7 +329,9 @@ std::string MysqlBackend::connect(int64_t deadline) {
     return "no answer from MySQL at " + m_uri.shown + " within " +
            core::format_duration(m_budget_ms);
   // A refused login: where the password came from, or why no file gave it.
-  if (refused && !m_uri.password_note.empty()) why += " (" + m_uri.password_note + ")";
+  // (Not for a database the user may not use, 1044: the password was right.)
+  if (refused && !m_uri.password_note.empty() && why.find("ERROR 1044") == std::string::npos)
+    why += " (" + m_uri.password_note + ")";
   return scrub("cannot connect to MySQL at " + m_uri.shown + ": " + why);
 }
 
@@ -578,8 +580,8 @@ std::string MysqlBackend::ensure_tables(int64_t deadline) {
   if (denied(r.code))
     return scrub("the MySQL user may not create simba's tables in database " + m_uri.database +
                  " at " + m_uri.shown + " (" + r.error.substr(r.error.find("ERROR")) +
-                 "); have an administrator run (docs/backends/mysql.md): " +
-                 mysql_setup_sql(m_uri.database, m_uri.prefix, m_uri.user));
+                 "); have an administrator run the SQL of " + mysql::setup_command(m_uri) +
+                 " with the mariadb or mysql client (docs/backends/mysql.md)");
   return r.error;
 }
 

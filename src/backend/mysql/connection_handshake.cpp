@@ -67,7 +67,8 @@ std::string read_greeting(const std::string& p, Greeting& g) {
 std::string unsupported_plugin(const std::string& plugin) {
   return "the server asks for the authentication method '" + plugin +
          "', which simba does not speak (only mysql_native_password: docs/backends/mysql.md); "
-         "ALTER USER ... IDENTIFIED WITH mysql_native_password BY '...' lets simba in";
+         "ALTER USER ... IDENTIFIED BY '...' (MariaDB) or IDENTIFIED WITH mysql_native_password "
+         "BY '...' (MySQL; a syntax error on MariaDB) lets simba in";
 }
 
 } // namespace
@@ -153,7 +154,16 @@ std::string Connection::start_tls(const MysqlUri& uri, uint32_t caps, int64_t de
   o.check_name = uri.tls == MysqlUri::Tls::verify_full;
   m_tls = std::make_unique<net::TlsSession>();
   std::string why = m_tls->start(m_fd, o, deadline);
-  return why.empty() ? "" : "TLS: " + why;
+  if (why.empty()) return "";
+  if (why.rfind("TLS", 0) != 0) why = "TLS: " + why;
+  // What to change: the name checked, or the CA trusted.
+  if (why.find("mismatch") != std::string::npos)
+    why += " (tls=verify-full: the certificate must name " + uri.host +
+           "; verify-ca checks the CA only)";
+  else if (why.find("not trusted") != std::string::npos)
+    why += uri.cacert.empty() ? " (give the CA that signed it: cacert=FILE)"
+                              : " (did " + uri.cacert + " sign it?)";
+  return why;
 }
 
 // The server's answer to our response: OK, ERR, or a switch to another

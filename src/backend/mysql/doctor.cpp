@@ -8,6 +8,8 @@
 #include "backend/mysql/packets.hpp"
 #include "sys/clock.hpp"
 
+#include <cctype>
+
 #include <unistd.h>
 
 namespace simba::backend::mysql {
@@ -31,6 +33,22 @@ bool one_row(Connection& conn, const std::string& sql, int64_t budget_ms, Row& r
   return true;
 }
 
+// Percent-encoded for a URI: all but letters, digits and -._~.
+std::string uri_escaped(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 // The tables of the prefix, or the right to make them.
 void check_tables(const MysqlUri& uri, Connection& conn, int64_t budget_ms, Diagnosis& found) {
   Row row;
@@ -49,8 +67,8 @@ void check_tables(const MysqlUri& uri, Connection& conn, int64_t budget_ms, Diag
                             "check the user's rights on the database"));
     return;
   }
-  const std::string sql = "have an administrator run: " +
-                          mysql_setup_sql(uri.database, uri.prefix, uri.user);
+  const std::string sql = "have an administrator run the SQL of " + setup_command(uri) +
+                          " (docs/backends/mysql.md)";
   if (row[0] == "5")
     found.push_back(finding("tables", Verdict::ok, "simba's 5 tables are there (prefix " +
                                                        uri.prefix + ")"));
@@ -111,6 +129,38 @@ void check_hint(const MysqlUri& uri, Connection& conn, int64_t budget_ms, Diagno
 
 } // namespace
 
+std::string setup_command(const MysqlUri& uri) {
+  std::string where = uri.socket.empty()
+                          ? (uri.host.find(':') != std::string::npos ? "[" + uri.host + "]"
+                                                                     : uri.host) +
+                                ":" + std::to_string(uri.port)
+                          : "localhost";
+  std::string query = uri.socket.empty() ? "" : "socket=" + uri.socket;
+  if (uri.prefix != "simba_") query += (query.empty() ? "" : "&") + ("prefix=" + uri.prefix);
+  return "`simba doctor --sql mysql --backend 'mysql://" + uri_escaped(uri.user) + "@" + where +
+         "/" + uri_escaped(uri.database) + (query.empty() ? "" : "?" + query) + "'`";
+}
+
+// TLS where it matters: not on a Unix socket; encryption without a checked
+// certificate (prefer, require) lets whoever sits between answer for the
+// server, and lease it.
+void check_tls(const MysqlUri& uri, const Connection& conn, Diagnosis& found) {
+  const bool checked = uri.tls == MysqlUri::Tls::verify_ca || uri.tls == MysqlUri::Tls::verify_full;
+  const std::string fix = "tls=verify-full (and cacert=) on a network";
+  if (!uri.socket.empty())
+    found.push_back(finding("tls", Verdict::ok, "a Unix socket: this host only, no TLS needed"));
+  else if (!conn.tls())
+    found.push_back(finding("tls", Verdict::warn, "the connection is not encrypted", fix));
+  else if (!checked)
+    found.push_back(finding("tls", Verdict::warn,
+                            "the connection is encrypted, but the server's certificate is not "
+                            "checked (tls=prefer or require)",
+                            fix));
+  else
+    found.push_back(finding("tls", Verdict::ok,
+                            "the connection is encrypted, the server's certificate checked"));
+}
+
 void diagnose(const MysqlUri& uri, Diagnosis& found, const DiagnoseOptions& options) {
   const int64_t budget_ms = options.timeout_ms > 0 ? options.timeout_ms : uri.timeout_ms;
   Connection conn;
@@ -120,9 +170,7 @@ void diagnose(const MysqlUri& uri, Diagnosis& found, const DiagnoseOptions& opti
                             "check the URI, the password and the server"));
     return;
   }
-  found.push_back(conn.tls() ? finding("tls", Verdict::ok, "the connection is encrypted")
-                             : finding("tls", Verdict::warn, "the connection is not encrypted",
-                                       "tls=verify-full (and cacert=) on a network"));
+  check_tls(uri, conn, found);
   check_server(conn, budget_ms, found);
   check_tables(uri, conn, budget_ms, found);
   check_hint(uri, conn, budget_ms, found);

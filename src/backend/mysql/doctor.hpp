@@ -12,4 +12,11 @@ namespace simba::backend::mysql {
 // sets its own); the named lock of the hand-over.
 void diagnose(const MysqlUri& uri, Diagnosis& found, const DiagnoseOptions& options);
 
+// What a user that may not create simba's tables is told to have an
+// administrator run: `simba doctor --sql mysql --backend '<URI>'`, the URI
+// without its password and with what the SQL depends on (user, database,
+// prefix). Not the SQL itself: an error line is cut past 4 KiB, and the
+// SQL of a long prefix is longer.
+std::string setup_command(const MysqlUri& uri);
+
 } // namespace simba::backend::mysql

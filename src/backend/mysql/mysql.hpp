@@ -14,7 +14,7 @@ namespace simba::backend {
 // the first statement, and created (with `use`) when missing. Throws
 // UnavailableError when the server cannot be reached or refuses; the first
 // statement throws it when the tables are missing and cannot be made
-// (naming the SQL an administrator may run, with its GRANTs).
+// (naming the command that prints the SQL an administrator runs).
 std::unique_ptr<Backend> open_mysql(MysqlUri uri, Access access);
 
 // The SQL an administrator runs for a user that may not create tables:

@@ -87,6 +87,9 @@ std::string apply_option_file(MysqlUri& uri) {
   if (!uri.password.empty()) return "";
   const bool named = !uri.option_file.empty();
   std::string path = uri.option_file;
+  // What a refused login says when no password was found anywhere.
+  uri.password_note = std::string("no password: give it in ") + k_mysql_password_env +
+                      " or the [client] group of ~/.my.cnf";
   if (!named) {
     const char* home = std::getenv("HOME");
     if (!home || !*home) return "";
