@@ -112,6 +112,18 @@ Call Client::answer_of(const HttpAnswer& a, bool write) const {
   return c;
 }
 
+std::string Client::connect(int64_t deadline) {
+  std::string why;
+  for (size_t tried = 0; tried < m_uri.endpoints.size(); ++tried) {
+    std::string e = m_conn.open(deadline);
+    if (e.empty()) return "";
+    const HttpTarget t = target_of(m_current);
+    why = t.host + ":" + std::to_string(t.port) + ": " + e;
+    next_member();
+  }
+  return why;
+}
+
 void Client::next_member() {
   m_current = (m_current + 1) % m_uri.endpoints.size();
   m_conn.retarget(target_of(m_current));

@@ -35,6 +35,11 @@ public:
   // unanswered send is indeterminate rather than failed.
   Call call(const std::string& path, const nlohmann::json& body, bool write, int64_t deadline);
 
+  // Connects (TCP, and TLS for etcds://) to the first member that takes
+  // the connection, trying each in turn, without a request: "" or why none
+  // could be reached. The next call goes on that connection.
+  std::string connect(int64_t deadline);
+
   // Where the last answered call went, and the token it carried: the watch
   // connects there too.
   HttpTarget target() const { return target_of(m_current); }

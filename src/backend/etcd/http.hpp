@@ -52,6 +52,9 @@ public:
   // stream is over (then close()).
   std::string read_stream(std::vector<std::string>& lines);
 
+  // Connects unless connected: "" or why not.
+  std::string open(int64_t deadline) { return m_fd >= 0 ? "" : connect(deadline); }
+
   int fd() const { return m_fd; }
   bool connected() const { return m_fd >= 0; }
   const HttpTarget& target() const { return m_target; }
