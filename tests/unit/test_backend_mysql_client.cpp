@@ -2,6 +2,7 @@
 // vectors, mysql_native_password's scramble, the packets' integers and
 // strings (a truncated packet never reads past its end), hex literals, and
 // the URI (docs/backends/mysql.md).
+#include "backend/mysql/doctor.hpp"
 #include "backend/mysql/packets.hpp"
 #include "backend/mysql/sha1.hpp"
 #include "backend/uri.hpp"
@@ -136,4 +137,26 @@ TEST_CASE("mysql: URIs, their parameters and refusals; the password never shown"
   std::string forgot = usage_error_of("mysql://app:hunter2/db");
   CHECK(forgot.find("hunter2") == std::string::npos);
   CHECK(forgot.find("the port must be a number") != std::string::npos);
+}
+
+// The command a user without CREATE is told to have an administrator run
+// (simba doctor --sql mysql --backend '...'): pasted into a shell, so no
+// name of the URI may end its single quotes; and it names the same place.
+TEST_CASE("mysql: the setup command quotes every name for a shell, and parses back") {
+  unsetenv(k_mysql_password_env);
+  for (const char* uri : {"mysql://o%27hara@db%27x:3307/we%27ird?prefix=ci_",
+                          "mysql://app@[::1]/db?socket=/tmp/a%27b;touch%20x;%27/s.sock"}) {
+    auto u = std::get<MysqlUri>(parse_backend_uri(uri));
+    const std::string cmd = mysql::setup_command(u);
+    const size_t open = cmd.find("--backend '"), close = cmd.rfind("'");
+    REQUIRE(open != std::string::npos);
+    const std::string quoted = cmd.substr(open + 11, close - open - 11);
+    CHECK(quoted.find('\'') == std::string::npos);
+    auto back = std::get<MysqlUri>(parse_backend_uri(quoted));
+    CHECK(back.user == u.user);
+    if (u.socket.empty()) CHECK(back.host == u.host); // else "localhost": unused
+    CHECK(back.socket == u.socket);
+    CHECK(back.database == u.database);
+    CHECK(back.prefix == u.prefix);
+  }
 }

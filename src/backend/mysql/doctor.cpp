@@ -9,6 +9,7 @@
 #include "sys/clock.hpp"
 
 #include <cctype>
+#include <cstring>
 
 #include <unistd.h>
 
@@ -33,12 +34,13 @@ bool one_row(Connection& conn, const std::string& sql, int64_t budget_ms, Row& r
   return true;
 }
 
-// Percent-encoded for a URI: all but letters, digits and -._~.
-std::string uri_escaped(const std::string& text) {
+// Percent-encoded for a URI: all but letters, digits, -._~ and `keep`.
+std::string uri_escaped(const std::string& text, const char* keep = "") {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+        (c != 0 && std::strchr(keep, c) != nullptr)) {
       out += static_cast<char>(c);
     } else {
       out += '%';
@@ -130,12 +132,15 @@ void check_hint(const MysqlUri& uri, Connection& conn, int64_t budget_ms, Diagno
 } // namespace
 
 std::string setup_command(const MysqlUri& uri) {
+  // Every name percent-encoded: the command is pasted into a shell, inside
+  // single quotes that a quote in a host name or socket path would end.
   std::string where = uri.socket.empty()
-                          ? (uri.host.find(':') != std::string::npos ? "[" + uri.host + "]"
-                                                                     : uri.host) +
+                          ? (uri.host.find(':') != std::string::npos
+                                 ? "[" + uri_escaped(uri.host, ":") + "]"
+                                 : uri_escaped(uri.host)) +
                                 ":" + std::to_string(uri.port)
                           : "localhost";
-  std::string query = uri.socket.empty() ? "" : "socket=" + uri.socket;
+  std::string query = uri.socket.empty() ? "" : "socket=" + uri_escaped(uri.socket, "/");
   if (uri.prefix != "simba_") query += (query.empty() ? "" : "&") + ("prefix=" + uri.prefix);
   return "`simba doctor --sql mysql --backend 'mysql://" + uri_escaped(uri.user) + "@" + where +
          "/" + uri_escaped(uri.database) + (query.empty() ? "" : "?" + query) + "'`";
