@@ -187,3 +187,21 @@ TEST_CASE("acquire_once: our unrecorded lease is ended when a later window ran")
   Reply again = require_ok(b->acquire_once(m, "F", 10000, 2000, before, "f", "h2", k_timeout));
   CHECK(again.observed.lease.owner_id.empty());
 }
+
+// DESIGN §2 on the --once-per path too: a lease past its ttl but in its
+// transition (its owner stopped renewing; its CMD may still run) is
+// nobody else's until transition_at, even for a window that may run.
+TEST_CASE("acquire_once: a lease in its transition is not taken, though the window may run") {
+  auto a = open_test_backend();
+  auto m = unique_mutex("once-transition");
+  OncePer o = day_window(require_ok(a->get(m, k_timeout)).observed.now);
+  Reply held = require_ok(a->acquire(m, "A", 200, 5000, k_timeout));
+  REQUIRE(held.changed);
+  sleep_ms(400); // past its ttl, 4.8 s before its transition_at
+  auto b = open_test_backend(); // a process of its own (etcd: its place goes with it)
+  Reply r = require_ok(b->acquire_once(m, "B", 10000, 2000, o, "b", "h", k_timeout));
+  CHECK_FALSE(r.changed);
+  CHECK(r.observed.lease.owner_id == "A");
+  CHECK(r.observed.lease.fencing_token == held.observed.lease.fencing_token);
+  CHECK(r.observed.now < held.observed.lease.transition_at);
+}

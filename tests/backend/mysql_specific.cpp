@@ -3,13 +3,15 @@
 // send it at the same instant, on a new mutex and on one whose lease ran
 // out (README.md in src/backend/mysql: the row's lock orders the queries);
 // an acquire of a mutex another holds does not wait for that lock (its
-// look); the hint channel.
+// look), and decides on the row as its touch found it, not as the look
+// read it; the hint channel; the server-run quarantine on every path.
 #include "support.hpp"
 
 #include "backend/backend.hpp"
 #include "backend/mysql/connection.hpp"
 #include "backend/mysql/packets.hpp"
 #include "backend/uri.hpp"
+#include "core/once_per.hpp"
 #include "sys/clock.hpp"
 
 #include <csignal>
@@ -213,4 +215,117 @@ TEST_CASE("mysql look: an acquire of a mutex another holds answers at once, with
   REQUIRE(renewed.ok());
   CHECK(renewed.changed);
   CHECK(mono_ms() - t0 >= 250);
+}
+
+// An acquire decides on the lease row as its touch found it, never on
+// what its look read (statements.cpp, Statements::acquire; run by
+// conformance/mysql only). The look is a plain read without the row's
+// lock: between it and the touch (which waits for the lock) another
+// contender may take the lease. Here that lease is written by a
+// transaction of the test's own that holds the row's lock over the look,
+// its ttl already over and its transition running, as a new owner's is
+// when the touch waited longer than its ttl: the acquire must neither take
+// it (a new lease only after transition_at) nor renew it as its own (owner
+// compared), and its times stay as written.
+TEST_CASE("mysql look: a lease taken by another after the look, in its transition, is neither "
+          "taken nor renewed by the acquire that waited for the row") {
+  auto a = open_test_backend();
+  auto m = unique_mutex("stale-look");
+  Reply first = require_ok(a->acquire(m, "A", 50, 0, k_timeout));
+  REQUIRE(first.changed);
+  sleep_ms(100); // A's lease ran out: a look finds the mutex free
+  auto uri = std::get<simba::backend::MysqlUri>(simba::backend::parse_backend_uri(backend_uri()));
+  simba::backend::mysql::Connection raw;
+  REQUIRE(raw.connect(uri, simba::sys::boottime_ms() + 5000).empty());
+  const std::string now = "FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000)";
+  // C's lease: its ttl over 100 ms ago, its transition 10 s more.
+  REQUIRE(raw.query("START TRANSACTION;UPDATE `" + uri.prefix + "leases` SET owner = 'C', token = "
+                    "token + 1, acquired_at = " + now + " - 200, ttl_at = " + now +
+                    " - 100, transition_at = " + now + " + 10000, holding = 0 WHERE mutex = " +
+                    simba::backend::mysql::wire::hex_literal(m),
+                    simba::sys::boottime_ms() + 5000)
+              .ok);
+  auto b = open_test_backend();
+  Reply got;
+  std::thread acquirer([&] { got = b->acquire(m, "B", 5000, 5000, 5000); });
+  sleep_ms(400); // B looked (the last committed lease: A's, run out) and waits for the row
+  REQUIRE(raw.query("COMMIT", simba::sys::boottime_ms() + 5000).ok);
+  acquirer.join();
+  REQUIRE(got.ok());
+  CHECK_FALSE(got.changed);
+  CHECK(got.observed.lease.owner_id == "C");
+  Reply now_row = require_ok(a->get(m, k_timeout));
+  CHECK(now_row.observed.lease.owner_id == "C");
+  CHECK(now_row.observed.lease.fencing_token == first.observed.lease.fencing_token + 1);
+  // As written (SYSDATE is read once per use: a millisecond apart at most).
+  CHECK(now_row.observed.lease.transition_at - now_row.observed.lease.ttl_at >= 10090);
+}
+
+// The MySQL backend's server-run quarantine (statements.cpp,
+// quarantine_sql and run_check): once the
+// server shows a new run (here its "<prefix>run" table emptied, as a
+// restart empties that MEMORY table), no new lease is granted by any path
+// (a plain acquire, --slots, --once-per) until the longest lease that may
+// still run + 1 s has passed, while the owner of a running lease renews
+// it. Tables of the case's own (a prefix of its own): the quarantine holds
+// for every mutex of its tables, and must not stall the other cases.
+namespace {
+
+// The suite's URI with a prefix of this process's own.
+std::string quarantine_case_uri() {
+  std::string u = backend_uri();
+  size_t at = u.find("prefix=");
+  REQUIRE(at != std::string::npos); // conformance_mysql.sh sets one
+  size_t end = u.find('&', at);
+  u.insert(end == std::string::npos ? u.size() : end, "q" + std::to_string(getpid()) + "_");
+  return u;
+}
+
+} // namespace
+
+TEST_CASE("mysql quarantine: after a new server run no path grants a new lease until the longest "
+          "lease + 1 s has passed; the owner renews meanwhile") {
+  const std::string uri = quarantine_case_uri();
+  auto a = simba::backend::open_backend(uri);
+  auto held = unique_mutex("q-held"), plain = unique_mutex("q-plain");
+  auto slots = unique_mutex("q-slots"), once = unique_mutex("q-once");
+  Reply first = require_ok(a->acquire(held, "A", 1000, 500, k_timeout));
+  REQUIRE(first.changed);
+  const uint64_t token = first.observed.lease.fencing_token;
+
+  auto parsed = std::get<simba::backend::MysqlUri>(simba::backend::parse_backend_uri(uri));
+  simba::backend::mysql::Connection raw;
+  REQUIRE(raw.connect(parsed, simba::sys::boottime_ms() + 5000).empty());
+  REQUIRE(raw.query("DELETE FROM `" + parsed.prefix + "run`", simba::sys::boottime_ms() + 5000).ok);
+
+  auto b = simba::backend::open_backend(uri);
+  const int64_t t0 = mono_ms();
+  Reply p = require_ok(b->acquire(plain, "B", 1000, 500, k_timeout));
+  CHECK_FALSE(p.changed);
+  CHECK(p.observed.lease.owner_id.empty());
+  CHECK(p.observed.lease.quarantine);
+  Reply s = require_ok(b->acquire_slot(slots, "B", 2, 1000, 500, k_timeout));
+  CHECK_FALSE(s.changed);
+  simba::core::OncePer o;
+  o.period_ms = 86400000;
+  Reply w = require_ok(b->acquire_once(once, "B", 1000, 500, o, "q", "h", k_timeout));
+  CHECK_FALSE(w.changed);
+  // The running lease is its owner's to renew all the same.
+  Reply kept = require_ok(a->guard(held, "A", token, 1000, 500, k_timeout));
+  CHECK(kept.changed);
+  CHECK(kept.observed.lease.fencing_token == token);
+  REQUIRE(mono_ms() - t0 < 1500); // the checks above ran inside the quarantine
+
+  // It ends 1500 + 1000 ms after the new run was found: then each path
+  // grants.
+  Reply later;
+  while (mono_ms() - t0 < 6000) {
+    later = require_ok(b->acquire(plain, "B", 1000, 500, k_timeout));
+    if (later.changed) break;
+    sleep_ms(100);
+  }
+  CHECK(later.changed);
+  CHECK(mono_ms() - t0 >= 2000);
+  CHECK(require_ok(b->acquire_slot(slots, "B", 2, 1000, 500, k_timeout)).changed);
+  CHECK(require_ok(b->acquire_once(once, "B", 1000, 500, o, "q", "h", k_timeout)).changed);
 }
