@@ -49,7 +49,7 @@ std::string with_listen(std::string uri) {
   return uri;
 }
 
-Diagnosis diagnose(const std::string& uri) {
+Diagnosis pg_diagnosis(const std::string& uri) {
   Diagnosis found;
   DiagnoseOptions options;
   options.ttl_ms = 12000;
@@ -111,7 +111,7 @@ struct Role {
 } // namespace
 
 TEST_CASE("postgres doctor: the server's version") {
-  Diagnosis d = diagnose(backend_uri());
+  Diagnosis d = pg_diagnosis(backend_uri());
   Finding v = check(d, "server-version");
   CHECK(v.verdict == Finding::Verdict::ok);
   CHECK_MESSAGE(v.detail.find("PostgreSQL 15") == 0, v.detail);
@@ -121,7 +121,7 @@ TEST_CASE("postgres doctor: a role without CREATE and no tables fails, naming th
           "administrator's SQL makes it pass; a right taken away or a column dropped fails") {
   if (via_pgbouncer()) return; // only PgBouncer's own role logs in through it
   Role role;
-  Diagnosis d = diagnose(role.uri);
+  Diagnosis d = pg_diagnosis(role.uri);
   Finding rights = check(d, "role-rights");
   CHECK(rights.verdict == Finding::Verdict::fail);
   CHECK_MESSAGE(rights.fix.find("GRANT CREATE ON SCHEMA \"public\" TO \"" + role.name + "\";") == 0,
@@ -134,14 +134,14 @@ TEST_CASE("postgres doctor: a role without CREATE and no tables fails, naming th
   CHECK_MESSAGE(tables.fix.find("simba doctor --sql postgres") != std::string::npos, tables.fix);
 
   role.admin.sql(simba::backend::pg::setup_sql("public", role.prefix, role.name));
-  d = diagnose(role.uri);
+  d = pg_diagnosis(role.uri);
   rights = check(d, "role-rights");
   tables = check(d, "tables");
   CHECK_MESSAGE(rights.verdict == Finding::Verdict::ok, rights.detail);
   CHECK_MESSAGE(tables.verdict == Finding::Verdict::ok, tables.detail);
 
   role.admin.sql("REVOKE DELETE ON \"" + role.prefix + "waiters\" FROM " + role.name);
-  rights = check(diagnose(role.uri), "role-rights");
+  rights = check(pg_diagnosis(role.uri), "role-rights");
   CHECK(rights.verdict == Finding::Verdict::fail);
   CHECK_MESSAGE(rights.detail.find("DELETE on " + role.prefix + "waiters") != std::string::npos,
                 rights.detail);
@@ -149,7 +149,7 @@ TEST_CASE("postgres doctor: a role without CREATE and no tables fails, naming th
         "GRANT DELETE ON \"public\".\"" + role.prefix + "waiters\" TO \"" + role.name + "\";");
 
   role.admin.sql("ALTER TABLE \"" + role.prefix + "leases\" DROP COLUMN losses");
-  tables = check(diagnose(role.uri), "tables");
+  tables = check(pg_diagnosis(role.uri), "tables");
   CHECK(tables.verdict == Finding::Verdict::fail);
   CHECK_MESSAGE(tables.detail.find("columns \"" + role.prefix + "leases\".losses") !=
                     std::string::npos,
@@ -160,7 +160,7 @@ TEST_CASE("postgres doctor: a role that may create finds the tables it has not m
   if (via_pgbouncer()) return;
   Role role;
   role.admin.sql("GRANT CREATE ON SCHEMA public TO " + role.name);
-  Diagnosis d = diagnose(role.uri);
+  Diagnosis d = pg_diagnosis(role.uri);
   Finding rights = check(d, "role-rights");
   CHECK_MESSAGE(rights.verdict == Finding::Verdict::ok, rights.detail);
   Finding tables = check(d, "tables");
@@ -170,7 +170,7 @@ TEST_CASE("postgres doctor: a role that may create finds the tables it has not m
 }
 
 TEST_CASE("postgres doctor: LISTEN works directly, not through PgBouncer in transaction mode") {
-  Diagnosis d = diagnose(with_listen(backend_uri()));
+  Diagnosis d = pg_diagnosis(with_listen(backend_uri()));
   Finding listen = check(d, "listen");
   if (via_pgbouncer()) {
     CHECK(listen.verdict == Finding::Verdict::warn);
@@ -179,7 +179,7 @@ TEST_CASE("postgres doctor: LISTEN works directly, not through PgBouncer in tran
                   listen.detail);
     CHECK_MESSAGE(listen.fix.find("session pooling") != std::string::npos, listen.fix);
     // listen=off, as the docs advise there: nothing to warn of.
-    Finding off = check(diagnose(backend_uri()), "listen");
+    Finding off = check(pg_diagnosis(backend_uri()), "listen");
     CHECK(off.verdict == Finding::Verdict::ok);
   } else {
     CHECK_MESSAGE(listen.verdict == Finding::Verdict::ok, listen.detail);

@@ -27,7 +27,7 @@ namespace {
 
 using Verdict = Finding::Verdict;
 
-Diagnosis diagnose(const std::string& uri) {
+Diagnosis redis_diagnosis(const std::string& uri) {
   auto b = open_backend(uri);
   Diagnosis found;
   b->diagnose(found, DiagnoseOptions{});
@@ -84,7 +84,7 @@ TEST_CASE("redis doctor: allkeys-lru fails maxmemory-policy, no persistence warn
   // No password, database 0: the backend opens (its checks wait for the
   // first script), and the doctor shows what the server is.
   OwnRedis server({"--maxmemory-policy", "allkeys-lru", "--maxmemory", "100mb"});
-  Diagnosis found = diagnose(server.guarded_uri("d:"));
+  Diagnosis found = redis_diagnosis(server.guarded_uri("d:"));
   Finding policy = finding(found, "maxmemory-policy");
   CHECK(policy.verdict == Verdict::fail);
   CHECK(has(policy.detail, "allkeys-lru"));
@@ -100,13 +100,13 @@ TEST_CASE("redis doctor: allkeys-lru fails maxmemory-policy, no persistence warn
 TEST_CASE("redis doctor: noeviction and AOF are ok; a volatile policy at maxmemory warns") {
   SKIP_UNLESS_REDIS();
   OwnRedis good({"--appendonly", "yes", "--maxmemory-policy", "noeviction"});
-  Diagnosis found = diagnose(good.guarded_uri("d:"));
+  Diagnosis found = redis_diagnosis(good.guarded_uri("d:"));
   CHECK(finding(found, "persistence").verdict == Verdict::ok);
   CHECK(finding(found, "maxmemory-policy").verdict == Verdict::ok);
   CHECK(finding(found, "acl").verdict == Verdict::ok);
 
   OwnRedis volatile_lru({"--maxmemory-policy", "volatile-lru", "--maxmemory", "100mb"});
-  Finding policy = finding(diagnose(volatile_lru.guarded_uri("d:")), "maxmemory-policy");
+  Finding policy = finding(redis_diagnosis(volatile_lru.guarded_uri("d:")), "maxmemory-policy");
   CHECK(policy.verdict == Verdict::warn);
   CHECK(has(policy.detail, "volatile-lru"));
 }
@@ -117,7 +117,7 @@ TEST_CASE("redis doctor: a replica fails replication") {
   OwnRedis replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
   // quarantine=off: no acquire here; the replica would refuse the marker's
   // write anyway.
-  Finding f = finding(diagnose(replica.uri("d:")), "replication");
+  Finding f = finding(redis_diagnosis(replica.uri("d:")), "replication");
   CHECK(f.verdict == Verdict::fail);
   CHECK(has(f.detail, "replica of 127.0.0.1:" + std::to_string(master.port())));
 }
@@ -129,18 +129,18 @@ TEST_CASE("redis doctor: an ACL user without a command the scripts call fails ac
   add_simba_user(server, "nolpush", " +lpush");
   std::string at = "@127.0.0.1:" + std::to_string(server.port()) + "/0?timeout=1s";
   // The documented ACL is enough (no probe asks for more)...
-  Finding full = finding(diagnose("redis://simba:pw" + at), "acl");
+  Finding full = finding(redis_diagnosis("redis://simba:pw" + at), "acl");
   CHECK(full.verdict == Verdict::ok);
   // ... and one without +lpush (which simba's start-up check cannot see:
   // only a script calls it) is named.
-  Finding lacking = finding(diagnose("redis://nolpush:pw" + at), "acl");
+  Finding lacking = finding(redis_diagnosis("redis://nolpush:pw" + at), "acl");
   CHECK(lacking.verdict == Verdict::fail);
   CHECK(has(lacking.detail, "lpush"));
   CHECK(has(lacking.fix, "ACL SETUSER nolpush +lpush"));
   // So is one without +subscribe (simba's waiters would never hear a
   // release).
   add_simba_user(server, "nosub", " +subscribe");
-  Finding nosub = finding(diagnose("redis://nosub:pw" + at), "acl");
+  Finding nosub = finding(redis_diagnosis("redis://nosub:pw" + at), "acl");
   CHECK(nosub.verdict == Verdict::fail);
   CHECK(has(nosub.fix, "ACL SETUSER nosub +subscribe"));
   // Nothing of the probe is left behind.
@@ -152,7 +152,7 @@ TEST_CASE("redis doctor: server-run warns without simba's marker; --init marks a
   SKIP_UNLESS_REDIS();
   OwnRedis server;
   std::string uri = server.guarded_uri("d:");
-  Finding before = finding(diagnose(uri), "server-run");
+  Finding before = finding(redis_diagnosis(uri), "server-run");
   CHECK(before.verdict == Verdict::warn);
   CHECK(has(before.detail, "no simba marker on this database: new, restarted or flushed"));
   CHECK(has(before.fix, "simba doctor --init"));
@@ -161,7 +161,7 @@ TEST_CASE("redis doctor: server-run warns without simba's marker; --init marks a
   std::string why;
   CHECK_MESSAGE(simba::backend::init_new_redis_database(*b, 2000, why), why);
   CHECK(has(why, "marked"));
-  CHECK(finding(diagnose(uri), "server-run").verdict == Verdict::ok);
+  CHECK(finding(redis_diagnosis(uri), "server-run").verdict == Verdict::ok);
   // The first lease is granted at once.
   simba::backend::Reply r = b->acquire(unique_mutex("first"), "A", 5000, 1000, k_timeout);
   REQUIRE(r.ok());
@@ -198,7 +198,7 @@ TEST_CASE("redis doctor: a TLS certificate that expires in 10 days warns") {
   OwnRedis server({"--tls-port", std::to_string(tls_port), "--tls-cert-file", d + "/c.pem",
                    "--tls-key-file", d + "/k.pem", "--tls-ca-cert-file", d + "/c.pem",
                    "--tls-auth-clients", "no"});
-  Finding f = finding(diagnose("rediss://127.0.0.1:" + std::to_string(tls_port) + "/0?cacert=" + d +
+  Finding f = finding(redis_diagnosis("rediss://127.0.0.1:" + std::to_string(tls_port) + "/0?cacert=" + d +
                                "/c.pem&prefix=d:&timeout=2s"),
                       "tls");
   CHECK(f.verdict == Verdict::warn);
@@ -231,7 +231,7 @@ TEST_CASE("redis doctor: an expired TLS certificate ends the connection, saying 
   std::string uri = "rediss://127.0.0.1:" + std::to_string(tls_port) + "/0?cacert=" + d +
                     "/ca.crt&prefix=d:&timeout=2s";
   try {
-    diagnose(uri);
+    redis_diagnosis(uri);
     FAIL("an expired certificate was accepted");
   } catch (const simba::UnavailableError& e) {
     CHECK(has(e.what(), "certificate has expired"));
@@ -246,7 +246,7 @@ TEST_CASE("redis doctor: sentinels that name two masters fail sentinel, naming b
                     ",127.0.0.1:" + std::to_string(s2.port()) +
                     ",127.0.0.1:" + std::to_string(s3.port()) +
                     "/mymaster?prefix=d:&timeout=1s&quarantine=off";
-  Finding f = finding(diagnose(uri), "sentinel");
+  Finding f = finding(redis_diagnosis(uri), "sentinel");
   CHECK(f.verdict == Verdict::fail);
   CHECK(has(f.detail, "127.0.0.1:" + std::to_string(a.port())));
   CHECK(has(f.detail, "127.0.0.1:" + std::to_string(b.port())));
@@ -256,7 +256,7 @@ TEST_CASE("redis doctor: sentinels that name two masters fail sentinel, naming b
                          ",127.0.0.1:" + std::to_string(s2.port()) +
                          ",127.0.0.1:" + std::to_string(s4.port()) +
                          "/mymaster?prefix=d:&timeout=1s&quarantine=off";
-  Finding g = finding(diagnose(agreeing), "sentinel");
+  Finding g = finding(redis_diagnosis(agreeing), "sentinel");
   CHECK(g.verdict != Verdict::fail);
   // --init through Sentinel writes the run its scripts compare (the
   // run_id and the replication id): the first lease waits no quarantine.
@@ -264,7 +264,7 @@ TEST_CASE("redis doctor: sentinels that name two masters fail sentinel, naming b
   auto backend = open_backend(guarded);
   std::string why;
   CHECK_MESSAGE(simba::backend::init_new_redis_database(*backend, 2000, why), why);
-  CHECK(finding(diagnose(guarded), "server-run").verdict == Verdict::ok);
+  CHECK(finding(redis_diagnosis(guarded), "server-run").verdict == Verdict::ok);
   CHECK(backend->acquire(unique_mutex("first"), "A", 5000, 1000, k_timeout).changed);
 }
 
@@ -274,7 +274,7 @@ TEST_CASE("redis doctor: a cluster with slots nobody serves fails cluster") {
   REQUIRE(node.command({"CLUSTER", "ADDSLOTSRANGE", "0", "16000"})->type == REDIS_REPLY_STATUS);
   std::string uri = "redis+cluster://127.0.0.1:" + std::to_string(node.port()) +
                     "?prefix=d:&timeout=1s&quarantine=off";
-  Finding f = finding(diagnose(uri), "cluster");
+  Finding f = finding(redis_diagnosis(uri), "cluster");
   CHECK(f.verdict == Verdict::fail);
   CHECK(has(f.detail, "16001 of 16384"));
   REQUIRE(node.command({"CLUSTER", "ADDSLOTSRANGE", "16001", "16383"})->type == REDIS_REPLY_STATUS);
@@ -282,15 +282,15 @@ TEST_CASE("redis doctor: a cluster with slots nobody serves fails cluster") {
                   !has(node.command({"CLUSTER", "INFO"})->str, "cluster_state:ok");
        ++i)
     sleep_ms(100);
-  CHECK(finding(diagnose(uri), "cluster").verdict == Verdict::ok);
+  CHECK(finding(redis_diagnosis(uri), "cluster").verdict == Verdict::ok);
   // The master's own marker (simba:server{TAG}), written by --init.
   std::string guarded = uri.substr(0, uri.find("&quarantine=off"));
-  Diagnosis found = diagnose(guarded);
+  Diagnosis found = redis_diagnosis(guarded);
   CHECK(finding(found, "acl").verdict == Verdict::ok);
   CHECK(finding(found, "server-run").verdict == Verdict::warn);
   auto backend = open_backend(guarded);
   std::string why;
   CHECK_MESSAGE(simba::backend::init_new_redis_database(*backend, 2000, why), why);
-  CHECK(finding(diagnose(guarded), "server-run").verdict == Verdict::ok);
+  CHECK(finding(redis_diagnosis(guarded), "server-run").verdict == Verdict::ok);
   CHECK(backend->acquire(unique_mutex("first"), "A", 5000, 1000, k_timeout).changed);
 }
