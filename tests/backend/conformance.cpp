@@ -257,6 +257,24 @@ TEST_CASE(
   CHECK(next.observed.lease.fencing_token > a.observed.lease.fencing_token);
 }
 
+TEST_CASE("a revoked owner's other writes change nothing: extend, hold, a step's first guard") {
+  auto b = open_test_backend();
+  auto m = unique_mutex("force-writes");
+  Reply a = require_ok(b->acquire(m, "A", 10000, 10000, k_timeout));
+  const uint64_t t = a.observed.lease.fencing_token;
+  REQUIRE(require_ok(b->force_release(m, 0, k_timeout)).changed);
+  Reply x = require_ok(b->extend(m, "A", t, 10000, 10000, k_timeout));
+  CHECK_FALSE(x.changed);
+  CHECK(x.observed.lease.owner_id.empty());
+  CHECK(x.observed.lease.transition_at == a.observed.lease.transition_at);
+  CHECK_FALSE(require_ok(b->hold(m, "A", t, 10000, k_timeout)).changed);
+  CHECK_FALSE(require_ok(b->begin_step(m, "A", t, 10000, 10000, k_timeout)).changed);
+  Reply now = require_ok(b->get(m, k_timeout));
+  CHECK(now.observed.lease.owner_id.empty());
+  CHECK(now.observed.lease.revoked_at(now.observed.now));
+  CHECK_FALSE(require_ok(b->acquire(m, "B", 10000, 1000, k_timeout)).changed);
+}
+
 TEST_CASE("hold: a lease only held for --min-hold is freed at once by a forced release, and a "
           "waiter is woken") {
   auto b = open_test_backend();
