@@ -134,11 +134,11 @@ std::string percent_decode(const std::string& s, const std::string& shown) {
   return out;
 }
 
-std::string percent_encode(const std::string& s) {
+std::string percent_encode(const std::string& s, const char* keep) {
   static const char* k_hex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if (std::isalnum(c) || std::strchr("-._~:/@", c)) {
+    if (std::isalnum(c) || (c != 0 && (std::strchr("-._~", c) || std::strchr(keep, c)))) {
       out += static_cast<char>(c);
     } else {
       out += '%';

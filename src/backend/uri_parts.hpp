@@ -14,7 +14,9 @@ namespace simba::backend::uri_parts {
 bool all_digits(const std::string& s);
 // %XX escapes, so that a password or prefix may hold '@', '/', '&'...
 std::string percent_decode(const std::string& s, const std::string& shown);
-std::string percent_encode(const std::string& s);
+// Letters, digits, -._~ and the bytes of `keep` as they are, all else %XX
+// (a NUL too).
+std::string percent_encode(const std::string& s, const char* keep = ":/@");
 // Each name=value item of a URI's query, split at '&' (empty items
 // skipped), to `take(name, value, item)`: the value percent-decoded, the
 // item as written. An item without '=' is refused without being named (it

@@ -6,10 +6,9 @@
 #include "backend/mysql/connection.hpp"
 #include "backend/mysql/mysql.hpp"
 #include "backend/mysql/packets.hpp"
+#include "backend/uri_parts.hpp"
 #include "sys/clock.hpp"
 
-#include <cctype>
-#include <cstring>
 
 #include <unistd.h>
 
@@ -32,23 +31,6 @@ bool one_row(Connection& conn, const std::string& sql, int64_t budget_ms, Row& r
   }
   row = r.sets[0].rows[0];
   return true;
-}
-
-// Percent-encoded for a URI: all but letters, digits, -._~ and `keep`.
-std::string uri_escaped(const std::string& text, const char* keep = "") {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
-        (c != 0 && std::strchr(keep, c) != nullptr)) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
 }
 
 // The tables of the prefix, or the right to make them.
@@ -136,14 +118,14 @@ std::string setup_command(const MysqlUri& uri) {
   // single quotes that a quote in a host name or socket path would end.
   std::string where = uri.socket.empty()
                           ? (uri.host.find(':') != std::string::npos
-                                 ? "[" + uri_escaped(uri.host, ":") + "]"
-                                 : uri_escaped(uri.host)) +
+                                 ? "[" + uri_parts::percent_encode(uri.host, ":") + "]"
+                                 : uri_parts::percent_encode(uri.host, "")) +
                                 ":" + std::to_string(uri.port)
                           : "localhost";
-  std::string query = uri.socket.empty() ? "" : "socket=" + uri_escaped(uri.socket, "/");
+  std::string query = uri.socket.empty() ? "" : "socket=" + uri_parts::percent_encode(uri.socket, "/");
   if (uri.prefix != "simba_") query += (query.empty() ? "" : "&") + ("prefix=" + uri.prefix);
-  return "`simba doctor --sql mysql --backend 'mysql://" + uri_escaped(uri.user) + "@" + where +
-         "/" + uri_escaped(uri.database) + (query.empty() ? "" : "?" + query) + "'`";
+  return "`simba doctor --sql mysql --backend 'mysql://" + uri_parts::percent_encode(uri.user, "") + "@" + where +
+         "/" + uri_parts::percent_encode(uri.database, "") + (query.empty() ? "" : "?" + query) + "'`";
 }
 
 // TLS where it matters: not on a Unix socket; encryption without a checked
