@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,11 +119,11 @@ TEST_CASE("etcd keys: one mutex's keys and no other's; values and base64 round t
 
 namespace {
 
-// A server on loopback that answers each request on one connection with
-// the next canned answer, written a few bytes at a time.
-class CannedServer {
+// A server on loopback for one client: `serve` gets the accepted
+// connection, in a thread of its own; the connection is closed after it.
+class OneClientServer {
 public:
-  explicit CannedServer(std::vector<std::string> answers) : m_answers(std::move(answers)) {
+  explicit OneClientServer(std::function<void(int fd)> serve) : m_serve(std::move(serve)) {
     m_listen = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -132,18 +133,30 @@ public:
     getsockname(m_listen, reinterpret_cast<sockaddr*>(&a), &len);
     m_port = ntohs(a.sin_port);
     listen(m_listen, 1);
-    m_thread = std::thread([this] { serve(); });
+    m_thread = std::thread([this] {
+      int fd = accept(m_listen, nullptr, nullptr);
+      m_serve(fd);
+      close(fd);
+    });
   }
-  ~CannedServer() {
+  ~OneClientServer() {
     m_thread.join();
     close(m_listen);
   }
   int port() const { return m_port; }
 
 private:
-  void serve() {
-    int fd = accept(m_listen, nullptr, nullptr);
-    for (const std::string& answer : m_answers) {
+  std::function<void(int fd)> m_serve;
+  int m_listen = -1;
+  int m_port = 0;
+  std::thread m_thread;
+};
+
+// Answers each request on the connection with the next canned answer,
+// written a few bytes at a time.
+std::function<void(int)> canned(std::vector<std::string> answers) {
+  return [answers = std::move(answers)](int fd) {
+    for (const std::string& answer : answers) {
       std::string in;
       char buf[4096];
       while (in.find("\r\n\r\n") == std::string::npos) { // the request (its body is short)
@@ -156,24 +169,30 @@ private:
         usleep(200);
       }
     }
-    close(fd);
-  }
+  };
+}
 
-  std::vector<std::string> m_answers;
-  int m_listen = -1;
-  int m_port = 0;
-  std::thread m_thread;
-};
+// Reads an open stream's lines until it ends or the deadline: why it ended.
+std::string stream_to_end(simba::backend::etcd::HttpConnection& c, int64_t deadline,
+                          std::vector<std::string>& lines) {
+  std::string why;
+  while (why.empty() && simba::sys::boottime_ms() < deadline) {
+    pollfd p{c.fd(), POLLIN, 0};
+    poll(&p, 1, 100);
+    why = c.read_stream(lines);
+  }
+  return why;
+}
 
 } // namespace
 
 TEST_CASE("etcd HTTP: Content-Length and chunked answers on one kept-alive connection") {
   using namespace simba::backend::etcd;
-  CannedServer server({
+  OneClientServer server(canned({
       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":\"12\"}\n",
       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"b\"\r\n5\r\n:true\r\n1\r\n}\r\n0\r\n\r\n",
       "HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}",
-  });
+  }));
   HttpConnection c(HttpTarget{"127.0.0.1", server.port(), false, {}});
   int64_t deadline = simba::sys::boottime_ms() + 5000;
   HttpAnswer a = c.post("/v3/kv/range", "{}", "", deadline);
@@ -192,18 +211,13 @@ TEST_CASE("etcd HTTP: Content-Length and chunked answers on one kept-alive conne
 
 TEST_CASE("etcd HTTP: a stream read as its lines come; its end is said") {
   using namespace simba::backend::etcd;
-  CannedServer server({"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                       "9\r\n{\"x\":1}\n{\r\n7\r\n\"y\":2}\n\r\n0\r\n\r\n"});
+  OneClientServer server(canned({"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                 "9\r\n{\"x\":1}\n{\r\n7\r\n\"y\":2}\n\r\n0\r\n\r\n"}));
   HttpConnection c(HttpTarget{"127.0.0.1", server.port(), false, {}});
   int64_t deadline = simba::sys::boottime_ms() + 5000;
   REQUIRE(c.open_stream("/v3/watch", "{}", "", deadline).empty());
   std::vector<std::string> lines;
-  std::string why;
-  while (why.empty() && simba::sys::boottime_ms() < deadline) {
-    pollfd p{c.fd(), POLLIN, 0};
-    poll(&p, 1, 100);
-    why = c.read_stream(lines);
-  }
+  std::string why = stream_to_end(c, deadline, lines);
   CHECK(lines == std::vector<std::string>{"{\"x\":1}", "{\"y\":2}"});
   CHECK(why == "the stream ended");
 }
@@ -227,38 +241,17 @@ TEST_CASE("etcd HTTP: nobody listening is an error before anything was sent") {
 
 namespace {
 
-// A server that answers one request with a chunked 200 and then 1 MiB
-// chunks (no newline in them) until it sent `mib` of them or the client
-// left; then it waits for the client to close.
-class EndlessChunks {
-public:
-  explicit EndlessChunks(int mib) : m_mib(mib) {
-    m_listen = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(bind(m_listen, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    getsockname(m_listen, reinterpret_cast<sockaddr*>(&a), &len);
-    m_port = ntohs(a.sin_port);
-    listen(m_listen, 1);
-    m_thread = std::thread([this] { serve(); });
-  }
-  ~EndlessChunks() {
-    m_thread.join();
-    close(m_listen);
-  }
-  int port() const { return m_port; }
-
-private:
-  void serve() {
-    int fd = accept(m_listen, nullptr, nullptr);
+// Answers one request with a chunked 200 and then 1 MiB chunks (no
+// newline in them) until it sent `mib` of them or the client left; then
+// waits for the client to close.
+std::function<void(int)> endless_chunks(int mib) {
+  return [mib](int fd) {
     char buf[4096];
     (void)!read(fd, buf, sizeof buf); // the request
     const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
     const std::string chunk = "100000\r\n" + std::string(1 << 20, 'a') + "\r\n";
     bool gone = send(fd, head.data(), head.size(), MSG_NOSIGNAL) < 0;
-    for (int i = 0; i < m_mib && !gone; ++i)
+    for (int i = 0; i < mib && !gone; ++i)
       for (size_t at = 0; at < chunk.size() && !gone;) {
         ssize_t n = send(fd, chunk.data() + at, chunk.size() - at, MSG_NOSIGNAL);
         gone = n <= 0;
@@ -266,37 +259,26 @@ private:
       }
     while (!gone && read(fd, buf, sizeof buf) > 0) {
     }
-    close(fd);
-  }
-
-  int m_mib;
-  int m_listen = -1;
-  int m_port = 0;
-  std::thread m_thread;
-};
+  };
+}
 
 } // namespace
 
 TEST_CASE("etcd HTTP: chunks without end are refused past 64 MiB, an answer's or a stream's") {
   using namespace simba::backend::etcd;
   {
-    EndlessChunks server(200);
+    OneClientServer server(endless_chunks(200));
     HttpConnection c(HttpTarget{"127.0.0.1", server.port(), false, {}});
     HttpAnswer a = c.post("/v3/kv/range", "{}", "", simba::sys::boottime_ms() + 3000);
     CHECK(a.status == 0);
     CHECK(a.error == "an answer over 64 MiB");
   }
-  EndlessChunks server(200);
+  OneClientServer server(endless_chunks(200));
   HttpConnection c(HttpTarget{"127.0.0.1", server.port(), false, {}});
   int64_t deadline = simba::sys::boottime_ms() + 3000;
   REQUIRE(c.open_stream("/v3/watch", "{}", "", deadline).empty());
   std::vector<std::string> lines;
-  std::string why;
-  while (why.empty() && simba::sys::boottime_ms() < deadline) {
-    pollfd p{c.fd(), POLLIN, 0};
-    poll(&p, 1, 100);
-    why = c.read_stream(lines);
-  }
+  std::string why = stream_to_end(c, deadline, lines);
   CHECK(lines.empty());
   CHECK(why == "an answer over 64 MiB");
   c.close();
