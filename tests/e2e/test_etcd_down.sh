@@ -26,4 +26,25 @@ grep -q "^fail *connection *cannot reach etcd .* — fix: .*(docs/backends/etcd.
 # Another member that answers: it runs (the one down is passed over).
 etcd_single_start "$T/etcd2" || fail "cannot start a second etcd member"
 assert_exit 0 bounded "$SIMBA" run --backend "$up,${ETCD_URI#etcd://}" --mutex m -- true
+
+# A first member that drops connection attempts (a host gone, a firewall;
+# here a listener whose backlog is full) takes only its share of the call
+# timeout: the next member is still tried in time, and it runs.
+python3 - "$T/silent.port" <<'PY' &
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(0)
+held = socket.create_connection(s.getsockname())  # fills the backlog: later SYNs are dropped
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+import os
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(60)
+PY
+silent_pid=$!
+wait_file "$T/silent.port" 10
+silent="etcd://127.0.0.1:$(<"$T/silent.port"),${ETCD_URI#etcd://}"
+assert_exit 0 bounded "$SIMBA" run --backend "$silent" --mutex m -- true
+kill "$silent_pid" 2>/dev/null || true
 etcd_cluster_stop

@@ -3,6 +3,7 @@
 
 #include "sys/clock.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace simba::backend::etcd {
@@ -114,8 +115,13 @@ Call Client::answer_of(const HttpAnswer& a, bool write) const {
 
 std::string Client::connect(int64_t deadline) {
   std::string why;
-  for (size_t tried = 0; tried < m_uri.endpoints.size(); ++tried) {
-    std::string e = m_conn.open(deadline);
+  const size_t members = m_uri.endpoints.size();
+  for (size_t tried = 0; tried < members; ++tried) {
+    // Each member its share of what is left: one that drops the packets
+    // (a host gone, a firewall) must not take the time of those after it.
+    int64_t now = sys::boottime_ms();
+    int64_t share = std::max<int64_t>(1, (deadline - now) / int64_t(members - tried));
+    std::string e = m_conn.open(now + share);
     if (e.empty()) return "";
     const HttpTarget t = target_of(m_current);
     why = t.host + ":" + std::to_string(t.port) + ": " + e;
