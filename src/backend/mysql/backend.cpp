@@ -322,15 +322,13 @@ std::string MysqlBackend::scrub(std::string msg) const {
 }
 
 std::string MysqlBackend::connect(int64_t deadline) {
-  bool refused = false;
-  std::string why = m_conn.connect(m_uri, deadline, &refused);
+  std::string why = m_conn.connect(m_uri, deadline);
   if (why.empty()) return "";
   if (why == net::k_timed_out)
     return "no answer from MySQL at " + m_uri.shown + " within " +
            core::format_duration(m_budget_ms);
-  // A refused login: where the password came from, or why no file gave it.
-  // (Not for a database the user may not use, 1044: the password was right.)
-  if (refused && !m_uri.password_note.empty() && why.find("ERROR 1044") == std::string::npos)
+  // A password refused: where it came from, or why no file gave it.
+  if (m_conn.password_refused() && !m_uri.password_note.empty())
     why += " (" + m_uri.password_note + ")";
   return scrub("cannot connect to MySQL at " + m_uri.shown + ": " + why);
 }

@@ -51,6 +51,10 @@ public:
   // TLS the URI requires and the server does not offer): trying again
   // does not help.
   std::string connect(const MysqlUri& uri, int64_t deadline, bool* refused = nullptr);
+  // The last connect's login was refused for its password (ERROR 1045,
+  // access denied): not a database the user may not use, not a host or a
+  // method the server will not have.
+  bool password_refused() const { return m_login_error == 1045; }
   bool is_open() const { return m_fd >= 0; }
   // An idle connection that is readable was closed by the server (or sent
   // what nobody asked for): it cannot be used.
@@ -99,6 +103,7 @@ private:
   uint64_t m_received = 0; // of the answer: its bytes, and what its rows cost kept
   uint8_t m_sequence = 0; // of the next packet we send
   std::string m_lost;     // why the connection ended, once m_in is read
+  int m_login_error = 0;  // the code of the last login's ERR packet
   std::string m_version;
   uint32_t m_id = 0;
 };

@@ -75,6 +75,7 @@ std::string unsupported_plugin(const std::string& plugin) {
 
 std::string Connection::connect(const MysqlUri& uri, int64_t deadline, bool* refused) {
   close();
+  m_login_error = 0;
   bool refused_here = false;
   std::string why = uri.socket.empty() ? net::dial_host(uri.host, uri.port, deadline, m_fd)
                                        : net::dial_unix(uri.socket, deadline, m_fd);
@@ -178,7 +179,9 @@ std::string Connection::authenticate(const MysqlUri& uri, std::string scramble, 
     if (kind == 0x00) return "";
     if (kind == 0xff) {
       refused = true;
-      return wire::read_error(p).line();
+      wire::ServerError e = wire::read_error(p);
+      m_login_error = e.code;
+      return e.line();
     }
     if (kind == 0x01) {
       refused = true;
