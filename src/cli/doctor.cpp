@@ -196,7 +196,7 @@ namespace {
 // doctor --init: 0 marked, 1 not (the line says why), 64 not Redis.
 int init_database(const DoctorOptions& o) {
   std::string uri = o.common.backend;
-  if (uri.rfind("redis", 0) != 0)
+  if (!is_redis_uri(uri))
     throw UsageError("--init marks a new Redis database; " +
                      (uri.empty() ? std::string("the default SQLite database") : backend::redact(uri)) +
                      " is none (a new SQLite or PostgreSQL database waits no quarantine)");
