@@ -29,11 +29,13 @@ shown=$(grep -o "simba doctor --sql mysql --backend '[^']*'" "$T/refused") ||
 eval "\"\$SIMBA\" ${shown#simba }" >"$T/named.sql" || fail "the command named fails: $shown"
 cmp -s -- "$T/setup.sql" "$T/named.sql" || fail "the command named prints other SQL: $shown"
 long=mysql://plain@127.0.0.1:$MY_PORT/simba?prefix=a_prefix_of_forty_characters_0123456789_
+# (doctor --sql never connects: the command names any host, localhost.)
+long_shown=mysql://plain@localhost/simba?prefix=a_prefix_of_forty_characters_0123456789_
 assert_exit 69 "$SIMBA" run --backend "$long" --mutex m -- true
-grep -qF "doctor --sql mysql --backend '$long'" "$T/err" || fail "a long prefix: $(<"$T/err")"
+grep -qF "doctor --sql mysql --backend '$long_shown'" "$T/err" || fail "a long prefix: $(<"$T/err")"
 ! grep -qF '[...' "$T/err" || fail "the 69 of a long prefix was cut: $(<"$T/err")"
 "$SIMBA" doctor --backend "$long" >"$T/out" 2>&1 || true
-grep -qF "fail  tables            simba's tables are missing and the user may not create them — fix: have an administrator run the SQL of \`simba doctor --sql mysql --backend '$long'\`" "$T/out" ||
+grep -qF "fail  tables            simba's tables are missing and the user may not create them — fix: have an administrator run the SQL of \`simba doctor --sql mysql --backend '$long_shown'\`" "$T/out" ||
   fail "doctor's fix: $(<"$T/out")"
 
 my_server_sql "$(<"$T/setup.sql")" || fail "the printed SQL failed"

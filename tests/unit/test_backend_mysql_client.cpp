@@ -141,7 +141,8 @@ TEST_CASE("mysql: URIs, their parameters and refusals; the password never shown"
 
 // The command a user without CREATE is told to have an administrator run
 // (simba doctor --sql mysql --backend '...'): pasted into a shell, so no
-// name of the URI may end its single quotes; and it names the same place.
+// name of the URI may end its single quotes; and it names the same user,
+// database and prefix (all the SQL depends on: it never connects).
 TEST_CASE("mysql: the setup command quotes every name for a shell, and parses back") {
   unsetenv(k_mysql_password_env);
   for (const char* uri : {"mysql://o%27hara@db%27x:3307/we%27ird?prefix=ci_",
@@ -154,8 +155,6 @@ TEST_CASE("mysql: the setup command quotes every name for a shell, and parses ba
     CHECK(quoted.find('\'') == std::string::npos);
     auto back = std::get<MysqlUri>(parse_backend_uri(quoted));
     CHECK(back.user == u.user);
-    if (u.socket.empty()) CHECK(back.host == u.host); // else "localhost": unused
-    CHECK(back.socket == u.socket);
     CHECK(back.database == u.database);
     CHECK(back.prefix == u.prefix);
   }

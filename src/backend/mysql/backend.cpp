@@ -590,19 +590,17 @@ void MysqlBackend::open(Access access) {
   if (!why.empty()) throw UnavailableError(why);
 }
 
-} // namespace
-
 // A name between backticks (a database, a table, a user: MySQL quotes an
 // account's user name as an identifier too), its backticks doubled: the
 // URI's database and user are anybody's text, and an administrator runs
 // what mysql_setup_sql prints. No backslash escapes in a quoted identifier,
 // whatever the server's sql_mode.
-namespace {
 std::string quoted(const std::string& name) {
   std::string out = "`";
   for (char c : name) out += c == '`' ? std::string("``") : std::string(1, c);
   return out + "`";
 }
+
 } // namespace
 
 std::string mysql_setup_sql(const std::string& database, const std::string& prefix,

@@ -111,23 +111,6 @@ void check_hint(const MysqlUri& uri, Connection& conn, int64_t budget_ms, Diagno
                             "waiters will wake on their timers, not at a release"));
 }
 
-} // namespace
-
-std::string setup_command(const MysqlUri& uri) {
-  // Every name percent-encoded: the command is pasted into a shell, inside
-  // single quotes that a quote in a host name or socket path would end.
-  std::string where = uri.socket.empty()
-                          ? (uri.host.find(':') != std::string::npos
-                                 ? "[" + uri_parts::percent_encode(uri.host, ":") + "]"
-                                 : uri_parts::percent_encode(uri.host, "")) +
-                                ":" + std::to_string(uri.port)
-                          : "localhost";
-  std::string query = uri.socket.empty() ? "" : "socket=" + uri_parts::percent_encode(uri.socket, "/");
-  if (uri.prefix != "simba_") query += (query.empty() ? "" : "&") + ("prefix=" + uri.prefix);
-  return "`simba doctor --sql mysql --backend 'mysql://" + uri_parts::percent_encode(uri.user, "") + "@" + where +
-         "/" + uri_parts::percent_encode(uri.database, "") + (query.empty() ? "" : "?" + query) + "'`";
-}
-
 // TLS where it matters: not on a Unix socket; encryption without a checked
 // certificate (prefer, require) lets whoever sits between answer for the
 // server, and lease it.
@@ -146,6 +129,17 @@ void check_tls(const MysqlUri& uri, const Connection& conn, Diagnosis& found) {
   else
     found.push_back(finding("tls", Verdict::ok,
                             "the connection is encrypted, the server's certificate checked"));
+}
+
+} // namespace
+
+std::string setup_command(const MysqlUri& uri) {
+  // doctor --sql never connects: only the user, the database and the prefix
+  // count, so the host is any ("localhost"). Each name percent-encoded: the
+  // command is pasted into a shell, inside single quotes.
+  std::string prefix = uri.prefix == "simba_" ? "" : "?prefix=" + uri.prefix;
+  return "`simba doctor --sql mysql --backend 'mysql://" + uri_parts::percent_encode(uri.user, "") +
+         "@localhost/" + uri_parts::percent_encode(uri.database, "") + prefix + "'`";
 }
 
 void diagnose(const MysqlUri& uri, Diagnosis& found, const DiagnoseOptions& options) {
