@@ -4,6 +4,7 @@
 
 #include "backend/mysql/packets.hpp"
 #include "backend/net/deadline_io.hpp"
+#include "sys/clock.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -56,6 +57,8 @@ std::string Connection::receive(bool& got) {
 // that big.
 std::string Connection::read_packet(std::string& payload, int64_t deadline) {
   for (;;) {
+    // Packets that keep coming never let the wait below see the deadline.
+    if (sys::boottime_ms() >= deadline) return net::k_timed_out;
     if (m_in.size() - m_pos >= 4) {
       auto byte = [&](size_t i) { return static_cast<uint8_t>(m_in[m_pos + i]); };
       size_t len = byte(0) | size_t(byte(1)) << 8 | size_t(byte(2)) << 16;
