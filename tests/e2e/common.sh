@@ -105,6 +105,13 @@ _e2e_cleanup() {
   unset SIMBA_E2E_TAG
   pids=$(grep -lzx -- "SIMBA_E2E_TAG=$T" /proc/[0-9]*/environ 2>/dev/null |
     sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p' | grep -vx -e "$$" -e "$BASHPID")
+  # And anything working in the test's directory: a server that rewrote its
+  # environment (redis-server's process title overwrites it, so no tag is
+  # left to find), started by a part that ran in a subshell of its own.
+  pids+=" $(find /proc -mindepth 2 -maxdepth 2 -name cwd \( -lname "$T" -o -lname "$T/*" \) \
+    -printf '%h\n' 2>/dev/null | sed -n 's|^/proc/\([0-9]*\)$|\1|p')"
+  # shellcheck disable=SC2086 # a list of pids
+  pids=$(printf '%s\n' $pids | grep -vx -e "$$" -e "$BASHPID")
   if [[ -n $pids ]]; then
     exec 2>/dev/null
     # shellcheck disable=SC2086 # a list of pids
